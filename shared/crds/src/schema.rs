@@ -1,0 +1,91 @@
+//! Schema helpers shared by the CRD types, and the last clean-up pass over generated CRDs.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde_json::Value;
+
+/// Schema for a free-form object whose fields Kubernetes must keep as written
+/// (`x-kubernetes-preserve-unknown-fields`), such as Babylon's `parameters` or a provider's `state`.
+pub fn free_form(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Like [`free_form`], but wraps an optional value (the API server also accepts `null`).
+pub fn optional_free_form(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = free_form(generator);
+    schema.insert("nullable".into(), Value::Bool(true));
+    schema
+}
+
+/// Schema of `T`, with `x-kubernetes-preserve-unknown-fields` added, for objects that other
+/// controllers also write into (Babylon writes fields of its own into a provision's status).
+pub fn preserve_unknown<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = T::json_schema(generator);
+    schema.insert(
+        "x-kubernetes-preserve-unknown-fields".into(),
+        Value::Bool(true),
+    );
+    schema
+}
+
+/// Applies what Kubernetes needs beyond what schemars emits:
+/// - drops `format: uint32/uint64/...` (not OpenAPI formats; newer API servers warn about them),
+/// - sorts nothing and changes nothing else, so the output stays a faithful view of the types.
+pub fn finalize_crd(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            strip_unsigned_formats(schema);
+        }
+    }
+    crd
+}
+
+fn strip_unsigned_formats(props: &mut JSONSchemaProps) {
+    if props
+        .format
+        .as_deref()
+        .is_some_and(|f| f.starts_with("uint") || f == "uint")
+    {
+        props.format = None;
+    }
+    for child in props.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        strip_unsigned_formats(child);
+    }
+    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(items)) =
+        props.items.as_mut()
+    {
+        strip_unsigned_formats(items);
+    }
+    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool::Schema(extra)) =
+        props.additional_properties.as_mut()
+    {
+        strip_unsigned_formats(extra);
+    }
+    for list in [&mut props.all_of, &mut props.any_of, &mut props.one_of] {
+        for child in list.iter_mut().flatten() {
+            strip_unsigned_formats(child);
+        }
+    }
+}
+
+/// Schema of a `conditions` list: Kubernetes `Condition`s keyed by `type`
+/// (`x-kubernetes-list-type: map`), so server-side apply merges conditions per type.
+pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = Vec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>::json_schema(generator);
+    schema.insert("x-kubernetes-list-type".into(), Value::String("map".into()));
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        Value::Array(vec![Value::String("type".into())]),
+    );
+    schema.insert("maxItems".into(), Value::from(16));
+    schema
+}

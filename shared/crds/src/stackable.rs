@@ -1,0 +1,140 @@
+//! `autoscaling.stackable.tech/v1alpha1` `StackableScaler`: a `/scale` target for an HPA that runs
+//! hooks before and after the workload's replicas change.
+
+use k8s_openapi::api::batch::v1::JobTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The HPA scales this object; the controller moves the owning workload through the hook stages.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "autoscaling.stackable.tech",
+    version = "v1alpha1",
+    kind = "StackableScaler",
+    plural = "stackablescalers",
+    namespaced,
+    status = "StackableScalerStatus",
+    shortname = "stscaler",
+    category = "ebb",
+    derive = "PartialEq",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(name = "Stage", type_ = "string", json_path = ".status.currentState.stage"),
+    printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct StackableScalerSpec {
+    /// Replicas the workload should have; written by the HPA through `/scale`.
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
+
+    /// Jobs run around a change of replicas (standalone controller only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HooksSpec>,
+}
+
+/// Job templates run as hooks. Each Job gets `EBB_SCALE_DIRECTION`, `EBB_PREVIOUS_REPLICAS`,
+/// `EBB_DESIRED_REPLICAS`, `EBB_REMOVED_ORDINALS` and `EBB_ADDED_ORDINALS` in its environment.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksSpec {
+    /// Runs before the workload's replicas change (drain, offload data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_scale: Option<HookSpec>,
+    /// Runs after the workload is stable at its new size (rebalance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_scale: Option<HookSpec>,
+    /// Runs once when a stage fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<HookSpec>,
+}
+
+/// One hook: a Job template and how long it may take.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSpec {
+    /// The Job to run (a `batch/v1` JobTemplateSpec: `metadata` and `spec`).
+    #[schemars(schema_with = "crate::schema::free_form")]
+    pub template: JobTemplateSpec,
+    /// Deadline of one run in seconds; past it the hook fails. Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_seconds: Option<i32>,
+}
+
+/// The stages of a scaling operation.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default, JsonSchema)]
+pub enum ScalerStage {
+    /// Nothing in flight; a change of `spec.replicas` starts the next operation.
+    #[default]
+    Idle,
+    /// The pre-scale hook runs.
+    PreScaling,
+    /// The workload's replicas are being changed; waits until it is stable.
+    Scaling,
+    /// The post-scale hook runs.
+    PostScaling,
+    /// A stage failed; stays here until the `autoscaling.stackable.tech/retry: "true"` annotation.
+    Failed,
+}
+
+impl ScalerStage {
+    /// Whether an operation is in flight, during which `spec.replicas` must not change.
+    /// The one place that knows this: the reconciler and the admission webhook both ask it.
+    pub fn is_active(self) -> bool {
+        match self {
+            ScalerStage::PreScaling | ScalerStage::Scaling | ScalerStage::PostScaling => true,
+            ScalerStage::Idle | ScalerStage::Failed => false,
+        }
+    }
+}
+
+/// Where the state machine is.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalerState {
+    /// The current stage.
+    pub stage: ScalerStage,
+    /// When the stage was entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// For `Failed`: the stage that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_in: Option<ScalerStage>,
+    /// For `Failed`: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub reason: Option<String>,
+}
+
+/// Observed replicas and the state machine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StackableScalerStatus {
+    /// Replicas the workload has (the `/scale` status).
+    #[serde(default)]
+    pub replicas: i32,
+    /// Label selector of the workload's pods, as a string (the `/scale` selector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Target of the operation in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_replicas: Option<i32>,
+    /// Replicas before the operation in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_replicas: Option<i32>,
+    /// The state machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_state: Option<ScalerState>,
+    /// `Ready`, `Progressing`, `Failed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::conditions")]
+    pub conditions: Vec<Condition>,
+}

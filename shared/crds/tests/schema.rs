@@ -1,0 +1,371 @@
+//! The generated CRDs are what the API server accepts: structural, CEL rules bounded and correct,
+//! examples valid, and `crds/` up to date with the types.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn crd_schemas() -> Vec<(String, String, Value)> {
+    ebb_crds::all_crds()
+        .into_iter()
+        .map(|crd| {
+            let group = crd.spec.group.clone();
+            let kind = crd.spec.names.kind.clone();
+            let version = &crd.spec.versions[0];
+            let schema = serde_json::to_value(
+                version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap(),
+            )
+            .unwrap();
+            (format!("{group}/{}", version.name), kind, schema)
+        })
+        .collect()
+}
+
+fn schema_of(kind: &str) -> Value {
+    crd_schemas()
+        .into_iter()
+        .find(|(_, k, _)| k == kind)
+        .map(|(_, _, s)| s)
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural schemas (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
+// custom-resource-definitions/#specifying-a-structural-schema).
+
+fn structural_violations(schema: &Value, path: &str, out: &mut Vec<String>) {
+    let Some(node) = schema.as_object() else {
+        out.push(format!("{path}: not an object"));
+        return;
+    };
+    let escape = node.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true))
+        || node.get("x-kubernetes-int-or-string") == Some(&json!(true));
+    match node.get("type").and_then(Value::as_str) {
+        Some(t) if !t.is_empty() => {}
+        _ if escape => {}
+        _ => out.push(format!("{path}: no type")),
+    }
+    if node.contains_key("$ref") {
+        out.push(format!("{path}: $ref is not allowed"));
+    }
+    if node.contains_key("properties") && node.contains_key("additionalProperties") {
+        out.push(format!("{path}: properties and additionalProperties together"));
+    }
+    for junctor in ["allOf", "anyOf", "oneOf", "not"] {
+        if let Some(j) = node.get(junctor) {
+            let branches: Vec<&Value> = match j {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            for (i, b) in branches.into_iter().enumerate() {
+                junctor_violations(b, node, &format!("{path}.{junctor}[{i}]"), out);
+            }
+        }
+    }
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (name, child) in props {
+            structural_violations(child, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        structural_violations(items, &format!("{path}[]"), out);
+    }
+    if let Some(extra) = node.get("additionalProperties").filter(|v| v.is_object()) {
+        structural_violations(extra, &format!("{path}{{}}"), out);
+    }
+    if node.get("x-kubernetes-list-type") == Some(&json!("map")) {
+        let items = node.get("items").cloned().unwrap_or_default();
+        let required: Vec<&str> = items["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for key in node["x-kubernetes-list-map-keys"].as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap_or_default();
+            if !required.contains(&key) && items["properties"][key].get("default").is_none() {
+                out.push(format!("{path}: list-map key {key} is neither required nor defaulted"));
+            }
+        }
+    }
+}
+
+/// Inside a logical junctor: no type/description/default/additionalProperties/nullable, and
+/// every field named must also be specified outside the junctor.
+fn junctor_violations(branch: &Value, outer: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<String>) {
+    let Some(b) = branch.as_object() else { return };
+    for banned in ["type", "description", "default", "additionalProperties", "nullable"] {
+        if b.contains_key(banned) {
+            out.push(format!("{path}: `{banned}` inside a logical junctor"));
+        }
+    }
+    if let Some(props) = b.get("properties").and_then(Value::as_object) {
+        for name in props.keys() {
+            if outer.get("properties").and_then(|p| p.get(name)).is_none() {
+                out.push(format!("{path}.{name}: not specified outside the junctor"));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_crd_schema_is_structural() {
+    let mut violations = Vec::new();
+    for (api, kind, schema) in crd_schemas() {
+        structural_violations(&schema, &format!("{api} {kind}"), &mut violations);
+    }
+    assert!(violations.is_empty(), "non-structural schemas:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn the_structural_check_catches_what_kubernetes_rejects() {
+    let mut v = Vec::new();
+    structural_violations(&json!({"type": "object", "properties": {"a": {}}}), "t", &mut v);
+    structural_violations(
+        &json!({"type": "object", "anyOf": [{"type": "string"}], "properties": {}}),
+        "t",
+        &mut v,
+    );
+    structural_violations(&json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}}), "t", &mut v);
+    assert_eq!(v.len(), 4, "{v:?}");
+}
+
+#[test]
+fn no_unsigned_formats_reach_the_api_server() {
+    for (_, kind, schema) in crd_schemas() {
+        let text = schema.to_string();
+        assert!(!text.contains("\"format\":\"uint"), "{kind} has an unsigned format");
+    }
+}
+
+/// Every string a CEL rule reads is length-bounded and every list item-bounded, or the API server
+/// rejects the rule as too expensive.
+#[test]
+fn cel_rules_only_touch_bounded_fields() {
+    fn walk(node: &Value, path: &str, out: &mut Vec<String>) {
+        let Some(obj) = node.as_object() else { return };
+        if let (Some(rules), Some(props)) = (obj.get("x-kubernetes-validations"), obj.get("properties")) {
+            let text: String = rules
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["rule"].as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            for (name, prop) in props.as_object().into_iter().flatten() {
+                if !text.contains(&format!("self.{name}")) {
+                    continue;
+                }
+                let unbounded = match prop["type"].as_str() {
+                    Some("string") => prop.get("maxLength").is_none() && prop.get("enum").is_none(),
+                    Some("array") => prop.get("maxItems").is_none(),
+                    _ => false,
+                };
+                if unbounded {
+                    out.push(format!("{path}.{name}"));
+                }
+            }
+        }
+        for (name, child) in obj.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            walk(child, &format!("{path}.{name}"), out);
+        }
+        if let Some(items) = obj.get("items") {
+            walk(items, &format!("{path}[]"), out);
+        }
+    }
+    let mut out = Vec::new();
+    for (_, kind, schema) in crd_schemas() {
+        walk(&schema, &kind, &mut out);
+    }
+    assert!(out.is_empty(), "CEL reads unbounded fields: {out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation: OpenAPI (JSON Schema draft 4 keywords) and CEL, as the API server applies them.
+
+fn validate(kind: &str, object: &Value) -> Result<(), String> {
+    let schema = schema_of(kind);
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft4)
+        .build(&schema)
+        .map_err(|e| format!("schema does not compile: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(object)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    kube_cel::Validator::new()
+        .validate(&schema, object, None)
+        .map_err(|e| e.to_string())
+}
+
+fn examples() -> Vec<(String, Value)> {
+    let dir = repo_root().join("examples");
+    let mut out = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "yaml")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            if !value.is_null() {
+                out.push((path.file_name().unwrap().to_string_lossy().into_owned(), value));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_example_is_valid_against_its_crd() {
+    let schemas = crd_schemas();
+    let examples = examples();
+    let mut kinds_seen = std::collections::BTreeSet::new();
+    for (file, example) in &examples {
+        let api = example["apiVersion"].as_str().unwrap();
+        let kind = example["kind"].as_str().unwrap();
+        assert!(
+            schemas.iter().any(|(a, k, _)| a == api && k == kind),
+            "{file}: no CRD for {api} {kind}"
+        );
+        validate(kind, example).unwrap_or_else(|e| panic!("{file}: {e}"));
+        kinds_seen.insert(kind.to_string());
+    }
+    for (_, kind, _) in &schemas {
+        assert!(kinds_seen.contains(kind), "no example for {kind}");
+    }
+}
+
+#[test]
+fn every_example_deserializes_into_its_rust_type() {
+    use ebb_crds::{babylon, poolboy, scaledown, service_scaler, stackable};
+    for (file, example) in examples() {
+        let kind = example["kind"].as_str().unwrap().to_string();
+        let result = match kind.as_str() {
+            "ServiceScaler" => serde_json::from_value::<service_scaler::ServiceScaler>(example).map(drop),
+            "ScaleDownSchedule" => serde_json::from_value::<scaledown::ScaleDownSchedule>(example).map(drop),
+            "StackableScaler" => serde_json::from_value::<stackable::StackableScaler>(example).map(drop),
+            "Workshop" => serde_json::from_value::<babylon::Workshop>(example).map(drop),
+            "WorkshopProvision" => serde_json::from_value::<babylon::WorkshopProvision>(example).map(drop),
+            "WorkshopUserAssignment" => {
+                serde_json::from_value::<babylon::WorkshopUserAssignment>(example).map(drop)
+            }
+            "ResourceClaim" => serde_json::from_value::<poolboy::ResourceClaim>(example).map(drop),
+            other => panic!("{file}: unknown kind {other}"),
+        };
+        result.unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+}
+
+fn service_scaler(ranges: Value) -> Value {
+    json!({
+        "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+        "metadata": {"name": "s", "namespace": "n"},
+        "spec": {"hpa": {"minReplicas": 2, "maxReplicas": 5}, "timeRangeSpec": ranges}
+    })
+}
+
+#[test]
+fn service_scaler_schema_rejects_what_the_contract_forbids() {
+    let cases = [
+        (json!([{"kind": "ZonedTime", "to": "08:00+05:30"}]), "from and to must be given together"),
+        (json!([{"kind": "ZonedTime", "from": "8am", "to": "09:00Z"}]), "HH:MM followed by an offset"),
+        (json!([{"kind": "LocalTime", "from": "25:00", "to": "06:00"}]), "LocalTime from/to must be HH:MM"),
+        (json!([{"kind": "ZonedDateTime", "from": "tomorrow", "to": "2026-01-01T00:00:00Z"}]), "RFC 3339"),
+        (json!([{"kind": "Cron", "schedule": "0 8 * * *"}]), "kind Cron needs schedule and duration"),
+        (json!([{"kind": "Cron", "schedule": "0 8 * * *", "duration": "ten minutes"}]), "does not match"),
+        (json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "timeZone": "UTC"}]), "timeZone belongs"),
+        (json!([{"kind": "Weekly", "from": "08:00Z", "to": "09:00Z"}]), "is not one of"),
+        (
+            json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "replicaSpec": {"hpa": {"minReplicas": 5, "maxReplicas": 2}}}]),
+            "minReplicas must not exceed maxReplicas",
+        ),
+        (
+            json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "replicaSpec": {"hpa": {"minReplicas": -1}}}]),
+            "minimum",
+        ),
+    ];
+    for (ranges, expected) in cases {
+        let err = validate("ServiceScaler", &service_scaler(ranges.clone())).expect_err(&ranges.to_string());
+        assert!(err.contains(expected), "{ranges}: expected {expected:?} in {err:?}");
+    }
+    let mut bad_defaults = service_scaler(json!([]));
+    bad_defaults["spec"]["hpa"] = json!({"minReplicas": 6, "maxReplicas": 5});
+    assert!(validate("ServiceScaler", &bad_defaults).unwrap_err().contains("hpa.minReplicas must not exceed"));
+
+    let fixed = service_scaler(json!([{"kind": "LocalTime", "from": "22:00", "to": "06:00", "timeZone": "Europe/Zurich",
+        "replicaSpec": {"hpa": {"minReplicas": 3, "maxReplicas": 3}}}]));
+    validate("ServiceScaler", &fixed).unwrap();
+}
+
+#[test]
+fn scaledown_schedule_needs_exactly_one_target() {
+    let schedule = |target: Value| {
+        json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "ScaleDownSchedule", "metadata": {"name": "x"},
+               "spec": {"target": target, "windows": [{"schedule": "0 20 * * 1-5", "duration": "11h"}]}})
+    };
+    validate("ScaleDownSchedule", &schedule(json!({"clusterAutoscaler": {}}))).unwrap();
+    for target in [json!({}), json!({"clusterAutoscaler": {}, "nodeAnnotation": {}})] {
+        let err = validate("ScaleDownSchedule", &schedule(target)).unwrap_err();
+        assert!(err.contains("exactly one of"), "{err}");
+    }
+}
+
+#[test]
+fn autoscaling_bounds_are_enforced_by_the_schema() {
+    let provision = |auto: Value| {
+        json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+               "metadata": {"name": "p", "namespace": "n"},
+               "spec": {"catalogItem": {"name": "c", "namespace": "n"}, "count": 1, "workshopName": "w", "autoScaling": auto}})
+    };
+    validate("WorkshopProvision", &provision(json!({"threshold": 1.0, "scaleFactor": 1.01, "maxProvisions": 1}))).unwrap();
+    for bad in [
+        json!({"threshold": 0.0}),
+        json!({"threshold": 1.2}),
+        json!({"scaleFactor": 1.0}),
+        json!({"scaleFactor": 0.5}),
+        json!({"maxProvisions": 0}),
+    ] {
+        assert!(validate("WorkshopProvision", &provision(bad.clone())).is_err(), "{bad} accepted");
+    }
+}
+
+#[test]
+fn stackable_scaler_has_scale_and_status_subresources() {
+    let crd = ebb_crds::all_crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "StackableScaler")
+        .unwrap();
+    let sub = crd.spec.versions[0].subresources.as_ref().unwrap();
+    assert!(sub.status.is_some());
+    let scale = sub.scale.as_ref().unwrap();
+    assert_eq!(scale.spec_replicas_path, ".spec.replicas");
+    assert_eq!(scale.status_replicas_path, ".status.replicas");
+    assert_eq!(scale.label_selector_path.as_deref(), Some(".status.selector"));
+}
+
+#[test]
+fn every_crd_has_a_status_subresource_and_printer_columns() {
+    for crd in ebb_crds::all_crds() {
+        let v = &crd.spec.versions[0];
+        let kind = &crd.spec.names.kind;
+        assert!(v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(), "{kind}: no status subresource");
+        assert!(v.additional_printer_columns.as_ref().is_some_and(|c| !c.is_empty()), "{kind}: no printer columns");
+    }
+}
+
+#[test]
+fn checked_in_crds_match_the_types() {
+    let dir = repo_root().join("crds");
+    for crd in ebb_crds::all_crds() {
+        let path = dir.join(ebb_crds::crd_file_name(&crd));
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        let on_disk: Value = serde_norway::from_str(&on_disk).unwrap_or_default();
+        assert_eq!(on_disk, serde_json::to_value(&crd).unwrap(), "{} is stale: run `make crds`", path.display());
+    }
+}
