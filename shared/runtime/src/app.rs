@@ -1,0 +1,171 @@
+//! The wiring every controller's `run` shares: telemetry, signals, the Kubernetes client, the
+//! metrics/health server, leader election, and an orderly end. A controller registers its metrics,
+//! calls [`Runtime::start`], builds its `kube::runtime::Controller`s, and hands them to
+//! [`Runtime::run`].
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource};
+use prometheus_client::registry::Registry;
+use thiserror::Error;
+use tokio::task::JoinHandle;
+
+use crate::server::ServerError;
+use crate::shutdown::ShutdownError;
+use crate::telemetry::TelemetryError;
+use crate::{
+    Clock, CommonArgs, Health, Leader, LeaderElection, LeaderError, MetricsServer, Shutdown,
+    SystemClock,
+};
+
+/// Why a controller could not start or did not end cleanly.
+#[derive(Debug, Error)]
+pub enum AppError {
+    #[error("logging: {0}")]
+    Telemetry(#[from] TelemetryError),
+    #[error("signal handlers: {0}")]
+    Signals(#[from] ShutdownError),
+    #[error("Kubernetes client (in-cluster config or KUBECONFIG): {0}")]
+    Client(#[source] kube::Error),
+    #[error("metrics/health server: {0}")]
+    Server(#[from] ServerError),
+    #[error("leader election: {0}")]
+    Leader(#[from] LeaderError),
+    #[error("metrics/health server task: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+/// A started controller process.
+pub struct Runtime {
+    /// The client for every API call.
+    pub client: Client,
+    /// The source of "now" for every decision.
+    pub clock: Arc<dyn Clock>,
+    /// `/readyz` state; see [`Runtime::ready_when`].
+    pub health: Health,
+    /// Whether this replica may write.
+    pub leader: Leader,
+    /// Triggered by SIGTERM/SIGINT or a lost lease.
+    pub shutdown: Shutdown,
+    server: JoinHandle<Result<(), ServerError>>,
+}
+
+impl Runtime {
+    /// Starts everything a controller needs before its first watch: logging as `--log-format`,
+    /// SIGTERM/SIGINT handling, the client, `/metrics` `/healthz` `/readyz` on `--metrics-addr`
+    /// (serving `registry`, where the controller has registered its metrics), and leader election
+    /// on the Lease named after `controller` unless `--leader-election=false`.
+    pub async fn start(
+        controller: &str,
+        args: &CommonArgs,
+        registry: Registry,
+    ) -> Result<Self, AppError> {
+        crate::telemetry::init(args.log_format)?;
+        let shutdown = Shutdown::on_signals()?;
+        let client = Client::try_default().await.map_err(AppError::Client)?;
+        let health = Health::new();
+        let server = MetricsServer::bind(args.metrics_addr).await?;
+        let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
+        let leader =
+            LeaderElection::from_args(args, client.clone(), controller, shutdown.clone()).await?;
+        tracing::info!(
+            controller,
+            namespaces = ?args.watched_namespaces(),
+            label_selector = args.label_selector(),
+            dry_run = args.dry_run,
+            "started"
+        );
+        Ok(Self {
+            client,
+            clock: Arc::new(SystemClock),
+            health,
+            leader,
+            shutdown,
+            server,
+        })
+    }
+
+    /// Marks the process ready (`/readyz` 200) once `warm` completes, e.g. when the controller's
+    /// caches have synced (`store.wait_until_ready()`).
+    pub fn ready_when<F>(&self, warm: F)
+    where
+        F: Future + Send + 'static,
+    {
+        let health = self.health.clone();
+        tokio::spawn(async move {
+            warm.await;
+            health.set_ready(true);
+        });
+    }
+
+    /// Drives `controllers` until they end or shutdown is triggered, then stops the server.
+    /// A lost lease is an error, so the process exits non-zero and its restart competes again.
+    pub async fn run<F>(self, controllers: F) -> Result<(), AppError>
+    where
+        F: Future<Output = ()>,
+    {
+        tokio::select! {
+            () = controllers => {}
+            () = self.shutdown.cancelled() => {}
+        }
+        self.health.set_ready(false);
+        self.shutdown.trigger();
+        self.server.await??;
+        self.leader.join().await?;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Watch configuration from the common flags: `--label-selector` limits what is watched.
+pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
+    let config = watcher::Config::default().any_semantic();
+    match args.label_selector() {
+        Some(selector) => config.labels(selector),
+        None => config,
+    }
+}
+
+/// One `Api` per watched namespace, or a single cluster-wide `Api` when `--namespace` is not set.
+pub fn scoped_apis<K>(client: &Client, args: &CommonArgs) -> Vec<Api<K>>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    let namespaces = args.watched_namespaces();
+    if namespaces.is_empty() {
+        vec![Api::all(client.clone())]
+    } else {
+        namespaces
+            .iter()
+            .map(|ns| Api::namespaced(client.clone(), ns))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    #[test]
+    fn label_selector_flag_limits_the_watch() {
+        let cli = Cli::try_parse_from(["x", "--label-selector", "team=a"]).unwrap();
+        assert_eq!(
+            watcher_config(&cli.common).label_selector.as_deref(),
+            Some("team=a")
+        );
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(watcher_config(&cli.common).label_selector, None);
+    }
+}

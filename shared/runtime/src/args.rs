@@ -1,0 +1,267 @@
+//! Flags (with environment fallbacks) that every ebb controller binary takes.
+//!
+//! Embed [`CommonArgs`] in a controller's own `clap::Parser` with `#[command(flatten)]`.
+
+use std::net::SocketAddr;
+
+use clap::builder::{BoolishValueParser, FalseyValueParser};
+
+use crate::telemetry::LogFormat;
+
+/// Flags shared by every controller.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct CommonArgs {
+    /// Namespaces to watch; repeat the flag or separate with commas. None means cluster-wide.
+    #[arg(
+        long = "namespace",
+        env = "EBB_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Vec<String>,
+
+    /// Only manage objects matching this label selector (e.g. `team=a,tier!=db`).
+    #[arg(long, env = "LABEL_SELECTOR", value_name = "SELECTOR")]
+    pub label_selector: Option<String>,
+
+    /// Elect a leader through a coordination.k8s.io Lease before writing; `--leader-election=false`
+    /// turns it off (single replica only).
+    #[arg(
+        long,
+        env = "EBB_LEADER_ELECTION",
+        default_value_t = true,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub leader_election: bool,
+
+    /// Name of the leader-election Lease [default: the controller's name].
+    #[arg(long, value_name = "NAME")]
+    pub lease_name: Option<String>,
+
+    /// Namespace of the leader-election Lease (in a pod: its own namespace via POD_NAMESPACE).
+    #[arg(
+        long,
+        env = "POD_NAMESPACE",
+        default_value = "default",
+        value_name = "NAMESPACE"
+    )]
+    pub lease_namespace: String,
+
+    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    #[arg(
+        long,
+        env = "EBB_METRICS_ADDR",
+        default_value = "0.0.0.0:8080",
+        value_name = "ADDR"
+    )]
+    pub metrics_addr: SocketAddr,
+
+    /// Log line format.
+    #[arg(long, env = "EBB_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Decide and record the intended change as an Event and in status, but write nothing else.
+    // As an env var, anything but a false-like value ("", false, no, off, 0) enables it: a typo
+    // errs on the side of not writing.
+    #[arg(long, env = "EBB_DRY_RUN", value_parser = FalseyValueParser::new())]
+    pub dry_run: bool,
+}
+
+impl CommonArgs {
+    /// The namespaces to watch, trimmed, without blanks or duplicates; empty means cluster-wide.
+    pub fn watched_namespaces(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for ns in self.namespace.iter().map(|n| n.trim()) {
+            if !ns.is_empty() && !out.iter().any(|seen| seen == ns) {
+                out.push(ns.to_owned());
+            }
+        }
+        out
+    }
+
+    /// The label selector, or `None` when unset or blank.
+    pub fn label_selector(&self) -> Option<&str> {
+        self.label_selector
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The Lease name: `--lease-name`, else the controller's name.
+    pub fn lease_name_or(&self, controller: &str) -> String {
+        self.lease_name
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(controller)
+            .to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use clap::{CommandFactory, Parser};
+    use std::process::Command;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    const ENV_VARS: [&str; 7] = [
+        "EBB_NAMESPACES",
+        "LABEL_SELECTOR",
+        "EBB_LEADER_ELECTION",
+        "POD_NAMESPACE",
+        "EBB_METRICS_ADDR",
+        "EBB_LOG_FORMAT",
+        "EBB_DRY_RUN",
+    ];
+    const CHILD_MARKER: &str = "EBB_ARGS_TEST_CHILD";
+
+    fn parse(argv: &[&str]) -> Result<CommonArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("ebb").chain(argv.iter().copied())).map(|c| c.common)
+    }
+
+    /// clap reads env fallbacks from the process environment, which tests must not mutate
+    /// (`set_var` is unsafe). So env tests re-run themselves in a child process with a prepared
+    /// environment; the child does the parsing and asserting.
+    fn in_child(test: &str, env: &[(&str, &str)]) -> bool {
+        if std::env::var_os(CHILD_MARKER).is_some() {
+            return true;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = Command::new(exe);
+        cmd.args([test, "--exact", "--test-threads=1"])
+            .env(CHILD_MARKER, "1");
+        for var in ENV_VARS {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "child run of {test} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        false
+    }
+
+    #[test]
+    fn defaults() {
+        if !in_child("args::tests::defaults", &[]) {
+            return;
+        }
+        let a = parse(&[]).unwrap();
+        assert!(a.watched_namespaces().is_empty());
+        assert_eq!(a.label_selector(), None);
+        assert!(a.leader_election);
+        assert_eq!(a.lease_name_or("service-scaler"), "service-scaler");
+        assert_eq!(a.lease_namespace, "default");
+        assert_eq!(a.metrics_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(a.log_format, LogFormat::Text);
+        assert!(!a.dry_run);
+    }
+
+    #[test]
+    fn flags() {
+        // Every flag is given, so the environment cannot leak in.
+        let a = parse(&[
+            "--namespace",
+            "a,b",
+            "--namespace=c",
+            "--namespace",
+            " a ",
+            "--label-selector",
+            "team=x",
+            "--leader-election=false",
+            "--lease-name",
+            "my-lease",
+            "--lease-namespace",
+            "ops",
+            "--metrics-addr",
+            "127.0.0.1:9000",
+            "--log-format",
+            "json",
+            "--dry-run",
+        ])
+        .unwrap();
+        assert_eq!(a.watched_namespaces(), ["a", "b", "c"]);
+        assert_eq!(a.label_selector(), Some("team=x"));
+        assert!(!a.leader_election);
+        assert_eq!(a.lease_name_or("ctl"), "my-lease");
+        assert_eq!(a.lease_namespace, "ops");
+        assert_eq!(a.metrics_addr, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(a.log_format, LogFormat::Json);
+        assert!(a.dry_run);
+    }
+
+    #[test]
+    fn env_fallbacks() {
+        let env = [
+            ("EBB_NAMESPACES", "x, y"),
+            ("LABEL_SELECTOR", "app in (a,b)"),
+            ("EBB_LEADER_ELECTION", "false"),
+            ("POD_NAMESPACE", "ebb-system"),
+            ("EBB_METRICS_ADDR", "[::1]:8081"),
+            ("EBB_LOG_FORMAT", "json"),
+            ("EBB_DRY_RUN", "true"),
+        ];
+        if !in_child("args::tests::env_fallbacks", &env) {
+            return;
+        }
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.watched_namespaces(), ["x", "y"]);
+        assert_eq!(a.label_selector(), Some("app in (a,b)"));
+        assert!(!a.leader_election);
+        assert_eq!(a.lease_namespace, "ebb-system");
+        assert_eq!(a.metrics_addr, "[::1]:8081".parse().unwrap());
+        assert_eq!(a.log_format, LogFormat::Json);
+        assert!(a.dry_run);
+
+        // Flags win over the environment.
+        let a = parse(&["--namespace", "z", "--leader-election=true"]).unwrap();
+        assert_eq!(a.watched_namespaces(), ["z"]);
+        assert!(a.leader_election);
+    }
+
+    #[test]
+    fn empty_env_values_mean_unset() {
+        let env = [
+            ("EBB_NAMESPACES", ""),
+            ("LABEL_SELECTOR", ""),
+            ("EBB_DRY_RUN", ""),
+        ];
+        if !in_child("args::tests::empty_env_values_mean_unset", &env) {
+            return;
+        }
+        let a = parse(&[]).unwrap();
+        assert!(a.watched_namespaces().is_empty());
+        assert_eq!(a.label_selector(), None);
+        assert!(!a.dry_run);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(parse(&["--log-format", "xml"]).is_err());
+        assert!(parse(&["--metrics-addr", "localhost"]).is_err());
+        assert!(parse(&["--leader-election=maybe"]).is_err());
+    }
+
+    #[test]
+    fn every_flag_has_help() {
+        let cmd = Cli::command();
+        for arg in cmd.get_arguments() {
+            assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
+        }
+    }
+}

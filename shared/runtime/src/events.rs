@@ -1,0 +1,171 @@
+//! Kubernetes Events (`events.k8s.io/v1`) for the objects a controller acts on.
+//!
+//! Reconcilers talk to an [`EventSink`], whose [`EventSink::record`] never fails: an Event is a
+//! courtesy to humans, and failing to publish one must not fail (and retry) a reconcile. Tests use
+//! the `RecordingEvents` double from the `testkit` feature.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+/// `Normal` or `Warning`, as in the Event's `type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Something expected happened (scaled, paused, ...).
+    Normal,
+    /// Something needs a human's attention (invalid spec, failed action, ...).
+    Warning,
+}
+
+impl From<EventKind> for EventType {
+    fn from(kind: EventKind) -> Self {
+        match kind {
+            EventKind::Normal => EventType::Normal,
+            EventKind::Warning => EventType::Warning,
+        }
+    }
+}
+
+/// Publishing an Event failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot publish event {reason} for {object}: {source}")]
+pub struct EventError {
+    reason: String,
+    object: String,
+    #[source]
+    source: kube::Error,
+}
+
+/// Where reconcilers send Events. Object-safe, so reconcilers hold an `Arc<dyn EventSink>`.
+pub trait EventSink: Send + Sync {
+    /// Records an Event about `reference`; failures are logged at warn and swallowed.
+    ///
+    /// `reason` is a short CamelCase word (`Scaled`), `action` what the controller did or would do
+    /// (`Scale`), `note` a human sentence (empty for none).
+    fn record<'a>(
+        &'a self,
+        reference: &'a ObjectReference,
+        kind: EventKind,
+        reason: &'a str,
+        action: &'a str,
+        note: &'a str,
+    ) -> BoxFuture<'a, ()>;
+}
+
+impl<T: EventSink + ?Sized> EventSink for Arc<T> {
+    fn record<'a>(
+        &'a self,
+        reference: &'a ObjectReference,
+        kind: EventKind,
+        reason: &'a str,
+        action: &'a str,
+        note: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        (**self).record(reference, kind, reason, action, note)
+    }
+}
+
+/// Publishes Events through the API server, as `reportingController: <controller name>`.
+///
+/// kube's `Recorder` underneath folds repeats of the same event into a series (one object with a
+/// count) instead of creating a new Event each time.
+#[derive(Clone)]
+pub struct EventPublisher {
+    recorder: Recorder,
+}
+
+impl std::fmt::Debug for EventPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventPublisher").finish_non_exhaustive()
+    }
+}
+
+impl EventPublisher {
+    /// A publisher reporting as `controller_name` (the instance is the host/pod name).
+    pub fn new(client: Client, controller_name: &str) -> Self {
+        Self {
+            recorder: Recorder::new(client, Reporter::from(controller_name)),
+        }
+    }
+
+    /// Publishes one Event, returning the API error if any (it is also logged at warn).
+    ///
+    /// Reconcilers should prefer [`EventSink::record`], which cannot fail.
+    pub async fn publish(
+        &self,
+        reference: &ObjectReference,
+        kind: EventKind,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) -> Result<(), EventError> {
+        let event = Event {
+            type_: kind.into(),
+            reason: reason.to_owned(),
+            note: (!note.is_empty()).then(|| note.to_owned()),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        self.recorder
+            .publish(&event, reference)
+            .await
+            .map_err(|source| {
+                let error = EventError {
+                    reason: reason.to_owned(),
+                    object: describe(reference),
+                    source,
+                };
+                tracing::warn!(%error, "event not published");
+                error
+            })
+    }
+}
+
+impl EventSink for EventPublisher {
+    fn record<'a>(
+        &'a self,
+        reference: &'a ObjectReference,
+        kind: EventKind,
+        reason: &'a str,
+        action: &'a str,
+        note: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // `publish` has already logged the failure; nothing else to do with it.
+            let _ = self.publish(reference, kind, reason, action, note).await;
+        })
+    }
+}
+
+/// `Kind namespace/name` for log lines.
+fn describe(reference: &ObjectReference) -> String {
+    let kind = reference.kind.as_deref().unwrap_or("object");
+    let name = reference.name.as_deref().unwrap_or("?");
+    match reference.namespace.as_deref() {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn describe_names_the_object() {
+        let mut r = ObjectReference {
+            kind: Some("Deployment".into()),
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            ..ObjectReference::default()
+        };
+        assert_eq!(describe(&r), "Deployment shop/web");
+        r.namespace = None;
+        assert_eq!(describe(&r), "Deployment web");
+    }
+}

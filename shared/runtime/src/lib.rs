@@ -1,0 +1,43 @@
+//! What every ebb controller binary needs, and nothing else.
+//!
+//! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
+//! - [`args`]: the flags (and env fallbacks) every controller takes ([`CommonArgs`]).
+//! - [`telemetry`]: logging as text or JSON, filtered by `RUST_LOG`.
+//! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
+//! - [`metrics`]: reconcile counters and durations ([`ControllerMetrics`]).
+//! - [`shutdown`]: graceful shutdown on SIGTERM/SIGINT ([`Shutdown`]).
+//! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
+//! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
+//! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
+//! - [`conditions`]: status conditions whose transition time moves only on a status flip.
+//! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
+//! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
+//! - `testkit` (feature `testkit`): an in-memory API server and an event recorder for tests.
+
+pub mod app;
+pub mod args;
+pub mod clock;
+pub mod conditions;
+pub mod events;
+pub mod leader;
+pub mod metrics;
+pub mod pause;
+pub mod server;
+pub mod shutdown;
+pub mod telemetry;
+pub mod time;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use args::CommonArgs;
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
+pub use events::{EventKind, EventPublisher, EventSink};
+pub use leader::{Leader, LeaderElection, LeaderError};
+pub use metrics::ControllerMetrics;
+pub use pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
+pub use server::{Health, MetricsServer, serve};
+pub use shutdown::Shutdown;
+pub use telemetry::LogFormat;
+pub use time::{from_k8s_time, to_k8s_time};

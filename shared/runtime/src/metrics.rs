@@ -1,0 +1,188 @@
+//! Reconcile metrics every controller exports, registered under `ebb_<controller>_`.
+//!
+//! Controllers add their own metrics to the same [`Registry`] (ideally with the same prefix via
+//! [`metric_prefix`]).
+
+use std::future::Future;
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::{counter::Counter, family::Family, histogram::Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+/// Upper bounds (seconds) of the reconcile-duration buckets: API round trips take milliseconds,
+/// a slow reconcile a few seconds.
+const DURATION_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The metric-name prefix for a controller: `ebb_` plus its name with `-` turned into `_`
+/// (`service-scaler` -> `ebb_service_scaler`).
+pub fn metric_prefix(controller: &str) -> String {
+    let name: String = controller
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("ebb_{name}")
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    category: String,
+}
+
+/// The reconcile counter, error counter and duration histogram of one controller.
+#[derive(Clone, Debug)]
+pub struct ControllerMetrics {
+    reconciles: Counter,
+    errors: Family<ErrorLabels, Counter>,
+    duration: Histogram,
+}
+
+impl ControllerMetrics {
+    /// Registers the metrics into `registry` as `ebb_<controller>_reconciles_total`,
+    /// `ebb_<controller>_reconcile_errors_total{category}` and
+    /// `ebb_<controller>_reconcile_duration_seconds`.
+    pub fn new(registry: &mut Registry, controller: &str) -> Self {
+        let metrics = Self {
+            reconciles: Counter::default(),
+            errors: Family::default(),
+            duration: Histogram::new(DURATION_BUCKETS),
+        };
+        let sub = registry.sub_registry_with_prefix(metric_prefix(controller));
+        sub.register(
+            "reconciles",
+            "Reconciliations started",
+            metrics.reconciles.clone(),
+        );
+        sub.register(
+            "reconcile_errors",
+            "Reconciliations that failed, by error category",
+            metrics.errors.clone(),
+        );
+        sub.register_with_unit(
+            "reconcile_duration",
+            "Time taken by a reconciliation",
+            Unit::Seconds,
+            metrics.duration.clone(),
+        );
+        metrics
+    }
+
+    /// Counts a reconcile and starts timing it; the duration is recorded when the timer drops, so
+    /// early returns and `?` are timed too.
+    pub fn start_reconcile(&self) -> ReconcileTimer {
+        self.reconciles.inc();
+        ReconcileTimer {
+            duration: self.duration.clone(),
+            // Elapsed time for a metric is a monotonic measurement, not a decision input, so it
+            // does not go through the injectable Clock.
+            start: Instant::now(),
+        }
+    }
+
+    /// Counts a failed reconcile under `category` (the error's metric label).
+    pub fn record_error(&self, category: &str) {
+        self.errors
+            .get_or_create(&ErrorLabels {
+                category: category.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Runs one reconcile: counts it, times it and counts its error under the label
+    /// `categorize` gives it (typically the error's `category()` / `metric_label()`).
+    pub async fn instrument<T, E, L>(
+        &self,
+        reconcile: impl Future<Output = Result<T, E>>,
+        categorize: impl FnOnce(&E) -> L,
+    ) -> Result<T, E>
+    where
+        L: AsRef<str>,
+    {
+        let _timer = self.start_reconcile();
+        let result = reconcile.await;
+        if let Err(error) = &result {
+            self.record_error(categorize(error).as_ref());
+        }
+        result
+    }
+}
+
+/// Records a reconcile's duration when dropped.
+#[derive(Debug)]
+pub struct ReconcileTimer {
+    duration: Histogram,
+    start: Instant,
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        self.duration.observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    fn render(registry: &Registry) -> String {
+        let mut out = String::new();
+        encode(&mut out, registry).unwrap();
+        out
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum TestError {
+        Kube,
+    }
+
+    impl TestError {
+        fn category(&self) -> &'static str {
+            "kube"
+        }
+    }
+
+    #[test]
+    fn prefix_is_a_valid_metric_name() {
+        assert_eq!(metric_prefix("service-scaler"), "ebb_service_scaler");
+        assert_eq!(metric_prefix("a.b"), "ebb_a_b");
+    }
+
+    #[tokio::test]
+    async fn instrument_counts_times_and_labels_errors() {
+        let mut registry = Registry::default();
+        let metrics = ControllerMetrics::new(&mut registry, "workshop-scaler");
+
+        let ok = metrics
+            .instrument(async { Ok::<_, TestError>(1) }, TestError::category)
+            .await;
+        assert_eq!(ok, Ok(1));
+        let err = metrics
+            .instrument(async { Err::<u8, _>(TestError::Kube) }, |e| e.category())
+            .await;
+        assert_eq!(err, Err(TestError::Kube));
+        metrics.record_error("invalid");
+
+        let text = render(&registry);
+        assert!(
+            text.contains("ebb_workshop_scaler_reconciles_total 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ebb_workshop_scaler_reconcile_errors_total{category=\"kube\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ebb_workshop_scaler_reconcile_errors_total{category=\"invalid\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ebb_workshop_scaler_reconcile_duration_seconds_count 2"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The uniform pause annotations every ebb controller honours on the objects it manages.
+//!
+//! - `scaling.ebb.dev/paused: "true"` pauses until the annotation is removed or set to anything else.
+//! - `scaling.ebb.dev/paused-until: <RFC 3339>` pauses until that instant and then expires by itself.
+//!
+//! An unparseable `paused-until` counts as paused (fail-safe: the user clearly asked for a pause,
+//! we just cannot tell until when), and is reported so the controller can set a condition naming
+//! the annotation.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// Pauses indefinitely when `"true"`.
+pub const PAUSED_ANNOTATION: &str = "scaling.ebb.dev/paused";
+/// Pauses until the given RFC 3339 instant.
+pub const PAUSED_UNTIL_ANNOTATION: &str = "scaling.ebb.dev/paused-until";
+
+/// Whether an object is paused at a given instant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PauseState {
+    /// Not paused (no annotation, `paused` not `"true"`, or `paused-until` in the past).
+    Active,
+    /// Paused by `paused: "true"`, with no end.
+    Paused,
+    /// Paused by `paused-until`, which lies in the future.
+    PausedUntil(DateTime<Utc>),
+    /// `paused-until` holds this value, which is not an RFC 3339 instant. Treated as paused.
+    InvalidPausedUntil(String),
+}
+
+impl PauseState {
+    /// Whether the controller must leave the object alone.
+    pub fn is_paused(&self) -> bool {
+        !matches!(self, Self::Active)
+    }
+
+    /// When the pause ends by itself, for requeueing at that instant.
+    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::PausedUntil(until) => Some(*until),
+            _ => None,
+        }
+    }
+}
+
+/// A short description for logs, Events and condition messages.
+impl std::fmt::Display for PauseState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Active => f.write_str("not paused"),
+            Self::Paused => write!(f, "paused by annotation {PAUSED_ANNOTATION}"),
+            Self::PausedUntil(until) => write!(
+                f,
+                "paused until {} by annotation {PAUSED_UNTIL_ANNOTATION}",
+                until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+            Self::InvalidPausedUntil(value) => write!(
+                f,
+                "annotation {PAUSED_UNTIL_ANNOTATION} is not an RFC 3339 instant ({value:?}); \
+                 treated as paused until fixed or removed"
+            ),
+        }
+    }
+}
+
+/// The pause state of an object at `now`.
+///
+/// `paused: "true"` (case-insensitive, surrounding blanks ignored) wins over `paused-until`. A
+/// `paused-until` equal to `now` has expired: the pause covers instants strictly before it.
+pub fn pause_state(meta: &ObjectMeta, now: DateTime<Utc>) -> PauseState {
+    let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
+
+    if annotation(PAUSED_ANNOTATION).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return PauseState::Paused;
+    }
+    let Some(raw) = annotation(PAUSED_UNTIL_ANNOTATION) else {
+        return PauseState::Active;
+    };
+    match DateTime::parse_from_rfc3339(raw.trim()) {
+        Ok(until) => {
+            let until = until.with_timezone(&Utc);
+            if now < until {
+                PauseState::PausedUntil(until)
+            } else {
+                PauseState::Active
+            }
+        }
+        Err(_) => PauseState::InvalidPausedUntil(raw.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn meta(annotations: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            annotations: Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    const NOW: &str = "2025-03-30T01:30:00Z";
+
+    #[test]
+    fn table() {
+        let p = PAUSED_ANNOTATION;
+        let u = PAUSED_UNTIL_ANNOTATION;
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, PauseState);
+        let cases: Vec<Case> = vec![
+            ("no annotations", vec![], PauseState::Active),
+            ("paused true", vec![(p, "true")], PauseState::Paused),
+            ("paused TRUE", vec![(p, " TRUE ")], PauseState::Paused),
+            ("paused false", vec![(p, "false")], PauseState::Active),
+            ("paused empty", vec![(p, "")], PauseState::Active),
+            ("paused other word", vec![(p, "yes")], PauseState::Active),
+            (
+                "until in the future",
+                vec![(u, "2025-03-30T02:00:00Z")],
+                PauseState::PausedUntil(utc("2025-03-30T02:00:00Z")),
+            ),
+            (
+                "until one second ahead",
+                vec![(u, "2025-03-30T01:30:01Z")],
+                PauseState::PausedUntil(utc("2025-03-30T01:30:01Z")),
+            ),
+            (
+                "until exactly now has expired",
+                vec![(u, NOW)],
+                PauseState::Active,
+            ),
+            (
+                "until in the past",
+                vec![(u, "2025-03-30T01:29:59Z")],
+                PauseState::Active,
+            ),
+            (
+                "until with an offset",
+                vec![(u, "2025-03-30T03:30:00+01:00")],
+                PauseState::PausedUntil(utc("2025-03-30T02:30:00Z")),
+            ),
+            (
+                "until with an offset, already past",
+                vec![(u, "2025-03-30T02:00:00+01:00")],
+                PauseState::Active,
+            ),
+            (
+                "until unparseable",
+                vec![(u, "tomorrow")],
+                PauseState::InvalidPausedUntil("tomorrow".into()),
+            ),
+            (
+                "until without a zone",
+                vec![(u, "2025-03-30T02:00:00")],
+                PauseState::InvalidPausedUntil("2025-03-30T02:00:00".into()),
+            ),
+            (
+                "paused true wins over a past until",
+                vec![(p, "true"), (u, "2025-01-01T00:00:00Z")],
+                PauseState::Paused,
+            ),
+            (
+                "paused false leaves a future until in force",
+                vec![(p, "false"), (u, "2025-03-30T02:00:00Z")],
+                PauseState::PausedUntil(utc("2025-03-30T02:00:00Z")),
+            ),
+        ];
+        for (name, annotations, expected) in cases {
+            assert_eq!(
+                pause_state(&meta(&annotations), utc(NOW)),
+                expected,
+                "{name}"
+            );
+        }
+        assert_eq!(
+            pause_state(&ObjectMeta::default(), utc(NOW)),
+            PauseState::Active
+        );
+    }
+
+    #[test]
+    fn is_paused_and_resume_at() {
+        let until = utc("2025-03-30T02:00:00Z");
+        assert!(!PauseState::Active.is_paused());
+        assert!(PauseState::Paused.is_paused());
+        assert!(PauseState::PausedUntil(until).is_paused());
+        assert!(PauseState::InvalidPausedUntil("x".into()).is_paused());
+        assert_eq!(PauseState::PausedUntil(until).resume_at(), Some(until));
+        assert_eq!(PauseState::Paused.resume_at(), None);
+        assert_eq!(PauseState::Active.resume_at(), None);
+        assert_eq!(PauseState::InvalidPausedUntil("x".into()).resume_at(), None);
+    }
+
+    #[test]
+    fn descriptions_name_the_annotation() {
+        let until = utc("2025-03-30T02:00:00Z");
+        assert_eq!(
+            PauseState::PausedUntil(until).to_string(),
+            "paused until 2025-03-30T02:00:00Z by annotation scaling.ebb.dev/paused-until"
+        );
+        assert!(
+            PauseState::InvalidPausedUntil("soon".into())
+                .to_string()
+                .contains("scaling.ebb.dev/paused-until")
+        );
+        assert!(PauseState::Paused.to_string().contains(PAUSED_ANNOTATION));
+    }
+}

@@ -1,0 +1,224 @@
+//! One HTTP server per controller: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness)
+//! and `/readyz` (readiness, false until the controller says its caches are warm).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::shutdown::Shutdown;
+
+/// The OpenMetrics text content type that prometheus-client's text encoder produces.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The HTTP server could not start or failed while running.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The address could not be bound (in use, no permission, ...).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The requested address.
+        addr: SocketAddr,
+        /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server stopped with an I/O error.
+    #[error("metrics/health server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Readiness shared between the controller and the server. Clones share the flag.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    ready: Arc<AtomicBool>,
+}
+
+impl Health {
+    /// Not ready yet: `/readyz` answers 503 until [`Health::set_ready`]`(true)`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks the process ready (e.g. caches are warm) or not ready again.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Whether `/readyz` currently answers 200.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    health: Health,
+}
+
+/// The routes, for embedding or testing without a socket.
+pub fn router(registry: Arc<Registry>, health: Health) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AppState { registry, health })
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "cannot encode metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response()
+        }
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.health.is_ready() {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+    }
+}
+
+/// A bound, not yet serving, server: bind first to learn the address (tests bind `127.0.0.1:0`).
+#[derive(Debug)]
+pub struct MetricsServer {
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl MetricsServer {
+    /// Binds `addr`.
+    pub async fn bind(addr: SocketAddr) -> Result<Self, ServerError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        Ok(Self { listener, addr })
+    }
+
+    /// The bound address (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` triggers, then finishes in-flight requests and returns.
+    pub async fn run(
+        self,
+        registry: Arc<Registry>,
+        health: Health,
+        shutdown: Shutdown,
+    ) -> Result<(), ServerError> {
+        tracing::info!(addr = %self.addr, "serving /metrics, /healthz and /readyz");
+        axum::serve(self.listener, router(registry, health))
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .map_err(ServerError::Serve)
+    }
+}
+
+/// Binds `addr` and serves `/metrics`, `/healthz` and `/readyz` until `shutdown` triggers.
+pub async fn serve(
+    addr: SocketAddr,
+    registry: Arc<Registry>,
+    health: Health,
+    shutdown: Shutdown,
+) -> Result<(), ServerError> {
+    MetricsServer::bind(addr)
+        .await?
+        .run(registry, health, shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use prometheus_client::metrics::counter::Counter;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// A raw HTTP/1.1 GET: returns the status code and body.
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        let status = response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap();
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    #[tokio::test]
+    async fn serves_health_readiness_and_metrics_then_stops() {
+        let mut registry = Registry::default();
+        let counter = Counter::<u64>::default();
+        registry.register("ebb_test_things", "Things", counter.clone());
+        counter.inc();
+        let registry = Arc::new(registry);
+        let health = Health::new();
+        let shutdown = Shutdown::new();
+
+        let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        assert_ne!(addr.port(), 0);
+        let task = tokio::spawn(server.run(registry, health.clone(), shutdown.clone()));
+
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        health.set_ready(true);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        let (status, body) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(body.contains("ebb_test_things_total 1"), "{body}");
+        assert_eq!(get(addr, "/nope").await.0, 404);
+
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(TcpStream::connect(addr).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn bind_failure_is_reported() {
+        let first = MetricsServer::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let err = MetricsServer::bind(first.local_addr()).await.unwrap_err();
+        assert!(matches!(err, ServerError::Bind { .. }), "{err}");
+    }
+}
