@@ -1,0 +1,585 @@
+//! One time window: when it is open, as half-open intervals `[start, end)`.
+
+use std::str::FromStr;
+
+use chrono::{
+    DateTime, Datelike, FixedOffset, NaiveDate, NaiveTime, TimeDelta, Timelike, Utc, Weekday,
+    WeekdaySet,
+};
+use chrono_tz::Tz;
+
+use crate::cron::CronSchedule;
+use crate::duration::parse_duration;
+use crate::zone::{resolve_local, wall_clock, zone_or_utc};
+use crate::{DEFAULT_HORIZON, ScheduleError};
+
+/// Upper bound on consecutive days merged into one open period of a daily window. Only an
+/// every-day, 24-hour window would merge for ever, and that one is recognised up front.
+const MAX_DAILY_CHAIN: u32 = 400;
+
+/// A time window: a rule saying at which instants something is open.
+///
+/// Every window is open on half-open intervals `[start, end)`: open at `start`, closed at `end`.
+/// Where intervals of one window overlap or touch they form one open period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Daily, between two wall-clock times at a fixed UTC offset (udaan's `ZonedTime`, written
+    /// `16:00+05:30`). A fixed offset never observes DST.
+    ///
+    /// `to` earlier than `from` wraps past midnight (`22:00` to `06:00` is open overnight);
+    /// `to` equal to `from` is open all day, every day.
+    ZonedTime {
+        /// Opens at this time of day.
+        from: NaiveTime,
+        /// Closes at this time of day.
+        to: NaiveTime,
+        /// The UTC offset both times are read at.
+        offset: FixedOffset,
+    },
+    /// Once, between two instants. A window whose `to` is not after `from` is never open.
+    ZonedDateTime {
+        /// Opens at this instant.
+        from: DateTime<Utc>,
+        /// Closes at this instant.
+        to: DateTime<Utc>,
+    },
+    /// Daily, between two wall-clock times in an IANA zone, bounded by the wall clock (see the DST
+    /// rules in the crate documentation).
+    ///
+    /// `to` earlier than `from` wraps past midnight; `to` equal to `from` is open 24 wall-clock
+    /// hours from `from`. `days` keeps only the periods that open on those weekdays (the day `from`
+    /// falls on: with `days: [Fri]`, 22:00-06:00 is open Friday night into Saturday). No days means
+    /// every day; an empty set means never.
+    LocalTime {
+        /// Opens when the wall clock shows this time.
+        from: NaiveTime,
+        /// Closes when the wall clock shows this time.
+        to: NaiveTime,
+        /// The zone whose wall clock is read.
+        tz: Tz,
+        /// The weekdays on which an open period may start; `None` for every day.
+        days: Option<WeekdaySet>,
+    },
+    /// Opens at every fire time of a cron schedule and stays open for `duration` of elapsed time.
+    ///
+    /// Occurrences that overlap or touch form one open period. An open period that would run
+    /// without a break for longer than [`DEFAULT_HORIZON`] past the instant asked about (or past
+    /// the horizon asked for, if longer) is treated as never closing. A duration that is not
+    /// positive is never open.
+    Cron {
+        /// When the window opens.
+        schedule: CronSchedule,
+        /// How long it stays open after each fire time (elapsed time).
+        duration: TimeDelta,
+    },
+}
+
+/// An open period `[start, end)` of a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Interval {
+    /// The first instant it is open; `None` when it has been open for longer than the search looks
+    /// back ([`DEFAULT_HORIZON`]) or always.
+    pub start: Option<DateTime<Utc>>,
+    /// The first instant it is closed again; `None` when it stays open for longer than the search
+    /// looks ahead ([`DEFAULT_HORIZON`]) or for ever.
+    pub end: Option<DateTime<Utc>>,
+}
+
+impl Interval {
+    /// Whether `t` lies in `[start, end)` (a missing bound is unbounded).
+    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+        self.start.is_none_or(|start| start <= t) && self.end.is_none_or(|end| t < end)
+    }
+}
+
+/// The first open period of a window that ends after a cursor: `start` is exact when it is after
+/// the cursor and otherwise only known to be at or before it; `end` is `None` when the period has
+/// no end within reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: DateTime<Utc>,
+    pub(crate) end: Option<DateTime<Utc>>,
+}
+
+impl Span {
+    pub(crate) fn contains(&self, t: DateTime<Utc>) -> bool {
+        self.start <= t && self.end.is_none_or(|end| t < end)
+    }
+}
+
+/// One occurrence `[start, end)` of a daily window, before merging.
+type Occurrence = (DateTime<Utc>, DateTime<Utc>);
+
+/// `t + d`, clamped to the representable range.
+pub(crate) fn add_saturating(t: DateTime<Utc>, d: TimeDelta) -> DateTime<Utc> {
+    t.checked_add_signed(d).unwrap_or(if d < TimeDelta::zero() {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    })
+}
+
+impl Window {
+    /// Parses a daily window at a fixed UTC offset from `HH:MM<offset>` texts such as
+    /// `16:00+05:30`, `00:00+05:30` or `08:00Z` (`to` may also be `24:00<offset>`, midnight).
+    ///
+    /// When the two offsets differ, `to` is first converted to `from`'s offset (`01:00Z` after
+    /// `16:00+05:30` is `06:30+05:30`).
+    ///
+    /// # Errors
+    /// [`ScheduleError::TimeOfDay`] naming the text at fault.
+    pub fn zoned_time(from: &str, to: &str) -> Result<Self, ScheduleError> {
+        let (from_time, offset) = parse_zoned_time(from, false)?;
+        let (to_time, to_offset) = parse_zoned_time(to, true)?;
+        let shift = TimeDelta::seconds(i64::from(
+            offset.local_minus_utc() - to_offset.local_minus_utc(),
+        ));
+        let (to_time, _) = to_time.overflowing_add_signed(shift);
+        Ok(Self::ZonedTime {
+            from: from_time,
+            to: to_time,
+            offset,
+        })
+    }
+
+    /// Parses a one-off window from two RFC 3339 date-times, such as `2026-06-01T09:00:00+02:00`.
+    ///
+    /// # Errors
+    /// [`ScheduleError::DateTime`] naming the text at fault, or
+    /// [`ScheduleError::EndNotAfterStart`] when `to` is not after `from`.
+    pub fn zoned_date_time(from: &str, to: &str) -> Result<Self, ScheduleError> {
+        let parse = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| {
+                    ScheduleError::date_time(
+                        text,
+                        format!("{e}; expected RFC 3339 such as 2026-06-01T09:00:00+02:00"),
+                    )
+                })
+        };
+        let (start, end) = (parse(from)?, parse(to)?);
+        if end <= start {
+            return Err(ScheduleError::EndNotAfterStart {
+                from: from.to_owned(),
+                to: to.to_owned(),
+            });
+        }
+        Ok(Self::ZonedDateTime {
+            from: start,
+            to: end,
+        })
+    }
+
+    /// Parses a daily wall-clock window: `from` and `to` as `HH:MM` (`to` may be `24:00`), an IANA
+    /// zone (UTC when `None`) and optional weekdays (`Mon`..`Sun` or full names, any case) on which
+    /// the window may open: any list of strings (`Some(["Mon", "Fri"])`, `spec.days.as_ref()`), or
+    /// `None::<&[&str]>` for every day.
+    ///
+    /// # Errors
+    /// [`ScheduleError::TimeOfDay`], [`ScheduleError::UnknownTimeZone`],
+    /// [`ScheduleError::Weekday`] or [`ScheduleError::NoDays`].
+    pub fn local_time<I>(
+        from: &str,
+        to: &str,
+        tz_name: Option<&str>,
+        days: Option<I>,
+    ) -> Result<Self, ScheduleError>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let from_time = parse_clock(from, false)?;
+        let to_time = parse_clock(to, true)?;
+        let tz = zone_or_utc(tz_name)?;
+        let days = days.map(parse_days).transpose()?;
+        Ok(Self::LocalTime {
+            from: from_time,
+            to: to_time,
+            tz,
+            days,
+        })
+    }
+
+    /// Parses a cron window: a standard five-field schedule (see [`CronSchedule`]) read in an IANA
+    /// zone (UTC when `None`), and how long each occurrence stays open (see
+    /// [`parse_duration`](crate::parse_duration)).
+    ///
+    /// # Errors
+    /// [`ScheduleError::Cron`], [`ScheduleError::Duration`] or
+    /// [`ScheduleError::UnknownTimeZone`].
+    pub fn cron(
+        schedule: &str,
+        duration: &str,
+        tz_name: Option<&str>,
+    ) -> Result<Self, ScheduleError> {
+        let tz = zone_or_utc(tz_name)?;
+        Ok(Self::Cron {
+            schedule: CronSchedule::parse(schedule, tz)?,
+            duration: parse_duration(duration)?,
+        })
+    }
+
+    /// Whether the window is open at `t`.
+    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+        if self.never_open() {
+            return false;
+        }
+        if self.always_open() {
+            return true;
+        }
+        match self {
+            Self::ZonedDateTime { from, to } => *from <= t && t < *to,
+            Self::Cron { schedule, duration } => schedule
+                .last_fire_at_or_before(t)
+                .is_some_and(|fire| fire.checked_add_signed(*duration).is_none_or(|end| t < end)),
+            Self::ZonedTime { .. } | Self::LocalTime { .. } => {
+                self.daily_raw_containing(t).is_some()
+            }
+        }
+    }
+
+    /// The open period containing `t`, or `None` when the window is closed at `t`.
+    ///
+    /// Bounds farther than [`DEFAULT_HORIZON`] from `t` may be reported as unknown (`None`).
+    pub fn interval_containing(&self, t: DateTime<Utc>) -> Option<Interval> {
+        if !self.contains(t) {
+            return None;
+        }
+        let since = add_saturating(t, -DEFAULT_HORIZON);
+        let until = add_saturating(t, DEFAULT_HORIZON);
+        Some(Interval {
+            start: self.start_of_open_period(t, since),
+            end: self.next_span(t, until).and_then(|span| span.end),
+        })
+    }
+
+    /// The next instant strictly after `t` at which the window opens (goes from closed to open),
+    /// or `None` when it never opens again (or stays open past [`DEFAULT_HORIZON`]).
+    pub fn next_start_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let span = self.next_span(t, add_saturating(t, DEFAULT_HORIZON))?;
+        if span.start > t {
+            return Some(span.start);
+        }
+        let end = span.end?;
+        self.next_span(end, add_saturating(end, DEFAULT_HORIZON))
+            .map(|next| next.start)
+    }
+
+    /// The next instant strictly after `t` at which the window opens or closes, or `None` when it
+    /// never changes again (a one-off window in the past, an always-open window).
+    pub fn next_boundary_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let span = self.next_span(t, add_saturating(t, DEFAULT_HORIZON))?;
+        if span.start > t {
+            Some(span.start)
+        } else {
+            span.end
+        }
+    }
+
+    /// Whether the window can never be open (an empty one-off, an empty set of days, a cron window
+    /// with a duration that is not positive).
+    pub(crate) fn never_open(&self) -> bool {
+        match self {
+            Self::ZonedDateTime { from, to } => to <= from,
+            Self::LocalTime {
+                days: Some(days), ..
+            } => days.is_empty(),
+            Self::Cron { duration, .. } => *duration <= TimeDelta::zero(),
+            Self::ZonedTime { .. } | Self::LocalTime { .. } => false,
+        }
+    }
+
+    /// Whether the window is open at every instant: a daily window of 24 hours on every day.
+    pub(crate) fn always_open(&self) -> bool {
+        match self {
+            Self::ZonedTime { from, to, .. } => from == to,
+            Self::LocalTime { from, to, days, .. } => {
+                from == to && days.is_none_or(|days| days.len() == 7)
+            }
+            Self::ZonedDateTime { .. } | Self::Cron { .. } => false,
+        }
+    }
+
+    /// Whether the window repeats every day or week for ever (its behaviour over any year repeats).
+    pub(crate) fn is_daily(&self) -> bool {
+        matches!(self, Self::ZonedTime { .. } | Self::LocalTime { .. })
+    }
+
+    /// The first open period that ends strictly after `cursor`. A period that keeps going past
+    /// `until` (and past [`DEFAULT_HORIZON`] after `cursor`) without its end being found has
+    /// `end: None`.
+    pub(crate) fn next_span(&self, cursor: DateTime<Utc>, until: DateTime<Utc>) -> Option<Span> {
+        if self.never_open() {
+            return None;
+        }
+        if self.always_open() {
+            return Some(Span {
+                start: DateTime::<Utc>::MIN_UTC,
+                end: None,
+            });
+        }
+        match self {
+            Self::ZonedDateTime { from, to } => (*to > cursor).then_some(Span {
+                start: *from,
+                end: Some(*to),
+            }),
+            Self::Cron { schedule, duration } => cron_next_span(schedule, *duration, cursor, until),
+            Self::ZonedTime { .. } | Self::LocalTime { .. } => self.daily_next_span(cursor),
+        }
+    }
+
+    /// The local calendar day of `t` in the window's zone (daily kinds only).
+    fn local_date(&self, t: DateTime<Utc>) -> Option<NaiveDate> {
+        match self {
+            Self::ZonedTime { offset, .. } => wall_clock(offset, t).map(|local| local.date()),
+            Self::LocalTime { tz, .. } => wall_clock(tz, t).map(|local| local.date()),
+            Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
+        }
+    }
+
+    /// The open interval of a daily window that starts on local day `day`, if it has one.
+    fn daily_raw(&self, day: NaiveDate) -> Option<Occurrence> {
+        match self {
+            Self::ZonedTime { from, to, offset } => {
+                let end_day = if to > from { day } else { day.succ_opt()? };
+                let start = day.and_time(*from).checked_sub_offset(*offset)?.and_utc();
+                let end = end_day.and_time(*to).checked_sub_offset(*offset)?.and_utc();
+                (end > start).then_some((start, end))
+            }
+            Self::LocalTime { from, to, tz, days } => {
+                if days.is_some_and(|days| !days.contains(day.weekday())) {
+                    return None;
+                }
+                let end_day = if to > from { day } else { day.succ_opt()? };
+                let start = resolve_local(tz, day.and_time(*from))?;
+                let end = resolve_local(tz, end_day.and_time(*to))?;
+                // A window entirely inside a spring-forward gap is empty that day.
+                (end > start).then_some((start, end))
+            }
+            Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
+        }
+    }
+
+    /// The local day whose daily interval contains `t`, with that interval.
+    fn daily_raw_containing(&self, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
+        let today = self.local_date(t)?;
+        // An interval starts on its own day and lasts about a day at most: it started today,
+        // yesterday or (around DST changes) the day before.
+        let mut day = today.checked_sub_days(chrono::Days::new(2))?;
+        for _ in 0..3 {
+            if let Some((start, end)) = self.daily_raw(day)
+                && start <= t
+                && t < end
+            {
+                return Some((day, (start, end)));
+            }
+            day = day.succ_opt()?;
+        }
+        None
+    }
+
+    fn daily_next_span(&self, cursor: DateTime<Utc>) -> Option<Span> {
+        let mut day = self
+            .local_date(cursor)?
+            .checked_sub_days(chrono::Days::new(2))?;
+        // The first interval ending after the cursor starts at most a week (plus the two days
+        // looked back) later.
+        let mut found = None;
+        for _ in 0..12 {
+            if let Some((start, end)) = self.daily_raw(day)
+                && end > cursor
+            {
+                found = Some((start, end));
+                break;
+            }
+            day = day.succ_opt()?;
+        }
+        let (start, mut end) = found?;
+        for _ in 0..MAX_DAILY_CHAIN {
+            let Some(next_day) = day.succ_opt() else {
+                return Some(Span {
+                    start,
+                    end: Some(end),
+                });
+            };
+            match self.daily_raw(next_day) {
+                // Touching or overlapping: one open period.
+                Some((next_start, next_end)) if next_start <= end => {
+                    end = end.max(next_end);
+                    day = next_day;
+                }
+                _ => {
+                    return Some(Span {
+                        start,
+                        end: Some(end),
+                    });
+                }
+            }
+        }
+        Some(Span { start, end: None })
+    }
+
+    /// The exact start of the open period containing `t` (which must be open), or `None` when it
+    /// began before `since` or the window is always open.
+    fn start_of_open_period(
+        &self,
+        t: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        if self.always_open() {
+            return None;
+        }
+        match self {
+            Self::ZonedDateTime { from, .. } => Some(*from),
+            Self::Cron { schedule, duration } => {
+                let mut start = schedule.last_fire_at_or_before(t)?;
+                // Walk back over occurrences that reach (or touch) the current start, jumping to
+                // the earliest one within `duration` before it.
+                loop {
+                    let reach = start.checked_sub_signed(*duration)?;
+                    match schedule.first_fire_at_or_after(reach) {
+                        Some(earlier) if earlier < start => {
+                            start = earlier;
+                            if start < since {
+                                return None;
+                            }
+                        }
+                        _ => return Some(start),
+                    }
+                }
+            }
+            Self::ZonedTime { .. } | Self::LocalTime { .. } => {
+                let (mut day, (mut start, _)) = self.daily_raw_containing(t)?;
+                for _ in 0..MAX_DAILY_CHAIN {
+                    let Some(previous_day) = day.pred_opt() else {
+                        return Some(start);
+                    };
+                    match self.daily_raw(previous_day) {
+                        Some((previous_start, previous_end)) if previous_end >= start => {
+                            start = previous_start;
+                            day = previous_day;
+                            if start < since {
+                                return None;
+                            }
+                        }
+                        _ => return Some(start),
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+/// The first open period of a cron window that ends after `cursor`.
+fn cron_next_span(
+    schedule: &CronSchedule,
+    duration: TimeDelta,
+    cursor: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Option<Span> {
+    let covering = schedule.last_fire_at_or_before(cursor).filter(|fire| {
+        fire.checked_add_signed(duration)
+            .is_none_or(|end| end > cursor)
+    });
+    let start = match covering {
+        Some(fire) => fire,
+        None => schedule.fire_times_after(cursor).next()?,
+    };
+    let Some(mut end) = start.checked_add_signed(duration) else {
+        return Some(Span { start, end: None });
+    };
+    let give_up_after = until.max(add_saturating(cursor, DEFAULT_HORIZON));
+    // The latest occurrence at or before the current end decides whether the period goes on (an
+    // occurrence starting exactly at the end touches it and continues it).
+    while let Some(latest) = schedule.last_fire_at_or_before(end) {
+        match latest.checked_add_signed(duration) {
+            Some(next_end) if next_end <= end => break,
+            Some(next_end) if end <= give_up_after => end = next_end,
+            _ => return Some(Span { start, end: None }),
+        }
+    }
+    Some(Span {
+        start,
+        end: Some(end),
+    })
+}
+
+/// Parses `HH:MM` (and `24:00` when `allow_midnight_end`).
+fn parse_clock(text: &str, allow_midnight_end: bool) -> Result<NaiveTime, ScheduleError> {
+    clock(text, allow_midnight_end).ok_or_else(|| {
+        ScheduleError::time_of_day(
+            text,
+            "expected a wall-clock time HH:MM from 00:00 to 23:59, such as 08:00 or 22:30",
+        )
+    })
+}
+
+fn clock(text: &str, allow_midnight_end: bool) -> Option<NaiveTime> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 5
+        || bytes[2] != b':'
+        || ![0, 1, 3, 4].iter().all(|i| bytes[*i].is_ascii_digit())
+    {
+        return None;
+    }
+    let hour = u32::from(bytes[0] - b'0') * 10 + u32::from(bytes[1] - b'0');
+    let minute = u32::from(bytes[3] - b'0') * 10 + u32::from(bytes[4] - b'0');
+    if allow_midnight_end && hour == 24 && minute == 0 {
+        return Some(NaiveTime::MIN);
+    }
+    NaiveTime::from_hms_opt(hour, minute, 0)
+}
+
+/// Parses `HH:MM` followed by `Z` or `+HH:MM` / `-HH:MM`.
+fn parse_zoned_time(
+    text: &str,
+    allow_midnight_end: bool,
+) -> Result<(NaiveTime, FixedOffset), ScheduleError> {
+    let fail = || {
+        ScheduleError::time_of_day(
+            text,
+            "expected HH:MM followed by a UTC offset, such as 16:00+05:30, 08:00-04:00 or 08:00Z",
+        )
+    };
+    if !text.is_char_boundary(5.min(text.len())) || text.len() < 6 {
+        return Err(fail());
+    }
+    let (time, offset) = text.split_at(5);
+    let time = clock(time, allow_midnight_end).ok_or_else(fail)?;
+    let offset = match offset {
+        "Z" | "z" => FixedOffset::east_opt(0),
+        _ => {
+            let sign = match offset.as_bytes().first() {
+                Some(b'+') => 1,
+                Some(b'-') => -1,
+                _ => return Err(fail()),
+            };
+            let hhmm = clock(&offset[1..], false).ok_or_else(fail)?;
+            let seconds = i32::try_from(hhmm.num_seconds_from_midnight()).map_err(|_| fail())?;
+            FixedOffset::east_opt(sign * seconds)
+        }
+    };
+    Ok((time, offset.ok_or_else(fail)?))
+}
+
+fn parse_days<I>(days: I) -> Result<WeekdaySet, ScheduleError>
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    let mut set = WeekdaySet::EMPTY;
+    let mut any = false;
+    for day in days {
+        let day = day.as_ref();
+        let weekday = Weekday::from_str(day).map_err(|_| ScheduleError::Weekday(day.to_owned()))?;
+        set.insert(weekday);
+        any = true;
+    }
+    if any {
+        Ok(set)
+    } else {
+        Err(ScheduleError::NoDays)
+    }
+}
