@@ -1,1 +1,51 @@
-fn main() {}
+//! `workshop-scaler`: run the controller, or `plan` a decision offline.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use workshop_scaler::RunArgs;
+use workshop_scaler::plan::{PlanArgs, plan};
+
+/// Demand-driven, race-free scaling of Babylon WorkshopProvisions.
+#[derive(Parser, Debug)]
+#[command(
+    name = "workshop-scaler",
+    version,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decide for one WorkshopProvision file, offline (no cluster).
+    Plan(PlanArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Plan(args)) => match plan(&args) {
+            Ok(output) => {
+                print!("{output}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("workshop-scaler plan: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        None => match workshop_scaler::run(cli.run).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("workshop-scaler: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

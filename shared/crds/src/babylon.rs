@@ -45,6 +45,7 @@ pub struct AutoScaling {
 }
 
 /// A Babylon workshop: a shared event whose seats are WorkshopUserAssignments.
+// clippy reads kube-derive's repeated `printcolumn(type_ = ...)` arguments as duplicated attributes.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[kube(
     group = "babylon.gpte.redhat.com",
@@ -54,9 +55,21 @@ pub struct AutoScaling {
     namespaced,
     status = "WorkshopStatus",
     derive = "PartialEq",
-    printcolumn(name = "Assigned", type_ = "integer", json_path = ".status.userCount.assigned"),
-    printcolumn(name = "Total", type_ = "integer", json_path = ".status.userCount.total"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Assigned",
+        type_ = "integer",
+        json_path = ".status.userCount.assigned"
+    ),
+    printcolumn(
+        name = "Total",
+        type_ = "integer",
+        json_path = ".status.userCount.total"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkshopSpec {
@@ -118,6 +131,7 @@ pub struct UserCount {
 }
 
 /// A set of `count` ResourceClaims of one catalog item, provisioned for a workshop.
+// clippy reads kube-derive's repeated `printcolumn(type_ = ...)` arguments as duplicated attributes.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[kube(
     group = "babylon.gpte.redhat.com",
@@ -129,8 +143,16 @@ pub struct UserCount {
     derive = "PartialEq",
     printcolumn(name = "Workshop", type_ = "string", json_path = ".spec.workshopName"),
     printcolumn(name = "Count", type_ = "integer", json_path = ".spec.count"),
-    printcolumn(name = "Scaling", type_ = "boolean", json_path = ".status.autoScalingActive"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Scaling",
+        type_ = "boolean",
+        json_path = ".status.autoScalingActive"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkshopProvisionSpec {
@@ -184,13 +206,23 @@ pub struct WorkshopProvisionStatus {
     /// When the scale-up in flight started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_scaling_started_at: Option<Time>,
-    /// `AutoScaling`, `AtMaxProvisions`, `ClaimsStuck`...
+    /// `spec.count` when the scale-up in flight started. Written with the flag, before the count,
+    /// so a scale-up interrupted between the two writes is finished exactly once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub auto_scaling_from_count: Option<i32>,
+    /// The `spec.count` the scale-up in flight raises the provision to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub auto_scaling_target_count: Option<i32>,
+    /// `AutoScaling`, `AtMaxProvisions`, `ClaimsStuck`, `AutoScalingConfigValid`, `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
 }
 
 /// A seat of a workshop; `assignment` is present when a user holds it.
+// clippy reads kube-derive's repeated `printcolumn(type_ = ...)` arguments as duplicated attributes.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[kube(
     group = "babylon.gpte.redhat.com",
@@ -202,7 +234,11 @@ pub struct WorkshopProvisionStatus {
     derive = "PartialEq",
     printcolumn(name = "Workshop", type_ = "string", json_path = ".spec.workshopName"),
     printcolumn(name = "User", type_ = "string", json_path = ".spec.assignment.email"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkshopUserAssignmentSpec {

@@ -4,6 +4,9 @@
 //! Babylon and Poolboy kinds that workshop-scaler works with. This crate holds types and their
 //! schemas only: no client, no runtime. `crdgen` writes the manifests in `crds/` from [`all_crds`].
 
+// kube-derive expands each `printcolumn(...)` into an attribute of the same name.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod babylon;
 pub mod poolboy;
 pub mod scaledown;

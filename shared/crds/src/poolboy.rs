@@ -17,7 +17,11 @@ use serde_json::Value;
     status = "ResourceClaimStatus",
     derive = "PartialEq",
     printcolumn(name = "Ready", type_ = "boolean", json_path = ".status.ready"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct ResourceClaimSpec {}
@@ -99,7 +103,10 @@ impl ResourceClaim {
 
 impl ClaimResource {
     fn current_state(&self) -> Option<&str> {
-        self.state.as_ref()?.pointer("/spec/vars/current_state")?.as_str()
+        self.state
+            .as_ref()?
+            .pointer("/spec/vars/current_state")?
+            .as_str()
     }
 
     /// Babylon's failure predicate.
@@ -115,5 +122,152 @@ impl ClaimResource {
             .as_ref()
             .and_then(|s| s.pointer("/status/towerJobs/provision/completeTimestamp"))
             .is_some_and(|v| !v.is_null())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn claim(status: Value) -> ResourceClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "poolboy.gpte.redhat.com/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "n"},
+            "spec": {},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn resource_in_state(current_state: &str) -> Value {
+        json!({"name": "r", "state": {"spec": {"vars": {"current_state": current_state}}}})
+    }
+
+    fn resource_completed() -> Value {
+        json!({"name": "r", "state": {"spec": {"vars": {"current_state": "started"}},
+               "status": {"towerJobs": {"provision": {"completeTimestamp": "2026-01-01T00:00:00Z"}}}}})
+    }
+
+    #[test]
+    fn ready_claims_are_settled() {
+        let c = claim(json!({"ready": true, "resources": [resource_in_state("provisioning")]}));
+        assert_eq!(c.settlement(), ClaimSettlement::Ready);
+        assert!(c.settlement().is_settled());
+    }
+
+    #[test]
+    fn ready_wins_over_a_failed_resource() {
+        let c = claim(json!({"ready": true, "resources": [resource_in_state("provision-failed")]}));
+        assert_eq!(c.settlement(), ClaimSettlement::Ready);
+    }
+
+    #[test]
+    fn complete_claims_are_settled() {
+        let c = claim(
+            json!({"ready": false, "resources": [resource_completed(), resource_completed()]}),
+        );
+        assert_eq!(c.settlement(), ClaimSettlement::Complete);
+        assert!(c.settlement().is_settled());
+    }
+
+    #[test]
+    fn a_complete_claim_may_mix_completed_and_failed_resources() {
+        let c =
+            claim(json!({"resources": [resource_completed(), resource_in_state("start-failed")]}));
+        // Any failed resource makes the whole claim failed (the failure predicate comes first).
+        assert_eq!(c.settlement(), ClaimSettlement::Failed);
+    }
+
+    #[test]
+    fn a_failed_suffix_means_failed() {
+        for state in [
+            "provision-failed",
+            "start-failed",
+            "stop-failed",
+            "destroy-failed",
+        ] {
+            let c = claim(json!({"ready": false, "resources": [resource_in_state(state)]}));
+            assert_eq!(c.settlement(), ClaimSettlement::Failed, "{state}");
+            assert!(c.settlement().is_settled());
+        }
+    }
+
+    #[test]
+    fn provision_error_means_failed() {
+        let c = claim(json!({"resources": [resource_in_state("provision-error")]}));
+        assert_eq!(c.settlement(), ClaimSettlement::Failed);
+    }
+
+    #[test]
+    fn provision_cancelled_means_failed() {
+        let c = claim(
+            json!({"resources": [resource_completed(), resource_in_state("provision-cancelled")]}),
+        );
+        assert_eq!(c.settlement(), ClaimSettlement::Failed);
+    }
+
+    #[test]
+    fn states_that_merely_contain_failed_or_error_are_pending() {
+        for state in [
+            "failed-over",
+            "provisioning",
+            "provision-errors",
+            "new",
+            "started",
+        ] {
+            let c = claim(json!({"resources": [resource_in_state(state)]}));
+            assert_eq!(c.settlement(), ClaimSettlement::Pending, "{state}");
+        }
+    }
+
+    #[test]
+    fn pending_claims_are_not_settled() {
+        let c = claim(json!({"ready": false, "resources": [resource_in_state("provisioning")]}));
+        assert_eq!(c.settlement(), ClaimSettlement::Pending);
+        assert!(!c.settlement().is_settled());
+    }
+
+    #[test]
+    fn one_resource_without_state_keeps_the_claim_pending() {
+        let c = claim(json!({"resources": [resource_completed(), {"name": "late"}]}));
+        assert_eq!(c.settlement(), ClaimSettlement::Pending);
+    }
+
+    #[test]
+    fn a_null_complete_timestamp_is_not_completion() {
+        let c = claim(
+            json!({"resources": [{"name": "r", "state": {"status": {"towerJobs": {"provision": {"completeTimestamp": null}}}}}]}),
+        );
+        assert_eq!(c.settlement(), ClaimSettlement::Pending);
+    }
+
+    #[test]
+    fn a_claim_with_no_resources_yet_is_pending() {
+        assert_eq!(
+            claim(json!({"ready": false})).settlement(),
+            ClaimSettlement::Pending
+        );
+        assert_eq!(claim(json!({})).settlement(), ClaimSettlement::Pending);
+    }
+
+    #[test]
+    fn a_claim_without_status_is_pending() {
+        let mut c = claim(json!({}));
+        c.status = None;
+        assert_eq!(c.settlement(), ClaimSettlement::Pending);
+        assert!(!c.settlement().is_settled());
+    }
+
+    #[test]
+    fn the_example_claim_is_still_provisioning() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/resource-claim.yaml");
+        let text = std::fs::read_to_string(root).unwrap();
+        let c: ResourceClaim = serde_norway::from_str(&text).unwrap();
+        assert_eq!(c.settlement(), ClaimSettlement::Pending);
     }
 }

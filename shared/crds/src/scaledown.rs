@@ -18,10 +18,22 @@ use crate::service_scaler::DURATION_PATTERN;
     shortname = "sds",
     category = "ebb",
     derive = "PartialEq",
-    printcolumn(name = "Scale-Down", type_ = "boolean", json_path = ".status.scaleDownEnabled"),
+    printcolumn(
+        name = "Scale-Down",
+        type_ = "boolean",
+        json_path = ".status.scaleDownEnabled"
+    ),
     printcolumn(name = "Window", type_ = "integer", json_path = ".status.activeWindow"),
-    printcolumn(name = "Next", type_ = "date", json_path = ".status.nextTransitionTime"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Next",
+        type_ = "date",
+        json_path = ".status.nextTransitionTime"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleDownScheduleSpec {

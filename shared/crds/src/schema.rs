@@ -80,7 +80,8 @@ fn strip_unsigned_formats(props: &mut JSONSchemaProps) {
 /// Schema of a `conditions` list: Kubernetes `Condition`s keyed by `type`
 /// (`x-kubernetes-list-type: map`), so server-side apply merges conditions per type.
 pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = Vec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>::json_schema(generator);
+    let mut schema =
+        Vec::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>::json_schema(generator);
     schema.insert("x-kubernetes-list-type".into(), Value::String("map".into()));
     schema.insert(
         "x-kubernetes-list-map-keys".into(),

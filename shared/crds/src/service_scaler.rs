@@ -25,10 +25,27 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$";
     shortname = "svcscaler",
     category = "ebb",
     derive = "PartialEq",
-    printcolumn(name = "Min", type_ = "integer", json_path = ".status.lastKnownConfig.minReplicas"),
-    printcolumn(name = "Max", type_ = "integer", json_path = ".status.lastKnownConfig.maxReplicas"),
-    printcolumn(name = "Range", type_ = "integer", json_path = ".status.matchedRange", description = "Index of the time range in force; empty when the defaults apply"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Min",
+        type_ = "integer",
+        json_path = ".status.lastKnownConfig.minReplicas"
+    ),
+    printcolumn(
+        name = "Max",
+        type_ = "integer",
+        json_path = ".status.lastKnownConfig.maxReplicas"
+    ),
+    printcolumn(
+        name = "Range",
+        type_ = "integer",
+        json_path = ".status.matchedRange",
+        description = "Index of the time range in force; empty when the defaults apply"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceScalerSpec {
@@ -68,7 +85,11 @@ pub struct HpaDefaults {
     pub max_replicas: i32,
 
     /// Target average CPU utilization in percent of requests. 0 or unset: no CPU metric.
-    #[serde(default, rename = "targetCPUUtilization", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "targetCPUUtilization",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0))]
     pub target_cpu_utilization: Option<i32>,
 
@@ -94,7 +115,11 @@ pub struct HpaOverride {
     pub max_replicas: Option<i32>,
 
     /// Target CPU utilization while the range is in force; 0 removes the CPU metric.
-    #[serde(default, rename = "targetCPUUtilization", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "targetCPUUtilization",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0))]
     pub target_cpu_utilization: Option<i32>,
 
@@ -199,7 +224,11 @@ pub struct HpaSettings {
     /// Upper bound.
     pub max_replicas: i32,
     /// CPU target in percent; absent when the metric is removed.
-    #[serde(default, rename = "targetCPUUtilization", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "targetCPUUtilization",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub target_cpu_utilization: Option<i32>,
     /// Memory target in percent; absent when the metric is removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

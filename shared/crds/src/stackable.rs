@@ -24,10 +24,18 @@ use serde::{Deserialize, Serialize};
         status_replicas_path = ".status.replicas",
         label_selector_path = ".status.selector"
     ),
-    printcolumn(name = "Stage", type_ = "string", json_path = ".status.currentState.stage"),
+    printcolumn(
+        name = "Stage",
+        type_ = "string",
+        json_path = ".status.currentState.stage"
+    ),
     printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct StackableScalerSpec {
@@ -94,6 +102,17 @@ impl ScalerStage {
             ScalerStage::Idle | ScalerStage::Failed => false,
         }
     }
+
+    /// The stage's name as serialized (`PreScaling`), for condition reasons, Events and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScalerStage::Idle => "Idle",
+            ScalerStage::PreScaling => "PreScaling",
+            ScalerStage::Scaling => "Scaling",
+            ScalerStage::PostScaling => "PostScaling",
+            ScalerStage::Failed => "Failed",
+        }
+    }
 }
 
 /// Where the state machine is.
@@ -112,6 +131,21 @@ pub struct ScalerState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub reason: Option<String>,
+    /// For `Failed`: where the `onFailure` hook is. It runs after `Failed` is recorded and is
+    /// never started twice; a retry waits while it is `Pending`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_hook: Option<FailureHookState>,
+}
+
+/// Progress of the `onFailure` hook of a failed operation.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum FailureHookState {
+    /// Recorded, not yet finished (or not yet started).
+    Pending,
+    /// Finished successfully.
+    Done,
+    /// Finished with an error (reported in an Event; the original failure reason is kept).
+    Failed,
 }
 
 /// Observed replicas and the state machine.
@@ -133,6 +167,18 @@ pub struct StackableScalerStatus {
     /// The state machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_state: Option<ScalerState>,
+    /// Number of scaling operations started (each `Idle -> PreScaling` adds one); hook Jobs carry
+    /// it in their names, so two operations never share a Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub scale_event: Option<i64>,
+    /// Number of retries (`autoscaling.stackable.tech/retry`) so far; hook Jobs carry it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub attempt: Option<i64>,
+    /// The `metadata.generation` of the spec this status was written for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// `Ready`, `Progressing`, `Failed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]

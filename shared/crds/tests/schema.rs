@@ -18,7 +18,13 @@ fn crd_schemas() -> Vec<(String, String, Value)> {
             let kind = crd.spec.names.kind.clone();
             let version = &crd.spec.versions[0];
             let schema = serde_json::to_value(
-                version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap(),
+                version
+                    .schema
+                    .as_ref()
+                    .unwrap()
+                    .open_api_v3_schema
+                    .as_ref()
+                    .unwrap(),
             )
             .unwrap();
             (format!("{group}/{}", version.name), kind, schema)
@@ -54,7 +60,9 @@ fn structural_violations(schema: &Value, path: &str, out: &mut Vec<String>) {
         out.push(format!("{path}: $ref is not allowed"));
     }
     if node.contains_key("properties") && node.contains_key("additionalProperties") {
-        out.push(format!("{path}: properties and additionalProperties together"));
+        out.push(format!(
+            "{path}: properties and additionalProperties together"
+        ));
     }
     for junctor in ["allOf", "anyOf", "oneOf", "not"] {
         if let Some(j) = node.get(junctor) {
@@ -84,10 +92,16 @@ fn structural_violations(schema: &Value, path: &str, out: &mut Vec<String>) {
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        for key in node["x-kubernetes-list-map-keys"].as_array().into_iter().flatten() {
+        for key in node["x-kubernetes-list-map-keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let key = key.as_str().unwrap_or_default();
             if !required.contains(&key) && items["properties"][key].get("default").is_none() {
-                out.push(format!("{path}: list-map key {key} is neither required nor defaulted"));
+                out.push(format!(
+                    "{path}: list-map key {key} is neither required nor defaulted"
+                ));
             }
         }
     }
@@ -95,9 +109,20 @@ fn structural_violations(schema: &Value, path: &str, out: &mut Vec<String>) {
 
 /// Inside a logical junctor: no type/description/default/additionalProperties/nullable, and
 /// every field named must also be specified outside the junctor.
-fn junctor_violations(branch: &Value, outer: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<String>) {
+fn junctor_violations(
+    branch: &Value,
+    outer: &serde_json::Map<String, Value>,
+    path: &str,
+    out: &mut Vec<String>,
+) {
     let Some(b) = branch.as_object() else { return };
-    for banned in ["type", "description", "default", "additionalProperties", "nullable"] {
+    for banned in [
+        "type",
+        "description",
+        "default",
+        "additionalProperties",
+        "nullable",
+    ] {
         if b.contains_key(banned) {
             out.push(format!("{path}: `{banned}` inside a logical junctor"));
         }
@@ -117,19 +142,31 @@ fn every_crd_schema_is_structural() {
     for (api, kind, schema) in crd_schemas() {
         structural_violations(&schema, &format!("{api} {kind}"), &mut violations);
     }
-    assert!(violations.is_empty(), "non-structural schemas:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "non-structural schemas:\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
 fn the_structural_check_catches_what_kubernetes_rejects() {
     let mut v = Vec::new();
-    structural_violations(&json!({"type": "object", "properties": {"a": {}}}), "t", &mut v);
+    structural_violations(
+        &json!({"type": "object", "properties": {"a": {}}}),
+        "t",
+        &mut v,
+    );
     structural_violations(
         &json!({"type": "object", "anyOf": [{"type": "string"}], "properties": {}}),
         "t",
         &mut v,
     );
-    structural_violations(&json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}}), "t", &mut v);
+    structural_violations(
+        &json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}}),
+        "t",
+        &mut v,
+    );
     assert_eq!(v.len(), 4, "{v:?}");
 }
 
@@ -137,7 +174,10 @@ fn the_structural_check_catches_what_kubernetes_rejects() {
 fn no_unsigned_formats_reach_the_api_server() {
     for (_, kind, schema) in crd_schemas() {
         let text = schema.to_string();
-        assert!(!text.contains("\"format\":\"uint"), "{kind} has an unsigned format");
+        assert!(
+            !text.contains("\"format\":\"uint"),
+            "{kind} has an unsigned format"
+        );
     }
 }
 
@@ -147,7 +187,9 @@ fn no_unsigned_formats_reach_the_api_server() {
 fn cel_rules_only_touch_bounded_fields() {
     fn walk(node: &Value, path: &str, out: &mut Vec<String>) {
         let Some(obj) = node.as_object() else { return };
-        if let (Some(rules), Some(props)) = (obj.get("x-kubernetes-validations"), obj.get("properties")) {
+        if let (Some(rules), Some(props)) =
+            (obj.get("x-kubernetes-validations"), obj.get("properties"))
+        {
             let text: String = rules
                 .as_array()
                 .into_iter()
@@ -169,7 +211,12 @@ fn cel_rules_only_touch_bounded_fields() {
                 }
             }
         }
-        for (name, child) in obj.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        for (name, child) in obj
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
             walk(child, &format!("{path}.{name}"), out);
         }
         if let Some(items) = obj.get("items") {
@@ -207,14 +254,23 @@ fn validate(kind: &str, object: &Value) -> Result<(), String> {
 fn examples() -> Vec<(String, Value)> {
     let dir = repo_root().join("examples");
     let mut out = Vec::new();
-    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     paths.sort();
-    for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "yaml")) {
+    for path in paths
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+    {
         let text = std::fs::read_to_string(&path).unwrap();
         for doc in serde_norway::Deserializer::from_str(&text) {
             let value: Value = serde::Deserialize::deserialize(doc).unwrap();
             if !value.is_null() {
-                out.push((path.file_name().unwrap().to_string_lossy().into_owned(), value));
+                out.push((
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    value,
+                ));
             }
         }
     }
@@ -247,11 +303,19 @@ fn every_example_deserializes_into_its_rust_type() {
     for (file, example) in examples() {
         let kind = example["kind"].as_str().unwrap().to_string();
         let result = match kind.as_str() {
-            "ServiceScaler" => serde_json::from_value::<service_scaler::ServiceScaler>(example).map(drop),
-            "ScaleDownSchedule" => serde_json::from_value::<scaledown::ScaleDownSchedule>(example).map(drop),
-            "StackableScaler" => serde_json::from_value::<stackable::StackableScaler>(example).map(drop),
+            "ServiceScaler" => {
+                serde_json::from_value::<service_scaler::ServiceScaler>(example).map(drop)
+            }
+            "ScaleDownSchedule" => {
+                serde_json::from_value::<scaledown::ScaleDownSchedule>(example).map(drop)
+            }
+            "StackableScaler" => {
+                serde_json::from_value::<stackable::StackableScaler>(example).map(drop)
+            }
             "Workshop" => serde_json::from_value::<babylon::Workshop>(example).map(drop),
-            "WorkshopProvision" => serde_json::from_value::<babylon::WorkshopProvision>(example).map(drop),
+            "WorkshopProvision" => {
+                serde_json::from_value::<babylon::WorkshopProvision>(example).map(drop)
+            }
             "WorkshopUserAssignment" => {
                 serde_json::from_value::<babylon::WorkshopUserAssignment>(example).map(drop)
             }
@@ -273,14 +337,38 @@ fn service_scaler(ranges: Value) -> Value {
 #[test]
 fn service_scaler_schema_rejects_what_the_contract_forbids() {
     let cases = [
-        (json!([{"kind": "ZonedTime", "to": "08:00+05:30"}]), "from and to must be given together"),
-        (json!([{"kind": "ZonedTime", "from": "8am", "to": "09:00Z"}]), "HH:MM followed by an offset"),
-        (json!([{"kind": "LocalTime", "from": "25:00", "to": "06:00"}]), "LocalTime from/to must be HH:MM"),
-        (json!([{"kind": "ZonedDateTime", "from": "tomorrow", "to": "2026-01-01T00:00:00Z"}]), "RFC 3339"),
-        (json!([{"kind": "Cron", "schedule": "0 8 * * *"}]), "kind Cron needs schedule and duration"),
-        (json!([{"kind": "Cron", "schedule": "0 8 * * *", "duration": "ten minutes"}]), "does not match"),
-        (json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "timeZone": "UTC"}]), "timeZone belongs"),
-        (json!([{"kind": "Weekly", "from": "08:00Z", "to": "09:00Z"}]), "is not one of"),
+        (
+            json!([{"kind": "ZonedTime", "to": "08:00+05:30"}]),
+            "from and to must be given together",
+        ),
+        (
+            json!([{"kind": "ZonedTime", "from": "8am", "to": "09:00Z"}]),
+            "HH:MM followed by an offset",
+        ),
+        (
+            json!([{"kind": "LocalTime", "from": "25:00", "to": "06:00"}]),
+            "LocalTime from/to must be HH:MM",
+        ),
+        (
+            json!([{"kind": "ZonedDateTime", "from": "tomorrow", "to": "2026-01-01T00:00:00Z"}]),
+            "RFC 3339",
+        ),
+        (
+            json!([{"kind": "Cron", "schedule": "0 8 * * *"}]),
+            "kind Cron needs schedule and duration",
+        ),
+        (
+            json!([{"kind": "Cron", "schedule": "0 8 * * *", "duration": "ten minutes"}]),
+            "does not match",
+        ),
+        (
+            json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "timeZone": "UTC"}]),
+            "timeZone belongs",
+        ),
+        (
+            json!([{"kind": "Weekly", "from": "08:00Z", "to": "09:00Z"}]),
+            "is not one of",
+        ),
         (
             json!([{"kind": "ZonedTime", "from": "08:00Z", "to": "09:00Z", "replicaSpec": {"hpa": {"minReplicas": 5, "maxReplicas": 2}}}]),
             "minReplicas must not exceed maxReplicas",
@@ -291,15 +379,25 @@ fn service_scaler_schema_rejects_what_the_contract_forbids() {
         ),
     ];
     for (ranges, expected) in cases {
-        let err = validate("ServiceScaler", &service_scaler(ranges.clone())).expect_err(&ranges.to_string());
-        assert!(err.contains(expected), "{ranges}: expected {expected:?} in {err:?}");
+        let err = validate("ServiceScaler", &service_scaler(ranges.clone()))
+            .expect_err(&ranges.to_string());
+        assert!(
+            err.contains(expected),
+            "{ranges}: expected {expected:?} in {err:?}"
+        );
     }
     let mut bad_defaults = service_scaler(json!([]));
     bad_defaults["spec"]["hpa"] = json!({"minReplicas": 6, "maxReplicas": 5});
-    assert!(validate("ServiceScaler", &bad_defaults).unwrap_err().contains("hpa.minReplicas must not exceed"));
+    assert!(
+        validate("ServiceScaler", &bad_defaults)
+            .unwrap_err()
+            .contains("hpa.minReplicas must not exceed")
+    );
 
-    let fixed = service_scaler(json!([{"kind": "LocalTime", "from": "22:00", "to": "06:00", "timeZone": "Europe/Zurich",
-        "replicaSpec": {"hpa": {"minReplicas": 3, "maxReplicas": 3}}}]));
+    let fixed = service_scaler(
+        json!([{"kind": "LocalTime", "from": "22:00", "to": "06:00", "timeZone": "Europe/Zurich",
+        "replicaSpec": {"hpa": {"minReplicas": 3, "maxReplicas": 3}}}]),
+    );
     validate("ServiceScaler", &fixed).unwrap();
 }
 
@@ -309,8 +407,15 @@ fn scaledown_schedule_needs_exactly_one_target() {
         json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "ScaleDownSchedule", "metadata": {"name": "x"},
                "spec": {"target": target, "windows": [{"schedule": "0 20 * * 1-5", "duration": "11h"}]}})
     };
-    validate("ScaleDownSchedule", &schedule(json!({"clusterAutoscaler": {}}))).unwrap();
-    for target in [json!({}), json!({"clusterAutoscaler": {}, "nodeAnnotation": {}})] {
+    validate(
+        "ScaleDownSchedule",
+        &schedule(json!({"clusterAutoscaler": {}})),
+    )
+    .unwrap();
+    for target in [
+        json!({}),
+        json!({"clusterAutoscaler": {}, "nodeAnnotation": {}}),
+    ] {
         let err = validate("ScaleDownSchedule", &schedule(target)).unwrap_err();
         assert!(err.contains("exactly one of"), "{err}");
     }
@@ -323,7 +428,11 @@ fn autoscaling_bounds_are_enforced_by_the_schema() {
                "metadata": {"name": "p", "namespace": "n"},
                "spec": {"catalogItem": {"name": "c", "namespace": "n"}, "count": 1, "workshopName": "w", "autoScaling": auto}})
     };
-    validate("WorkshopProvision", &provision(json!({"threshold": 1.0, "scaleFactor": 1.01, "maxProvisions": 1}))).unwrap();
+    validate(
+        "WorkshopProvision",
+        &provision(json!({"threshold": 1.0, "scaleFactor": 1.01, "maxProvisions": 1})),
+    )
+    .unwrap();
     for bad in [
         json!({"threshold": 0.0}),
         json!({"threshold": 1.2}),
@@ -331,7 +440,10 @@ fn autoscaling_bounds_are_enforced_by_the_schema() {
         json!({"scaleFactor": 0.5}),
         json!({"maxProvisions": 0}),
     ] {
-        assert!(validate("WorkshopProvision", &provision(bad.clone())).is_err(), "{bad} accepted");
+        assert!(
+            validate("WorkshopProvision", &provision(bad.clone())).is_err(),
+            "{bad} accepted"
+        );
     }
 }
 
@@ -346,7 +458,10 @@ fn stackable_scaler_has_scale_and_status_subresources() {
     let scale = sub.scale.as_ref().unwrap();
     assert_eq!(scale.spec_replicas_path, ".spec.replicas");
     assert_eq!(scale.status_replicas_path, ".status.replicas");
-    assert_eq!(scale.label_selector_path.as_deref(), Some(".status.selector"));
+    assert_eq!(
+        scale.label_selector_path.as_deref(),
+        Some(".status.selector")
+    );
 }
 
 #[test]
@@ -354,8 +469,19 @@ fn every_crd_has_a_status_subresource_and_printer_columns() {
     for crd in ebb_crds::all_crds() {
         let v = &crd.spec.versions[0];
         let kind = &crd.spec.names.kind;
-        assert!(v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(), "{kind}: no status subresource");
-        assert!(v.additional_printer_columns.as_ref().is_some_and(|c| !c.is_empty()), "{kind}: no printer columns");
+        assert!(
+            v.subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some(),
+            "{kind}: no status subresource"
+        );
+        assert!(
+            v.additional_printer_columns
+                .as_ref()
+                .is_some_and(|c| !c.is_empty()),
+            "{kind}: no printer columns"
+        );
     }
 }
 
@@ -366,6 +492,11 @@ fn checked_in_crds_match_the_types() {
         let path = dir.join(ebb_crds::crd_file_name(&crd));
         let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
         let on_disk: Value = serde_norway::from_str(&on_disk).unwrap_or_default();
-        assert_eq!(on_disk, serde_json::to_value(&crd).unwrap(), "{} is stale: run `make crds`", path.display());
+        assert_eq!(
+            on_disk,
+            serde_json::to_value(&crd).unwrap(),
+            "{} is stale: run `make crds`",
+            path.display()
+        );
     }
 }

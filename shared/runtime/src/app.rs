@@ -128,21 +128,39 @@ pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
     }
 }
 
+/// The scopes a controller watches: one per `--namespace`, or `None` (cluster-wide) when unset.
+/// Controllers that watch several kinds build one `Controller` per scope with [`scoped_api`].
+pub fn scopes(args: &CommonArgs) -> Vec<Option<String>> {
+    let namespaces = args.watched_namespaces();
+    if namespaces.is_empty() {
+        vec![None]
+    } else {
+        namespaces.into_iter().map(Some).collect()
+    }
+}
+
+/// The `Api` of a namespaced kind in one scope of [`scopes`].
+pub fn scoped_api<K>(client: &Client, scope: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match scope {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
 /// One `Api` per watched namespace, or a single cluster-wide `Api` when `--namespace` is not set.
 pub fn scoped_apis<K>(client: &Client, args: &CommonArgs) -> Vec<Api<K>>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     K::DynamicType: Default,
 {
-    let namespaces = args.watched_namespaces();
-    if namespaces.is_empty() {
-        vec![Api::all(client.clone())]
-    } else {
-        namespaces
-            .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
-            .collect()
-    }
+    scopes(args)
+        .iter()
+        .map(|scope| scoped_api(client, scope.as_deref()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -167,5 +185,16 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x"]).unwrap();
         assert_eq!(watcher_config(&cli.common).label_selector, None);
+    }
+
+    #[test]
+    fn no_namespace_flag_means_one_cluster_wide_scope() {
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(scopes(&cli.common), vec![None]);
+        let cli = Cli::try_parse_from(["x", "--namespace", "a,b"]).unwrap();
+        assert_eq!(
+            scopes(&cli.common),
+            vec![Some("a".into()), Some("b".into())]
+        );
     }
 }

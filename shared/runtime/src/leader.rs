@@ -85,7 +85,9 @@ impl Leader {
         }
     }
 
-    fn following() -> Self {
+    /// A replica that is not (yet) leading: it watches and decides but must not write.
+    /// What a standby replica looks like, for reconciler tests of the follower path.
+    pub fn following() -> Self {
         let (status, _) = watch::channel(Status {
             leading: false,
             ended: None,

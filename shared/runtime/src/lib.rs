@@ -1,6 +1,7 @@
 //! What every ebb controller binary needs, and nothing else.
 //!
 //! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
+//! - [`backoff`]: per-object exponential retry delays for `error_policy` ([`ErrorBackoff`]).
 //! - [`args`]: the flags (and env fallbacks) every controller takes ([`CommonArgs`]).
 //! - [`telemetry`]: logging as text or JSON, filtered by `RUST_LOG`.
 //! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
@@ -16,6 +17,7 @@
 
 pub mod app;
 pub mod args;
+pub mod backoff;
 pub mod clock;
 pub mod conditions;
 pub mod events;
@@ -31,6 +33,7 @@ pub mod time;
 pub mod testkit;
 
 pub use args::CommonArgs;
+pub use backoff::{ErrorBackoff, object_key};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 pub use events::{EventKind, EventPublisher, EventSink};

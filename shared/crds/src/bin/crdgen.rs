@@ -23,7 +23,10 @@ fn main() -> anyhow::Result<()> {
     let mut stale = Vec::new();
     for crd in ebb_crds::all_crds() {
         let path = dir.join(ebb_crds::crd_file_name(&crd));
-        let text = format!("{HEADER}{}", serde_norway::to_string(&crd).context("serializing a CRD")?);
+        let text = format!(
+            "{HEADER}{}",
+            serde_norway::to_string(&crd).context("serializing a CRD")?
+        );
         if check {
             let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
             if on_disk != text {
@@ -36,7 +39,10 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if !stale.is_empty() {
-        bail!("stale CRD manifests (run `make crds` and commit): {}", stale.join(", "));
+        bail!(
+            "stale CRD manifests (run `make crds` and commit): {}",
+            stale.join(", ")
+        );
     }
     Ok(())
 }

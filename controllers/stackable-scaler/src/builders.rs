@@ -1,0 +1,347 @@
+//! Builders a product operator uses to create a StackableScaler and the HPA that targets it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::stackable::{HooksSpec, StackableScaler, StackableScalerSpec};
+use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+use crate::decide::{WorkloadState, initial_status, is_initialized};
+use crate::replicas::HpaConfig;
+
+/// `app.kubernetes.io/name`: the product (`nifi`).
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+/// `app.kubernetes.io/instance`: the cluster (`simple-nifi`).
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+/// `app.kubernetes.io/managed-by`: the operator.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// `app.kubernetes.io/component`: the role (`node`).
+pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
+/// `app.kubernetes.io/role-group`: the role group (`default`).
+pub const LABEL_ROLE_GROUP: &str = "app.kubernetes.io/role-group";
+
+/// Who a scaler belongs to: the five standard labels and the name derived from them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalerIdentity {
+    /// The product (`app.kubernetes.io/name`).
+    pub product: String,
+    /// The cluster object's name (`app.kubernetes.io/instance`).
+    pub cluster: String,
+    /// The operator (`app.kubernetes.io/managed-by`).
+    pub managed_by: String,
+    /// The role (`app.kubernetes.io/component`).
+    pub role: String,
+    /// The role group (`app.kubernetes.io/role-group`).
+    pub role_group: String,
+    /// Namespace of the cluster object (and of the scaler).
+    pub namespace: String,
+}
+
+/// Why a scaler or HPA cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// A label value is empty, too long or has characters Kubernetes rejects.
+    #[error(
+        "label {label}={value:?} is not a valid label value (1..=63 of [A-Za-z0-9-_.], alphanumeric at both ends)"
+    )]
+    InvalidLabel {
+        /// The label key.
+        label: &'static str,
+        /// The value.
+        value: String,
+    },
+    /// `<cluster>-<role>-<rolegroup>` is longer than 253 characters or not a DNS subdomain.
+    #[error(
+        "scaler name {0:?} is not a valid object name (lower-case DNS subdomain, at most 253 characters)"
+    )]
+    InvalidName(String),
+    /// The scaler has no name or namespace yet.
+    #[error("the StackableScaler has no {0}")]
+    MissingMetadata(&'static str),
+}
+
+fn valid_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !value.is_empty()
+        && value.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn valid_dns_subdomain(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 253
+        && value.split('.').all(|part| {
+            let b = part.as_bytes();
+            !part.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b.first().is_some_and(u8::is_ascii_alphanumeric)
+                && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        })
+}
+
+impl ScalerIdentity {
+    /// The deterministic scaler name: `<cluster>-<role>-<rolegroup>`.
+    pub fn scaler_name(&self) -> Result<String, BuildError> {
+        let name = format!("{}-{}-{}", self.cluster, self.role, self.role_group);
+        if valid_dns_subdomain(&name) {
+            Ok(name)
+        } else {
+            Err(BuildError::InvalidName(name))
+        }
+    }
+
+    /// The five `app.kubernetes.io` labels.
+    pub fn labels(&self) -> Result<BTreeMap<String, String>, BuildError> {
+        let pairs = [
+            (LABEL_NAME, &self.product),
+            (LABEL_INSTANCE, &self.cluster),
+            (LABEL_MANAGED_BY, &self.managed_by),
+            (LABEL_COMPONENT, &self.role),
+            (LABEL_ROLE_GROUP, &self.role_group),
+        ];
+        pairs
+            .into_iter()
+            .map(|(label, value)| {
+                if valid_label_value(value) {
+                    Ok((label.to_owned(), value.clone()))
+                } else {
+                    Err(BuildError::InvalidLabel {
+                        label,
+                        value: value.clone(),
+                    })
+                }
+            })
+            .collect()
+    }
+}
+
+/// A StackableScaler for a role group: deterministic name, the five standard labels, `owner` as
+/// its (controller) owner reference, and `replicas` as the starting `spec.replicas` (use the
+/// workload's current replicas, so nothing moves until the HPA asks).
+pub fn build_scaler(
+    identity: &ScalerIdentity,
+    owner: OwnerReference,
+    replicas: i32,
+    hooks: Option<HooksSpec>,
+) -> Result<StackableScaler, BuildError> {
+    let name = identity.scaler_name()?;
+    let mut scaler = StackableScaler::new(&name, StackableScalerSpec { replicas, hooks });
+    scaler.metadata = ObjectMeta {
+        name: Some(name),
+        namespace: Some(identity.namespace.clone()),
+        labels: Some(identity.labels()?),
+        owner_references: Some(vec![owner]),
+        ..ObjectMeta::default()
+    };
+    Ok(scaler)
+}
+
+/// The HPA `scaleTargetRef` that points at a StackableScaler.
+pub fn scale_target_ref(scaler_name: &str) -> CrossVersionObjectReference {
+    CrossVersionObjectReference {
+        api_version: Some(StackableScaler::api_version(&()).into_owned()),
+        kind: StackableScaler::kind(&()).into_owned(),
+        name: scaler_name.to_owned(),
+    }
+}
+
+/// An HPA from the user's settings, named like the scaler, with the scaler's labels and owner
+/// references. `scaleTargetRef` is always overwritten to the scaler, whatever the user wrote.
+pub fn build_hpa_from_user_spec(
+    config: &HpaConfig,
+    scaler: &StackableScaler,
+) -> Result<HorizontalPodAutoscaler, BuildError> {
+    let name = scaler
+        .metadata
+        .name
+        .clone()
+        .ok_or(BuildError::MissingMetadata("name"))?;
+    let namespace = scaler
+        .metadata
+        .namespace
+        .clone()
+        .ok_or(BuildError::MissingMetadata("namespace"))?;
+    let mut spec = config.0.clone();
+    spec.scale_target_ref = scale_target_ref(&name);
+    Ok(HorizontalPodAutoscaler {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace),
+            labels: scaler.metadata.labels.clone(),
+            owner_references: scaler.metadata.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// Seeds a fresh scaler's status with the workload's current replicas and `Idle`, so the first
+/// reconcile does not see `status.replicas: 0` and "scale" from zero. Does nothing (returns
+/// `Ok(false)`) when the status is already initialized. The write carries the scaler's
+/// resourceVersion: a 409 means someone else initialized it first; re-read and check again.
+pub async fn initialize_scaler_status(
+    api: &Api<StackableScaler>,
+    scaler: &StackableScaler,
+    workload: &WorkloadState,
+    now: DateTime<Utc>,
+) -> Result<bool, kube::Error> {
+    if is_initialized(scaler.status.as_ref()) {
+        return Ok(false);
+    }
+    let status = initial_status(workload, now);
+    let patch = json!({
+        "metadata": {"resourceVersion": scaler.resource_version()},
+        "status": status,
+    });
+    api.patch_status(
+        &scaler.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::replicas::ReplicasConfig;
+
+    fn identity() -> ScalerIdentity {
+        ScalerIdentity {
+            product: "nifi".into(),
+            cluster: "simple-nifi".into(),
+            managed_by: "nifi-operator".into(),
+            role: "node".into(),
+            role_group: "default".into(),
+            namespace: "data".into(),
+        }
+    }
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "nifi.stackable.tech/v1alpha1".into(),
+            kind: "NifiCluster".into(),
+            name: "simple-nifi".into(),
+            uid: "1234".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[test]
+    fn build_scaler_names_labels_and_owns() {
+        let scaler = build_scaler(&identity(), owner(), 3, None).unwrap();
+        assert_eq!(
+            scaler.metadata.name.as_deref(),
+            Some("simple-nifi-node-default")
+        );
+        assert_eq!(scaler.metadata.namespace.as_deref(), Some("data"));
+        let labels = scaler.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels.len(), 5);
+        assert_eq!(labels[LABEL_NAME], "nifi");
+        assert_eq!(labels[LABEL_INSTANCE], "simple-nifi");
+        assert_eq!(labels[LABEL_MANAGED_BY], "nifi-operator");
+        assert_eq!(labels[LABEL_COMPONENT], "node");
+        assert_eq!(labels[LABEL_ROLE_GROUP], "default");
+        assert_eq!(
+            scaler.metadata.owner_references.as_ref().unwrap(),
+            &vec![owner()]
+        );
+        assert_eq!(scaler.spec.replicas, 3);
+        assert!(
+            scaler.status.is_none(),
+            "status is seeded by initialize_scaler_status"
+        );
+        // Deterministic: building twice gives the same object.
+        assert_eq!(build_scaler(&identity(), owner(), 3, None).unwrap(), scaler);
+    }
+
+    #[test]
+    fn invalid_names_and_labels_are_named() {
+        let mut id = identity();
+        id.role = "Node".into();
+        assert_eq!(
+            id.scaler_name(),
+            Err(BuildError::InvalidName("simple-nifi-Node-default".into()))
+        );
+        let mut id = identity();
+        id.managed_by = "x".repeat(64);
+        let err = build_scaler(&id, owner(), 1, None).unwrap_err();
+        assert!(
+            err.to_string().contains("app.kubernetes.io/managed-by"),
+            "{err}"
+        );
+        let mut id = identity();
+        id.role_group = String::new();
+        assert!(build_scaler(&id, owner(), 1, None).is_err());
+    }
+
+    #[test]
+    fn scale_target_ref_points_at_the_scaler() {
+        let r = scale_target_ref("simple-nifi-node-default");
+        assert_eq!(
+            r.api_version.as_deref(),
+            Some("autoscaling.stackable.tech/v1alpha1")
+        );
+        assert_eq!(r.kind, "StackableScaler");
+        assert_eq!(r.name, "simple-nifi-node-default");
+    }
+
+    #[test]
+    fn the_hpa_always_targets_the_scaler() {
+        let scaler = build_scaler(&identity(), owner(), 3, None).unwrap();
+        let config: ReplicasConfig = serde_json::from_str(
+            r#"{"hpa": {"minReplicas": 2, "maxReplicas": 8, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "evil"}}}"#,
+        )
+        .unwrap();
+        let ReplicasConfig::Hpa(mut hpa_config) = config else {
+            panic!()
+        };
+        // Even a value built in code with a target set is overwritten.
+        hpa_config.0.scale_target_ref.name = "evil".into();
+        let hpa = build_hpa_from_user_spec(&hpa_config, &scaler).unwrap();
+        let spec = hpa.spec.unwrap();
+        assert_eq!(
+            spec.scale_target_ref,
+            scale_target_ref("simple-nifi-node-default")
+        );
+        assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 8));
+        assert_eq!(
+            hpa.metadata.name.as_deref(),
+            Some("simple-nifi-node-default")
+        );
+        assert_eq!(hpa.metadata.labels, scaler.metadata.labels);
+        assert_eq!(
+            hpa.metadata.owner_references,
+            scaler.metadata.owner_references
+        );
+    }
+
+    #[test]
+    fn the_hpa_needs_a_named_scaler() {
+        let scaler = StackableScaler::new(
+            "x",
+            StackableScalerSpec {
+                replicas: 1,
+                hooks: None,
+            },
+        );
+        assert_eq!(
+            build_hpa_from_user_spec(&HpaConfig::default(), &scaler).unwrap_err(),
+            BuildError::MissingMetadata("namespace")
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! The hook interface a product operator implements: what runs before and after the workload's
+//! replicas change, and when an operation fails.
+
+use std::future::Future;
+use std::ops::Range;
+
+use ebb_crds::stackable::ScalerStage;
+use serde::Serialize;
+
+/// Which way an operation moves the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ScaleDirection {
+    /// More replicas.
+    Up,
+    /// Fewer replicas.
+    Down,
+    /// The same number (an operation whose target equals its start: hooks still run, once).
+    None,
+}
+
+impl ScaleDirection {
+    /// `Up`, `Down` or `None`: the value of `EBB_SCALE_DIRECTION`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScaleDirection::Up => "Up",
+            ScaleDirection::Down => "Down",
+            ScaleDirection::None => "None",
+        }
+    }
+}
+
+/// The hook that runs in a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum HookKind {
+    /// [`ScalingHooks::pre_scale`], in `PreScaling`.
+    PreScale,
+    /// [`ScalingHooks::post_scale`], in `PostScaling`.
+    PostScale,
+    /// [`ScalingHooks::on_failure`], once after `Failed` is recorded.
+    OnFailure,
+}
+
+impl HookKind {
+    /// Lower-case, DNS-safe name (`prescale`), used in Job names, Events and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookKind::PreScale => "prescale",
+            HookKind::PostScale => "postscale",
+            HookKind::OnFailure => "onfailure",
+        }
+    }
+
+    /// The stage this hook runs in.
+    pub fn stage(self) -> ScalerStage {
+        match self {
+            HookKind::PreScale => ScalerStage::PreScaling,
+            HookKind::PostScale => ScalerStage::PostScaling,
+            HookKind::OnFailure => ScalerStage::Failed,
+        }
+    }
+}
+
+/// What failed, for [`ScalingHooks::on_failure`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureInfo {
+    /// The stage that failed.
+    pub failed_in: ScalerStage,
+    /// Why (as recorded in `status.currentState.reason`).
+    pub reason: String,
+}
+
+/// Everything a hook knows about the operation it belongs to.
+///
+/// `scale_event` and `attempt` identify the operation: a hook called twice with the same values is
+/// being asked about the same operation (polling, or a status write that failed after it answered)
+/// and must not start its work again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingContext {
+    /// Name of the StackableScaler.
+    pub scaler_name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Replicas before the operation.
+    pub previous_replicas: i32,
+    /// Replicas the operation moves to.
+    pub desired_replicas: i32,
+    /// The operation's number (`status.scaleEvent`).
+    pub scale_event: i64,
+    /// Retries so far (`status.attempt`).
+    pub attempt: i64,
+    /// For `on_failure`: what failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureInfo>,
+}
+
+impl ScalingContext {
+    /// Up, Down or None.
+    pub fn direction(&self) -> ScaleDirection {
+        match self.desired_replicas.cmp(&self.previous_replicas) {
+            std::cmp::Ordering::Greater => ScaleDirection::Up,
+            std::cmp::Ordering::Less => ScaleDirection::Down,
+            std::cmp::Ordering::Equal => ScaleDirection::None,
+        }
+    }
+
+    /// StatefulSet ordinals that go away on a scale-down (`desired..previous`): the pods a
+    /// pre-scale hook drains. Empty unless the direction is Down.
+    pub fn removed_ordinals(&self) -> Range<i32> {
+        let low = self.desired_replicas.max(0);
+        let high = self.previous_replicas.max(low);
+        low..high
+    }
+
+    /// StatefulSet ordinals that appear on a scale-up (`previous..desired`). Empty unless the
+    /// direction is Up.
+    pub fn added_ordinals(&self) -> Range<i32> {
+        let low = self.previous_replicas.max(0);
+        let high = self.desired_replicas.max(low);
+        low..high
+    }
+}
+
+/// A hook's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum HookOutcome {
+    /// Finished: the state machine moves on.
+    Done,
+    /// Still working: the hook is asked again later with the same [`ScalingContext`].
+    InProgress,
+}
+
+/// A hook failed; the operation moves to `Failed` with this message as its reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HookError {
+    /// Why, for `status.currentState.reason` (keep it short and actionable).
+    pub message: String,
+}
+
+impl HookError {
+    /// A hook error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// The answer of one hook call.
+pub type HookResult = Result<HookOutcome, HookError>;
+
+/// Product-specific work around a change of replicas. Every method defaults to `Done`.
+///
+/// A hook may be called many times for one operation: while it answers `InProgress` it is polled,
+/// and after a failed status write it may be asked again (the reconciler remembers answers within a
+/// process, but not across restarts). Use [`ScalingContext::scale_event`] to make work idempotent.
+pub trait ScalingHooks: Send + Sync {
+    /// Runs in `PreScaling`, before the workload's replicas change (drain, offload data).
+    fn pre_scale(&self, ctx: &ScalingContext) -> impl Future<Output = HookResult> + Send {
+        let _ = ctx;
+        std::future::ready(Ok(HookOutcome::Done))
+    }
+
+    /// Runs in `PostScaling`, after the workload is stable at the new size (rebalance).
+    fn post_scale(&self, ctx: &ScalingContext) -> impl Future<Output = HookResult> + Send {
+        let _ = ctx;
+        std::future::ready(Ok(HookOutcome::Done))
+    }
+
+    /// Runs once after `Failed` has been recorded in status; `ctx.failure` says what failed.
+    fn on_failure(&self, ctx: &ScalingContext) -> impl Future<Output = HookResult> + Send {
+        let _ = ctx;
+        std::future::ready(Ok(HookOutcome::Done))
+    }
+}
+
+/// Hooks that do nothing: plain replica changes through the state machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHooks;
+
+impl ScalingHooks for NoHooks {}
+
+/// Calls the hook of `kind`.
+pub async fn call_hook<H: ScalingHooks>(
+    hooks: &H,
+    kind: HookKind,
+    ctx: &ScalingContext,
+) -> HookResult {
+    match kind {
+        HookKind::PreScale => hooks.pre_scale(ctx).await,
+        HookKind::PostScale => hooks.post_scale(ctx).await,
+        HookKind::OnFailure => hooks.on_failure(ctx).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(previous: i32, desired: i32) -> ScalingContext {
+        ScalingContext {
+            scaler_name: "s".into(),
+            namespace: "ns".into(),
+            previous_replicas: previous,
+            desired_replicas: desired,
+            scale_event: 1,
+            attempt: 0,
+            failure: None,
+        }
+    }
+
+    #[test]
+    fn scaling_down_removes_the_highest_ordinals() {
+        let c = ctx(5, 2);
+        assert_eq!(c.direction(), ScaleDirection::Down);
+        assert_eq!(c.removed_ordinals().collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert!(c.added_ordinals().is_empty());
+    }
+
+    #[test]
+    fn scaling_up_adds_ordinals_after_the_existing_ones() {
+        let c = ctx(3, 5);
+        assert_eq!(c.direction(), ScaleDirection::Up);
+        assert_eq!(c.added_ordinals().collect::<Vec<_>>(), vec![3, 4]);
+        assert!(c.removed_ordinals().is_empty());
+    }
+
+    #[test]
+    fn scaling_to_and_from_zero() {
+        assert_eq!(ctx(0, 2).added_ordinals().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(ctx(2, 0).removed_ordinals().collect::<Vec<_>>(), vec![0, 1]);
+    }
+
+    #[test]
+    fn no_change_has_no_direction_and_no_ordinals() {
+        let c = ctx(3, 3);
+        assert_eq!(c.direction(), ScaleDirection::None);
+        assert!(c.added_ordinals().is_empty() && c.removed_ordinals().is_empty());
+    }
+
+    #[test]
+    fn negative_values_never_produce_negative_ordinals() {
+        let c = ctx(-4, 2);
+        assert_eq!(c.added_ordinals().collect::<Vec<_>>(), vec![0, 1]);
+        let c = ctx(2, -4);
+        assert_eq!(c.removed_ordinals().collect::<Vec<_>>(), vec![0, 1]);
+    }
+
+    #[tokio::test]
+    async fn no_hooks_answer_done() {
+        let c = ctx(1, 2);
+        for kind in [HookKind::PreScale, HookKind::PostScale, HookKind::OnFailure] {
+            assert_eq!(call_hook(&NoHooks, kind, &c).await, Ok(HookOutcome::Done));
+        }
+    }
+}

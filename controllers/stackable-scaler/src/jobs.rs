@@ -1,0 +1,392 @@
+//! Hooks as Kubernetes Jobs: the standalone controller's [`ScalingHooks`], from the scaler's
+//! `spec.hooks` templates.
+//!
+//! The [`JobTracker`] makes a hook idempotent: the Job of a hook has a name fixed by the scaler,
+//! the hook, the operation number and the attempt ([`job_name`]), so asking again finds (adopts)
+//! the same Job instead of starting a second one. It reports `InProgress` while the Job runs,
+//! `Done` when it completed, and an error naming the Job, its condition and a `kubectl logs` hint
+//! when it failed or outlived its deadline. Transient API errors answer `InProgress` (asked again
+//! later): an API hiccup must not fail a scaling operation.
+
+use std::hash::Hasher;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::stackable::{HookSpec, HooksSpec, StackableScaler};
+use ebb_runtime::time::from_k8s_time;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, EnvVar};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+
+use crate::engine::FIELD_MANAGER;
+use crate::hooks::{HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks};
+
+/// Default deadline of a hook Job, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: i64 = 600;
+/// Longest Job name: the Job controller copies it into a pod label (63 characters at most).
+pub const MAX_JOB_NAME: usize = 63;
+/// Label on hook Jobs: uid of the scaler that owns them.
+pub const LABEL_SCALER_UID: &str = "scaling.ebb.dev/scaler-uid";
+/// Label on hook Jobs: the hook (`prescale`, `postscale`, `onfailure`).
+pub const LABEL_HOOK: &str = "scaling.ebb.dev/hook";
+/// Label on hook Jobs: the operation number.
+pub const LABEL_SCALE_EVENT: &str = "scaling.ebb.dev/scale-event";
+/// Label on hook Jobs: the attempt.
+pub const LABEL_ATTEMPT: &str = "scaling.ebb.dev/attempt";
+
+/// The Job name of a hook run: `<scaler>-<hook>-<scaleEvent>-<attempt>`, a DNS label of at most
+/// 63 characters. When the scaler's name does not fit (or is not a DNS label as it stands), it is
+/// shortened and followed by a hash of the full name, so names of different scalers stay apart.
+/// The hook, event and attempt are always kept whole: two operations of one scaler never share a
+/// name.
+pub fn job_name(scaler: &str, hook: HookKind, scale_event: i64, attempt: i64) -> String {
+    let suffix = format!(
+        "-{}-{}-{}",
+        hook.as_str(),
+        scale_event.max(0),
+        attempt.max(0)
+    );
+    let sanitized: String = scaler
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let sanitized = sanitized.trim_matches('-');
+    if sanitized == scaler
+        && !sanitized.is_empty()
+        && sanitized.len() + suffix.len() <= MAX_JOB_NAME
+    {
+        return format!("{sanitized}{suffix}");
+    }
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(scaler.as_bytes());
+    let hash = format!("{:08x}", hasher.finish() & 0xffff_ffff);
+    let room = MAX_JOB_NAME.saturating_sub(suffix.len() + hash.len() + 1);
+    let prefix = sanitized
+        .get(..room.min(sanitized.len()))
+        .unwrap_or_default()
+        .trim_end_matches('-');
+    if prefix.is_empty() {
+        format!("h{hash}{suffix}")
+    } else {
+        format!("{prefix}-{hash}{suffix}")
+    }
+}
+
+/// The environment every hook container gets.
+pub fn hook_env(ctx: &ScalingContext) -> Vec<EnvVar> {
+    let list = |r: std::ops::Range<i32>| r.map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let mut vars = vec![
+        ("EBB_SCALE_DIRECTION", ctx.direction().as_str().to_owned()),
+        ("EBB_PREVIOUS_REPLICAS", ctx.previous_replicas.to_string()),
+        ("EBB_DESIRED_REPLICAS", ctx.desired_replicas.to_string()),
+        ("EBB_REMOVED_ORDINALS", list(ctx.removed_ordinals())),
+        ("EBB_ADDED_ORDINALS", list(ctx.added_ordinals())),
+        ("EBB_SCALER_NAME", ctx.scaler_name.clone()),
+        ("EBB_SCALE_EVENT", ctx.scale_event.to_string()),
+    ];
+    if let Some(failure) = &ctx.failure {
+        vars.push(("EBB_FAILED_STAGE", failure.failed_in.as_str().to_owned()));
+        vars.push(("EBB_FAILURE_REASON", failure.reason.clone()));
+    }
+    vars.into_iter()
+        .map(|(name, value)| EnvVar {
+            name: name.to_owned(),
+            value: Some(value),
+            value_from: None,
+        })
+        .collect()
+}
+
+fn timeout_of(spec: &HookSpec) -> i64 {
+    spec.timeout_seconds
+        .map_or(DEFAULT_TIMEOUT_SECONDS, i64::from)
+        .max(1)
+}
+
+fn add_env(container: &mut Container, env: &[EnvVar]) {
+    let list = container.env.get_or_insert_with(Vec::new);
+    list.retain(|e| !env.iter().any(|ours| ours.name == e.name));
+    list.extend(env.iter().cloned());
+}
+
+/// The Job of one hook run, from its template: named by [`job_name`], owned by the scaler,
+/// labelled for cleanup, the hook environment in every container, `activeDeadlineSeconds` at most
+/// the hook's timeout, and no `ttlSecondsAfterFinished` (a Job removed before its result is read
+/// would be started again; the tracker cleans up instead).
+pub fn build_job(
+    scaler: &StackableScaler,
+    spec: &HookSpec,
+    hook: HookKind,
+    ctx: &ScalingContext,
+) -> Result<Job, HookError> {
+    let uid = scaler
+        .metadata
+        .uid
+        .clone()
+        .ok_or_else(|| HookError::new("the StackableScaler has no uid"))?;
+    let name = job_name(&scaler.name_any(), hook, ctx.scale_event, ctx.attempt);
+    let owner = scaler
+        .controller_owner_ref(&())
+        .ok_or_else(|| HookError::new("cannot reference the StackableScaler as owner"))?;
+    let template = &spec.template;
+    let mut job_spec = template.spec.clone().unwrap_or_default();
+    let timeout = timeout_of(spec);
+    job_spec.active_deadline_seconds = Some(
+        job_spec
+            .active_deadline_seconds
+            .map_or(timeout, |t| t.min(timeout)),
+    );
+    job_spec.ttl_seconds_after_finished = None;
+    let env = hook_env(ctx);
+    if let Some(pod) = job_spec.template.spec.as_mut() {
+        for container in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+        {
+            add_env(container, &env);
+        }
+    }
+    let mut labels = template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.insert(LABEL_SCALER_UID.to_owned(), uid);
+    labels.insert(LABEL_HOOK.to_owned(), hook.as_str().to_owned());
+    labels.insert(LABEL_SCALE_EVENT.to_owned(), ctx.scale_event.to_string());
+    labels.insert(LABEL_ATTEMPT.to_owned(), ctx.attempt.to_string());
+    labels.insert(
+        "app.kubernetes.io/managed-by".to_owned(),
+        FIELD_MANAGER.to_owned(),
+    );
+    Ok(Job {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: scaler.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.clone()),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(job_spec),
+        status: None,
+    })
+}
+
+fn condition_true<'a>(
+    job: &'a Job,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::batch::v1::JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+}
+
+fn owned_by(job: &Job, uid: &str) -> bool {
+    job.owner_references()
+        .iter()
+        .any(|o: &OwnerReference| o.uid == uid)
+}
+
+/// Whether a Job has finished (completed or failed).
+pub fn is_finished(job: &Job) -> bool {
+    condition_true(job, "Complete").is_some() || condition_true(job, "Failed").is_some()
+}
+
+/// What a Job's state means for its hook, at `now`.
+pub fn job_outcome(job: &Job, timeout_seconds: i64, now: DateTime<Utc>) -> HookResult {
+    let name = job.name_any();
+    let namespace = job.namespace().unwrap_or_default();
+    let hint = format!("see `kubectl logs -n {namespace} job/{name}`");
+    if condition_true(job, "Complete").is_some() {
+        return Ok(HookOutcome::Done);
+    }
+    if let Some(failed) = condition_true(job, "Failed") {
+        return Err(HookError::new(format!(
+            "Job {name} failed ({}: {}); {hint}",
+            failed.reason.as_deref().unwrap_or("Failed"),
+            failed.message.as_deref().unwrap_or("no message"),
+        )));
+    }
+    // activeDeadlineSeconds normally fails the Job first; this catches a Job that never started.
+    let started = job
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .or(job.metadata.creation_timestamp.as_ref())
+        .map(from_k8s_time);
+    if let Some(started) = started
+        && now.signed_duration_since(started).num_seconds() > timeout_seconds
+    {
+        return Err(HookError::new(format!(
+            "Job {name} did not finish within its deadline of {timeout_seconds}s; {hint}"
+        )));
+    }
+    Ok(HookOutcome::InProgress)
+}
+
+fn transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(e) => e.code >= 500 || e.code == 429 || e.code == 409,
+        _ => true,
+    }
+}
+
+/// Starts, adopts and watches hook Jobs; cleans up finished ones.
+#[derive(Clone)]
+pub struct JobTracker {
+    api: Api<Job>,
+}
+
+impl JobTracker {
+    /// A tracker for Jobs in the scaler's namespace.
+    pub fn new(api: Api<Job>) -> Self {
+        Self { api }
+    }
+
+    /// Runs (or keeps watching) the Job of `hook` for the operation in `ctx`.
+    pub async fn run(
+        &self,
+        scaler: &StackableScaler,
+        spec: &HookSpec,
+        hook: HookKind,
+        ctx: &ScalingContext,
+        now: DateTime<Utc>,
+    ) -> HookResult {
+        let job = build_job(scaler, spec, hook, ctx)?;
+        let name = job.name_any();
+        let uid = scaler.metadata.uid.clone().unwrap_or_default();
+        let existing = match self.api.get_opt(&name).await {
+            Ok(existing) => existing,
+            Err(e) if transient(&e) => {
+                tracing::warn!(job = %name, error = %e, "reading hook Job failed; asking again later");
+                return Ok(HookOutcome::InProgress);
+            }
+            Err(e) => return Err(HookError::new(format!("reading Job {name}: {e}"))),
+        };
+        match existing {
+            Some(existing) if !owned_by(&existing, &uid) => Err(HookError::new(format!(
+                "a Job named {name} exists that this StackableScaler does not own; delete it and retry"
+            ))),
+            Some(existing) => job_outcome(&existing, timeout_of(spec), now),
+            None => match self
+                .api
+                .create(
+                    &PostParams {
+                        field_manager: Some(FIELD_MANAGER.to_owned()),
+                        ..PostParams::default()
+                    },
+                    &job,
+                )
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(job = %name, hook = hook.as_str(), "started hook Job");
+                    Ok(HookOutcome::InProgress)
+                }
+                // Created by an earlier pass whose answer was lost: adopt it on the next look.
+                Err(e) if transient(&e) => {
+                    tracing::warn!(job = %name, error = %e, "creating hook Job failed; asking again later");
+                    Ok(HookOutcome::InProgress)
+                }
+                Err(e) => Err(HookError::new(format!("creating Job {name}: {e}"))),
+            },
+        }
+    }
+
+    /// Deletes finished hook Jobs of this scaler that belong to other operations than the current
+    /// one (the current one's stay for inspection). Returns the names deleted.
+    pub async fn cleanup(&self, scaler: &StackableScaler) -> Result<Vec<String>, kube::Error> {
+        let Some(uid) = scaler.metadata.uid.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let status = scaler.status.clone().unwrap_or_default();
+        let current = (
+            status.scale_event.unwrap_or(0).to_string(),
+            status.attempt.unwrap_or(0).to_string(),
+        );
+        let jobs = self
+            .api
+            .list(&ListParams::default().labels(&format!("{LABEL_SCALER_UID}={uid}")))
+            .await?;
+        let mut deleted = Vec::new();
+        for job in jobs {
+            let labels = job.labels();
+            let op = (
+                labels.get(LABEL_SCALE_EVENT).cloned().unwrap_or_default(),
+                labels.get(LABEL_ATTEMPT).cloned().unwrap_or_default(),
+            );
+            if op == current || !is_finished(&job) || !owned_by(&job, uid) {
+                continue;
+            }
+            let name = job.name_any();
+            match self.api.delete(&name, &DeleteParams::background()).await {
+                Ok(_) => deleted.push(name),
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// [`ScalingHooks`] that run a scaler's `spec.hooks` as Jobs. A hook without a template is `Done`.
+pub struct JobHooks<'a> {
+    /// The tracker.
+    pub tracker: &'a JobTracker,
+    /// The scaler (owner of the Jobs).
+    pub scaler: &'a StackableScaler,
+    /// Now, for deadlines.
+    pub now: DateTime<Utc>,
+}
+
+impl JobHooks<'_> {
+    async fn run(&self, hook: HookKind, ctx: &ScalingContext) -> HookResult {
+        let hooks: HooksSpec = self.scaler.spec.hooks.clone().unwrap_or_default();
+        let spec = match hook {
+            HookKind::PreScale => hooks.pre_scale,
+            HookKind::PostScale => hooks.post_scale,
+            HookKind::OnFailure => hooks.on_failure,
+        };
+        match spec {
+            Some(spec) => {
+                self.tracker
+                    .run(self.scaler, &spec, hook, ctx, self.now)
+                    .await
+            }
+            None => Ok(HookOutcome::Done),
+        }
+    }
+}
+
+impl ScalingHooks for JobHooks<'_> {
+    async fn pre_scale(&self, ctx: &ScalingContext) -> HookResult {
+        self.run(HookKind::PreScale, ctx).await
+    }
+
+    async fn post_scale(&self, ctx: &ScalingContext) -> HookResult {
+        self.run(HookKind::PostScale, ctx).await
+    }
+
+    async fn on_failure(&self, ctx: &ScalingContext) -> HookResult {
+        self.run(HookKind::OnFailure, ctx).await
+    }
+}
+
+#[cfg(test)]
+#[path = "jobs_tests.rs"]
+mod tests;

@@ -1,0 +1,471 @@
+//! Job names, Job contents, outcomes, and the tracker against the in-memory API.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+
+use chrono::TimeZone;
+use ebb_crds::stackable::StackableScalerSpec;
+use ebb_runtime::testkit::{FakeApi, Matcher};
+use ebb_runtime::time::to_k8s_time;
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+}
+
+fn scaler() -> StackableScaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling.stackable.tech/v1alpha1",
+        "kind": "StackableScaler",
+        "metadata": {"name": "nifi-default", "namespace": "data", "uid": "uid-1"},
+        "spec": {"replicas": 1, "hooks": {"preScale": {"timeoutSeconds": 900, "template": {
+            "metadata": {"labels": {"team": "data"}},
+            "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 5, "template": {"spec": {
+                "restartPolicy": "Never",
+                "initContainers": [{"name": "init", "image": "busybox"}],
+                "containers": [{"name": "offload", "image": "tools:1", "env": [{"name": "EBB_DESIRED_REPLICAS", "value": "stale"}, {"name": "KEEP", "value": "1"}]}]
+            }}}
+        }}}}
+    }))
+    .unwrap()
+}
+
+fn ctx(previous: i32, desired: i32) -> ScalingContext {
+    ScalingContext {
+        scaler_name: "nifi-default".into(),
+        namespace: "data".into(),
+        previous_replicas: previous,
+        desired_replicas: desired,
+        scale_event: 7,
+        attempt: 0,
+        failure: None,
+    }
+}
+
+fn pre_scale_spec() -> HookSpec {
+    scaler().spec.hooks.unwrap().pre_scale.unwrap()
+}
+
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric()
+}
+
+#[test]
+fn a_short_name_is_readable() {
+    assert_eq!(
+        job_name("nifi-default", HookKind::PreScale, 7, 0),
+        "nifi-default-prescale-7-0"
+    );
+    assert_eq!(
+        job_name("nifi-default", HookKind::OnFailure, 7, 2),
+        "nifi-default-onfailure-7-2"
+    );
+}
+
+#[test]
+fn a_long_name_is_shortened_with_a_hash() {
+    let long = "a".repeat(70);
+    let name = job_name(&long, HookKind::PostScale, 123, 1);
+    assert!(is_dns_label(&name), "{name}");
+    assert!(name.ends_with("-postscale-123-1"), "{name}");
+    assert_ne!(
+        name,
+        job_name(&format!("{long}b"), HookKind::PostScale, 123, 1)
+    );
+}
+
+#[test]
+fn names_with_dots_are_made_dns_labels_without_colliding() {
+    let dotted = job_name("nifi.default", HookKind::PreScale, 1, 0);
+    let dashed = job_name("nifi-default", HookKind::PreScale, 1, 0);
+    assert!(is_dns_label(&dotted), "{dotted}");
+    assert_ne!(dotted, dashed);
+}
+
+#[test]
+fn successive_scale_events_never_share_a_job_name() {
+    let mut seen = HashSet::new();
+    for scaler in ["x", "nifi-default", &"n".repeat(253)] {
+        for event in 0..50 {
+            for attempt in 0..3 {
+                for hook in [HookKind::PreScale, HookKind::PostScale, HookKind::OnFailure] {
+                    assert!(seen.insert(job_name(scaler, hook, event, attempt)));
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    /// Every Job name is a DNS label of at most 63 characters and keeps the hook, event and
+    /// attempt whole, so names of two operations of one scaler differ.
+    #[test]
+    fn job_names_are_dns_labels_and_unique_per_operation(
+        scaler in "[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?",
+        event in 0..i64::MAX,
+        attempt in 0..i64::MAX,
+        other_event in 0..i64::MAX,
+    ) {
+        let name = job_name(&scaler, HookKind::OnFailure, event, attempt);
+        prop_assert!(is_dns_label(&name), "{}", name);
+        let suffix = format!("-onfailure-{event}-{attempt}");
+        prop_assert!(name.ends_with(&suffix));
+        if other_event != event {
+            prop_assert_ne!(name, job_name(&scaler, HookKind::OnFailure, other_event, attempt));
+        }
+    }
+}
+
+#[test]
+fn the_job_carries_env_owner_labels_and_deadline() {
+    let job = build_job(&scaler(), &pre_scale_spec(), HookKind::PreScale, &ctx(5, 2)).unwrap();
+    assert_eq!(
+        job.metadata.name.as_deref(),
+        Some("nifi-default-prescale-7-0")
+    );
+    assert_eq!(job.metadata.namespace.as_deref(), Some("data"));
+    let owner = &job.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("StackableScaler", "uid-1", Some(true))
+    );
+    let labels = job.metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["team"], "data");
+    assert_eq!(labels[LABEL_SCALER_UID], "uid-1");
+    assert_eq!(labels[LABEL_SCALE_EVENT], "7");
+    assert_eq!(labels[LABEL_HOOK], "prescale");
+    let spec = job.spec.unwrap();
+    assert_eq!(spec.active_deadline_seconds, Some(900));
+    assert_eq!(
+        spec.ttl_seconds_after_finished, None,
+        "the tracker cleans up, not the TTL controller"
+    );
+    let pod = spec.template.spec.unwrap();
+    let env: Vec<(String, String)> = pod.containers[0]
+        .env
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.value.unwrap_or_default()))
+        .collect();
+    let get = |k: &str| {
+        env.iter()
+            .filter(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(get("EBB_SCALE_DIRECTION"), vec!["Down"]);
+    assert_eq!(get("EBB_PREVIOUS_REPLICAS"), vec!["5"]);
+    assert_eq!(
+        get("EBB_DESIRED_REPLICAS"),
+        vec!["2"],
+        "ours replace a template's value"
+    );
+    assert_eq!(get("EBB_REMOVED_ORDINALS"), vec!["2,3,4"]);
+    assert_eq!(get("EBB_ADDED_ORDINALS"), vec![""]);
+    assert_eq!(get("KEEP"), vec!["1"]);
+    assert!(
+        pod.init_containers.unwrap()[0]
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|e| e.name == "EBB_SCALE_DIRECTION")
+    );
+}
+
+#[test]
+fn the_default_deadline_is_600_seconds_and_a_shorter_template_deadline_wins() {
+    let mut spec = pre_scale_spec();
+    spec.timeout_seconds = None;
+    let job = build_job(&scaler(), &spec, HookKind::PreScale, &ctx(1, 2)).unwrap();
+    assert_eq!(job.spec.unwrap().active_deadline_seconds, Some(600));
+    spec.template.spec.as_mut().unwrap().active_deadline_seconds = Some(30);
+    let job = build_job(&scaler(), &spec, HookKind::PreScale, &ctx(1, 2)).unwrap();
+    assert_eq!(job.spec.unwrap().active_deadline_seconds, Some(30));
+}
+
+#[test]
+fn on_failure_jobs_learn_what_failed() {
+    let mut c = ctx(3, 1);
+    c.failure = Some(crate::hooks::FailureInfo {
+        failed_in: ebb_crds::stackable::ScalerStage::PreScaling,
+        reason: "boom".into(),
+    });
+    let env = hook_env(&c);
+    assert!(
+        env.iter()
+            .any(|e| e.name == "EBB_FAILED_STAGE" && e.value.as_deref() == Some("PreScaling"))
+    );
+    assert!(
+        env.iter()
+            .any(|e| e.name == "EBB_FAILURE_REASON" && e.value.as_deref() == Some("boom"))
+    );
+}
+
+fn job_with(condition: Option<(&str, &str, &str)>, created: DateTime<Utc>) -> Job {
+    let mut job = build_job(&scaler(), &pre_scale_spec(), HookKind::PreScale, &ctx(5, 2)).unwrap();
+    job.metadata.creation_timestamp = Some(to_k8s_time(created));
+    job.status = Some(JobStatus {
+        conditions: condition.map(|(type_, reason, message)| {
+            vec![JobCondition {
+                type_: type_.into(),
+                status: "True".into(),
+                reason: Some(reason.into()),
+                message: Some(message.into()),
+                ..JobCondition::default()
+            }]
+        }),
+        ..JobStatus::default()
+    });
+    job
+}
+
+#[test]
+fn job_outcomes() {
+    let running = job_with(None, now());
+    assert_eq!(
+        job_outcome(&running, 600, now()),
+        Ok(HookOutcome::InProgress)
+    );
+    let complete = job_with(Some(("Complete", "", "")), now());
+    assert_eq!(job_outcome(&complete, 600, now()), Ok(HookOutcome::Done));
+    let failed = job_with(
+        Some((
+            "Failed",
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        )),
+        now(),
+    );
+    let err = job_outcome(&failed, 600, now()).unwrap_err().message;
+    assert_eq!(
+        err,
+        "Job nifi-default-prescale-7-0 failed (BackoffLimitExceeded: Job has reached the specified backoff limit); \
+         see `kubectl logs -n data job/nifi-default-prescale-7-0`"
+    );
+    let late = job_with(None, now() - chrono::Duration::seconds(601));
+    let err = job_outcome(&late, 600, now()).unwrap_err().message;
+    assert!(
+        err.contains("did not finish within its deadline of 600s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("kubectl logs -n data job/nifi-default-prescale-7-0"),
+        "{err}"
+    );
+}
+
+// --- against the in-memory API ---------------------------------------------------------------
+
+fn tracker(fake: &FakeApi) -> JobTracker {
+    JobTracker::new(Api::namespaced(fake.client(), "data"))
+}
+
+#[tokio::test]
+async fn the_tracker_starts_once_then_adopts_and_reports() {
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    let s = scaler();
+    let spec = pre_scale_spec();
+    let c = ctx(5, 2);
+    assert_eq!(
+        t.run(&s, &spec, HookKind::PreScale, &c, now()).await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert_eq!(
+        t.run(&s, &spec, HookKind::PreScale, &c, now()).await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert_eq!(
+        fake.writes_matching(&Matcher::post("/jobs")).len(),
+        1,
+        "adopted, not recreated"
+    );
+    fake.modify::<Job>("data", "nifi-default-prescale-7-0", |job| {
+        job.status = Some(JobStatus {
+            conditions: Some(vec![JobCondition {
+                type_: "Complete".into(),
+                status: "True".into(),
+                ..JobCondition::default()
+            }]),
+            ..JobStatus::default()
+        });
+    });
+    assert_eq!(
+        t.run(&s, &spec, HookKind::PreScale, &c, now()).await,
+        Ok(HookOutcome::Done)
+    );
+    assert_eq!(fake.write_count(), 1);
+}
+
+#[tokio::test]
+async fn transient_api_errors_keep_the_hook_in_progress() {
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    fake.fail_next(Matcher::get("/jobs/"), 500);
+    assert_eq!(
+        t.run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now()
+        )
+        .await,
+        Ok(HookOutcome::InProgress)
+    );
+    fake.fail_next(Matcher::post("/jobs"), 503);
+    assert_eq!(
+        t.run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now()
+        )
+        .await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert!(fake.list::<Job>().is_empty());
+    assert_eq!(
+        t.run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now()
+        )
+        .await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert_eq!(fake.list::<Job>().len(), 1);
+}
+
+#[tokio::test]
+async fn a_lost_create_answer_is_adopted_not_repeated() {
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    fake.inject(
+        Matcher::post("/jobs"),
+        ebb_runtime::testkit::Fault::TimeoutAfterApply,
+        1,
+    );
+    assert_eq!(
+        t.run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now()
+        )
+        .await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert_eq!(
+        t.run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now()
+        )
+        .await,
+        Ok(HookOutcome::InProgress)
+    );
+    assert_eq!(fake.list::<Job>().len(), 1);
+    assert_eq!(fake.writes_matching(&Matcher::post("/jobs")).len(), 1);
+}
+
+#[tokio::test]
+async fn a_job_of_someone_else_is_not_adopted() {
+    let fake = FakeApi::new();
+    let mut job = build_job(&scaler(), &pre_scale_spec(), HookKind::PreScale, &ctx(5, 2)).unwrap();
+    job.metadata.owner_references.as_mut().unwrap()[0].uid = "another".into();
+    fake.insert(job);
+    let err = tracker(&fake)
+        .run(
+            &scaler(),
+            &pre_scale_spec(),
+            HookKind::PreScale,
+            &ctx(5, 2),
+            now(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("does not own"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn missing_hooks_are_done_without_a_job() {
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    let s = StackableScaler::new(
+        "x",
+        StackableScalerSpec {
+            replicas: 1,
+            hooks: None,
+        },
+    );
+    let hooks = JobHooks {
+        tracker: &t,
+        scaler: &s,
+        now: now(),
+    };
+    assert_eq!(hooks.pre_scale(&ctx(1, 2)).await, Ok(HookOutcome::Done));
+    assert_eq!(hooks.post_scale(&ctx(1, 2)).await, Ok(HookOutcome::Done));
+    assert_eq!(hooks.on_failure(&ctx(1, 2)).await, Ok(HookOutcome::Done));
+    assert_eq!(fake.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn cleanup_deletes_finished_jobs_of_other_operations_only() {
+    let fake = FakeApi::new();
+    let mut s = scaler();
+    s.status = Some(ebb_crds::stackable::StackableScalerStatus {
+        scale_event: Some(7),
+        attempt: Some(0),
+        ..Default::default()
+    });
+    let finished = |event: i64, complete: bool| {
+        let mut c = ctx(5, 2);
+        c.scale_event = event;
+        let mut job = build_job(&s, &pre_scale_spec(), HookKind::PreScale, &c).unwrap();
+        if complete {
+            job.status = Some(JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: "Failed".into(),
+                    status: "True".into(),
+                    ..JobCondition::default()
+                }]),
+                ..JobStatus::default()
+            });
+        }
+        job
+    };
+    fake.insert(finished(5, true));
+    fake.insert(finished(6, false));
+    fake.insert(finished(7, true));
+    let deleted = tracker(&fake).cleanup(&s).await.unwrap();
+    assert_eq!(deleted, vec!["nifi-default-prescale-5-0".to_owned()]);
+    let left: Vec<String> = fake
+        .list::<Job>()
+        .into_iter()
+        .map(|j| j.name_any())
+        .collect();
+    assert_eq!(
+        left.len(),
+        2,
+        "the running one and the current operation's stay: {left:?}"
+    );
+}

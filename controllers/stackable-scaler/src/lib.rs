@@ -1,0 +1,189 @@
+//! stackable-scaler: a `StackableScaler` (`autoscaling.stackable.tech/v1alpha1`) is the `/scale`
+//! target of an HPA; this crate moves the workload behind it through
+//! `Idle -> PreScaling -> Scaling -> PostScaling -> Idle` (and `Failed`), running hooks before and
+//! after its replicas change, so data is moved off a node before the node is removed.
+//!
+//! As a library, a product operator embeds it: implement [`hooks::ScalingHooks`] and
+//! [`engine::ScaleTarget`], build the scaler and HPA with [`builders`], and call
+//! [`engine::reconcile_scaler`]. As a binary, it serves any StatefulSet or Deployment that owns a
+//! StackableScaler, running hooks as Jobs from `spec.hooks` ([`jobs`]).
+//!
+//! Every rule lives in [`decide`]; [`reconcile`] is the standalone controller, [`webhook`] the
+//! optional admission webhook, [`plan`] the offline `plan` subcommand.
+
+pub mod builders;
+pub mod decide;
+pub mod engine;
+pub mod hooks;
+pub mod jobs;
+pub mod replicas;
+
+pub use builders::{
+    ScalerIdentity, build_hpa_from_user_spec, build_scaler, initialize_scaler_status,
+    scale_target_ref,
+};
+pub use decide::{RETRY_ANNOTATION, WorkloadState};
+pub use engine::{
+    HookLedger, ScaleTarget, ScalerError, ScalingCondition, ScalingResult, TargetError,
+    reconcile_scaler,
+};
+pub use hooks::{
+    HookError, HookKind, HookOutcome, HookResult, NoHooks, ScaleDirection, ScalingContext,
+    ScalingHooks,
+};
+pub use replicas::{AutoConfig, HpaConfig, ReplicasConfig, ReplicasConfigError};
+pub mod metrics;
+pub mod plan;
+pub mod reconcile;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ebb_crds::stackable::StackableScaler;
+use ebb_runtime::app::{Runtime, scoped_api, scopes, watcher_config};
+use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use prometheus_client::registry::Registry;
+
+/// Flags of the controller (`stackable-scaler` without a subcommand).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Flags every ebb controller takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Serve the validating admission webhook that rejects `spec.replicas` changes while an
+    /// operation is in flight.
+    #[arg(long, env = "EBB_ENABLE_WEBHOOK")]
+    pub enable_webhook: bool,
+    /// Address of the webhook's TLS server.
+    #[arg(long, env = "EBB_WEBHOOK_ADDR", default_value = "0.0.0.0:8443")]
+    pub webhook_addr: SocketAddr,
+    /// Directory holding `tls.crt` and `tls.key` (a mounted Secret).
+    #[arg(
+        long,
+        env = "EBB_WEBHOOK_CERT_DIR",
+        default_value = "/etc/ebb/webhook-certs"
+    )]
+    pub webhook_cert_dir: PathBuf,
+}
+
+/// Runs the controller until SIGTERM or a lost lease.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let common = &args.common;
+    let mut registry = Registry::default();
+    let controller_metrics = ControllerMetrics::new(&mut registry, metrics::CONTROLLER);
+    let scaler_metrics = metrics::ScalerMetrics::new(&mut registry);
+    let rt = Runtime::start(metrics::CONTROLLER, common, registry).await?;
+    let client = rt.client.clone();
+
+    if args.enable_webhook {
+        let config = webhook::tls_config(&args.webhook_cert_dir)?;
+        let listener = webhook::TlsListener::bind(args.webhook_addr, config).await?;
+        let live = Arc::new(client.clone());
+        let stop = rt.shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(error) = webhook::serve(listener, live, stop.clone()).await {
+                tracing::error!(%error, "webhook stopped; shutting down");
+                stop.trigger();
+            }
+        });
+    }
+
+    let ctx = Arc::new(reconcile::Context {
+        client: client.clone(),
+        clock: rt.clock.clone(),
+        metrics: scaler_metrics,
+        events: Arc::new(EventPublisher::new(client.clone(), metrics::CONTROLLER)),
+        dry_run: common.dry_run,
+        leader: rt.leader.clone(),
+        ledger: engine::HookLedger::new(),
+    });
+
+    let config = watcher_config(common);
+    let mut streams = Vec::new();
+    let mut warm = Vec::new();
+    for scope in scopes(common) {
+        let scope = scope.as_deref();
+        let controller = Controller::new(
+            scoped_api::<StackableScaler>(&client, scope),
+            config.clone(),
+        );
+        let store = controller.store();
+        warm.push({
+            let store = store.clone();
+            async move { store.wait_until_ready().await }
+        });
+        // The workload owns the scaler, not the other way round: map a workload to the scalers
+        // whose owner references name it.
+        let by_owner = move |uid: Option<String>| {
+            let store = store.clone();
+            move || -> Vec<ObjectRef<StackableScaler>> {
+                let Some(uid) = uid.clone() else {
+                    return Vec::new();
+                };
+                store
+                    .state()
+                    .iter()
+                    .filter(|s| s.owner_references().iter().any(|o| o.uid == uid))
+                    .map(|s| ObjectRef::from_obj(s.as_ref()))
+                    .collect()
+            }
+        };
+        let sts_map = by_owner.clone();
+        let deploy_map = by_owner;
+        let stream = controller
+            .owns(
+                scoped_api::<Job>(&client, scope),
+                watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
+            )
+            .watches(
+                scoped_api::<StatefulSet>(&client, scope),
+                watcher::Config::default(),
+                move |s: StatefulSet| sts_map(s.uid())(),
+            )
+            .watches(
+                scoped_api::<Deployment>(&client, scope),
+                watcher::Config::default(),
+                move |d: Deployment| deploy_map(d.uid())(),
+            )
+            .graceful_shutdown_on({
+                let stop = rt.shutdown.clone();
+                async move { stop.cancelled().await }
+            })
+            .run(
+                {
+                    let metrics = controller_metrics.clone();
+                    move |scaler, ctx| {
+                        let metrics = metrics.clone();
+                        async move {
+                            metrics
+                                .instrument(
+                                    reconcile::reconcile(scaler, ctx),
+                                    reconcile::Error::category,
+                                )
+                                .await
+                        }
+                    }
+                },
+                reconcile::error_policy,
+                ctx.clone(),
+            )
+            .boxed();
+        streams.push(stream);
+    }
+    rt.ready_when(futures::future::join_all(warm));
+    let controllers = futures::stream::select_all(streams).for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "reconcile error");
+        }
+    });
+    rt.run(controllers).await?;
+    Ok(())
+}

@@ -1,0 +1,474 @@
+//! `stackable-scaler plan --file F [--workload-replicas N] [--output json]`: the state machine's
+//! next step for a StackableScaler manifest, offline.
+//!
+//! The pass is simulated as the controller would run it, up to the first step that needs the
+//! world: a hook to ask, the workload to resize, or nothing to do. Without `--workload-replicas`
+//! the workload is unknown (a scaler without status then waits to observe it).
+
+use chrono::{DateTime, Utc};
+use ebb_crds::stackable::{HookSpec, StackableScaler, StackableScalerStatus};
+use serde::Serialize;
+
+use crate::decide::{self, Action, Input, Note, Plan, WorkloadState};
+use crate::engine::retry_requested;
+use crate::hooks::ScaleDirection;
+
+/// Output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// One human line per fact.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// The `plan` subcommand's flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// YAML (or JSON) file holding one StackableScaler.
+    #[arg(long)]
+    pub file: std::path::PathBuf,
+    /// The workload's current replicas (as if ready and settled).
+    #[arg(long, allow_hyphen_values = true)]
+    pub workload_replicas: Option<i32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Why `plan` cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a StackableScaler.
+    #[error("{path}: not a valid StackableScaler: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A field breaks a rule.
+    #[error("{path}: {field}: {rule}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The field.
+        field: String,
+        /// The rule broken.
+        rule: String,
+    },
+}
+
+/// The answer, as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// The scaler.
+    pub name: String,
+    /// Stage recorded in the manifest's status (`null` when not initialized).
+    pub current_stage: Option<&'static str>,
+    /// Stage after this pass.
+    pub next_stage: &'static str,
+    /// `runHook`, `setReplicas`, `wait` or `none`.
+    pub action: &'static str,
+    /// For `runHook`: `prescale`, `postscale`, `onfailure`.
+    pub hook: Option<&'static str>,
+    /// For `setReplicas`: the target.
+    pub set_replicas: Option<i32>,
+    /// For `wait`: seconds until the next look (`null`: until the object changes).
+    pub requeue_after_seconds: Option<u64>,
+    /// `spec.replicas`.
+    pub spec_replicas: i32,
+    /// `status.replicas` after this pass.
+    pub status_replicas: i32,
+    /// The operation in flight: replicas before.
+    pub previous_replicas: Option<i32>,
+    /// The operation in flight: target.
+    pub desired_replicas: Option<i32>,
+    /// `Up`, `Down`, `None`, or `null` without an operation.
+    pub direction: Option<ScaleDirection>,
+    /// Ordinals removed by the operation.
+    pub removed_ordinals: Vec<i32>,
+    /// Ordinals added by the operation.
+    pub added_ordinals: Vec<i32>,
+    /// Events this pass would record, in order.
+    pub events: Vec<String>,
+    /// One sentence.
+    pub message: String,
+}
+
+/// A short description of what a plan does next ("run the prescale hook"), for dry runs and text.
+pub fn describe(plan: &Plan) -> String {
+    match &plan.action {
+        Action::Continue => format!("move to {}", plan.stage().as_str()),
+        Action::RunHook { hook, context } => format!(
+            "run the {} hook for scaling from {} to {} replicas",
+            hook.as_str(),
+            context.previous_replicas,
+            context.desired_replicas
+        ),
+        Action::SetReplicas { to } => format!("set the workload to {to} replicas"),
+        Action::StripRetryAnnotation => {
+            format!("remove the {} annotation", decide::RETRY_ANNOTATION)
+        }
+        Action::Wait { reason, .. } => format!("wait ({reason})"),
+    }
+}
+
+fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
+    let invalid = |field: &str, rule: String| PlanError::Invalid {
+        path: path.to_owned(),
+        field: field.to_owned(),
+        rule,
+    };
+    if scaler.spec.replicas < 0 {
+        return Err(invalid(
+            "spec.replicas",
+            format!("must be >= 0, got {}", scaler.spec.replicas),
+        ));
+    }
+    if let Some(hooks) = &scaler.spec.hooks {
+        let all: [(&str, &Option<HookSpec>); 3] = [
+            ("spec.hooks.preScale", &hooks.pre_scale),
+            ("spec.hooks.postScale", &hooks.post_scale),
+            ("spec.hooks.onFailure", &hooks.on_failure),
+        ];
+        for (field, hook) in all {
+            if let Some(t) = hook.as_ref().and_then(|h| h.timeout_seconds)
+                && !(1..=86400).contains(&t)
+            {
+                return Err(invalid(
+                    &format!("{field}.timeoutSeconds"),
+                    format!("must be within 1..=86400, got {t}"),
+                ));
+            }
+            if hook.as_ref().is_some_and(|h| {
+                h.template
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.spec.as_ref())
+                    .is_none()
+            }) {
+                return Err(invalid(
+                    &format!("{field}.template.spec.template.spec"),
+                    "a hook needs a pod spec".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a manifest.
+pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
+    let value: serde_json::Value = serde_norway::from_str(text).map_err(|e| PlanError::Parse {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default();
+    if kind != "StackableScaler" {
+        return Err(PlanError::Invalid {
+            path: path.to_owned(),
+            field: "kind".into(),
+            rule: format!("must be StackableScaler, got {kind:?}"),
+        });
+    }
+    let scaler: StackableScaler = serde_json::from_value(value).map_err(|e| PlanError::Parse {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    validate(path, &scaler)?;
+    Ok(scaler)
+}
+
+/// Where one pass would get without touching the world: the plan it stops at (a hook to ask, the
+/// workload to resize, or a wait), the status it would have written, and the notes on the way.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    /// The plan the pass stops at (`None`: no decision within the step limit, a bug).
+    pub plan: Option<Plan>,
+    /// The status after the pass.
+    pub status: StackableScalerStatus,
+    /// What would be recorded as Events.
+    pub notes: Vec<Note>,
+}
+
+/// Runs the reconciler's loop without hooks or writes, up to the first step that needs the world.
+pub fn simulate(
+    scaler: &StackableScaler,
+    workload: Option<&WorkloadState>,
+    now: DateTime<Utc>,
+) -> Simulation {
+    let mut status = scaler.status.clone();
+    let mut retry = retry_requested(scaler);
+    let mut notes = Vec::new();
+    let name = scaler.metadata.name.clone().unwrap_or_default();
+    let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
+    for _ in 0..16 {
+        let plan = decide::decide(&Input {
+            name: &name,
+            namespace: &namespace,
+            generation: scaler.metadata.generation,
+            spec_replicas: scaler.spec.replicas,
+            status: status.as_ref(),
+            retry_requested: retry,
+            workload,
+            hook: None,
+            now,
+        });
+        notes.extend(plan.note.clone());
+        status = Some(plan.status.clone());
+        match plan.action {
+            Action::Continue => {}
+            Action::StripRetryAnnotation => retry = false,
+            _ => {
+                return Simulation {
+                    status: plan.status.clone(),
+                    plan: Some(plan),
+                    notes,
+                };
+            }
+        }
+    }
+    Simulation {
+        plan: None,
+        status: status.unwrap_or_default(),
+        notes,
+    }
+}
+
+/// The report for a scaler and an optional workload size, at `now`.
+pub fn report(
+    scaler: &StackableScaler,
+    workload_replicas: Option<i32>,
+    now: DateTime<Utc>,
+) -> PlanReport {
+    let workload = workload_replicas.map(WorkloadState::settled);
+    let simulation = simulate(scaler, workload.as_ref(), now);
+    let name = scaler.metadata.name.clone().unwrap_or_default();
+    let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
+    let events = simulation
+        .notes
+        .iter()
+        .map(|n| format!("{}: {}", n.reason, n.message))
+        .collect();
+    let last = simulation.plan;
+    let status = simulation.status;
+    let current_stage = decide::is_initialized(scaler.status.as_ref())
+        .then(|| decide::stage_of(scaler.status.as_ref()).as_str());
+    let context = decide::context_of(&name, &namespace, &status).ok();
+    let (action, hook, set_replicas, requeue, message) = match &last {
+        Some(plan) => {
+            let message = describe(plan);
+            match &plan.action {
+                Action::RunHook { hook, .. } => {
+                    ("runHook", Some(hook.as_str()), None, None, message)
+                }
+                Action::SetReplicas { to } => ("setReplicas", None, Some(*to), None, message),
+                Action::Wait { after, .. } => {
+                    ("wait", None, None, after.map(|d| d.as_secs()), message)
+                }
+                _ => ("none", None, None, None, message),
+            }
+        }
+        None => (
+            "none",
+            None,
+            None,
+            None,
+            "no decision within 16 steps".to_owned(),
+        ),
+    };
+    PlanReport {
+        name,
+        current_stage,
+        next_stage: decide::stage_of(Some(&status)).as_str(),
+        action,
+        hook,
+        set_replicas,
+        requeue_after_seconds: requeue,
+        spec_replicas: scaler.spec.replicas,
+        status_replicas: status.replicas,
+        previous_replicas: status.previous_replicas,
+        desired_replicas: status.desired_replicas,
+        direction: context.as_ref().map(|c| c.direction()),
+        removed_ordinals: context
+            .as_ref()
+            .map(|c| c.removed_ordinals().collect())
+            .unwrap_or_default(),
+        added_ordinals: context
+            .as_ref()
+            .map(|c| c.added_ordinals().collect())
+            .unwrap_or_default(),
+        events,
+        message,
+    }
+}
+
+fn render_text(report: &PlanReport) -> String {
+    let list = |v: &[i32]| {
+        if v.is_empty() {
+            "-".to_owned()
+        } else {
+            v.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+        }
+    };
+    let mut out = format!(
+        "{}: {} -> {}\n  spec.replicas {}, status.replicas {}\n",
+        report.name,
+        report.current_stage.unwrap_or("(no status)"),
+        report.next_stage,
+        report.spec_replicas,
+        report.status_replicas,
+    );
+    if let (Some(previous), Some(desired), Some(direction)) = (
+        report.previous_replicas,
+        report.desired_replicas,
+        report.direction,
+    ) {
+        out.push_str(&format!(
+            "  operation: {} from {previous} to {desired} (removed ordinals {}, added ordinals {})\n",
+            direction.as_str(),
+            list(&report.removed_ordinals),
+            list(&report.added_ordinals)
+        ));
+    }
+    for event in &report.events {
+        out.push_str(&format!("  event {event}\n"));
+    }
+    out.push_str(&format!("  next: {}\n", report.message));
+    out
+}
+
+/// Runs `plan` on a file: the rendered output, or an error naming the field and rule.
+pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    let path = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).map_err(|source| PlanError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let scaler = parse(&path, &text)?;
+    if let Some(n) = args.workload_replicas
+        && n < 0
+    {
+        return Err(PlanError::Invalid {
+            path,
+            field: "--workload-replicas".into(),
+            rule: format!("must be >= 0, got {n}"),
+        });
+    }
+    let report = report(&scaler, args.workload_replicas, now);
+    Ok(match args.output {
+        OutputFormat::Text => render_text(&report),
+        OutputFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&report).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+    }
+
+    const MANIFEST: &str = "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: StackableScaler\nmetadata: {name: s, namespace: ns}\nspec: {replicas: 5}\n";
+
+    #[test]
+    fn a_fresh_scaler_asked_to_grow_runs_the_pre_scale_hook() {
+        let r = report(&parse("f", MANIFEST).unwrap(), Some(3), now());
+        assert_eq!(
+            (r.current_stage, r.next_stage, r.action, r.hook),
+            (None, "PreScaling", "runHook", Some("prescale"))
+        );
+        assert_eq!(
+            (r.previous_replicas, r.desired_replicas, r.direction),
+            (Some(3), Some(5), Some(ScaleDirection::Up))
+        );
+        assert_eq!(r.added_ordinals, vec![3, 4]);
+        assert_eq!(r.events.len(), 2);
+    }
+
+    #[test]
+    fn without_the_workload_a_fresh_scaler_waits() {
+        let r = report(&parse("f", MANIFEST).unwrap(), None, now());
+        assert_eq!(
+            (r.next_stage, r.action, r.requeue_after_seconds),
+            ("Idle", "wait", Some(30))
+        );
+    }
+
+    #[test]
+    fn scaling_sets_replicas() {
+        let text = format!(
+            "{MANIFEST}status: {{replicas: 3, previousReplicas: 3, desiredReplicas: 5, scaleEvent: 1, currentState: {{stage: Scaling}}}}\n"
+        );
+        let r = report(&parse("f", &text).unwrap(), Some(3), now());
+        assert_eq!(
+            (r.current_stage, r.action, r.set_replicas),
+            (Some("Scaling"), "setReplicas", Some(5))
+        );
+    }
+
+    #[test]
+    fn invalid_input_names_the_field() {
+        let err = parse("f.yaml", &MANIFEST.replace("replicas: 5", "replicas: -1")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.yaml: spec.replicas: must be >= 0, got -1"
+        );
+        let err = parse("f.yaml", &MANIFEST.replace("StackableScaler", "Deployment")).unwrap_err();
+        assert!(
+            err.to_string().contains("kind: must be StackableScaler"),
+            "{err}"
+        );
+        let err = parse("f.yaml", "spec: [").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("f.yaml: not a valid StackableScaler"),
+            "{err}"
+        );
+        let bad_hook = MANIFEST.replace(
+            "spec: {replicas: 5}",
+            "spec: {replicas: 5, hooks: {preScale: {timeoutSeconds: 0, template: {spec: {template: {spec: {containers: []}}}}}}}",
+        );
+        let err = parse("f.yaml", &bad_hook).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.yaml: spec.hooks.preScale.timeoutSeconds: must be within 1..=86400, got 0"
+        );
+    }
+
+    #[test]
+    fn text_output_tells_the_story() {
+        let text = render_text(&report(&parse("f", MANIFEST).unwrap(), Some(3), now()));
+        assert!(text.starts_with("s: (no status) -> PreScaling\n"), "{text}");
+        assert!(
+            text.contains("operation: Up from 3 to 5 (removed ordinals -, added ordinals 3,4)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("next: run the prescale hook for scaling from 3 to 5 replicas"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,496 @@
+//! The standalone controller against the in-memory API: hook Jobs, the owning StatefulSet,
+//! Events, pause, dry run, invalid owners, and no writes when nothing changes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::TimeZone;
+use ebb_crds::stackable::FailureHookState;
+use ebb_runtime::ManualClock;
+use ebb_runtime::testkit::{FakeApi, Matcher, RecordingEvents};
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::decide::CONDITION_READY;
+
+fn start() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+}
+
+struct Env {
+    fake: FakeApi,
+    clock: ManualClock,
+    events: RecordingEvents,
+    ctx: Arc<Context>,
+}
+
+fn env_with(dry_run: bool) -> Env {
+    env_with_leader(dry_run, Leader::disabled())
+}
+
+fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
+    let clock = ManualClock::new(start());
+    let fake = FakeApi::with_clock(clock.clone());
+    let events = RecordingEvents::new();
+    let ctx = Arc::new(Context {
+        client: fake.client(),
+        clock: Arc::new(clock.clone()),
+        metrics: ScalerMetrics::default(),
+        events: Arc::new(events.clone()),
+        dry_run,
+        leader,
+        ledger: HookLedger::new(),
+    });
+    Env {
+        fake,
+        clock,
+        events,
+        ctx,
+    }
+}
+
+fn env() -> Env {
+    env_with(false)
+}
+
+fn statefulset(fake: &FakeApi, replicas: i32) {
+    fake.insert(json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "nifi-node-default", "namespace": "data", "uid": "sts-uid", "generation": 1},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "nifi"}}, "serviceName": "nifi",
+                 "template": {"metadata": {"labels": {"app": "nifi"}}, "spec": {"containers": [{"name": "nifi", "image": "nifi"}]}}},
+        "status": {"replicas": replicas, "readyReplicas": replicas, "observedGeneration": 1},
+    }));
+}
+
+fn settle_statefulset(fake: &FakeApi) {
+    fake.modify_json("apps/v1", "StatefulSet", "data", "nifi-node-default", |sts: &mut Value| {
+        let replicas = sts["spec"]["replicas"].clone();
+        let generation = sts["metadata"]["generation"].clone();
+        sts["status"] = json!({"replicas": replicas, "readyReplicas": replicas, "observedGeneration": generation});
+    });
+}
+
+fn scaler_json(spec: i32, hooks: bool) -> Value {
+    let mut s = json!({
+        "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+        "metadata": {"name": "nifi-default", "namespace": "data", "uid": "scaler-uid",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "nifi-node-default", "uid": "sts-uid", "controller": true}]},
+        "spec": {"replicas": spec},
+    });
+    if hooks {
+        s["spec"]["hooks"] = json!({"preScale": {"timeoutSeconds": 900, "template": {"spec": {"backoffLimit": 0, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "offload", "image": "tools:1"}]}}}}}});
+    }
+    s
+}
+
+fn scaler(fake: &FakeApi) -> Arc<StackableScaler> {
+    Arc::new(fake.get::<StackableScaler>("data", "nifi-default").unwrap())
+}
+
+fn stage(fake: &FakeApi) -> ScalerStage {
+    decide::stage_of(scaler(fake).status.as_ref())
+}
+
+async fn run(e: &Env) -> Result<Action, Error> {
+    reconcile(scaler(&e.fake), e.ctx.clone()).await
+}
+
+fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
+    fake.modify::<Job>("data", name, |job| {
+        job.status = Some(JobStatus {
+            conditions: Some(vec![JobCondition {
+                type_: type_.into(),
+                status: "True".into(),
+                reason: Some("BackoffLimitExceeded".into()),
+                message: Some("Job has reached the specified backoff limit".into()),
+                ..JobCondition::default()
+            }]),
+            ..JobStatus::default()
+        });
+    });
+}
+
+#[tokio::test]
+async fn a_standby_replica_neither_writes_nor_runs_hooks() {
+    let e = env_with_leader(false, Leader::following());
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    e.fake.clear_requests();
+    let action = run(&e).await.unwrap();
+    assert_ne!(
+        action,
+        Action::await_change(),
+        "a standby looks again later"
+    );
+    assert_eq!(e.fake.write_count(), 0);
+    assert!(e.fake.list::<Job>().is_empty());
+}
+
+#[tokio::test]
+async fn a_scale_down_runs_the_drain_job_then_resizes_the_statefulset() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(3, true));
+    // First sight: status seeded from the StatefulSet, Idle, Ready.
+    run(&e).await.unwrap();
+    let status = scaler(&e.fake).status.clone().unwrap();
+    assert_eq!(
+        (status.replicas, status.selector.as_deref()),
+        (3, Some("app=nifi"))
+    );
+    assert_eq!(stage(&e.fake), ScalerStage::Idle);
+    assert_eq!(e.events.reasons(), vec!["Initialized"]);
+
+    // The HPA asks for 1.
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 1);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+    let jobs = e.fake.list::<Job>();
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert_eq!(
+        job.metadata.name.as_deref(),
+        Some("nifi-default-prescale-1-0")
+    );
+    let env: Vec<_> = job
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .env
+        .clone()
+        .unwrap();
+    assert!(
+        env.iter()
+            .any(|v| v.name == "EBB_REMOVED_ORDINALS" && v.value.as_deref() == Some("1,2"))
+    );
+    assert_eq!(
+        e.fake
+            .get::<StatefulSet>("data", "nifi-node-default")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(3),
+        "not before the drain"
+    );
+
+    // The Job runs: nothing changes, nothing is written.
+    e.fake.clear_requests();
+    run(&e).await.unwrap();
+    assert_eq!(e.fake.write_count(), 0);
+
+    // The Job completes: Scaling, the StatefulSet is patched to 1.
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(
+        e.fake
+            .get::<StatefulSet>("data", "nifi-node-default")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(1)
+    );
+    let sts_patches = e
+        .fake
+        .writes_matching(&Matcher::patch("/statefulsets/nifi-node-default"));
+    assert_eq!(sts_patches.len(), 1);
+    assert_eq!(sts_patches[0].body, Some(json!({"spec": {"replicas": 1}})));
+    assert_eq!(
+        sts_patches[0].query_param("fieldManager"),
+        Some("ebb-stackable-scaler")
+    );
+
+    // The StatefulSet settles: PostScaling (no hook) -> Idle.
+    settle_statefulset(&e.fake);
+    e.clock.advance(chrono::Duration::seconds(30));
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Idle);
+    let s = scaler(&e.fake);
+    let status = s.status.as_ref().unwrap();
+    assert_eq!(status.replicas, 1);
+    let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
+    assert_eq!(ready.status, "True");
+    assert_eq!(
+        e.events.reasons(),
+        vec![
+            "Initialized",
+            "ScalingStarted",
+            "PreScaleDone",
+            "WorkloadStable",
+            "ScalingDone"
+        ]
+    );
+
+    // Steady state: a reconcile writes nothing.
+    e.fake.clear_requests();
+    let action = run(&e).await.unwrap();
+    assert_eq!(e.fake.write_count(), 0);
+    assert_eq!(action, Action::await_change());
+}
+
+#[tokio::test]
+async fn a_failed_drain_job_fails_with_its_name_and_a_logs_hint() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Failed");
+    run(&e).await.unwrap();
+    let state = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .current_state
+        .unwrap();
+    assert_eq!(state.stage, ScalerStage::Failed);
+    assert_eq!(state.failed_in, Some(ScalerStage::PreScaling));
+    let reason = state.reason.unwrap();
+    assert!(
+        reason.contains("Job nifi-default-prescale-1-0 failed (BackoffLimitExceeded"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("kubectl logs -n data job/nifi-default-prescale-1-0"),
+        "{reason}"
+    );
+    assert_eq!(
+        state.failure_hook,
+        Some(FailureHookState::Done),
+        "no onFailure template: done at once"
+    );
+    assert_eq!(
+        e.fake
+            .get::<StatefulSet>("data", "nifi-node-default")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(3)
+    );
+    let warnings: Vec<_> = e
+        .events
+        .events()
+        .into_iter()
+        .filter(|ev| ev.kind == EventKind::Warning)
+        .map(|ev| ev.reason)
+        .collect();
+    assert_eq!(warnings, vec!["ScalingFailed"]);
+}
+
+#[tokio::test]
+async fn a_drain_job_past_its_deadline_fails() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    run(&e).await.unwrap();
+    e.clock.advance(chrono::Duration::seconds(901));
+    run(&e).await.unwrap();
+    let reason = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .current_state
+        .unwrap()
+        .reason
+        .unwrap();
+    assert!(reason.contains("deadline of 900s"), "{reason}");
+}
+
+#[tokio::test]
+async fn retry_cleans_up_the_failed_operations_job() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    run(&e).await.unwrap();
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Failed");
+    run(&e).await.unwrap();
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| {
+            s.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(decide::RETRY_ANNOTATION.into(), "true".into());
+        });
+    run(&e).await.unwrap();
+    let names: Vec<String> = e
+        .fake
+        .list::<Job>()
+        .into_iter()
+        .map(|j| j.name_any())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["nifi-default-prescale-2-1".to_owned()],
+        "old Job deleted, new operation started"
+    );
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+}
+
+#[tokio::test]
+async fn a_paused_scaler_gets_a_condition_and_nothing_else() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    let mut s = scaler_json(1, true);
+    s["metadata"]["annotations"] = json!({"scaling.ebb.dev/paused-until": "2025-01-01T01:00:00Z"});
+    e.fake.insert(s);
+    let action = run(&e).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    let status = scaler(&e.fake).status.clone().unwrap();
+    assert_eq!(
+        find_condition(&status.conditions, CONDITION_PAUSED)
+            .unwrap()
+            .status,
+        "True"
+    );
+    assert!(status.current_state.is_none());
+    assert_eq!(e.fake.write_count(), 1);
+    assert!(e.fake.list::<Job>().is_empty());
+    e.fake.clear_requests();
+    run(&e).await.unwrap();
+    assert_eq!(e.fake.write_count(), 0, "paused and already reported");
+    // The pause expires: the condition goes, the state machine starts.
+    e.clock.advance(chrono::Duration::hours(1));
+    run(&e).await.unwrap();
+    let status = scaler(&e.fake).status.clone().unwrap();
+    assert!(find_condition(&status.conditions, CONDITION_PAUSED).is_none());
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+}
+
+#[tokio::test]
+async fn dry_run_records_the_intent_and_writes_nothing_else() {
+    let e = env_with(true);
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    run(&e).await.unwrap();
+    let writes = e.fake.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(
+        writes[0]
+            .path
+            .ends_with("/stackablescalers/nifi-default/status")
+    );
+    let status = scaler(&e.fake).status.clone().unwrap();
+    let dry = find_condition(&status.conditions, CONDITION_DRY_RUN).unwrap();
+    assert_eq!(
+        dry.message,
+        "dry run: would run the prescale hook for scaling from 3 to 1 replicas"
+    );
+    assert!(
+        status.current_state.is_none(),
+        "the state machine did not move"
+    );
+    assert!(e.fake.list::<Job>().is_empty());
+    assert_eq!(e.events.reasons(), vec!["DryRun"]);
+    e.fake.clear_requests();
+    run(&e).await.unwrap();
+    assert_eq!(e.fake.write_count(), 0);
+}
+
+#[tokio::test]
+async fn a_scaler_without_a_workload_owner_is_invalid_until_it_changes() {
+    let e = env();
+    let mut s = scaler_json(1, false);
+    s["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"}]);
+    e.fake.insert(s);
+    let err = run(&e).await.unwrap_err();
+    assert_eq!(err.category(), "invalid");
+    assert_eq!(
+        error_policy(scaler(&e.fake), &err, e.ctx.clone()),
+        Action::await_change()
+    );
+    let status = scaler(&e.fake).status.clone().unwrap();
+    let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "InvalidOwner")
+    );
+    e.fake.clear_requests();
+    assert!(run(&e).await.is_err());
+    assert_eq!(e.fake.write_count(), 0, "reported once");
+}
+
+#[tokio::test]
+async fn transient_errors_are_retried_and_converge_without_acting_twice() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(5, false));
+    // The StatefulSet patch fails once.
+    e.fake
+        .fail_next(Matcher::patch("/statefulsets/nifi-node-default"), 500);
+    let err = run(&e).await.unwrap_err();
+    assert_eq!(err.category(), "set_replicas");
+    assert_eq!(
+        error_policy(scaler(&e.fake), &err, e.ctx.clone()),
+        Action::requeue(Duration::from_secs(10))
+    );
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    run(&e).await.unwrap();
+    assert_eq!(
+        e.fake
+            .get::<StatefulSet>("data", "nifi-node-default")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(5)
+    );
+    settle_statefulset(&e.fake);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Idle);
+    let ok_patches = e
+        .fake
+        .writes_matching(&Matcher::patch("/statefulsets/nifi-node-default"))
+        .into_iter()
+        .filter(|w| w.succeeded())
+        .count();
+    assert_eq!(ok_patches, 1);
+}
+
+#[test]
+fn owners_pick_the_workload() {
+    let mut s: StackableScaler = serde_json::from_value(scaler_json(1, false)).unwrap();
+    assert_eq!(
+        owning_workload(&s).unwrap(),
+        (WorkloadKind::StatefulSet, "nifi-node-default".into())
+    );
+    s.metadata.owner_references.as_mut().unwrap()[0].kind = "Deployment".into();
+    assert_eq!(owning_workload(&s).unwrap().0, WorkloadKind::Deployment);
+    s.metadata.owner_references = None;
+    assert!(matches!(owning_workload(&s), Err(Error::Invalid(_))));
+}
+
+#[tokio::test]
+async fn a_deployment_is_served_too() {
+    let e = env();
+    e.fake.insert(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "data", "uid": "d-uid", "generation": 1},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "w", "image": "w"}]}}},
+        "status": {"replicas": 2, "readyReplicas": 2, "observedGeneration": 1},
+    }));
+    let mut s = scaler_json(4, false);
+    s["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid", "controller": true}]);
+    e.fake.insert(s);
+    run(&e).await.unwrap();
+    run(&e).await.unwrap();
+    assert_eq!(
+        e.fake
+            .get::<Deployment>("data", "web")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(4)
+    );
+}

@@ -1,0 +1,228 @@
+//! workshop-scaler: demand-driven, race-free scaling of Babylon WorkshopProvisions.
+//!
+//! When the share of a workshop's seats (WorkshopUserAssignments) that users hold reaches
+//! `autoScaling.threshold`, each WorkshopProvision of the workshop raises its `spec.count` to
+//! `min(maxProvisions, max(count + 1, floor(count * scaleFactor)))`, one scale-up in flight at a
+//! time, released only when every ResourceClaim of the provision has settled.
+//!
+//! - [`decide`]: every rule, pure.
+//! - [`reconcile`]: observe -> decide -> apply, with resourceVersion preconditions.
+//! - [`plan`]: the offline `plan` subcommand.
+//! - [`metrics`]: the controller's own gauges and counters.
+//!
+//! See `controllers/workshop-scaler/README.md` for users.
+
+pub mod decide;
+pub mod metrics;
+pub mod plan;
+pub mod reconcile;
+
+use std::sync::Arc;
+
+use ebb_crds::babylon::{
+    WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
+};
+use ebb_crds::poolboy::ResourceClaim;
+use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
+use ebb_runtime::metrics::metric_prefix;
+use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
+use futures::{FutureExt, StreamExt};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, ResourceExt};
+use prometheus_client::registry::Registry;
+
+use crate::metrics::ScalerMetrics;
+use crate::reconcile::{CONTROLLER_NAME, Context, error_policy, reconcile};
+
+/// Flags of the controller (`workshop-scaler` without a subcommand).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Flags every ebb controller takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let common = &args.common;
+    let mut registry = Registry::default();
+    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
+    let scaler_metrics = ScalerMetrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
+    let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
+    let client = runtime.client.clone();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        runtime.clock.clone(),
+        controller_metrics,
+        scaler_metrics,
+        Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+        common.dry_run,
+        runtime.leader.clone(),
+    ));
+
+    // One controller per watched namespace (kube's Controller takes one Api); the related kinds
+    // are watched in the same scope. `scoped_apis` orders every kind's list alike.
+    let scopes = scoped_apis::<WorkshopProvision>(&client, common)
+        .into_iter()
+        .zip(scoped_apis::<WorkshopUserAssignment>(&client, common))
+        .zip(scoped_apis::<Workshop>(&client, common))
+        .zip(scoped_apis::<ResourceClaim>(&client, common));
+    let mut stores = Vec::new();
+    let mut controllers = Vec::new();
+    for (((provisions, assignments), workshops), claims) in scopes {
+        let controller = controller(
+            provisions,
+            assignments,
+            workshops,
+            claims,
+            watcher_config(common),
+            &runtime.shutdown,
+        );
+        stores.push(controller.store());
+        controllers.push(
+            controller
+                .run(reconcile, error_policy, ctx.clone())
+                .for_each(|result| async move {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "controller event");
+                    }
+                }),
+        );
+    }
+    // /readyz turns green once every provision cache holds its first full list.
+    runtime.ready_when(async move {
+        futures::future::join_all(stores.iter().map(Store::wait_until_ready)).await;
+    });
+    runtime
+        .run(futures::future::join_all(controllers).map(drop))
+        .await?;
+    Ok(())
+}
+
+/// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
+/// assignments, Workshops and claims mapped to the provisions they affect.
+fn controller(
+    provisions: Api<WorkshopProvision>,
+    assignments: Api<WorkshopUserAssignment>,
+    workshops: Api<Workshop>,
+    claims: Api<ResourceClaim>,
+    provisions_wc: watcher::Config,
+    shutdown: &Shutdown,
+) -> Controller<WorkshopProvision> {
+    let controller = Controller::new(provisions, provisions_wc);
+    let store = controller.store();
+    let by_assignment = store.clone();
+    let by_workshop = store;
+    let token = shutdown.token();
+    // The related kinds are not label-selected: the selector is about the provisions.
+    let all = || watcher::Config::default().any_semantic();
+    controller
+        .watches(assignments, all(), move |assignment| {
+            let ns = assignment.namespace().unwrap_or_default();
+            provisions_of(&by_assignment, &ns, &assignment.spec.workshop_name)
+        })
+        .watches(workshops, all(), move |workshop| {
+            let ns = workshop.namespace().unwrap_or_default();
+            provisions_of(&by_workshop, &ns, &workshop.name_any())
+        })
+        .watches(claims, all(), |claim| provision_of_claim(&claim))
+        .graceful_shutdown_on(async move { token.cancelled().await })
+}
+
+/// The provisions of workshop `namespace/workshop`, from the controller's cache.
+pub fn provisions_of(
+    store: &Store<WorkshopProvision>,
+    namespace: &str,
+    workshop: &str,
+) -> Vec<ObjectRef<WorkshopProvision>> {
+    store
+        .state()
+        .iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace) && p.spec.workshop_name == workshop)
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}
+
+/// The provision a claim belongs to: Babylon's label, else a WorkshopProvision owner reference.
+pub fn provision_of_claim(claim: &ResourceClaim) -> Option<ObjectRef<WorkshopProvision>> {
+    let ns = claim.namespace()?;
+    let name = claim
+        .labels()
+        .get(WORKSHOP_PROVISION_LABEL)
+        .cloned()
+        .or_else(|| {
+            claim
+                .owner_references()
+                .iter()
+                .find(|o| o.kind == "WorkshopProvision")
+                .map(|o| o.name.clone())
+        })?;
+    Some(ObjectRef::new(&name).within(&ns))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    fn provision(ns: &str, name: &str, workshop: &str) -> WorkshopProvision {
+        serde_json::from_value(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"catalogItem": {"name": "c", "namespace": "n"}, "count": 1, "workshopName": workshop}
+        }))
+        .unwrap()
+    }
+
+    fn claim(metadata: serde_json::Value) -> ResourceClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+            "metadata": metadata, "spec": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
+        let (store, mut writer) = reflector::store::<WorkshopProvision>();
+        for p in [
+            provision("a", "p1", "w"),
+            provision("a", "p2", "w"),
+            provision("a", "p3", "other"),
+            provision("b", "p4", "w"),
+        ] {
+            writer.apply_watcher_event(&Event::Apply(p));
+        }
+        let mut names: Vec<String> = provisions_of(&store, "a", "w")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["p1", "p2"]);
+        assert!(provisions_of(&store, "c", "w").is_empty());
+    }
+
+    #[test]
+    fn claims_map_by_label_or_owner_reference() {
+        let labelled = claim(json!({"name": "c1", "namespace": "a",
+            "labels": {"babylon.gpte.redhat.com/workshop-provision": "p1"}}));
+        assert_eq!(
+            provision_of_claim(&labelled),
+            Some(ObjectRef::new("p1").within("a"))
+        );
+        let owned = claim(json!({"name": "c2", "namespace": "a", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "1"},
+            {"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision", "name": "p2", "uid": "2"}]}));
+        assert_eq!(
+            provision_of_claim(&owned),
+            Some(ObjectRef::new("p2").within("a"))
+        );
+        let unrelated = claim(json!({"name": "c3", "namespace": "a"}));
+        assert_eq!(provision_of_claim(&unrelated), None);
+    }
+}

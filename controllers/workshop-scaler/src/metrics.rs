@@ -1,0 +1,183 @@
+//! workshop-scaler's own metrics, registered as `ebb_workshop_scaler_*` next to the shared
+//! reconcile metrics.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Labels of a per-workshop series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkshopLabels {
+    /// Namespace of the Workshop.
+    pub namespace: String,
+    /// Name of the Workshop.
+    pub workshop: String,
+}
+
+/// Labels of a per-provision series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProvisionLabels {
+    /// Namespace of the WorkshopProvision.
+    pub namespace: String,
+    /// Name of the WorkshopProvision.
+    pub provision: String,
+}
+
+/// The gauges and counters of workshop-scaler. Only provisions with auto-scaling enabled get
+/// series; a deleted or disabled provision's series are removed.
+#[derive(Clone, Debug, Default)]
+pub struct ScalerMetrics {
+    utilization: Family<WorkshopLabels, Gauge<f64, AtomicU64>>,
+    count: Family<ProvisionLabels, Gauge>,
+    desired_count: Family<ProvisionLabels, Gauge>,
+    active: Family<ProvisionLabels, Gauge>,
+    at_max: Family<ProvisionLabels, Gauge>,
+    scale_ups: Family<ProvisionLabels, Counter>,
+}
+
+/// One observation of a provision, for [`ScalerMetrics::observe`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Observation {
+    /// assigned / total of the workshop, when it has seats.
+    pub utilization: Option<f64>,
+    /// `spec.count`.
+    pub count: i32,
+    /// The count the provision should have (the target while a scale-up is in flight).
+    pub desired_count: i32,
+    /// `status.autoScalingActive`.
+    pub active: bool,
+    /// `spec.count >= maxProvisions`.
+    pub at_max: bool,
+}
+
+impl ScalerMetrics {
+    /// Creates the metrics and registers them in `registry` under `prefix` (e.g.
+    /// `ebb_workshop_scaler`).
+    pub fn new(registry: &mut Registry, prefix: &str) -> Self {
+        let metrics = Self::default();
+        let sub = registry.sub_registry_with_prefix(prefix);
+        sub.register(
+            "workshop_utilization_ratio",
+            "Assigned / total WorkshopUserAssignments of a workshop with auto-scaling enabled",
+            metrics.utilization.clone(),
+        );
+        sub.register(
+            "provision_count",
+            "spec.count of a WorkshopProvision",
+            metrics.count.clone(),
+        );
+        sub.register(
+            "provision_desired_count",
+            "The count the provision should have after the current decision",
+            metrics.desired_count.clone(),
+        );
+        sub.register(
+            "provision_active",
+            "1 while a scale-up is in flight (status.autoScalingActive)",
+            metrics.active.clone(),
+        );
+        sub.register(
+            "provision_at_max",
+            "1 while spec.count is at maxProvisions",
+            metrics.at_max.clone(),
+        );
+        sub.register(
+            "scale_ups",
+            "Scale-ups applied to spec.count",
+            metrics.scale_ups.clone(),
+        );
+        metrics
+    }
+
+    /// Records what a reconcile observed and decided.
+    pub fn observe(&self, workshop: &WorkshopLabels, provision: &ProvisionLabels, o: Observation) {
+        match o.utilization {
+            Some(u) => {
+                self.utilization.get_or_create(workshop).set(u);
+            }
+            None => {
+                self.utilization.remove(workshop);
+            }
+        }
+        self.count.get_or_create(provision).set(i64::from(o.count));
+        self.desired_count
+            .get_or_create(provision)
+            .set(i64::from(o.desired_count));
+        self.active
+            .get_or_create(provision)
+            .set(i64::from(o.active));
+        self.at_max
+            .get_or_create(provision)
+            .set(i64::from(o.at_max));
+    }
+
+    /// Counts one applied scale-up.
+    pub fn scaled_up(&self, provision: &ProvisionLabels) {
+        self.scale_ups.get_or_create(provision).inc();
+    }
+
+    /// Drops the series of a provision that is gone or no longer auto-scaled. (The workshop's
+    /// utilization stays: other provisions may share it.)
+    pub fn forget(&self, provision: &ProvisionLabels) {
+        self.count.remove(provision);
+        self.desired_count.remove(provision);
+        self.active.remove(provision);
+        self.at_max.remove(provision);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    #[test]
+    fn series_are_named_and_labelled() {
+        let mut registry = Registry::default();
+        let m = ScalerMetrics::new(&mut registry, "ebb_workshop_scaler");
+        let w = WorkshopLabels {
+            namespace: "ops".into(),
+            workshop: "ansible-101".into(),
+        };
+        let p = ProvisionLabels {
+            namespace: "ops".into(),
+            provision: "rhel".into(),
+        };
+        m.observe(
+            &w,
+            &p,
+            Observation {
+                utilization: Some(0.85),
+                count: 20,
+                desired_count: 30,
+                active: true,
+                at_max: false,
+            },
+        );
+        m.scaled_up(&p);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        for line in [
+            "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"ops\",workshop=\"ansible-101\"} 0.85",
+            "ebb_workshop_scaler_provision_count{namespace=\"ops\",provision=\"rhel\"} 20",
+            "ebb_workshop_scaler_provision_desired_count{namespace=\"ops\",provision=\"rhel\"} 30",
+            "ebb_workshop_scaler_provision_active{namespace=\"ops\",provision=\"rhel\"} 1",
+            "ebb_workshop_scaler_provision_at_max{namespace=\"ops\",provision=\"rhel\"} 0",
+            "ebb_workshop_scaler_scale_ups_total{namespace=\"ops\",provision=\"rhel\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        m.forget(&p);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(!text.contains("provision_count{"), "{text}");
+        // Counters survive: a scale-up happened, whatever became of the provision since.
+        assert!(text.contains("scale_ups_total{"), "{text}");
+    }
+}

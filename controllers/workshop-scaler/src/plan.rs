@@ -1,0 +1,348 @@
+//! `workshop-scaler plan`: the scaling decision for one WorkshopProvision, offline (DESIGN.md
+//! section 4).
+//!
+//! ```text
+//! workshop-scaler plan --file F --assigned N --total M [--active] [--workshop W] [--output json]
+//! ```
+//! `F` holds a WorkshopProvision whose `spec.autoScaling` is the effective block (as if inherited
+//! from its Workshop); with `--workshop W` the Workshop's block is merged under it, as the
+//! controller does. `--active` means `status.autoScalingActive` is true. JSON output is exactly
+//! `{"name", "scale", "currentCount", "desiredCount", "reason"}`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::DateTime;
+use ebb_crds::babylon::{Workshop, WorkshopProvision};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
+
+/// Output format of `plan`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Two lines for humans.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Flags of `workshop-scaler plan`.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct PlanArgs {
+    /// YAML file holding one WorkshopProvision.
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+    /// YAML file holding its Workshop, whose `spec.autoScaling` the provision's overrides.
+    #[arg(long, value_name = "FILE")]
+    pub workshop: Option<PathBuf>,
+    /// WorkshopUserAssignments of the workshop with `spec.assignment` set.
+    #[arg(long, value_name = "N")]
+    pub assigned: u32,
+    /// All WorkshopUserAssignments of the workshop.
+    #[arg(long, value_name = "M")]
+    pub total: u32,
+    /// A scale-up is in flight (`status.autoScalingActive` is true).
+    #[arg(long)]
+    pub active: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Why `plan` cannot answer. Each message names the file or field and the rule broken.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not valid YAML for the expected kind.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// What is wrong, with the field where known.
+        message: String,
+    },
+    /// The flags contradict each other.
+    #[error("{0}")]
+    Flags(String),
+    /// The effective `autoScaling` block (or `spec.count`) is invalid.
+    #[error("{path}: {error}")]
+    Config {
+        /// The file.
+        path: String,
+        /// The field and rule.
+        error: ConfigError,
+    },
+}
+
+/// The answer of `plan`, as JSON (field order as DESIGN.md section 4).
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanOutput {
+    /// `metadata.name` of the provision.
+    pub name: String,
+    /// Whether the provision scales now.
+    pub scale: bool,
+    /// `spec.count`.
+    pub current_count: i32,
+    /// The count after this decision (equal to `currentCount` unless `scale`).
+    pub desired_count: i32,
+    /// One sentence on why.
+    pub reason: String,
+}
+
+/// Runs `plan` and renders its output.
+pub fn plan(args: &PlanArgs) -> Result<String, PlanError> {
+    let provision: WorkshopProvision = load(&args.file, "WorkshopProvision")?;
+    let workshop: Option<Workshop> = match &args.workshop {
+        Some(path) => Some(load(path, "Workshop")?),
+        None => None,
+    };
+    let output = decide_offline(&provision, workshop.as_ref(), args)?;
+    Ok(render(&output, args.output))
+}
+
+/// The decision for a parsed provision (and optional Workshop).
+pub fn decide_offline(
+    provision: &WorkshopProvision,
+    workshop: Option<&Workshop>,
+    args: &PlanArgs,
+) -> Result<PlanOutput, PlanError> {
+    if args.assigned > args.total {
+        return Err(PlanError::Flags(format!(
+            "--assigned ({}) must not be greater than --total ({})",
+            args.assigned, args.total
+        )));
+    }
+    let path = args.file.display().to_string();
+    let workshop_block = workshop.and_then(|w| w.spec.auto_scaling.as_ref());
+    let provision_block = provision.spec.auto_scaling.as_ref();
+    // Unlike the controller, plan reports a broken block even when disabled: the user asked.
+    let config =
+        decide::resolve(workshop_block, provision_block).map_err(|error| PlanError::Config {
+            path: path.clone(),
+            error,
+        })?;
+    let settings = if config.enabled {
+        Settings::Enabled(config.clone())
+    } else {
+        Settings::Disabled
+    };
+    // Offline there is no clock and no claims: an active flag counts as just set, so the
+    // decision is "wait", whatever the instant.
+    let now = DateTime::UNIX_EPOCH;
+    let observed = Observed {
+        count: provision.spec.count,
+        seats: Seats {
+            assigned: args.assigned,
+            total: args.total,
+        },
+        in_flight: args.active.then_some(InFlight {
+            started_at: Some(now),
+            from: None,
+            target: None,
+        }),
+        claims: Vec::new(),
+    };
+    let decision = decide::decide(&settings, &observed, now);
+    if let decide::Decision::Invalid(error) = decision {
+        return Err(PlanError::Config { path, error });
+    }
+    Ok(PlanOutput {
+        name: provision.metadata.name.clone().unwrap_or_default(),
+        scale: decision.scales(),
+        current_count: observed.count,
+        desired_count: decision.desired_count(observed.count),
+        reason: decision.reason(observed.count, Some(&config)),
+    })
+}
+
+/// Renders the output as text or JSON (one line, newline-terminated).
+pub fn render(output: &PlanOutput, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Json => {
+            // Serialising a struct of strings, bools and integers cannot fail.
+            let mut json = serde_json::to_string(output).unwrap_or_default();
+            json.push('\n');
+            json
+        }
+        OutputFormat::Text => {
+            let head = if output.scale {
+                format!(
+                    "WorkshopProvision {}: scale count {} -> {}",
+                    output.name, output.current_count, output.desired_count
+                )
+            } else {
+                format!(
+                    "WorkshopProvision {}: no change (count {})",
+                    output.name, output.current_count
+                )
+            };
+            format!("{head}\n  {}\n", output.reason)
+        }
+    }
+}
+
+/// Reads `path` as one object of `kind`.
+fn load<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T, PlanError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let parse_error = |message: String| PlanError::Parse {
+        path: shown.clone(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_norway::from_str(&text).map_err(|e| parse_error(format!("not valid YAML: {e}")))?;
+    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if found != kind {
+        return Err(parse_error(format!("kind: expected {kind}, got {found:?}")));
+    }
+    // Parse the text again (not the Value) so errors carry serde_norway's field path and line.
+    serde_norway::from_str(&text).map_err(|e| parse_error(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn provision(auto: serde_json::Value, count: i32) -> WorkshopProvision {
+        serde_json::from_value(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+            "metadata": {"name": "p", "namespace": "n"},
+            "spec": {"catalogItem": {"name": "c", "namespace": "n"}, "count": count, "workshopName": "w",
+                     "autoScaling": auto}
+        }))
+        .unwrap()
+    }
+
+    fn args(assigned: u32, total: u32, active: bool) -> PlanArgs {
+        PlanArgs {
+            file: "p.yaml".into(),
+            workshop: None,
+            assigned,
+            total,
+            active,
+            output: OutputFormat::Json,
+        }
+    }
+
+    #[test]
+    fn scales_at_the_threshold() {
+        let out = decide_offline(
+            &provision(json!({"enabled": true}), 20),
+            None,
+            &args(16, 20, false),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&out).unwrap(),
+            json!({"name": "p", "scale": true, "currentCount": 20, "desiredCount": 30,
+                   "reason": "utilization 80% reached the threshold 80%: scale from 20 to 30"})
+        );
+    }
+
+    #[test]
+    fn active_never_scales() {
+        let out = decide_offline(
+            &provision(json!({"enabled": true}), 20),
+            None,
+            &args(20, 20, true),
+        )
+        .unwrap();
+        assert!(!out.scale);
+        assert_eq!(out.desired_count, 20);
+        assert!(out.reason.contains("in flight"), "{}", out.reason);
+    }
+
+    #[test]
+    fn disabled_never_scales() {
+        let out = decide_offline(&provision(json!({}), 20), None, &args(20, 20, false)).unwrap();
+        assert!(!out.scale);
+        assert_eq!(
+            out.reason,
+            "auto-scaling is disabled (spec.autoScaling.enabled is not true)"
+        );
+    }
+
+    #[test]
+    fn the_workshop_block_is_merged_under_the_provisions() {
+        let workshop: Workshop = serde_json::from_value(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
+            "metadata": {"name": "w", "namespace": "n"},
+            "spec": {"autoScaling": {"enabled": true, "scaleFactor": 3.0, "maxProvisions": 50}}
+        }))
+        .unwrap();
+        let out = decide_offline(
+            &provision(json!({"maxProvisions": 40}), 10),
+            Some(&workshop),
+            &args(9, 10, false),
+        )
+        .unwrap();
+        assert_eq!((out.scale, out.desired_count), (true, 30));
+        let out = decide_offline(
+            &provision(json!({"maxProvisions": 25}), 10),
+            Some(&workshop),
+            &args(9, 10, false),
+        )
+        .unwrap();
+        assert_eq!((out.scale, out.desired_count), (true, 25));
+    }
+
+    #[test]
+    fn contradictory_flags_and_invalid_blocks_are_errors() {
+        let p = provision(json!({"enabled": true}), 20);
+        let e = decide_offline(&p, None, &args(21, 20, false)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--assigned (21) must not be greater than --total (20)"
+        );
+        let bad = provision(json!({"threshold": 1.5}), 20);
+        let e = decide_offline(&bad, None, &args(1, 2, false)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p.yaml: spec.autoScaling.threshold: must be > 0 and <= 1, got 1.5"
+        );
+        let negative = provision(json!({"enabled": true}), -3);
+        let e = decide_offline(&negative, None, &args(1, 2, false)).unwrap_err();
+        assert_eq!(e.to_string(), "p.yaml: spec.count: must be >= 0, got -3");
+    }
+
+    #[test]
+    fn text_output() {
+        let out = PlanOutput {
+            name: "p".into(),
+            scale: true,
+            current_count: 20,
+            desired_count: 30,
+            reason: "why".into(),
+        };
+        assert_eq!(
+            render(&out, OutputFormat::Text),
+            "WorkshopProvision p: scale count 20 -> 30\n  why\n"
+        );
+        let same = PlanOutput {
+            scale: false,
+            desired_count: 20,
+            ..out
+        };
+        assert_eq!(
+            render(&same, OutputFormat::Text),
+            "WorkshopProvision p: no change (count 20)\n  why\n"
+        );
+    }
+}

@@ -1,0 +1,846 @@
+//! The reconciler: observe (reads) -> [`decide`](crate::decide) -> apply (the minimum of writes)
+//! -> status, Events, metrics.
+//!
+//! Race safety. A scale-up is two writes, in this order, each with a resourceVersion
+//! precondition (a merge patch carrying `metadata.resourceVersion`):
+//! 1. through the **status subresource**: `autoScalingActive: true`, `autoScalingStartedAt`,
+//!    `autoScalingFromCount` (the count now) and `autoScalingTargetCount` (the count to reach);
+//! 2. `spec.count = target`, preconditioned on the resourceVersion the status write returned.
+//!
+//! A 409 on either write means "someone else changed the provision": re-read it and decide
+//! again, never retry the write blindly. The decision then sees the flag (so it never starts a
+//! second scale-up) and finishes the recorded one only while `spec.count` is still exactly
+//! `autoScalingFromCount`; `spec.count` is always written as the absolute target, never as an
+//! increment. So two reconciles racing, a crash between the writes, a lost answer, a 500 or a
+//! duplicate event all end with exactly one increase.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::babylon::{
+    WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
+};
+use ebb_crds::poolboy::ResourceClaim;
+use ebb_runtime::conditions::{is_condition_true, set_condition};
+use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::{
+    Clock, ConditionUpdate, ControllerMetrics, ErrorBackoff, Leader, PauseState, from_k8s_time,
+    object_key, pause_state, to_k8s_time,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::{Map, Value, json};
+
+use crate::decide::{self, Claim, Config, Decision, Hold, InFlight, Observed, Seats, Settings};
+use crate::metrics::{Observation, ProvisionLabels, ScalerMetrics, WorkshopLabels};
+
+/// The controller's name: binary, chart, Lease, Event reporter.
+pub const CONTROLLER_NAME: &str = "workshop-scaler";
+/// The field manager of every write.
+pub const FIELD_MANAGER: &str = "ebb-workshop-scaler";
+/// Condition set while the provision carries a pause annotation.
+pub const CONDITION_PAUSED: &str = "Paused";
+/// How many times one reconcile re-reads after a 409 before giving up (and requeueing).
+const MAX_ATTEMPTS: usize = 4;
+/// When a replica that does not lead looks again (the lease duration).
+const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+
+/// What a reconcile needs, shared by all reconciles.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// Source of "now".
+    pub clock: Arc<dyn Clock>,
+    /// Reconcile counters and durations.
+    pub metrics: ControllerMetrics,
+    /// workshop-scaler's own gauges and counters.
+    pub scaler_metrics: ScalerMetrics,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// Decide and report, but write neither the flag nor the count.
+    pub dry_run: bool,
+    /// Only the leader writes.
+    pub leader: Leader,
+    /// Consecutive failures per provision, for the error backoff.
+    backoff: ErrorBackoff,
+}
+
+impl Context {
+    /// A context; `failures` starts empty.
+    pub fn new(
+        client: Client,
+        clock: Arc<dyn Clock>,
+        metrics: ControllerMetrics,
+        scaler_metrics: ScalerMetrics,
+        events: Arc<dyn EventSink>,
+        dry_run: bool,
+        leader: Leader,
+    ) -> Self {
+        Self {
+            client,
+            clock,
+            metrics,
+            scaler_metrics,
+            events,
+            dry_run,
+            leader,
+            backoff: ErrorBackoff::new(),
+        }
+    }
+}
+
+/// Why a reconcile failed, one variant per pipeline stage.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object lacks a namespace or name: it can never be reconciled.
+    #[error("WorkshopProvision without {0}")]
+    MissingMetadata(&'static str),
+    /// A read failed.
+    #[error("reading {what}: {source}")]
+    Observe {
+        /// What was read.
+        what: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing `status` (flag, conditions) failed with something other than a conflict.
+    #[error("writing the status of WorkshopProvision {name}: {source}")]
+    WriteStatus {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing `spec.count` failed with something other than a conflict.
+    #[error("scaling spec.count of WorkshopProvision {name}: {source}")]
+    WriteCount {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Every attempt met a conflict.
+    #[error("WorkshopProvision {name} kept changing: {attempts} conflicting writes in a row")]
+    Conflicts {
+        /// `namespace/name`.
+        name: String,
+        /// How many attempts.
+        attempts: usize,
+    },
+}
+
+impl Error {
+    /// The metric label and Event reason of this error's kind.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::MissingMetadata(_) => "invalid",
+            Error::Observe { .. } => "observe",
+            Error::WriteStatus { .. } => "write_status",
+            Error::WriteCount { .. } => "write_count",
+            Error::Conflicts { .. } => "conflict",
+        }
+    }
+
+    /// Whether retrying can help (everything but an object that can never be reconciled).
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, Error::MissingMetadata(_))
+    }
+}
+
+/// What one pass of observe -> decide -> apply ended with.
+enum Pass {
+    /// Finished; come back per the action.
+    Done(Action),
+    /// A write met a 409: re-read and decide again.
+    Conflict,
+}
+
+/// Reconciles one WorkshopProvision. Instrumented with the shared reconcile metrics.
+pub async fn reconcile(
+    provision: Arc<WorkshopProvision>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let result = ctx
+        .metrics
+        .instrument(reconcile_inner(&provision, &ctx), Error::category)
+        .await;
+    if result.is_ok() {
+        ctx.backoff.succeeded(&object_key(provision.as_ref()));
+    }
+    result
+}
+
+async fn reconcile_inner(provision: &WorkshopProvision, ctx: &Context) -> Result<Action, Error> {
+    if !ctx.leader.is_leader() {
+        // Leader election gates writes: a follower decides nothing and looks again later.
+        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    let namespace = provision
+        .namespace()
+        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
+    let name = provision
+        .metadata
+        .name
+        .clone()
+        .ok_or(Error::MissingMetadata("metadata.name"))?;
+    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), &namespace);
+
+    // The first pass works on the cached object; a conflict means it was stale: re-read.
+    let mut current = provision.clone();
+    for attempt in 1..=MAX_ATTEMPTS {
+        match pass(&current, &namespace, &name, ctx).await? {
+            Pass::Done(action) => return Ok(action),
+            Pass::Conflict => {
+                tracing::debug!(%namespace, %name, attempt, "conflict: re-reading the provision");
+                match api.get_opt(&name).await {
+                    Ok(Some(fresh)) => current = fresh,
+                    Ok(None) => {
+                        forget(ctx, &namespace, &name);
+                        return Ok(Action::await_change());
+                    }
+                    Err(source) => {
+                        return Err(Error::Observe {
+                            what: format!("WorkshopProvision {namespace}/{name}"),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Err(Error::Conflicts {
+        name: format!("{namespace}/{name}"),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+fn forget(ctx: &Context, namespace: &str, name: &str) {
+    ctx.scaler_metrics.forget(&ProvisionLabels {
+        namespace: namespace.to_owned(),
+        provision: name.to_owned(),
+    });
+}
+
+/// `error_policy` of the controller: an object that can never be reconciled waits for a change;
+/// API trouble is retried with exponential backoff (2 s, 4 s, ... up to 5 min).
+pub fn error_policy(provision: Arc<WorkshopProvision>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(
+        provision = %provision.name_any(),
+        namespace = provision.namespace().unwrap_or_default(),
+        category = error.category(),
+        %error,
+        "reconcile failed"
+    );
+    if !error.is_transient() {
+        return Action::await_change();
+    }
+    Action::requeue(ctx.backoff.failed(&object_key(provision.as_ref())))
+}
+
+/// One observe -> decide -> apply pass.
+async fn pass(
+    provision: &WorkshopProvision,
+    namespace: &str,
+    name: &str,
+    ctx: &Context,
+) -> Result<Pass, Error> {
+    let now = ctx.clock.now();
+
+    // --- observe: configuration first; a disabled provision needs nothing else. ---
+    let workshops: Api<Workshop> = Api::namespaced(ctx.client.clone(), namespace);
+    let workshop_name = &provision.spec.workshop_name;
+    let workshop = workshops
+        .get_opt(workshop_name)
+        .await
+        .map_err(|source| Error::Observe {
+            what: format!("Workshop {namespace}/{workshop_name}"),
+            source,
+        })?;
+    let settings = decide::settings(
+        workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
+        provision.spec.auto_scaling.as_ref(),
+    );
+    if settings == Settings::Disabled {
+        // Backward compatible: not one write, not even status.
+        forget(ctx, namespace, name);
+        return Ok(Pass::Done(Action::await_change()));
+    }
+
+    let status = provision.status.clone().unwrap_or_default();
+    let old_conditions = status.conditions.clone();
+
+    // --- pause: a Paused condition and nothing else. ---
+    let pause = pause_state(&provision.metadata, now);
+    if pause.is_paused() {
+        let mut conditions = old_conditions.clone();
+        let update = paused_condition(&pause);
+        if set_condition(&mut conditions, update, now) {
+            let body = status_body(Map::new(), &conditions);
+            match write_status(ctx, namespace, name, provision, body).await? {
+                Written::Conflict => return Ok(Pass::Conflict),
+                Written::Done(_) => {
+                    record(
+                        ctx,
+                        provision,
+                        EventKind::Normal,
+                        "Paused",
+                        "Pause",
+                        &paused_note(&pause),
+                    )
+                    .await;
+                }
+            }
+        }
+        return Ok(Pass::Done(match pause.resume_at() {
+            Some(at) => requeue_at(at, now),
+            None => Action::await_change(),
+        }));
+    }
+
+    let config = match &settings {
+        Settings::Enabled(config) => Some(config),
+        _ => None,
+    };
+    let in_flight = in_flight_of(provision);
+    let seats = match config {
+        Some(_) => observe_seats(ctx, namespace, workshop_name).await?,
+        None => Seats::default(),
+    };
+    // Claims only matter while a scale-up is in flight.
+    let claims = match (&config, &in_flight) {
+        (Some(_), Some(_)) => observe_claims(ctx, namespace, provision).await?,
+        _ => Vec::new(),
+    };
+    let observed = Observed {
+        count: provision.spec.count,
+        seats,
+        in_flight: in_flight.clone(),
+        claims,
+    };
+
+    // --- decide ---
+    let decision = decide::decide(&settings, &observed, now);
+    tracing::debug!(%namespace, %name, ?decision, "decided");
+
+    if let Some(config) = config {
+        let desired = match &in_flight {
+            Some(f) if !decision.scales() => f.target.unwrap_or(observed.count).max(observed.count),
+            _ => decision.desired_count(observed.count),
+        };
+        ctx.scaler_metrics.observe(
+            &WorkshopLabels {
+                namespace: namespace.to_owned(),
+                workshop: workshop_name.clone(),
+            },
+            &ProvisionLabels {
+                namespace: namespace.to_owned(),
+                provision: name.to_owned(),
+            },
+            Observation {
+                utilization: seats.utilization(),
+                count: observed.count,
+                desired_count: desired,
+                active: in_flight.is_some()
+                    || (matches!(decision, Decision::Start { .. }) && !ctx.dry_run),
+                at_max: desired >= config.max_provisions,
+            },
+        );
+    }
+
+    // --- the conditions this decision leads to ---
+    let mut conditions = old_conditions.clone();
+    let mut changed = false;
+    let mut updates = decide::conditions(&decision, config, observed.count, in_flight.as_ref());
+    let acts = matches!(
+        decision,
+        Decision::Start { .. }
+            | Decision::Finish { .. }
+            | Decision::Release { .. }
+            | Decision::Cancel { .. }
+    );
+    if ctx.dry_run && acts {
+        // Dry run: the status says what would happen; the flag and the count stay as they are.
+        updates.retain(|u| u.type_ != decide::CONDITION_AUTO_SCALING);
+        updates.push(ConditionUpdate::new(
+            decide::CONDITION_AUTO_SCALING,
+            in_flight.is_some(),
+            "DryRun",
+            format!(
+                "dry run, nothing written: {}",
+                decision.reason(observed.count, config)
+            ),
+        ));
+    }
+    // No observedGeneration: the conditions follow seats and claims as much as the spec, and
+    // stamping it would rewrite the status after every scale-up (the count write bumps it).
+    for update in updates {
+        changed |= set_condition(&mut conditions, update, now);
+    }
+    if is_condition_true(&conditions, CONDITION_PAUSED) {
+        changed |= set_condition(
+            &mut conditions,
+            ConditionUpdate::new(
+                CONDITION_PAUSED,
+                false,
+                "Resumed",
+                "no pause annotation is in force",
+            ),
+            now,
+        );
+    }
+
+    if ctx.dry_run && acts {
+        if changed {
+            let body = status_body(Map::new(), &conditions);
+            if let Written::Conflict = write_status(ctx, namespace, name, provision, body).await? {
+                return Ok(Pass::Conflict);
+            }
+            let note = format!("dry run: {}", decision.reason(observed.count, config));
+            record(
+                ctx,
+                provision,
+                EventKind::Normal,
+                "DryRun",
+                action_of(&decision),
+                &note,
+            )
+            .await;
+        }
+        return Ok(Pass::Done(Action::await_change()));
+    }
+
+    // --- apply ---
+    let reason = decision.reason(observed.count, config);
+    let action = match &decision {
+        Decision::Start { from, to, .. } => {
+            let mut fields = Map::new();
+            fields.insert("autoScalingActive".into(), json!(true));
+            fields.insert("autoScalingStartedAt".into(), json!(to_k8s_time(now)));
+            fields.insert("autoScalingFromCount".into(), json!(from));
+            fields.insert("autoScalingTargetCount".into(), json!(to));
+            // 1. The flag, through the status subresource, preconditioned.
+            let flagged = match write_status(
+                ctx,
+                namespace,
+                name,
+                provision,
+                status_body(fields, &conditions),
+            )
+            .await?
+            {
+                Written::Conflict => return Ok(Pass::Conflict),
+                Written::Done(p) => p,
+            };
+            // 2. The count, preconditioned on the version the flag write produced. A conflict
+            //    here leaves the flag set with from/target: the next pass finishes the scale-up
+            //    (or sees it already applied).
+            if let Written::Conflict = write_count(ctx, namespace, name, &flagged, *to).await? {
+                return Ok(Pass::Conflict);
+            }
+            scaled_up(ctx, provision, namespace, name, &reason).await;
+            deadline_action(config, now, now)
+        }
+        Decision::Finish { to, .. } => {
+            if let Written::Conflict = write_count(ctx, namespace, name, provision, *to).await? {
+                return Ok(Pass::Conflict);
+            }
+            scaled_up(ctx, provision, namespace, name, &reason).await;
+            // The conditions were written with the flag; a later pass catches up if not.
+            deadline_action(
+                config,
+                in_flight.as_ref().and_then(|f| f.started_at).unwrap_or(now),
+                now,
+            )
+        }
+        Decision::Release { .. } | Decision::Cancel { .. } => {
+            let mut fields = Map::new();
+            fields.insert("autoScalingActive".into(), json!(false));
+            // Merge-patch nulls remove the fields: they only mean something while in flight.
+            fields.insert("autoScalingStartedAt".into(), Value::Null);
+            fields.insert("autoScalingFromCount".into(), Value::Null);
+            fields.insert("autoScalingTargetCount".into(), Value::Null);
+            if let Written::Conflict = write_status(
+                ctx,
+                namespace,
+                name,
+                provision,
+                status_body(fields, &conditions),
+            )
+            .await?
+            {
+                return Ok(Pass::Conflict);
+            }
+            let (event_reason, kind) = match decision {
+                Decision::Release { .. } => ("ScaleUpComplete", EventKind::Normal),
+                _ => ("ScaleUpCancelled", EventKind::Warning),
+            };
+            record(ctx, provision, kind, event_reason, "Release", &reason).await;
+            Action::await_change()
+        }
+        Decision::Wait { deadline, .. } => {
+            if changed
+                && let Written::Conflict =
+                    write_conditions(ctx, namespace, name, provision, &conditions).await?
+            {
+                return Ok(Pass::Conflict);
+            }
+            match deadline {
+                Some(at) => requeue_at(*at, now),
+                None => Action::await_change(),
+            }
+        }
+        Decision::Stuck { .. } | Decision::Hold(_) | Decision::Invalid(_) => {
+            if changed {
+                if let Written::Conflict =
+                    write_conditions(ctx, namespace, name, provision, &conditions).await?
+                {
+                    return Ok(Pass::Conflict);
+                }
+                match &decision {
+                    Decision::Stuck { .. } => {
+                        record(
+                            ctx,
+                            provision,
+                            EventKind::Warning,
+                            "ClaimsStuck",
+                            "Wait",
+                            &reason,
+                        )
+                        .await;
+                    }
+                    Decision::Invalid(_) => {
+                        record(
+                            ctx,
+                            provision,
+                            EventKind::Warning,
+                            "InvalidConfig",
+                            "Validate",
+                            &reason,
+                        )
+                        .await;
+                    }
+                    Decision::Hold(Hold::AtMaxProvisions { .. })
+                        if reason_changed(
+                            &old_conditions,
+                            &conditions,
+                            decide::CONDITION_AUTO_SCALING,
+                        ) =>
+                    {
+                        record(
+                            ctx,
+                            provision,
+                            EventKind::Warning,
+                            "AtMaxProvisions",
+                            "Scale",
+                            &reason,
+                        )
+                        .await;
+                    }
+                    _ => {}
+                }
+            }
+            Action::await_change()
+        }
+        // Handled before any write.
+        Decision::Disabled => Action::await_change(),
+    };
+
+    if !is_condition_true(&old_conditions, decide::CONDITION_AT_MAX)
+        && is_condition_true(&conditions, decide::CONDITION_AT_MAX)
+        && decision.scales()
+    {
+        let note = format!(
+            "count {} reached maxProvisions {}",
+            decision.desired_count(observed.count),
+            config.map_or(0, |c| c.max_provisions)
+        );
+        record(
+            ctx,
+            provision,
+            EventKind::Warning,
+            "ReachedMaxProvisions",
+            "Scale",
+            &note,
+        )
+        .await;
+    }
+    Ok(Pass::Done(action))
+}
+
+fn action_of(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Start { .. } | Decision::Finish { .. } => "Scale",
+        _ => "Release",
+    }
+}
+
+fn reason_changed(old: &[Condition], new: &[Condition], type_: &str) -> bool {
+    let reason = |list: &[Condition]| {
+        list.iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| c.reason.clone())
+    };
+    reason(old) != reason(new)
+}
+
+async fn scaled_up(
+    ctx: &Context,
+    provision: &WorkshopProvision,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+) {
+    ctx.scaler_metrics.scaled_up(&ProvisionLabels {
+        namespace: namespace.to_owned(),
+        provision: name.to_owned(),
+    });
+    tracing::info!(%namespace, %name, %reason, "scaled up");
+    record(
+        ctx,
+        provision,
+        EventKind::Normal,
+        "ScaledUp",
+        "Scale",
+        reason,
+    )
+    .await;
+}
+
+async fn record(
+    ctx: &Context,
+    provision: &WorkshopProvision,
+    kind: EventKind,
+    reason: &str,
+    action: &str,
+    note: &str,
+) {
+    let reference = provision.object_ref(&());
+    ctx.events
+        .record(&reference, kind, reason, action, note)
+        .await;
+}
+
+/// While in flight: come back when the hold-down expires (the only timer of this controller).
+fn deadline_action(config: Option<&Config>, started: DateTime<Utc>, now: DateTime<Utc>) -> Action {
+    match config {
+        Some(c) => requeue_at(
+            started
+                .checked_add_signed(c.active_timeout)
+                .unwrap_or(started),
+            now,
+        ),
+        None => Action::await_change(),
+    }
+}
+
+fn requeue_at(at: DateTime<Utc>, now: DateTime<Utc>) -> Action {
+    let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
+    // A second of slack so the deadline has passed when we look.
+    Action::requeue(wait + Duration::from_secs(1))
+}
+
+fn paused_condition(pause: &PauseState) -> ConditionUpdate {
+    match pause {
+        PauseState::InvalidPausedUntil(raw) => ConditionUpdate::new(
+            CONDITION_PAUSED,
+            true,
+            "InvalidPausedUntil",
+            format!(
+                "{} is not an RFC 3339 instant ({raw:?}): paused until it is fixed or removed",
+                ebb_runtime::PAUSED_UNTIL_ANNOTATION
+            ),
+        ),
+        PauseState::PausedUntil(_) => ConditionUpdate::new(
+            CONDITION_PAUSED,
+            true,
+            "PausedUntil",
+            format!("paused by {}", ebb_runtime::PAUSED_UNTIL_ANNOTATION),
+        ),
+        _ => ConditionUpdate::new(
+            CONDITION_PAUSED,
+            true,
+            "Paused",
+            format!("paused by {}", ebb_runtime::PAUSED_ANNOTATION),
+        ),
+    }
+}
+
+fn paused_note(pause: &PauseState) -> String {
+    match pause.resume_at() {
+        Some(at) => format!("auto-scaling paused until {}", at.to_rfc3339()),
+        None => "auto-scaling paused".into(),
+    }
+}
+
+/// The scale-up in flight recorded in the status, if the flag is set.
+pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
+    let status = provision.status.as_ref()?;
+    (status.auto_scaling_active == Some(true)).then(|| InFlight {
+        started_at: status.auto_scaling_started_at.as_ref().map(from_k8s_time),
+        from: status.auto_scaling_from_count,
+        target: status.auto_scaling_target_count,
+    })
+}
+
+async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
+    let api: Api<WorkshopUserAssignment> = Api::namespaced(ctx.client.clone(), namespace);
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| Error::Observe {
+            what: format!("WorkshopUserAssignments in {namespace}"),
+            source,
+        })?;
+    let mut seats = Seats::default();
+    for assignment in list
+        .items
+        .iter()
+        .filter(|a| a.spec.workshop_name == workshop)
+    {
+        seats.total = seats.total.saturating_add(1);
+        if assignment.spec.assignment.is_some() {
+            seats.assigned = seats.assigned.saturating_add(1);
+        }
+    }
+    Ok(seats)
+}
+
+/// Whether `claim` belongs to `provision`: by Babylon's label, or by owner reference.
+pub fn claim_belongs_to(claim: &ResourceClaim, provision: &WorkshopProvision) -> bool {
+    let name = provision.metadata.name.as_deref().unwrap_or_default();
+    let labelled = claim
+        .labels()
+        .get(WORKSHOP_PROVISION_LABEL)
+        .is_some_and(|v| v == name);
+    let owned = claim.owner_references().iter().any(|o| {
+        o.kind == "WorkshopProvision"
+            && match provision.metadata.uid.as_deref() {
+                Some(uid) => o.uid == uid,
+                None => o.name == name,
+            }
+    });
+    labelled || owned
+}
+
+async fn observe_claims(
+    ctx: &Context,
+    namespace: &str,
+    provision: &WorkshopProvision,
+) -> Result<Vec<Claim>, Error> {
+    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), namespace);
+    // Not a label-selected list: claims linked only by owner reference count too.
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| Error::Observe {
+            what: format!("ResourceClaims in {namespace}"),
+            source,
+        })?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|c| claim_belongs_to(c, provision))
+        .map(|c| Claim {
+            name: c.name_any(),
+            settled: c.settlement().is_settled(),
+        })
+        .collect())
+}
+
+/// The outcome of a preconditioned write.
+enum Written {
+    /// Applied; the object as the API server returned it.
+    Done(Box<WorkshopProvision>),
+    /// 409: the precondition failed.
+    Conflict,
+}
+
+fn status_body(mut fields: Map<String, Value>, conditions: &[Condition]) -> Map<String, Value> {
+    fields.insert(
+        "conditions".into(),
+        serde_json::to_value(conditions).unwrap_or(Value::Array(Vec::new())),
+    );
+    fields
+}
+
+fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
+async fn write_conditions(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    base: &WorkshopProvision,
+    conditions: &[Condition],
+) -> Result<Written, Error> {
+    write_status(
+        ctx,
+        namespace,
+        name,
+        base,
+        status_body(Map::new(), conditions),
+    )
+    .await
+}
+
+/// A merge patch of `status` through the status subresource, preconditioned on `base`'s
+/// resourceVersion.
+async fn write_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    base: &WorkshopProvision,
+    status: Map<String, Value>,
+) -> Result<Written, Error> {
+    let Some(rv) = base.resource_version() else {
+        // Never write without a precondition: re-read to get one.
+        return Ok(Written::Conflict);
+    };
+    let body = json!({"metadata": {"resourceVersion": rv}, "status": status});
+    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
+    match api
+        .patch_status(name, &patch_params(), &Patch::Merge(&body))
+        .await
+    {
+        Ok(p) => Ok(Written::Done(Box::new(p))),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
+        Err(source) => Err(Error::WriteStatus {
+            name: format!("{namespace}/{name}"),
+            source,
+        }),
+    }
+}
+
+/// `spec.count = to` as a merge patch preconditioned on `base`'s resourceVersion. Absolute, never
+/// an increment: repeating it cannot scale twice.
+async fn write_count(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    base: &WorkshopProvision,
+    to: i32,
+) -> Result<Written, Error> {
+    let Some(rv) = base.resource_version() else {
+        return Ok(Written::Conflict);
+    };
+    let body = json!({"metadata": {"resourceVersion": rv}, "spec": {"count": to}});
+    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
+        Ok(p) => Ok(Written::Done(Box::new(p))),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
+        Err(source) => Err(Error::WriteCount {
+            name: format!("{namespace}/{name}"),
+            source,
+        }),
+    }
+}

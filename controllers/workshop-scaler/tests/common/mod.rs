@@ -1,0 +1,270 @@
+//! Fixtures for reconciler tests: a FakeApi seeded with Babylon objects, a ManualClock, recorded
+//! Events, and helpers that read back what the reconciler did.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
+use ebb_runtime::testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents};
+use ebb_runtime::{Clock, ControllerMetrics, Leader, ManualClock};
+use kube::runtime::controller::Action;
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+use workshop_scaler::metrics::ScalerMetrics;
+use workshop_scaler::reconcile::{self, Context, Error};
+
+pub const NS: &str = "babylon-user-ops";
+pub const WORKSHOP: &str = "ansible-101";
+pub const API: &str = "babylon.gpte.redhat.com/v1";
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 10, 9, 0, 0).unwrap()
+}
+
+/// One controller process: its own context over a shared fake API.
+pub struct Replica {
+    pub ctx: Arc<Context>,
+    pub events: RecordingEvents,
+    pub registry: Registry,
+}
+
+pub struct Harness {
+    pub fake: FakeApi,
+    pub clock: ManualClock,
+    pub replica: Replica,
+    pub dry_run: bool,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        Self::with_dry_run(false)
+    }
+
+    pub fn with_dry_run(dry_run: bool) -> Self {
+        let clock = ManualClock::new(t0());
+        let fake = FakeApi::with_clock(clock.clone());
+        let replica = replica(&fake, &clock, dry_run);
+        Self {
+            fake,
+            clock,
+            replica,
+            dry_run,
+        }
+    }
+
+    /// A fresh process (after a crash or restart): new context, same cluster.
+    pub fn restart(&mut self) {
+        self.replica = replica(&self.fake, &self.clock, self.dry_run);
+    }
+
+    pub fn events(&self) -> Vec<String> {
+        self.replica.events.reasons()
+    }
+
+    // --- seeding ---
+
+    pub fn workshop(&self, auto_scaling: Option<Value>) {
+        let mut spec = json!({"displayName": "Ansible 101"});
+        if let Some(a) = auto_scaling {
+            spec["autoScaling"] = a;
+        }
+        self.fake.insert(json!({
+            "apiVersion": API, "kind": "Workshop",
+            "metadata": {"name": WORKSHOP, "namespace": NS},
+            "spec": spec,
+        }));
+    }
+
+    pub fn provision(&self, name: &str, count: i32, auto_scaling: Option<Value>) {
+        self.provision_with_status(name, count, auto_scaling, None);
+    }
+
+    pub fn provision_with_status(
+        &self,
+        name: &str,
+        count: i32,
+        auto_scaling: Option<Value>,
+        status: Option<Value>,
+    ) {
+        let mut spec = json!({
+            "catalogItem": {"name": "ansible-rhel.prod", "namespace": "babylon-catalog-prod"},
+            "count": count, "workshopName": WORKSHOP,
+        });
+        if let Some(a) = auto_scaling {
+            spec["autoScaling"] = a;
+        }
+        let mut obj = json!({
+            "apiVersion": API, "kind": "WorkshopProvision",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        });
+        if let Some(s) = status {
+            obj["status"] = s;
+        }
+        self.fake.insert(obj);
+    }
+
+    /// `total` seats of the workshop, the first `assigned` of them held by users. Replaces
+    /// earlier seats with the same names.
+    pub fn seats(&self, assigned: u32, total: u32) {
+        for i in 0..total {
+            let mut spec =
+                json!({"workshopName": WORKSHOP, "resourceClaimName": format!("claim-{i}")});
+            if i < assigned {
+                spec["assignment"] = json!({"email": format!("user{i}@example.com")});
+            }
+            self.fake.insert(json!({
+                "apiVersion": API, "kind": "WorkshopUserAssignment",
+                "metadata": {"name": format!("seat-{i:03}"), "namespace": NS},
+                "spec": spec,
+            }));
+        }
+    }
+
+    /// A seat of another workshop (must not count).
+    pub fn foreign_seat(&self, name: &str, assigned: bool) {
+        let mut spec = json!({"workshopName": "other-workshop", "resourceClaimName": "x"});
+        if assigned {
+            spec["assignment"] = json!({"email": "x@example.com"});
+        }
+        self.fake.insert(json!({
+            "apiVersion": API, "kind": "WorkshopUserAssignment",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        }));
+    }
+
+    /// A ResourceClaim of `provision` with the given status.
+    pub fn claim(&self, provision: &str, name: &str, status: Value) {
+        self.fake.insert(json!({
+            "apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NS,
+                         "labels": {"babylon.gpte.redhat.com/workshop-provision": provision}},
+            "spec": {},
+            "status": status,
+        }));
+    }
+
+    /// `n` claims `prefix-0..n` of `provision`, all in the same state.
+    pub fn claims(&self, provision: &str, prefix: &str, n: usize, status: Value) {
+        for i in 0..n {
+            self.claim(provision, &format!("{prefix}-{i:02}"), status.clone());
+        }
+    }
+
+    // --- running ---
+
+    /// One reconcile of `name`, as the controller would run it on a fresh cache.
+    pub async fn reconcile(&self, name: &str) -> Result<Action, Error> {
+        let provision = self.get(name);
+        reconcile::reconcile(Arc::new(provision), self.replica.ctx.clone()).await
+    }
+
+    /// One reconcile on a given (possibly stale) copy of the provision.
+    pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Action, Error> {
+        reconcile::reconcile(Arc::new(provision), self.replica.ctx.clone()).await
+    }
+
+    // --- reading back ---
+
+    pub fn get(&self, name: &str) -> WorkshopProvision {
+        self.fake.get::<WorkshopProvision>(NS, name).unwrap()
+    }
+
+    pub fn count(&self, name: &str) -> i32 {
+        self.get(name).spec.count
+    }
+
+    pub fn status(&self, name: &str) -> WorkshopProvisionStatus {
+        self.get(name).status.unwrap_or_default()
+    }
+
+    pub fn condition(&self, name: &str, type_: &str) -> Option<(String, String, String)> {
+        self.status(name)
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status, c.reason, c.message))
+    }
+
+    /// Successful writes of `spec` (count) of `name`: PATCHes of the object, not of `/status`.
+    pub fn count_writes(&self, name: &str) -> Vec<RecordedRequest> {
+        self.fake
+            .writes_matching(&Matcher::patch(format!("/workshopprovisions/{name}")))
+            .into_iter()
+            .filter(|r| !r.path.ends_with("/status") && r.succeeded())
+            .collect()
+    }
+
+    /// Writes of `/status` of `name`, failed ones included.
+    pub fn status_writes(&self, name: &str) -> Vec<RecordedRequest> {
+        self.fake.writes_matching(&Matcher::patch(format!(
+            "/workshopprovisions/{name}/status"
+        )))
+    }
+
+    pub fn metrics_text(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.replica.registry).unwrap();
+        out
+    }
+}
+
+pub fn replica(fake: &FakeApi, clock: &ManualClock, dry_run: bool) -> Replica {
+    replica_with_leader(fake, clock, dry_run, Leader::disabled())
+}
+
+/// A replica whose view of leadership is `leader` (e.g. a standby: `Leader::following()`).
+pub fn replica_with_leader(
+    fake: &FakeApi,
+    clock: &ManualClock,
+    dry_run: bool,
+    leader: Leader,
+) -> Replica {
+    let mut registry = Registry::default();
+    let metrics = ControllerMetrics::new(&mut registry, "workshop-scaler");
+    let scaler_metrics = ScalerMetrics::new(&mut registry, "ebb_workshop_scaler");
+    let events = RecordingEvents::new();
+    let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let ctx = Arc::new(Context::new(
+        fake.client(),
+        clock,
+        metrics,
+        scaler_metrics,
+        Arc::new(events.clone()),
+        dry_run,
+        leader,
+    ));
+    Replica {
+        ctx,
+        events,
+        registry,
+    }
+}
+
+/// `status` of a claim that is ready.
+pub fn ready() -> Value {
+    json!({"ready": true})
+}
+
+/// `status` of a claim whose provision job completed (not ready).
+pub fn complete() -> Value {
+    json!({"ready": false, "resources": [{"name": "r", "state": {
+        "spec": {"vars": {"current_state": "started"}},
+        "status": {"towerJobs": {"provision": {"completeTimestamp": "2026-03-10T09:20:00Z"}}}}}]})
+}
+
+/// `status` of a claim whose resource is in `current_state`.
+pub fn in_state(current_state: &str) -> Value {
+    json!({"ready": false, "resources": [{"name": "r", "state": {"spec": {"vars": {"current_state": current_state}}}}]})
+}
+
+/// `status` of a claim still provisioning.
+pub fn pending() -> Value {
+    in_state("provisioning")
+}
+
+pub fn enabled() -> Value {
+    json!({"enabled": true})
+}
