@@ -1,6 +1,9 @@
 //! `stackable-scaler`: the controller, or `stackable-scaler plan` offline.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use ebb_runtime::plan::finish;
 use stackable_scaler::RunArgs;
 use stackable_scaler::plan::{PlanArgs, plan};
 
@@ -21,19 +24,16 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Plan(args)) => match plan(&args, chrono::Utc::now()) {
-            Ok(output) => {
-                print!("{output}");
-                Ok(())
-            }
-            Err(error) => {
-                eprintln!("error: {error}");
-                std::process::exit(2);
-            }
-        },
-        None => stackable_scaler::run(cli.run).await,
+        // `plan` decides at the wall-clock instant it is asked; the decision itself takes `now`.
+        Some(Command::Plan(args)) => {
+            finish("stackable-scaler plan", plan(&args, chrono::Utc::now()))
+        }
+        None => finish(
+            "stackable-scaler",
+            stackable_scaler::run(cli.run).await.map(|()| String::new()),
+        ),
     }
 }

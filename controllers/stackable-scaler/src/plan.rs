@@ -7,21 +7,12 @@
 
 use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HookSpec, StackableScaler, StackableScalerStatus};
+use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, parse_manifest, read_manifest};
 use serde::Serialize;
 
 use crate::decide::{self, Action, Input, Note, Plan, WorkloadState};
 use crate::engine::retry_requested;
 use crate::hooks::ScaleDirection;
-
-/// Output format.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// One human line per fact.
-    #[default]
-    Text,
-    /// One JSON object.
-    Json,
-}
 
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -40,22 +31,9 @@ pub struct PlanArgs {
 /// Why `plan` cannot answer.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// The file cannot be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not a StackableScaler.
-    #[error("{path}: not a valid StackableScaler: {message}")]
-    Parse {
-        /// The file.
-        path: String,
-        /// Why.
-        message: String,
-    },
+    /// The file cannot be read, or is not one valid StackableScaler.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
     /// A field breaks a rule.
     #[error("{path}: {field}: {rule}")]
     Invalid {
@@ -168,27 +146,9 @@ fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Parses a manifest.
+/// Parses a manifest (read from `path`) and checks what the schema cannot.
 pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
-    let value: serde_json::Value = serde_norway::from_str(text).map_err(|e| PlanError::Parse {
-        path: path.to_owned(),
-        message: e.to_string(),
-    })?;
-    let kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or_default();
-    if kind != "StackableScaler" {
-        return Err(PlanError::Invalid {
-            path: path.to_owned(),
-            field: "kind".into(),
-            rule: format!("must be StackableScaler, got {kind:?}"),
-        });
-    }
-    let scaler: StackableScaler = serde_json::from_value(value).map_err(|e| PlanError::Parse {
-        path: path.to_owned(),
-        message: e.to_string(),
-    })?;
+    let scaler: StackableScaler = parse_manifest(path, text)?;
     validate(path, &scaler)?;
     Ok(scaler)
 }
@@ -355,11 +315,8 @@ fn render_text(report: &PlanReport) -> String {
 /// Runs `plan` on a file: the rendered output, or an error naming the field and rule.
 pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let path = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).map_err(|source| PlanError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    let scaler = parse(&path, &text)?;
+    let scaler: StackableScaler = read_manifest(&args.file)?;
+    validate(&path, &scaler)?;
     if let Some(n) = args.workload_replicas
         && n < 0
     {
@@ -372,11 +329,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let report = report(&scaler, args.workload_replicas, now);
     Ok(match args.output {
         OutputFormat::Text => render_text(&report),
-        OutputFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&report).unwrap_or_default();
-            text.push('\n');
-            text
-        }
+        OutputFormat::Json => json_line(&report),
     })
 }
 
@@ -438,13 +391,13 @@ mod tests {
         );
         let err = parse("f.yaml", &MANIFEST.replace("StackableScaler", "Deployment")).unwrap_err();
         assert!(
-            err.to_string().contains("kind: must be StackableScaler"),
+            err.to_string()
+                .contains("kind: expected StackableScaler, got \"Deployment\""),
             "{err}"
         );
         let err = parse("f.yaml", "spec: [").unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("f.yaml: not a valid StackableScaler"),
+            err.to_string().starts_with("f.yaml: not valid YAML"),
             "{err}"
         );
         let bad_hook = MANIFEST.replace(

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ebb_runtime::plan::finish;
 use workshop_scaler::RunArgs;
 use workshop_scaler::plan::{PlanArgs, plan};
 
@@ -30,22 +31,10 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Plan(args)) => match plan(&args) {
-            Ok(output) => {
-                print!("{output}");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("workshop-scaler plan: {error}");
-                ExitCode::FAILURE
-            }
-        },
-        None => match workshop_scaler::run(cli.run).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("workshop-scaler: {error:#}");
-                ExitCode::FAILURE
-            }
-        },
+        Some(Command::Plan(args)) => finish("workshop-scaler plan", plan(&args)),
+        None => finish(
+            "workshop-scaler",
+            workshop_scaler::run(cli.run).await.map(|()| String::new()),
+        ),
     }
 }

@@ -9,24 +9,14 @@
 //! controller does. `--active` means `status.autoScalingActive` is true. JSON output is exactly
 //! `{"name", "scale", "currentCount", "desiredCount", "reason"}`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::DateTime;
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
+use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
-
-/// Output format of `plan`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// Two lines for humans.
-    #[default]
-    Text,
-    /// One JSON object.
-    Json,
-}
 
 /// Flags of `workshop-scaler plan`.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
@@ -54,23 +44,9 @@ pub struct PlanArgs {
 /// Why `plan` cannot answer. Each message names the file or field and the rule broken.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file is not valid YAML for the expected kind.
-    #[error("{path}: {message}")]
-    Parse {
-        /// The file.
-        path: String,
-        /// What is wrong, with the field where known.
-        message: String,
-    },
+    /// A file cannot be read, or is not one valid object of the expected kind.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
     /// The flags contradict each other.
     #[error("{0}")]
     Flags(String),
@@ -102,9 +78,9 @@ pub struct PlanOutput {
 
 /// Runs `plan` and renders its output.
 pub fn plan(args: &PlanArgs) -> Result<String, PlanError> {
-    let provision: WorkshopProvision = load(&args.file, "WorkshopProvision")?;
+    let provision: WorkshopProvision = read_manifest(&args.file)?;
     let workshop: Option<Workshop> = match &args.workshop {
-        Some(path) => Some(load(path, "Workshop")?),
+        Some(path) => Some(read_manifest(path)?),
         None => None,
     };
     let output = decide_offline(&provision, workshop.as_ref(), args)?;
@@ -169,12 +145,7 @@ pub fn decide_offline(
 /// Renders the output as text or JSON (one line, newline-terminated).
 pub fn render(output: &PlanOutput, format: OutputFormat) -> String {
     match format {
-        OutputFormat::Json => {
-            // Serialising a struct of strings, bools and integers cannot fail.
-            let mut json = serde_json::to_string(output).unwrap_or_default();
-            json.push('\n');
-            json
-        }
+        OutputFormat::Json => json_line(output),
         OutputFormat::Text => {
             let head = if output.scale {
                 format!(
@@ -190,27 +161,6 @@ pub fn render(output: &PlanOutput, format: OutputFormat) -> String {
             format!("{head}\n  {}\n", output.reason)
         }
     }
-}
-
-/// Reads `path` as one object of `kind`.
-fn load<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T, PlanError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    let parse_error = |message: String| PlanError::Parse {
-        path: shown.clone(),
-        message,
-    };
-    let value: serde_json::Value =
-        serde_norway::from_str(&text).map_err(|e| parse_error(format!("not valid YAML: {e}")))?;
-    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if found != kind {
-        return Err(parse_error(format!("kind: expected {kind}, got {found:?}")));
-    }
-    // Parse the text again (not the Value) so errors carry serde_norway's field path and line.
-    serde_norway::from_str(&text).map_err(|e| parse_error(e.to_string()))
 }
 
 #[cfg(test)]
