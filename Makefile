@@ -28,13 +28,19 @@ unit:
 ## crds: regenerate crds/*.yaml (and the charts' copies) from the Rust types.
 crds:
 	$(CARGO) run --quiet -p ebb-crds --bin crdgen -- crds
+	.ci/chart-crds sync
 
+## crds-check: crds/ matches the Rust types, and every chart's copy (files/crds/) matches crds/.
 crds-check:
 	$(CARGO) run --quiet -p ebb-crds --bin crdgen -- --check crds
+	.ci/chart-crds check
 
-## charts-check: helm lint + template every chart in every flag combination, RBAC agreement.
+## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
+## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
 charts-check:
+	$(CARGO) build --quiet --workspace --bins  # the check compares chart flags with each binary's --help
 	@if [ -n "$(CHARTS)" ]; then HELM="$(HELM)" .ci/check-charts; else echo "no charts yet"; fi
+	@HELM="$(HELM)" e2e/run.sh
 
 ## demo: the controllers' decisions, offline, on the example manifests (no cluster needed).
 demo:

@@ -1,0 +1,46 @@
+{{/*
+What is particular to service-scaler. The shared templates include these names.
+*/}}
+
+{{/* Flags of this controller beyond the common ones: none. */}}
+{{- define "ebb.controllerArgs" -}}
+{{- end -}}
+{{- define "ebb.controllerPorts" -}}
+{{- end -}}
+{{- define "ebb.controllerVolumes" -}}
+{{- end -}}
+{{- define "ebb.controllerVolumeMounts" -}}
+{{- end -}}
+
+{{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
+{{- define "ebb.rules.watched" -}}
+- apiGroups: ["scaler.udaan.io"]
+  resources: ["servicescalers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["scaler.udaan.io"]
+  resources: ["servicescalers/status"]
+  verbs: ["get", "patch"]
+# HPAs it creates carry a controller owner reference with blockOwnerDeletion, which the
+# OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) allows only with this.
+- apiGroups: ["scaler.udaan.io"]
+  resources: ["servicescalers/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* Cluster-scoped resources: none. */}}
+{{- define "ebb.rules.cluster" -}}
+{{- end -}}
+
+{{/* Metrics: controllers/service-scaler/src/metrics.rs. */}}
+{{- define "ebb.alerts" -}}
+{{- include "ebb.alert" (dict "ctx" . "name" "ServiceScalerInvalid" "cfg" .Values.prometheusRule.alerts.invalid
+  "expr" (printf "max by (namespace) (ebb_service_scaler_managed_objects{state=\"invalid\", namespace=%q}) > 0" .Release.Namespace)
+  "summary" "{{ $value }} ServiceScaler(s) cannot be decided"
+  "description" "ebb-service-scaler finds ServiceScalers whose spec it cannot decide (see their conditions: `kubectl get servicescalers -A`); their HPAs keep their last settings until fixed.") }}
+{{- end -}}

@@ -1,0 +1,88 @@
+{{/*
+What is particular to stackable-scaler. The shared templates include these names.
+*/}}
+
+{{- define "ebb.webhookCertDir" -}}/etc/ebb/webhook-certs{{- end -}}
+
+{{- define "ebb.webhookSecretName" -}}
+{{- if .Values.webhook.certManager.enabled -}}
+{{- printf "%s-webhook-tls" (include "ebb.fullname" .) -}}
+{{- else -}}
+{{- required "webhook.tls.secretName is required when webhook.enabled=true and webhook.certManager.enabled=false" .Values.webhook.tls.secretName -}}
+{{- end -}}
+{{- end -}}
+
+{{/* --enable-webhook, --webhook-addr, --webhook-cert-dir (controllers/stackable-scaler/src/lib.rs). */}}
+{{- define "ebb.controllerArgs" -}}
+{{- if .Values.webhook.enabled }}
+- "--enable-webhook"
+- {{ printf "--webhook-addr=0.0.0.0:%v" .Values.webhook.port | quote }}
+- {{ printf "--webhook-cert-dir=%s" (include "ebb.webhookCertDir" .) | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "ebb.controllerPorts" -}}
+{{- if .Values.webhook.enabled }}
+- name: webhook
+  containerPort: {{ .Values.webhook.port }}
+  protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* The serving certificate: re-read when the Secret changes, so renewals need no restart. */}}
+{{- define "ebb.controllerVolumes" -}}
+{{- if .Values.webhook.enabled }}
+- name: webhook-certs
+  secret:
+    secretName: {{ include "ebb.webhookSecretName" . }}
+{{- end }}
+{{- end -}}
+
+{{- define "ebb.controllerVolumeMounts" -}}
+{{- if .Values.webhook.enabled }}
+- name: webhook-certs
+  mountPath: {{ include "ebb.webhookCertDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
+{{- define "ebb.rules.watched" -}}
+- apiGroups: ["autoscaling.stackable.tech"]
+  resources: ["stackablescalers"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["autoscaling.stackable.tech"]
+  resources: ["stackablescalers/status"]
+  verbs: ["get", "patch"]
+# Hook Jobs carry a controller owner reference with blockOwnerDeletion, which the
+# OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) allows only with this.
+- apiGroups: ["autoscaling.stackable.tech"]
+  resources: ["stackablescalers/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets", "deployments"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* Cluster-scoped resources: none (the webhook reads StackableScalers with the rules above). */}}
+{{- define "ebb.rules.cluster" -}}
+{{- end -}}
+
+{{/* Metrics: controllers/stackable-scaler/src/metrics.rs. */}}
+{{- define "ebb.alerts" -}}
+{{- $alerts := .Values.prometheusRule.alerts }}
+{{- include "ebb.alert" (dict "ctx" . "name" "StackableScalerStuck" "cfg" $alerts.stageStuck
+  "expr" "max by (namespace, name, stage) (ebb_stackable_scaler_stage{stage=~\"PreScaling|Scaling|PostScaling\"}) == 1"
+  "summary" "StackableScaler {{ $labels.namespace }}/{{ $labels.name }} stuck in {{ $labels.stage }}"
+  "description" "The scaling operation has not left {{ $labels.stage }}: a hook Job or the workload does not finish. See `kubectl -n {{ $labels.namespace }} describe stackablescaler {{ $labels.name }}` and its hook Jobs.") }}
+{{- include "ebb.alert" (dict "ctx" . "name" "StackableScalerFailed" "cfg" $alerts.failed
+  "expr" "max by (namespace, name) (ebb_stackable_scaler_stage{stage=\"Failed\"}) == 1"
+  "summary" "StackableScaler {{ $labels.namespace }}/{{ $labels.name }} is Failed"
+  "description" "A hook or the scale step failed; the scaler ignores its HPA until retried. Read status.currentState.reason, fix the cause, then `kubectl -n {{ $labels.namespace }} annotate stackablescaler {{ $labels.name }} autoscaling.stackable.tech/retry=true`.") }}
+{{- end -}}

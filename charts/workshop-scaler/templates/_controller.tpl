@@ -1,0 +1,52 @@
+{{/*
+What is particular to workshop-scaler. The shared templates include these names.
+*/}}
+
+{{/* Flags of this controller beyond the common ones: none. */}}
+{{- define "ebb.controllerArgs" -}}
+{{- end -}}
+{{- define "ebb.controllerPorts" -}}
+{{- end -}}
+{{- define "ebb.controllerVolumes" -}}
+{{- end -}}
+{{- define "ebb.controllerVolumeMounts" -}}
+{{- end -}}
+
+{{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
+{{- define "ebb.rules.watched" -}}
+- apiGroups: ["babylon.gpte.redhat.com"]
+  resources: ["workshopprovisions"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["babylon.gpte.redhat.com"]
+  resources: ["workshopprovisions/status"]
+  verbs: ["get", "patch"]
+- apiGroups: ["babylon.gpte.redhat.com"]
+  resources: ["workshops", "workshopuserassignments"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["poolboy.gpte.redhat.com"]
+  resources: ["resourceclaims"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* Cluster-scoped resources: none. */}}
+{{- define "ebb.rules.cluster" -}}
+{{- end -}}
+
+{{/* Metrics: controllers/workshop-scaler/src/metrics.rs. */}}
+{{- define "ebb.alerts" -}}
+{{- $alerts := .Values.prometheusRule.alerts }}
+{{- $atMax := $alerts.atMaxProvisions }}
+{{- /* provision_at_max is labelled {namespace, provision}, utilization {namespace, workshop}: the
+       join is per namespace until the provision series carry their workshop. */}}
+{{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionAtMaxProvisions" "cfg" $atMax
+  "expr" (printf "(max by (namespace, provision) (ebb_workshop_scaler_provision_at_max) == 1) and on (namespace) (max by (namespace) (ebb_workshop_scaler_workshop_utilization_ratio) >= %v)" $atMax.utilization)
+  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }} is at maxProvisions while seats run out"
+  "description" (printf "spec.count has reached autoScaling.maxProvisions and workshop utilization in %s is at or above %v: new attendees may find no seat. Raise maxProvisions or add a provision." "{{ $labels.namespace }}" $atMax.utilization)) }}
+{{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionScaleUpStuck" "cfg" $alerts.scaleUpStuck
+  "expr" "max by (namespace, provision) (ebb_workshop_scaler_provision_active) == 1"
+  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }}: scale-up not settling"
+  "description" "status.autoScalingActive has been true for a long time: a ResourceClaim of the provision neither became ready nor completed/failed, so no further scale-up happens. See the provision's conditions and Events.") }}
+{{- end -}}
