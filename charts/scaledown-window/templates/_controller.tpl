@@ -37,10 +37,10 @@ What is particular to scaledown-window. The shared templates include these names
 {{- if .Values.targets.machineAutoscalers.enabled }}
 - apiGroups: ["autoscaling.openshift.io"]
   resources: ["machineautoscalers"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["machine.openshift.io"]
   resources: ["machinesets"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- end }}
 {{- end -}}
 
@@ -49,10 +49,10 @@ What is particular to scaledown-window. The shared templates include these names
 {{- define "ebb.rules.cluster" -}}
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
 # Events about cluster-scoped objects land in the default namespace.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
@@ -66,12 +66,12 @@ What is particular to scaledown-window. The shared templates include these names
 {{- if .nodeAnnotation.enabled }}
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch", "patch"]
 {{- end }}
 {{- if .karpenterNodePools.enabled }}
 - apiGroups: ["karpenter.sh"]
   resources: ["nodepools"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch", "patch"]
 {{- end }}
 {{- end }}
 {{- if .Values.clusterVersion.enabled }}

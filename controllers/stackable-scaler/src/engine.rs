@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_runtime::patch::merge_diff;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as RequeueAction;
 use kube::{Api, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::decide::{self, Action, Input, Note, RETRY_ANNOTATION, WorkloadState};
 use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingHooks, call_hook};
@@ -396,48 +397,11 @@ pub fn patch_params() -> PatchParams {
     }
 }
 
-/// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed members, `null` for removed
-/// ones (a plain serialization would leave cleared optional fields behind), arrays whole.
-pub fn merge_diff(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(o), Value::Object(n)) => {
-            let mut out = serde_json::Map::new();
-            for (key, value) in n {
-                match o.get(key) {
-                    Some(previous) if previous == value => {}
-                    Some(previous) => {
-                        out.insert(key.clone(), merge_diff(previous, value));
-                    }
-                    None => {
-                        out.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-            for key in o.keys().filter(|k| !n.contains_key(*k)) {
-                out.insert(key.clone(), Value::Null);
-            }
-            Value::Object(out)
-        }
-        _ => new.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    #[test]
-    fn merge_diff_nulls_removed_members_and_keeps_unchanged_ones_out() {
-        let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": [1], "gone": true});
-        let new = json!({"a": 1, "b": {"c": 5}, "e": [1, 2], "added": "x"});
-        assert_eq!(
-            merge_diff(&old, &new),
-            json!({"b": {"c": 5, "d": null}, "e": [1, 2], "added": "x", "gone": null})
-        );
-        assert_eq!(merge_diff(&new, &new), json!({}));
-    }
 
     #[test]
     fn the_ledger_keeps_only_the_current_operation() {

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use kube::core::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use prometheus_client::registry::Registry;
@@ -149,6 +150,21 @@ where
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     }
+}
+
+/// [`scoped_apis`] for a kind known only at run time (`DynamicObject`s of `resource`).
+pub fn scoped_apis_with(
+    client: &Client,
+    args: &CommonArgs,
+    resource: &ApiResource,
+) -> Vec<Api<DynamicObject>> {
+    scopes(args)
+        .iter()
+        .map(|scope| match scope {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+            None => Api::all_with(client.clone(), resource),
+        })
+        .collect()
 }
 
 /// One `Api` per watched namespace, or a single cluster-wide `Api` when `--namespace` is not set.

@@ -12,6 +12,7 @@
 //! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
 //! - [`conditions`]: status conditions whose transition time moves only on a status flip.
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
+//! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
 //! - [`plan`]: the offline `plan` subcommand's flag, manifest reading and exit ([`plan::OutputFormat`]).
 //! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
 //! - `testkit` (feature `testkit`): an in-memory API server and an event recorder for tests.
@@ -24,6 +25,7 @@ pub mod conditions;
 pub mod events;
 pub mod leader;
 pub mod metrics;
+pub mod patch;
 pub mod pause;
 pub mod plan;
 pub mod server;

@@ -324,12 +324,34 @@ pub(crate) fn apply_patch(
             Ok(())
         }
         PatchKind::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| ApiError::new(400, format!("invalid JSON patch: {e}")))?;
+            let ops: json_patch::Patch =
+                serde_json::from_value(without_null_tests_of_missing_paths(target, patch))
+                    .map_err(|e| ApiError::new(400, format!("invalid JSON patch: {e}")))?;
             json_patch::patch(target, &ops)
                 .map_err(|e| ApiError::new(422, format!("JSON patch failed: {e}")))
         }
     }
+}
+
+/// The API server's JSON patch (evanphx/json-patch) passes `{"op": "test", "value": null}` on a
+/// path that does not exist, which kube's `finalizer()` relies on for objects without finalizers;
+/// the json-patch crate fails it. Such tests are dropped before applying, so both agree.
+fn without_null_tests_of_missing_paths(target: &Value, patch: &Value) -> Value {
+    let Some(ops) = patch.as_array() else {
+        return patch.clone();
+    };
+    let kept = ops
+        .iter()
+        .filter(|op| {
+            let null_test = op["op"] == "test" && op.get("value").is_some_and(Value::is_null);
+            let missing = op["path"]
+                .as_str()
+                .is_some_and(|path| target.pointer(path).is_none());
+            !(null_test && missing)
+        })
+        .cloned()
+        .collect();
+    Value::Array(kept)
 }
 
 impl Store {

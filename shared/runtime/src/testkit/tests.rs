@@ -891,3 +891,17 @@ mod events {
         assert!(events.events().is_empty());
     }
 }
+
+#[test]
+fn a_json_patch_null_test_of_a_missing_path_passes_as_on_the_api_server() {
+    let mut target = json!({"metadata": {"name": "a"}});
+    let patch = json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["x"]}
+    ]);
+    super::store::apply_patch(&mut target, PatchKind::Json, &patch).unwrap();
+    assert_eq!(target["metadata"]["finalizers"], json!(["x"]));
+    // A null test of a path that exists still fails, as it does there.
+    let again = json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]);
+    assert!(super::store::apply_patch(&mut target, PatchKind::Json, &again).is_err());
+}

@@ -1,0 +1,367 @@
+//! scaledown-window: the cluster may remove nodes only inside time windows.
+//!
+//! A cluster-scoped `ScaleDownSchedule` (`scaling.ebb.dev/v1alpha1`) lists windows (five-field cron,
+//! a duration, an IANA zone) and optionally follows OpenShift cluster upgrades. While any window is
+//! open scale-down is allowed; otherwise it is held off on one target: an OpenShift
+//! ClusterAutoscaler (`spec.scaleDown.enabled`), annotated Nodes (upstream cluster-autoscaler),
+//! pinned MachineAutoscalers, or a `nodes: "0"` disruption budget on Karpenter NodePools.
+//!
+//! - [`decide`]: every rule, pure.
+//! - [`reconcile`]: observe -> decide -> minimal writes -> status, Events, metrics.
+//! - [`targets`]: the target kinds as dynamic resources, their views and patch bodies.
+//! - [`plan`]: the offline `plan` subcommand.
+
+pub mod decide;
+pub mod metrics;
+pub mod plan;
+pub mod reconcile;
+pub mod targets;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use clap::builder::BoolishValueParser;
+use ebb_crds::scaledown::ScaleDownSchedule;
+use ebb_runtime::app::{Runtime, scoped_apis_with, watcher_config};
+use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use prometheus_client::registry::Registry;
+
+use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
+use crate::metrics::{CONTROLLER, Metrics};
+use crate::reconcile::{Context, EnabledTargets, Error};
+
+/// Flags of the controller (`scaledown-window` without a subcommand).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Flags every ebb controller takes. `--namespace` limits the MachineAutoscaler and
+    /// MachineSet watches (ScaleDownSchedules are cluster-scoped).
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Serve `clusterAutoscaler` targets (OpenShift ClusterAutoscaler `spec.scaleDown.enabled`).
+    #[arg(
+        long,
+        env = "EBB_ENABLE_CLUSTER_AUTOSCALER",
+        default_value_t = true,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enable_cluster_autoscaler: bool,
+    /// Serve `nodeAnnotation` targets (annotates Nodes; needs node patch rights).
+    #[arg(
+        long,
+        env = "EBB_ENABLE_NODE_ANNOTATION",
+        default_value_t = false,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enable_node_annotation: bool,
+    /// Serve `machineAutoscalers` targets (OpenShift MachineAutoscalers and their MachineSets).
+    #[arg(
+        long,
+        env = "EBB_ENABLE_MACHINE_AUTOSCALERS",
+        default_value_t = false,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enable_machine_autoscalers: bool,
+    /// Serve `karpenterNodePools` targets (Karpenter `karpenter.sh/v1` NodePools).
+    #[arg(
+        long,
+        env = "EBB_ENABLE_KARPENTER",
+        default_value_t = false,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enable_karpenter: bool,
+    /// Read the OpenShift ClusterVersion for `maintenance.followClusterUpgrade`; when off, that
+    /// setting has no effect.
+    #[arg(
+        long,
+        env = "EBB_ENABLE_CLUSTER_VERSION",
+        default_value_t = true,
+        value_parser = BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enable_cluster_version: bool,
+}
+
+impl RunArgs {
+    /// The target kinds the flags switch on.
+    pub fn targets(&self) -> EnabledTargets {
+        EnabledTargets {
+            cluster_autoscaler: self.enable_cluster_autoscaler,
+            node_annotation: self.enable_node_annotation,
+            machine_autoscalers: self.enable_machine_autoscalers,
+            karpenter: self.enable_karpenter,
+            cluster_version: self.enable_cluster_version,
+        }
+    }
+}
+
+type Guarded = DeserializeGuard<ScaleDownSchedule>;
+
+/// The schedules in `store` for which `wanted` holds.
+fn schedules_where(
+    store: &Store<Guarded>,
+    wanted: impl Fn(&ScaleDownSchedule) -> bool,
+) -> Vec<ObjectRef<Guarded>> {
+    store
+        .state()
+        .iter()
+        .filter(|g| g.0.as_ref().is_ok_and(&wanted))
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
+}
+
+fn of_kind(kind: TargetKind) -> impl Fn(&ScaleDownSchedule) -> bool + Clone {
+    move |s| decide::target_kind(&s.spec.target) == Ok(kind)
+}
+
+/// Node changes that matter: labels (selection) and the two annotations ebb reads; heartbeats
+/// and other annotations do not wake every schedule.
+fn node_marks(node: &PartialObjectMeta<Node>) -> Option<u64> {
+    let annotation = |key: &str| node.annotations().get(key).cloned();
+    let mut hasher = DefaultHasher::new();
+    (
+        node.labels(),
+        annotation(SCALE_DOWN_DISABLED_ANNOTATION),
+        annotation(DISABLED_BY_ANNOTATION),
+    )
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Adds the watches that wake schedules when their target objects change: only for enabled
+/// kinds, so a cluster without a kind's CRD (and the RBAC for it) never watches it.
+fn watch_targets(
+    mut controller: Controller<Guarded>,
+    client: &Client,
+    args: &RunArgs,
+    store: &Store<Guarded>,
+) -> Controller<Guarded> {
+    let targets = args.targets();
+    let dynamic =
+        |controller: Controller<Guarded>,
+         api: Api<DynamicObject>,
+         ar: ApiResource,
+         wanted: Box<dyn Fn(&ScaleDownSchedule) -> bool + Send + Sync>| {
+            let store = store.clone();
+            controller.watches_with(api, ar, watcher::Config::default(), move |_| {
+                schedules_where(&store, &wanted)
+            })
+        };
+    if targets.cluster_autoscaler {
+        let ar = targets::cluster_autoscaler();
+        let api = Api::all_with(client.clone(), &ar);
+        controller = dynamic(
+            controller,
+            api,
+            ar,
+            Box::new(of_kind(TargetKind::ClusterAutoscaler)),
+        );
+    }
+    if targets.machine_autoscalers {
+        for ar in [targets::machine_autoscaler(), targets::machine_set()] {
+            for api in scoped_apis_with(client, &args.common, &ar) {
+                let wanted = Box::new(of_kind(TargetKind::MachineAutoscalers));
+                controller = dynamic(controller, api, ar.clone(), wanted);
+            }
+        }
+    }
+    if targets.karpenter {
+        let ar = targets::node_pool();
+        let api = Api::all_with(client.clone(), &ar);
+        controller = dynamic(
+            controller,
+            api,
+            ar,
+            Box::new(of_kind(TargetKind::KarpenterNodePools)),
+        );
+    }
+    if targets.cluster_version {
+        let ar = targets::cluster_version();
+        let api = Api::all_with(client.clone(), &ar);
+        let follows = |s: &ScaleDownSchedule| {
+            s.spec
+                .maintenance
+                .as_ref()
+                .is_some_and(|m| m.follow_cluster_upgrade)
+        };
+        controller = dynamic(controller, api, ar, Box::new(follows));
+    }
+    if targets.node_annotation {
+        // Nodes join and change labels at any time; a metadata watch filtered to what ebb reads
+        // keeps this cheap. Node schedules are few, so every schedule is woken.
+        let node_meta: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
+        let nodes = watcher(node_meta, watcher::Config::default())
+            .default_backoff()
+            .touched_objects()
+            .predicate_filter(node_marks, Default::default())
+            .filter_map(|event| {
+                if let Err(error) = &event {
+                    tracing::warn!(%error, "node watch");
+                }
+                std::future::ready(event.ok().map(|_| ()))
+            });
+        controller = controller.reconcile_all_on(nodes);
+    }
+    controller
+}
+
+/// Runs the controller until SIGTERM or a lost lease.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER);
+    let metrics = Metrics::new(&mut registry);
+    let rt = Runtime::start(CONTROLLER, &args.common, registry).await?;
+    let client = rt.client.clone();
+    tracing::info!(targets = ?args.targets(), "target kinds");
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        rt.clock.clone(),
+        Arc::new(EventPublisher::new(client.clone(), CONTROLLER)),
+        metrics,
+        args.common.dry_run,
+        rt.leader.clone(),
+        args.targets(),
+    ));
+
+    let schedules: Api<Guarded> = Api::all(client.clone());
+    let controller = Controller::new(schedules, watcher_config(&args.common));
+    let store = controller.store();
+    rt.ready_when({
+        let store = store.clone();
+        async move {
+            // An error means the store was dropped: the controller is ending anyway.
+            let _ = store.wait_until_ready().await;
+        }
+    });
+    let controller = watch_targets(controller, &client, &args, &store);
+    let shutdown = rt.shutdown.clone();
+    let controllers = controller
+        .graceful_shutdown_on(async move { shutdown.cancelled().await })
+        .run(
+            move |obj, ctx| {
+                let metrics = controller_metrics.clone();
+                async move {
+                    metrics
+                        .instrument(reconcile::reconcile(obj, ctx), Error::category)
+                        .await
+                }
+            },
+            reconcile::error_policy,
+            ctx,
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "controller");
+            }
+        });
+    rt.run(controllers).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn targets(argv: &[&str]) -> EnabledTargets {
+        Cli::try_parse_from(std::iter::once("x").chain(argv.iter().copied()))
+            .unwrap()
+            .run
+            .targets()
+    }
+
+    #[test]
+    fn target_flags_default_to_openshift_and_switch_one_to_one() {
+        assert_eq!(
+            targets(&[]),
+            EnabledTargets {
+                cluster_autoscaler: true,
+                node_annotation: false,
+                machine_autoscalers: false,
+                karpenter: false,
+                cluster_version: true,
+            }
+        );
+        assert_eq!(
+            targets(&[
+                "--enable-cluster-autoscaler=false",
+                "--enable-node-annotation",
+                "--enable-machine-autoscalers=true",
+                "--enable-karpenter",
+                "true",
+                "--enable-cluster-version=false",
+            ]),
+            EnabledTargets {
+                cluster_autoscaler: false,
+                node_annotation: true,
+                machine_autoscalers: true,
+                karpenter: true,
+                cluster_version: false,
+            }
+        );
+        assert!(Cli::try_parse_from(["x", "--enable-karpenter=perhaps"]).is_err());
+    }
+
+    #[test]
+    fn node_watch_wakes_only_on_labels_and_ebbs_annotations() {
+        let node = |labels: &[(&str, &str)], annotations: &[(&str, &str)]| {
+            let map = |pairs: &[(&str, &str)]| {
+                Some(
+                    pairs
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                )
+            };
+            let mut meta = PartialObjectMeta::<Node>::default();
+            meta.metadata.labels = map(labels);
+            meta.metadata.annotations = map(annotations);
+            meta
+        };
+        let base = node_marks(&node(&[("pool", "a")], &[]));
+        assert_eq!(
+            base,
+            node_marks(&node(&[("pool", "a")], &[("volumes.kubernetes.io/x", "y")]))
+        );
+        assert_ne!(base, node_marks(&node(&[("pool", "b")], &[])));
+        assert_ne!(
+            base,
+            node_marks(&node(
+                &[("pool", "a")],
+                &[(SCALE_DOWN_DISABLED_ANNOTATION, "true")]
+            ))
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! scaledown-window's own metrics, next to the shared `ControllerMetrics`, under
+//! `ebb_scaledown_window_`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::decide::TargetKind;
+
+/// The controller's name: binary, Lease, field manager suffix and metric prefix.
+pub const CONTROLLER: &str = "scaledown-window";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScheduleLabels {
+    schedule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FlipLabels {
+    schedule: String,
+    scale_down_enabled: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+/// Per-schedule gauges and counters.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    enabled: Family<ScheduleLabels, Gauge>,
+    invalid: Family<ScheduleLabels, Gauge>,
+    conflict: Family<ScheduleLabels, Gauge>,
+    flips: Family<FlipLabels, Counter>,
+    writes: Family<KindLabels, Counter>,
+}
+
+impl Metrics {
+    /// Registers the metrics in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let metrics = Self::default();
+        let sub =
+            registry.sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(CONTROLLER));
+        sub.register(
+            "scale_down_enabled",
+            "1 while the schedule allows scale-down, 0 otherwise",
+            metrics.enabled.clone(),
+        );
+        sub.register(
+            "schedule_invalid",
+            "1 while the schedule cannot be decided (scale-down held disabled), 0 otherwise",
+            metrics.invalid.clone(),
+        );
+        sub.register(
+            "target_conflict",
+            "1 while another schedule manages objects this schedule selects, 0 otherwise",
+            metrics.conflict.clone(),
+        );
+        sub.register(
+            "flips",
+            "Changes of scaleDownEnabled, by the value changed to",
+            metrics.flips.clone(),
+        );
+        sub.register(
+            "target_writes",
+            "Writes to target objects, by kind",
+            metrics.writes.clone(),
+        );
+        metrics
+    }
+
+    fn schedule(name: &str) -> ScheduleLabels {
+        ScheduleLabels {
+            schedule: name.to_owned(),
+        }
+    }
+
+    /// Records a schedule's current state.
+    pub fn observe(&self, schedule: &str, enabled: bool, invalid: bool, conflict: bool) {
+        let labels = Self::schedule(schedule);
+        self.enabled.get_or_create(&labels).set(i64::from(enabled));
+        self.invalid.get_or_create(&labels).set(i64::from(invalid));
+        self.conflict
+            .get_or_create(&labels)
+            .set(i64::from(conflict));
+    }
+
+    /// Counts a flip of `scaleDownEnabled` to `enabled`.
+    pub fn flip(&self, schedule: &str, enabled: bool) {
+        self.flips
+            .get_or_create(&FlipLabels {
+                schedule: schedule.to_owned(),
+                scale_down_enabled: enabled.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a successful write to a target object.
+    pub fn write(&self, kind: TargetKind) {
+        self.writes
+            .get_or_create(&KindLabels {
+                kind: kind.object_kind().to_owned(),
+            })
+            .inc();
+    }
+
+    /// Drops a deleted schedule's gauges.
+    pub fn forget(&self, schedule: &str) {
+        let labels = Self::schedule(schedule);
+        self.enabled.remove(&labels);
+        self.invalid.remove(&labels);
+        self.conflict.remove(&labels);
+    }
+}

@@ -1,0 +1,232 @@
+//! `scaledown-window plan --file F --at RFC3339 [--output json] [--upgrading]`: whether a
+//! ScaleDownSchedule allows scale-down at an instant, and when that flips next, offline.
+//!
+//! Whether the cluster is upgrading (`maintenance.followClusterUpgrade`) cannot be known offline:
+//! none is assumed unless `--upgrading` is given.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use ebb_crds::scaledown::ScaleDownSchedule;
+use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use serde::Serialize;
+
+use crate::decide::{self, Decision, InvalidSpec, Reason};
+
+/// The `plan` subcommand's flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// YAML (or JSON) file holding one ScaleDownSchedule.
+    #[arg(long)]
+    pub file: std::path::PathBuf,
+    /// The instant to decide at, RFC 3339 (`2026-03-27T11:00:00Z`) [default: now].
+    #[arg(long, value_name = "RFC3339")]
+    pub at: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Assume the cluster is upgrading (ClusterVersion Progressing=True); without it, it is not.
+    #[arg(long)]
+    pub upgrading: bool,
+}
+
+/// Why `plan` cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file cannot be read, or is not one valid ScaleDownSchedule.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `--at` is not an RFC 3339 instant.
+    #[error("--at {value:?}: not an RFC 3339 instant such as 2026-03-27T11:00:00Z ({reason})")]
+    At {
+        /// The text given.
+        value: String,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A field breaks a rule.
+    #[error("{path}: {invalid}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The field and the rule.
+        invalid: InvalidSpec,
+    },
+}
+
+/// The answer, as JSON: exactly these four fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// `metadata.name`.
+    pub name: String,
+    /// Whether scale-down is allowed at the instant.
+    pub scale_down_enabled: bool,
+    /// The first open window, in list order.
+    pub active_window: Option<usize>,
+    /// The next instant `scaleDownEnabled` flips (RFC 3339, UTC), `null` when it never does.
+    pub next_transition: Option<String>,
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Decides `schedule` at `at`. Unlike the controller, which holds scale-down disabled on an
+/// invalid schedule (fail-safe), `plan` reports the field and the rule broken.
+///
+/// # Errors
+/// The first invalid field: the target (exactly one kind, valid selectors) or a window.
+pub fn plan_schedule(
+    schedule: &ScaleDownSchedule,
+    at: DateTime<Utc>,
+    upgrading: bool,
+) -> Result<(PlanReport, Decision), InvalidSpec> {
+    decide::resolve_target(&schedule.spec.target)?;
+    let decision = decide::decide(&schedule.spec, at, upgrading);
+    if let Reason::InvalidSchedule(invalid) = &decision.reason {
+        return Err(invalid.clone());
+    }
+    let report = PlanReport {
+        name: schedule.metadata.name.clone().unwrap_or_default(),
+        scale_down_enabled: decision.scale_down_enabled,
+        active_window: decision.active_window,
+        next_transition: decision.next_transition.map(rfc3339),
+    };
+    Ok((report, decision))
+}
+
+/// Runs `plan` as the CLI would, deciding at `--at` or else at `now`; returns the output.
+///
+/// # Errors
+/// An unreadable file, a wrong kind, a bad `--at`, or an invalid field.
+pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    let schedule: ScaleDownSchedule = read_manifest(&args.file)?;
+    let at = match &args.at {
+        Some(text) => DateTime::parse_from_rfc3339(text.trim())
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| PlanError::At {
+                value: text.clone(),
+                reason: e.to_string(),
+            })?,
+        None => now,
+    };
+    let (report, decision) =
+        plan_schedule(&schedule, at, args.upgrading).map_err(|invalid| PlanError::Invalid {
+            path: args.file.display().to_string(),
+            invalid,
+        })?;
+    Ok(match args.output {
+        OutputFormat::Json => json_line(&report),
+        OutputFormat::Text => text(&report, &decision, at),
+    })
+}
+
+fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
+    let mut out = String::new();
+    let state = if report.scale_down_enabled {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    let why = match &decision.reason {
+        Reason::WindowOpen(i) => format!("window {i} is open"),
+        Reason::ClusterUpgrade => "the cluster is upgrading (--upgrading)".to_owned(),
+        Reason::OutsideWindows => "no window is open".to_owned(),
+        Reason::InvalidSchedule(invalid) => invalid.to_string(),
+    };
+    let _ = writeln!(out, "ScaleDownSchedule {} at {}", report.name, rfc3339(at));
+    let _ = writeln!(out, "  scale-down: {state} ({why})");
+    match (
+        &report.next_transition,
+        decision.reason == Reason::ClusterUpgrade,
+    ) {
+        (_, true) => {
+            let _ = writeln!(out, "  next transition: when the upgrade ends");
+        }
+        (Some(next), false) => {
+            let _ = writeln!(out, "  next transition: {next}");
+        }
+        (None, false) => {
+            let _ = writeln!(out, "  next transition: never");
+        }
+    }
+    if !decision.next_transitions.is_empty() {
+        let _ = writeln!(out, "  coming flips:");
+        for (when, enabled) in &decision.next_transitions {
+            let to = if *enabled { "enabled" } else { "disabled" };
+            let _ = writeln!(out, "    {}  scale-down {to}", rfc3339(*when));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use ebb_crds::scaledown::ScaleDownScheduleSpec;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn schedule(yaml_spec: &str) -> ScaleDownSchedule {
+        let spec: ScaleDownScheduleSpec = serde_norway::from_str(yaml_spec).unwrap();
+        ScaleDownSchedule::new("s", spec)
+    }
+
+    #[test]
+    fn report_has_exactly_the_four_fields() {
+        let s = schedule(
+            "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
+        );
+        let (report, _) = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap();
+        assert_eq!(
+            json_line(&report),
+            "{\"name\":\"s\",\"scaleDownEnabled\":false,\"activeWindow\":null,\"nextTransition\":\"2026-03-27T19:00:00Z\"}\n"
+        );
+    }
+
+    #[test]
+    fn upgrading_counts_only_when_followed() {
+        let follow = schedule(
+            "target: {clusterAutoscaler: {}}\nwindows: []\nmaintenance: {followClusterUpgrade: true}\n",
+        );
+        let (report, _) = plan_schedule(&follow, utc("2026-03-27T11:00:00Z"), true).unwrap();
+        assert!(report.scale_down_enabled);
+        assert_eq!(report.next_transition, None);
+        let ignore = schedule("target: {clusterAutoscaler: {}}\nwindows: []\n");
+        let (report, _) = plan_schedule(&ignore, utc("2026-03-27T11:00:00Z"), true).unwrap();
+        assert!(!report.scale_down_enabled);
+    }
+
+    #[test]
+    fn invalid_fields_are_named() {
+        let s = schedule(
+            "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 1h}\n- {schedule: '0 25 * * *', duration: 1h}\n",
+        );
+        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap_err();
+        assert_eq!(err.field, "spec.windows[1].schedule");
+        let s = schedule("target: {}\nwindows: []\n");
+        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap_err();
+        assert_eq!(err.field, "spec.target");
+    }
+
+    #[test]
+    fn text_lists_the_coming_flips() {
+        let s = schedule(
+            "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
+        );
+        let at = utc("2026-03-27T11:00:00Z");
+        let (report, decision) = plan_schedule(&s, at, false).unwrap();
+        let out = text(&report, &decision, at);
+        assert!(
+            out.starts_with(
+                "ScaleDownSchedule s at 2026-03-27T11:00:00Z\n  scale-down: disabled (no window is open)\n  next transition: 2026-03-27T19:00:00Z\n  coming flips:\n    2026-03-27T19:00:00Z  scale-down enabled\n    2026-03-28T06:00:00Z  scale-down disabled\n"
+            ),
+            "{out}"
+        );
+    }
+}

@@ -1,0 +1,707 @@
+//! One ScaleDownSchedule: observe (ClusterVersion, the target's objects, the other schedules) ->
+//! [`decide`] -> apply (the minimal writes, only what ebb owns) -> status, Events, metrics ->
+//! requeue at the next boundary.
+//!
+//! Writes: the ClusterAutoscaler's `spec.scaleDown.enabled` by server-side apply under field
+//! manager [`MANAGER`]; Nodes, MachineAutoscalers and NodePools by merge patches carrying the
+//! `metadata.resourceVersion` they were planned from, so a concurrent change is a 409 (read again,
+//! decide again), never a lost update. A reconcile that changes nothing writes nothing. Pause
+//! annotations and `--dry-run` stop every target write; leader election gates all writes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownTransition};
+use ebb_runtime::conditions::set_condition;
+use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::patch::merge_diff;
+use ebb_runtime::pause::pause_state;
+use ebb_runtime::time::{from_k8s_time, to_k8s_time};
+use ebb_runtime::{Clock, ErrorBackoff, Leader};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::core::{DeserializeGuard, DynamicObject};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::decide::{
+    self, Change, Claimant, Decision, Observed, Reason, ResolvedTarget, TargetKind, TargetOutcome,
+};
+use crate::metrics::Metrics;
+use crate::targets;
+
+/// The field manager of every write, and the name the Argo CD `managedFieldsManagers` entry uses.
+pub const MANAGER: &str = "ebb-scaledown-window";
+/// Held on a ScaleDownSchedule while ebb may have changed its target, so deleting it first
+/// releases what ebb set.
+pub const FINALIZER: &str = "scaling.ebb.dev/scaledown-window";
+/// Requeue while another replica leads.
+const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+/// Look again at least this often, and never schedule further ahead (the work queue has a limit).
+pub const RESYNC: Duration = Duration::from_secs(24 * 3600);
+
+/// Which target kinds this controller serves (feature flags; the chart grants RBAC to match).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnabledTargets {
+    /// `--enable-cluster-autoscaler`.
+    pub cluster_autoscaler: bool,
+    /// `--enable-node-annotation`.
+    pub node_annotation: bool,
+    /// `--enable-machine-autoscalers`.
+    pub machine_autoscalers: bool,
+    /// `--enable-karpenter`.
+    pub karpenter: bool,
+    /// `--enable-cluster-version`: read the ClusterVersion for `followClusterUpgrade`.
+    pub cluster_version: bool,
+}
+
+impl EnabledTargets {
+    /// Every kind, and the ClusterVersion.
+    pub fn all() -> Self {
+        Self {
+            cluster_autoscaler: true,
+            node_annotation: true,
+            machine_autoscalers: true,
+            karpenter: true,
+            cluster_version: true,
+        }
+    }
+
+    /// Whether schedules of `kind` are served.
+    pub fn allows(&self, kind: TargetKind) -> bool {
+        match kind {
+            TargetKind::ClusterAutoscaler => self.cluster_autoscaler,
+            TargetKind::NodeAnnotation => self.node_annotation,
+            TargetKind::MachineAutoscalers => self.machine_autoscalers,
+            TargetKind::KarpenterNodePools => self.karpenter,
+        }
+    }
+}
+
+/// What a reconcile needs.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// The source of "now".
+    pub clock: Arc<dyn Clock>,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// This controller's metrics.
+    pub metrics: Metrics,
+    /// `--dry-run`: decide and report, write nothing to targets.
+    pub dry_run: bool,
+    /// Whether this replica may write.
+    pub leader: Leader,
+    /// The target kinds served.
+    pub targets: EnabledTargets,
+    /// Retry delays after transient failures, per schedule.
+    pub backoff: ErrorBackoff,
+}
+
+impl Context {
+    /// A context with no failures recorded.
+    pub fn new(
+        client: Client,
+        clock: Arc<dyn Clock>,
+        events: Arc<dyn EventSink>,
+        metrics: Metrics,
+        dry_run: bool,
+        leader: Leader,
+        targets: EnabledTargets,
+    ) -> Self {
+        Self {
+            client,
+            clock,
+            events,
+            metrics,
+            dry_run,
+            leader,
+            targets,
+            backoff: ErrorBackoff::new(),
+        }
+    }
+}
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object does not deserialise as a ScaleDownSchedule: waits for a change.
+    #[error("malformed ScaleDownSchedule {name}: {message}")]
+    Malformed {
+        /// Its name.
+        name: String,
+        /// The deserialisation error.
+        message: String,
+    },
+    /// Reading the ClusterVersion failed.
+    #[error("reading ClusterVersion version: {0}")]
+    ClusterVersion(#[source] kube::Error),
+    /// Listing the ScaleDownSchedules (for conflicts) failed.
+    #[error("listing ScaleDownSchedules: {0}")]
+    Schedules(#[source] kube::Error),
+    /// Reading the target's objects failed.
+    #[error("reading the target: {0}")]
+    Observe(#[source] kube::Error),
+    /// A target object changed (or vanished) between read and write: read and decide again.
+    #[error("{object} changed since it was read; deciding again")]
+    Conflict {
+        /// Which object.
+        object: String,
+    },
+    /// Writing a target object failed.
+    #[error("writing {object}: {source}")]
+    Apply {
+        /// Which object.
+        object: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the status failed.
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+    /// Adding or removing the finalizer failed.
+    #[error("finalizer: {0}")]
+    Finalizer(#[source] kube::Error),
+    /// A status did not serialise (a bug).
+    #[error("serialising status: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// Label for metrics and Events.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Malformed { .. } => "invalid",
+            Self::ClusterVersion(_) | Self::Schedules(_) | Self::Observe(_) => "observe",
+            Self::Conflict { .. } => "conflict",
+            Self::Apply { .. } => "apply",
+            Self::Status(_) => "status",
+            Self::Finalizer(_) => "finalizer",
+            Self::Serialize(_) => "internal",
+        }
+    }
+
+    fn from_finalizer(error: finalizer::Error<Self>) -> Self {
+        match error {
+            finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+            finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
+                Self::Finalizer(e)
+            }
+            finalizer::Error::UnnamedObject | finalizer::Error::InvalidFinalizer => {
+                Self::Malformed {
+                    name: String::new(),
+                    message: error.to_string(),
+                }
+            }
+        }
+    }
+}
+
+/// A malformed object waits for a change; a conflict is retried at once (with the object read
+/// again); anything else is retried with exponential backoff.
+pub fn error_policy(
+    obj: Arc<DeserializeGuard<ScaleDownSchedule>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    tracing::warn!(schedule = %obj.name_any(), %error, category = error.category(), "reconcile failed");
+    match error {
+        Error::Malformed { .. } => Action::await_change(),
+        Error::Conflict { .. } => Action::requeue(Duration::from_millis(500)),
+        _ => Action::requeue(ctx.backoff.failed(&obj.name_any())),
+    }
+}
+
+/// Reconciles one watched object; one that does not deserialise is reported and left alone.
+pub async fn reconcile(
+    obj: Arc<DeserializeGuard<ScaleDownSchedule>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &obj.0 {
+        Ok(schedule) => reconcile_schedule(Arc::new(schedule.clone()), ctx).await,
+        Err(invalid) => Err(Error::Malformed {
+            name: invalid.metadata.name.clone().unwrap_or_default(),
+            message: invalid.error.clone(),
+        }),
+    }
+}
+
+/// Reconciles one ScaleDownSchedule.
+///
+/// While the schedule may write to its target (not dry-run, not paused, target kind enabled), the
+/// finalizer is added first (that write alone ends the pass; the watch brings the next); a
+/// schedule being deleted releases what it set, then lets go of the finalizer.
+pub async fn reconcile_schedule(
+    schedule: Arc<ScaleDownSchedule>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    if !ctx.leader.is_leader() {
+        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    let name = schedule.name_any();
+    let now = ctx.clock.now();
+    let paused = pause_state(&schedule.metadata, now).is_paused();
+    let kind_served =
+        decide::target_kind(&schedule.spec.target).is_ok_and(|kind| ctx.targets.allows(kind));
+    let deleting = schedule.metadata.deletion_timestamp.is_some();
+    let result = if deleting || (kind_served && !paused && !ctx.dry_run) {
+        let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
+        let inner = ctx.clone();
+        finalizer(&api, FINALIZER, schedule, |event| async move {
+            match event {
+                FinalizerEvent::Apply(schedule) => apply(&schedule, &inner).await,
+                FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, &inner).await,
+            }
+        })
+        .await
+        .map_err(Error::from_finalizer)
+    } else {
+        apply(&schedule, &ctx).await
+    };
+    if result.is_ok() {
+        ctx.backoff.succeeded(&name);
+    }
+    result
+}
+
+/// Decides, applies and reports.
+async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Error> {
+    let now = ctx.clock.now();
+    let name = schedule.name_any();
+    let spec = &schedule.spec;
+    let follows_upgrades = spec
+        .maintenance
+        .as_ref()
+        .is_some_and(|m| m.follow_cluster_upgrade);
+    let upgrading =
+        follows_upgrades && ctx.targets.cluster_version && cluster_upgrading(ctx).await?;
+    let decision = decide::decide(spec, now, upgrading);
+    let pause = pause_state(&schedule.metadata, now);
+
+    let outcome = match decide::resolve_target(&spec.target) {
+        Err(invalid) => TargetOutcome::Invalid(invalid),
+        Ok(target) if !ctx.targets.allows(target.kind()) => TargetOutcome::Disabled(target.kind()),
+        Ok(_) if pause.is_paused() => TargetOutcome::Paused(pause.to_string()),
+        Ok(target) => {
+            let observed = observe(ctx, &target).await?;
+            let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
+            let plan = decide::plan_target(
+                &name,
+                &claimants,
+                Some(decision.scale_down_enabled),
+                &observed,
+            );
+            if !ctx.dry_run {
+                write_changes(ctx, &name, &plan.changes).await?;
+            }
+            TargetOutcome::Planned {
+                kind: target.kind(),
+                plan,
+                dry_run: ctx.dry_run,
+            }
+        }
+    };
+
+    let report = write_status(ctx, schedule, &decision, &outcome, now).await?;
+    publish(ctx, schedule, &decision, &outcome, &report).await;
+
+    let invalid = matches!(decision.reason, Reason::InvalidSchedule(_))
+        || matches!(outcome, TargetOutcome::Invalid(_));
+    let conflict =
+        matches!(&outcome, TargetOutcome::Planned { plan, .. } if !plan.conflicts.is_empty());
+    ctx.metrics
+        .observe(&name, decision.scale_down_enabled, invalid, conflict);
+    if let Some(previous) = report.previous_enabled
+        && previous != decision.scale_down_enabled
+    {
+        ctx.metrics.flip(&name, decision.scale_down_enabled);
+    }
+
+    let wake = [decision.requeue_at, pause.resume_at()]
+        .into_iter()
+        .flatten()
+        .min();
+    Ok(match wake {
+        Some(at) => Action::requeue(requeue_after(now, at)),
+        // Nothing will change by the clock: an invalid spec waits for an edit, a valid one is
+        // looked at again once a day in case a watch event was missed.
+        None if invalid => Action::await_change(),
+        None => Action::requeue(RESYNC),
+    })
+}
+
+/// The delay from `now` until `at`, at most [`RESYNC`].
+pub fn requeue_after(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
+    (at - now).to_std().unwrap_or(Duration::ZERO).min(RESYNC)
+}
+
+/// Releases what this schedule set, unless another schedule takes the objects over. A paused
+/// schedule, a dry run or a switched-off target kind releases nothing.
+async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Error> {
+    let name = schedule.name_any();
+    let now = ctx.clock.now();
+    ctx.metrics.forget(&name);
+    let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
+        return Ok(Action::await_change());
+    };
+    if !ctx.targets.allows(target.kind())
+        || pause_state(&schedule.metadata, now).is_paused()
+        || ctx.dry_run
+    {
+        return Ok(Action::await_change());
+    }
+    let observed = observe(ctx, &target).await?;
+    let claimants = claimants(ctx, schedule, None).await?;
+    let plan = decide::plan_target(&name, &claimants, None, &observed);
+    write_changes(ctx, &name, &plan.changes).await?;
+    if !plan.changes.is_empty() {
+        let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
+        ctx.events
+            .record(
+                &schedule.object_ref(&()),
+                EventKind::Normal,
+                "Released",
+                "Release",
+                &format!("deleted: {}", decide::summarize(&changes, 5)),
+            )
+            .await;
+    }
+    Ok(Action::await_change())
+}
+
+async fn cluster_upgrading(ctx: &Context) -> Result<bool, Error> {
+    let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &targets::cluster_version());
+    let version = api
+        .get_opt(targets::CLUSTER_VERSION_NAME)
+        .await
+        .map_err(Error::ClusterVersion)?;
+    Ok(version.is_some_and(|v| targets::cluster_version_progressing(&v)))
+}
+
+/// Reads every object the target may concern: all of its kind (in its namespace), because
+/// objects this schedule marked earlier may no longer be selected.
+async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Error> {
+    let client = ctx.client.clone();
+    let lp = ListParams::default();
+    Ok(match target {
+        ResolvedTarget::ClusterAutoscaler { name } => {
+            let api: Api<DynamicObject> = Api::all_with(client, &targets::cluster_autoscaler());
+            let found = api.get_opt(name).await.map_err(Error::Observe)?;
+            Observed::ClusterAutoscaler {
+                name: name.clone(),
+                enabled: found.map(|ca| targets::cluster_autoscaler_enabled(&ca)),
+            }
+        }
+        ResolvedTarget::Nodes(_) => {
+            // Metadata only: labels and annotations are all that matter, and nodes are large.
+            let nodes = Api::<Node>::all(client)
+                .list_metadata(&lp)
+                .await
+                .map_err(Error::Observe)?;
+            Observed::Nodes(
+                nodes
+                    .items
+                    .iter()
+                    .map(|n| targets::node_view(&n.metadata))
+                    .collect(),
+            )
+        }
+        ResolvedTarget::MachineAutoscalers { namespace, .. } => {
+            let autoscalers: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), namespace, &targets::machine_autoscaler());
+            let machine_sets: Api<DynamicObject> =
+                Api::namespaced_with(client, namespace, &targets::machine_set());
+            let autoscalers = autoscalers.list(&lp).await.map_err(Error::Observe)?;
+            let machine_sets = machine_sets.list(&lp).await.map_err(Error::Observe)?;
+            Observed::MachineAutoscalers {
+                autoscalers: autoscalers
+                    .items
+                    .iter()
+                    .map(targets::machine_autoscaler_view)
+                    .collect(),
+                machine_sets: machine_sets
+                    .items
+                    .iter()
+                    .filter_map(|ms| Some((ms.name_any(), targets::machine_set_replicas(ms)?)))
+                    .collect(),
+            }
+        }
+        ResolvedTarget::NodePools(_) => {
+            let api: Api<DynamicObject> = Api::all_with(client, &targets::node_pool());
+            let pools = api.list(&lp).await.map_err(Error::Observe)?;
+            Observed::NodePools(pools.items.iter().map(targets::node_pool_view).collect())
+        }
+    })
+}
+
+/// The live schedules competing for target objects: every ScaleDownSchedule not being deleted
+/// (whatever this controller's label selector, so shards never fight), with `me` as reconciled
+/// (`my_target`; `None` while it is being deleted, so it claims nothing). Schedules that do not
+/// parse or whose target cannot be resolved claim nothing: they write nothing either.
+async fn claimants(
+    ctx: &Context,
+    me: &ScaleDownSchedule,
+    my_target: Option<ResolvedTarget>,
+) -> Result<Vec<Claimant>, Error> {
+    let api: Api<DeserializeGuard<ScaleDownSchedule>> = Api::all(ctx.client.clone());
+    let all = api
+        .list(&ListParams::default())
+        .await
+        .map_err(Error::Schedules)?;
+    let my_name = me.name_any();
+    let created = |s: &ScaleDownSchedule| s.metadata.creation_timestamp.as_ref().map(from_k8s_time);
+    let mut out: Vec<Claimant> = all
+        .items
+        .into_iter()
+        .filter_map(|guard| guard.0.ok())
+        .filter(|s| s.metadata.deletion_timestamp.is_none() && s.name_any() != my_name)
+        .filter_map(|s| {
+            Some(Claimant {
+                name: s.name_any(),
+                created: created(&s),
+                target: decide::resolve_target(&s.spec.target).ok()?,
+            })
+        })
+        .collect();
+    if let Some(target) = my_target {
+        out.push(Claimant {
+            name: my_name,
+            created: created(me),
+            target,
+        });
+    }
+    Ok(out)
+}
+
+fn merge_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
+fn object_name(change: &Change) -> String {
+    match change {
+        Change::ClusterAutoscaler { name, .. } => format!("ClusterAutoscaler {name}"),
+        Change::Node { name, .. } => format!("Node {name}"),
+        Change::MachineAutoscaler {
+            namespace, name, ..
+        } => format!("MachineAutoscaler {namespace}/{name}"),
+        Change::NodePool { name, .. } => format!("NodePool {name}"),
+    }
+}
+
+/// Writes every change; one failing does not stop the others. Returns the first failure.
+async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<(), Error> {
+    let mut first_error = None;
+    for change in changes {
+        let body = targets::patch_body(change, me);
+        let client = ctx.client.clone();
+        let result = match change {
+            Change::ClusterAutoscaler { name, .. } => {
+                Api::<DynamicObject>::all_with(client, &targets::cluster_autoscaler())
+                    .patch(
+                        name,
+                        &PatchParams::apply(MANAGER).force(),
+                        &Patch::Apply(&body),
+                    )
+                    .await
+                    .map(drop)
+            }
+            Change::Node { name, .. } => Api::<Node>::all(client)
+                .patch(name, &merge_params(), &Patch::Merge(&body))
+                .await
+                .map(drop),
+            Change::MachineAutoscaler {
+                namespace, name, ..
+            } => Api::<DynamicObject>::namespaced_with(
+                client,
+                namespace,
+                &targets::machine_autoscaler(),
+            )
+            .patch(name, &merge_params(), &Patch::Merge(&body))
+            .await
+            .map(drop),
+            Change::NodePool { name, .. } => {
+                Api::<DynamicObject>::all_with(client, &targets::node_pool())
+                    .patch(name, &merge_params(), &Patch::Merge(&body))
+                    .await
+                    .map(drop)
+            }
+        };
+        match result {
+            Ok(()) => {
+                ctx.metrics.write(change.kind());
+                tracing::info!(schedule = me, change = %change.describe(), "applied");
+            }
+            Err(error) => {
+                let object = object_name(change);
+                tracing::warn!(schedule = me, %object, %error, "write failed");
+                let error = match &error {
+                    kube::Error::Api(status) if status.is_conflict() || status.is_not_found() => {
+                        Error::Conflict { object }
+                    }
+                    _ => Error::Apply {
+                        object,
+                        source: error,
+                    },
+                };
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// What the status write found.
+struct StatusReport {
+    /// `status.scaleDownEnabled` before, when there was a status.
+    previous_enabled: Option<bool>,
+    /// Condition types whose content changed, with their new status.
+    changed: Vec<(String, bool)>,
+}
+
+/// Writes the status when it differs from the stored one.
+async fn write_status(
+    ctx: &Context,
+    schedule: &ScaleDownSchedule,
+    decision: &Decision,
+    outcome: &TargetOutcome,
+    now: DateTime<Utc>,
+) -> Result<StatusReport, Error> {
+    let generation = schedule.metadata.generation;
+    let old = schedule.status.clone();
+    let mut status = old.clone().unwrap_or_default();
+    status.scale_down_enabled = decision.scale_down_enabled;
+    status.active_window = decision.active_window.and_then(|i| i32::try_from(i).ok());
+    status.next_transition_time = decision.next_transition.map(to_k8s_time);
+    status.next_transitions = decision
+        .next_transitions
+        .iter()
+        .map(|(at, enabled)| ScaleDownTransition {
+            at: to_k8s_time(*at),
+            scale_down_enabled: *enabled,
+        })
+        .collect();
+    status.observed_generation = generation;
+    let mut changed = Vec::new();
+    for update in decide::conditions(decision, outcome, generation) {
+        let (type_, value) = (update.type_.clone(), update.status);
+        if set_condition(&mut status.conditions, update, now) {
+            changed.push((type_, value));
+        }
+    }
+    let report = StatusReport {
+        previous_enabled: old.as_ref().map(|s| s.scale_down_enabled),
+        changed,
+    };
+    if old.as_ref() == Some(&status) {
+        return Ok(report);
+    }
+    let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
+    api.patch_status(
+        &schedule.name_any(),
+        &merge_params(),
+        &Patch::Merge(serde_json::json!({ "status": merge_diff(
+            &serde_json::to_value(old.unwrap_or_default())?,
+            &serde_json::to_value(&status)?,
+        ) })),
+    )
+    .await
+    .map_err(Error::Status)?;
+    Ok(report)
+}
+
+/// Events: every flip of `scaleDownEnabled` (the first decision too), target writes without a
+/// flip, and a spec that becomes invalid or a conflict that appears.
+async fn publish(
+    ctx: &Context,
+    schedule: &ScaleDownSchedule,
+    decision: &Decision,
+    outcome: &TargetOutcome,
+    report: &StatusReport,
+) {
+    let reference = schedule.object_ref(&());
+    let changes: Vec<String> = match outcome {
+        TargetOutcome::Planned { plan, .. } => plan.changes.iter().map(Change::describe).collect(),
+        _ => Vec::new(),
+    };
+    let what = match outcome {
+        TargetOutcome::Planned { dry_run: true, .. } if !changes.is_empty() => {
+            format!("dry-run, would {}", decide::summarize(&changes, 5))
+        }
+        TargetOutcome::Planned { .. } if !changes.is_empty() => decide::summarize(&changes, 5),
+        TargetOutcome::Planned { .. } => "the target was already so".to_owned(),
+        TargetOutcome::Paused(why) => format!("not applied: {why}"),
+        TargetOutcome::Disabled(kind) => {
+            format!("not applied: target kind switched off ({})", kind.flag())
+        }
+        TargetOutcome::Invalid(invalid) => format!("not applied: {invalid}"),
+    };
+    let enabled = decision.scale_down_enabled;
+    if report.previous_enabled != Some(enabled) {
+        let (reason, action) = if enabled {
+            ("ScaleDownEnabled", "EnableScaleDown")
+        } else {
+            ("ScaleDownDisabled", "DisableScaleDown")
+        };
+        let why = match &decision.reason {
+            Reason::WindowOpen(i) => format!("window {i} open"),
+            Reason::ClusterUpgrade => "cluster upgrading".to_owned(),
+            Reason::OutsideWindows => "no window open".to_owned(),
+            Reason::InvalidSchedule(invalid) => format!("fail-safe, {invalid}"),
+        };
+        ctx.events
+            .record(
+                &reference,
+                EventKind::Normal,
+                reason,
+                action,
+                &format!("{why}: {what}"),
+            )
+            .await;
+    } else if !changes.is_empty() && !ctx.dry_run {
+        ctx.events
+            .record(
+                &reference,
+                EventKind::Normal,
+                "TargetUpdated",
+                "Apply",
+                &what,
+            )
+            .await;
+    }
+    let became = |type_: &str, value: bool| {
+        report
+            .changed
+            .iter()
+            .any(|(t, v)| t == type_ && *v == value)
+    };
+    let updates = decide::conditions(decision, outcome, None);
+    let warnings = [
+        (decide::SCHEDULE_VALID, false, "Validate"),
+        (decide::TARGET_CONFLICT, true, "Yield"),
+    ];
+    for (type_, value, action) in warnings {
+        if became(type_, value)
+            && let Some(c) = updates.iter().find(|c| c.type_ == type_)
+        {
+            ctx.events
+                .record(
+                    &reference,
+                    EventKind::Warning,
+                    &c.reason,
+                    action,
+                    &c.message,
+                )
+                .await;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "reconcile_tests.rs"]
+mod tests;

@@ -1,0 +1,1136 @@
+//! Reconciler tests against the in-memory API, per target kind, with a manual clock: the exact
+//! fields written, zero writes when nothing changes, injected faults converging without acting
+//! twice, what ebb did not set left alone, the fail-safe, conflicts, pause, dry-run, deletion.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use ebb_crds::scaledown::ScaleDownSchedule;
+use ebb_runtime::testkit::{FakeApi, Fault, Matcher, PatchKind, RecordedRequest, RecordingEvents};
+use ebb_runtime::{EventKind, Leader, ManualClock};
+use http::Method;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
+
+const FRIDAY_NOON: &str = "2026-03-27T11:00:00Z";
+const FRIDAY_NIGHT: &str = "2026-03-27T19:00:00Z";
+const SATURDAY_MORNING: &str = "2026-03-28T06:00:00Z";
+const ME: &str = "workday-nights";
+const MA_NS: &str = "openshift-machine-api";
+
+fn utc(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+struct Test {
+    fake: FakeApi,
+    clock: ManualClock,
+    events: RecordingEvents,
+    registry: Registry,
+    ctx: Arc<Context>,
+}
+
+impl Test {
+    fn new(at: &str) -> Self {
+        Self::with(at, EnabledTargets::all(), false)
+    }
+
+    fn with(at: &str, targets: EnabledTargets, dry_run: bool) -> Self {
+        Self::with_leader(at, targets, dry_run, Leader::disabled())
+    }
+
+    fn with_leader(at: &str, targets: EnabledTargets, dry_run: bool, leader: Leader) -> Self {
+        let clock = ManualClock::new(utc(at));
+        let fake = FakeApi::with_clock(clock.clone());
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let events = RecordingEvents::new();
+        let ctx = Arc::new(Context::new(
+            fake.client(),
+            Arc::new(clock.clone()),
+            Arc::new(events.clone()),
+            metrics,
+            dry_run,
+            leader,
+            targets,
+        ));
+        Self {
+            fake,
+            clock,
+            events,
+            registry,
+            ctx,
+        }
+    }
+
+    fn schedule(&self, name: &str) -> ScaleDownSchedule {
+        self.fake.get("", name).unwrap()
+    }
+
+    async fn reconcile(&self, name: &str) -> Result<Action, Error> {
+        reconcile_schedule(Arc::new(self.schedule(name)), self.ctx.clone()).await
+    }
+
+    /// Reconciles until a pass succeeds (at most five), as the controller retries.
+    async fn converge(&self, name: &str) -> Action {
+        for _ in 0..5 {
+            if let Ok(action) = self.reconcile(name).await {
+                return action;
+            }
+        }
+        panic!("{name} did not converge");
+    }
+
+    fn set(&self, at: &str) {
+        self.clock.set(utc(at));
+    }
+
+    /// Writes to anything but ScaleDownSchedules.
+    fn target_writes(&self) -> Vec<RecordedRequest> {
+        self.fake
+            .writes()
+            .into_iter()
+            .filter(|r| !r.path.contains("/scaledownschedules/"))
+            .collect()
+    }
+
+    fn status_writes(&self) -> Vec<RecordedRequest> {
+        self.fake.writes_matching(&Matcher::patch("/status"))
+    }
+
+    fn ca(&self) -> Value {
+        self.fake
+            .get_json(
+                "autoscaling.openshift.io/v1",
+                "ClusterAutoscaler",
+                "",
+                "default",
+            )
+            .unwrap()
+    }
+
+    fn metrics(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).unwrap();
+        out
+    }
+
+    fn condition(&self, name: &str, type_: &str) -> (String, String, String) {
+        let status = self.schedule(name).status.unwrap();
+        let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    }
+}
+
+fn nights() -> Value {
+    json!([{ "schedule": "0 20 * * 1-5", "duration": "11h", "timeZone": "Europe/Zurich" }])
+}
+
+fn schedule(name: &str, target: Value, windows: Value) -> Value {
+    json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1",
+        "kind": "ScaleDownSchedule",
+        "metadata": { "name": name, "finalizers": [FINALIZER] },
+        "spec": { "target": target, "windows": windows },
+    })
+}
+
+fn ca_target() -> Value {
+    json!({ "clusterAutoscaler": { "name": "default" } })
+}
+
+fn cluster_autoscaler(enabled: bool) -> Value {
+    json!({
+        "apiVersion": "autoscaling.openshift.io/v1",
+        "kind": "ClusterAutoscaler",
+        "metadata": { "name": "default" },
+        "spec": {
+            "scaleDown": { "enabled": enabled, "delayAfterAdd": "10m", "unneededTime": "5m" },
+            "resourceLimits": { "maxNodesTotal": 24 },
+        },
+    })
+}
+
+fn secs(d: TimeDelta) -> Action {
+    Action::requeue(d.to_std().unwrap())
+}
+
+// ----- ClusterAutoscaler ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+
+    let action = t.reconcile(ME).await.unwrap();
+    // Requeued exactly at the window's opening, Friday 20:00 CET.
+    assert_eq!(action, secs(utc(FRIDAY_NIGHT) - utc(FRIDAY_NOON)));
+
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1);
+    let apply = &writes[0];
+    assert_eq!(apply.method, Method::PATCH);
+    assert_eq!(
+        apply.path,
+        "/apis/autoscaling.openshift.io/v1/clusterautoscalers/default"
+    );
+    assert_eq!(apply.patch, Some(PatchKind::Apply));
+    assert_eq!(apply.query_param("fieldManager"), Some(MANAGER));
+    assert_eq!(apply.query_param("force"), Some("true"));
+    assert_eq!(
+        apply.body,
+        Some(json!({
+            "apiVersion": "autoscaling.openshift.io/v1",
+            "kind": "ClusterAutoscaler",
+            "metadata": { "name": "default" },
+            "spec": { "scaleDown": { "enabled": false } },
+        }))
+    );
+    // Nothing else in the ClusterAutoscaler changed.
+    let mut expected = cluster_autoscaler(false);
+    let ca = t.ca();
+    expected["metadata"] = ca["metadata"].clone();
+    assert_eq!(ca, expected);
+
+    let status = t.schedule(ME).status.unwrap();
+    assert!(!status.scale_down_enabled);
+    assert_eq!(status.active_window, None);
+    assert_eq!(
+        status
+            .next_transition_time
+            .map(|t| ebb_runtime::from_k8s_time(&t)),
+        Some(utc(FRIDAY_NIGHT))
+    );
+    assert_eq!(status.next_transitions.len(), decide::PREVIEW_LEN);
+    assert_eq!(status.observed_generation, Some(1));
+    assert_eq!(
+        t.condition(ME, decide::READY),
+        (
+            "True".into(),
+            "ScaleDownDisabled".into(),
+            "scale-down disabled: no window is open; applied to 1 ClusterAutoscaler".into()
+        )
+    );
+    let events = t.events.events();
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled"]);
+    assert_eq!(
+        events[0].note,
+        "no window open: set spec.scaleDown.enabled=false on ClusterAutoscaler default"
+    );
+    assert!(
+        t.metrics()
+            .contains("ebb_scaledown_window_scale_down_enabled{schedule=\"workday-nights\"} 0")
+    );
+}
+
+#[tokio::test]
+async fn an_unchanged_reconcile_writes_nothing() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+    t.fake.clear_requests();
+    t.events.clear();
+
+    // Later, still inside the same closed period.
+    t.set("2026-03-27T15:30:00Z");
+    let action = t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+    assert!(t.events.events().is_empty());
+    assert_eq!(
+        action,
+        secs(utc(FRIDAY_NIGHT) - utc("2026-03-27T15:30:00Z"))
+    );
+}
+
+#[tokio::test]
+async fn window_opening_and_closing_flip_the_field() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+
+    t.set(FRIDAY_NIGHT);
+    let action = t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    assert_eq!(action, secs(utc(SATURDAY_MORNING) - utc(FRIDAY_NIGHT)));
+    let status = t.schedule(ME).status.unwrap();
+    assert!(status.scale_down_enabled);
+    assert_eq!(status.active_window, Some(0));
+
+    t.set(SATURDAY_MORNING);
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    // A field that is now empty is removed from the stored status, not left stale.
+    assert_eq!(t.schedule(ME).status.unwrap().active_window, None);
+    assert_eq!(
+        t.events.reasons(),
+        ["ScaleDownDisabled", "ScaleDownEnabled", "ScaleDownDisabled"]
+    );
+    let metrics = t.metrics();
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{schedule=\"workday-nights\",scale_down_enabled=\"true\"} 1"), "{metrics}");
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{schedule=\"workday-nights\",scale_down_enabled=\"false\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("ebb_scaledown_window_target_writes_total{kind=\"ClusterAutoscaler\"} 3"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn injected_faults_on_the_target_converge_without_acting_twice() {
+    for fault in [
+        Fault::Status(409),
+        Fault::Status(500),
+        Fault::Timeout,
+        Fault::TimeoutAfterApply,
+    ] {
+        let t = Test::new(FRIDAY_NOON);
+        t.fake.insert(cluster_autoscaler(true));
+        t.fake.insert(schedule(ME, ca_target(), nights()));
+        t.fake
+            .inject(Matcher::patch("/clusterautoscalers/default"), fault, 1);
+
+        let error = t.reconcile(ME).await.unwrap_err();
+        let expected = if fault == Fault::Status(409) {
+            "conflict"
+        } else {
+            "apply"
+        };
+        assert_eq!(error.category(), expected, "{fault:?}");
+        // A failed pass writes no status (it would claim what did not happen).
+        assert!(t.status_writes().is_empty(), "{fault:?}");
+
+        t.converge(ME).await;
+        assert_eq!(
+            t.ca()["spec"]["scaleDown"]["enabled"],
+            json!(false),
+            "{fault:?}"
+        );
+        let ca_writes = t
+            .fake
+            .writes_matching(&Matcher::patch("/clusterautoscalers/"));
+        // One failed attempt and one success, except when the failed one took effect: then the
+        // retry sees the field already false and does not write again.
+        let expected_writes = if fault == Fault::TimeoutAfterApply {
+            1
+        } else {
+            2
+        };
+        assert_eq!(ca_writes.len(), expected_writes, "{fault:?}");
+        assert_eq!(t.status_writes().len(), 1, "{fault:?}");
+        assert_eq!(t.events.reasons(), ["ScaleDownDisabled"], "{fault:?}");
+    }
+}
+
+#[tokio::test]
+async fn status_write_failures_retry_without_writing_the_target_again() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake.fail_next(Matcher::patch("/status"), 500);
+    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "status");
+    t.converge(ME).await;
+    assert_eq!(
+        t.fake
+            .writes_matching(&Matcher::patch("/clusterautoscalers/"))
+            .len(),
+        1
+    );
+    assert_eq!(t.status_writes().len(), 2);
+    // The retry found the target already right; the flip is announced once the status holds it.
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled"]);
+}
+
+#[tokio::test]
+async fn error_policy_backs_off_and_conflicts_retry_at_once() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    let obj = Arc::new(DeserializeGuard(Ok(t.schedule(ME))));
+    let apply = || Error::Status(kube::Error::LinesCodecMaxLineLengthExceeded);
+    assert_eq!(
+        error_policy(obj.clone(), &apply(), t.ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+    assert_eq!(
+        error_policy(obj.clone(), &apply(), t.ctx.clone()),
+        Action::requeue(Duration::from_secs(2))
+    );
+    let conflict = Error::Conflict { object: "x".into() };
+    assert_eq!(
+        error_policy(obj, &conflict, t.ctx.clone()),
+        Action::requeue(Duration::from_millis(500))
+    );
+}
+
+#[tokio::test]
+async fn following_cluster_upgrades_enables_while_progressing() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(false));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["spec"]["maintenance"] = json!({ "followClusterUpgrade": true });
+    t.fake.insert(s);
+    t.fake.insert(json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterVersion",
+        "metadata": { "name": "version" },
+        "status": { "conditions": [
+            { "type": "Available", "status": "True" },
+            { "type": "Progressing", "status": "True" },
+        ] },
+    }));
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    assert!(
+        t.condition(ME, decide::READY)
+            .2
+            .contains("the cluster is upgrading")
+    );
+
+    t.fake.modify_json(
+        "config.openshift.io/v1",
+        "ClusterVersion",
+        "",
+        "version",
+        |cv| {
+            cv["status"]["conditions"][1]["status"] = json!("False");
+        },
+    );
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+
+    // With the ClusterVersion switched off, followClusterUpgrade has no effect (and it is not read).
+    let off = Test::with(
+        FRIDAY_NOON,
+        EnabledTargets {
+            cluster_version: false,
+            ..EnabledTargets::all()
+        },
+        false,
+    );
+    off.fake.insert(cluster_autoscaler(true));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["spec"]["maintenance"] = json!({ "followClusterUpgrade": true });
+    off.fake.insert(s);
+    off.reconcile(ME).await.unwrap();
+    assert!(
+        off.fake
+            .reads()
+            .iter()
+            .all(|r| !r.path.contains("clusterversions"))
+    );
+}
+
+#[tokio::test]
+async fn missing_cluster_autoscaler_is_reported_not_created() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+    assert!(t.target_writes().is_empty());
+    assert_eq!(t.condition(ME, decide::TARGET_NOT_FOUND).0, "True");
+    assert_eq!(t.condition(ME, decide::READY).1, "TargetNotFound");
+}
+
+// ----- fail-safe, conflicts, pause, dry-run, switched-off kinds -----------------------------------
+
+#[tokio::test]
+async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
+    let t = Test::new(FRIDAY_NIGHT);
+    t.fake.insert(cluster_autoscaler(true));
+    let windows = json!([
+        { "schedule": "0 20 * * 1-5", "duration": "11h", "timeZone": "Europe/Zurich" },
+        { "schedule": "0 20 * * 1-5", "duration": "11h", "timeZone": "Europe/Zurch" },
+    ]);
+    t.fake.insert(schedule(ME, ca_target(), windows));
+    let action = t.reconcile(ME).await.unwrap();
+    // Window 0 is open, but window 1 cannot be read: scale-down held off.
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert_eq!(action, Action::await_change());
+    let (status, reason, message) = t.condition(ME, decide::SCHEDULE_VALID);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidSchedule")
+    );
+    assert!(
+        message.starts_with("spec.windows[1].timeZone: unknown time zone \"Europe/Zurch\""),
+        "{message}"
+    );
+    assert_eq!(t.condition(ME, decide::READY).1, "InvalidSchedule");
+    let s = t.schedule(ME).status.unwrap();
+    assert!(!s.scale_down_enabled);
+    assert_eq!((s.active_window, s.next_transition_time), (None, None));
+    let events = t.events.events();
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled", "InvalidSchedule"]);
+    assert_eq!(events[1].kind, EventKind::Warning);
+    assert!(
+        t.metrics()
+            .contains("ebb_scaledown_window_schedule_invalid{schedule=\"workday-nights\"} 1")
+    );
+
+    // Fixed: the schedule decides again.
+    t.fake.modify::<ScaleDownSchedule>("", ME, |s| {
+        s.spec.windows[1].time_zone = "Europe/Zurich".into()
+    });
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    assert_eq!(t.condition(ME, decide::SCHEDULE_VALID).0, "True");
+}
+
+#[tokio::test]
+async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    // Same creation instant (the fake's clock): the first by name manages it.
+    t.fake.insert(schedule("a-nights", ca_target(), nights()));
+    let always = json!([{ "schedule": "* * * * *", "duration": "1h" }]);
+    t.fake.insert(schedule("b-always", ca_target(), always));
+    for _ in 0..3 {
+        t.reconcile("b-always").await.unwrap();
+        t.reconcile("a-nights").await.unwrap();
+    }
+    let ca_writes = t
+        .fake
+        .writes_matching(&Matcher::patch("/clusterautoscalers/"));
+    assert_eq!(
+        ca_writes.len(),
+        1,
+        "only the managing schedule writes, once"
+    );
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    let (status, _, message) = t.condition("b-always", decide::TARGET_CONFLICT);
+    assert_eq!(status, "True");
+    assert!(
+        message.contains("ClusterAutoscaler default (managed by a-nights)"),
+        "{message}"
+    );
+    assert_eq!(t.condition("b-always", decide::READY).1, "TargetConflict");
+    assert_eq!(t.condition("a-nights", decide::TARGET_CONFLICT).0, "False");
+    assert!(t.events.reasons().contains(&"TargetConflict".to_owned()));
+    assert!(
+        t.metrics()
+            .contains("ebb_scaledown_window_target_conflict{schedule=\"b-always\"} 1")
+    );
+
+    // The manager is deleted: the other takes over (and the deleted one does not release it).
+    t.fake.modify::<ScaleDownSchedule>("", "a-nights", |s| {
+        s.metadata.deletion_timestamp = Some(ebb_runtime::to_k8s_time(utc(FRIDAY_NOON)));
+    });
+    t.reconcile("a-nights").await.unwrap();
+    assert!(t.fake.get::<ScaleDownSchedule>("", "a-nights").is_none());
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    t.reconcile("b-always").await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    assert_eq!(t.condition("b-always", decide::TARGET_CONFLICT).0, "False");
+}
+
+#[tokio::test]
+async fn paused_schedules_write_nothing_but_status_and_wake_at_expiry() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["metadata"]["annotations"] =
+        json!({ "scaling.ebb.dev/paused-until": "2026-03-27T13:00:00Z" });
+    t.fake.insert(s);
+    let action = t.reconcile(ME).await.unwrap();
+    assert!(t.target_writes().is_empty());
+    assert_eq!(
+        t.fake.read_count(),
+        0,
+        "a paused schedule does not even read its target"
+    );
+    assert_eq!(action, secs(TimeDelta::hours(2)));
+    assert_eq!(t.condition(ME, decide::PAUSED).0, "True");
+    assert_eq!(t.condition(ME, decide::READY).1, "Paused");
+
+    t.set("2026-03-27T13:00:00Z");
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
+}
+
+#[tokio::test]
+async fn dry_run_records_the_intent_and_writes_nothing_else() {
+    let t = Test::with(FRIDAY_NOON, EnabledTargets::all(), true);
+    t.fake.insert(cluster_autoscaler(true));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["metadata"].as_object_mut().unwrap().remove("finalizers");
+    t.fake.insert(s);
+    t.reconcile(ME).await.unwrap();
+    let writes = t.fake.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(
+        writes[0]
+            .path
+            .ends_with("/scaledownschedules/workday-nights/status")
+    );
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    let (status, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "DryRun"));
+    assert!(
+        message.ends_with(
+            "dry-run, would set spec.scaleDown.enabled=false on ClusterAutoscaler default"
+        )
+    );
+    assert_eq!(
+        t.events.events()[0].note,
+        "no window open: dry-run, would set spec.scaleDown.enabled=false on ClusterAutoscaler default"
+    );
+    // Again: nothing new to say, nothing written.
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+    assert_eq!(t.events.events().len(), 1);
+}
+
+#[tokio::test]
+async fn switched_off_target_kinds_are_reported_and_untouched() {
+    let t = Test::with(
+        FRIDAY_NOON,
+        EnabledTargets {
+            karpenter: false,
+            ..EnabledTargets::all()
+        },
+        false,
+    );
+    let mut s = schedule(ME, json!({ "karpenterNodePools": {} }), nights());
+    s["metadata"].as_object_mut().unwrap().remove("finalizers");
+    t.fake.insert(s);
+    t.reconcile(ME).await.unwrap();
+    assert!(t.fake.reads().iter().all(|r| !r.path.contains("nodepools")));
+    assert_eq!(t.fake.write_count(), 1, "status only, no finalizer");
+    let (_, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(reason, "TargetDisabled");
+    assert!(message.contains("--enable-karpenter"));
+}
+
+#[tokio::test]
+async fn the_finalizer_comes_first_then_the_work() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["metadata"].as_object_mut().unwrap().remove("finalizers");
+    t.fake.insert(s);
+    assert_eq!(t.reconcile(ME).await.unwrap(), Action::await_change());
+    assert_eq!(t.fake.write_count(), 1);
+    assert_eq!(
+        t.schedule(ME).metadata.finalizers,
+        Some(vec![FINALIZER.to_owned()])
+    );
+    assert_eq!(
+        t.ca()["spec"]["scaleDown"]["enabled"],
+        json!(true),
+        "nothing before the finalizer"
+    );
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+}
+
+#[tokio::test]
+async fn a_standby_replica_writes_nothing() {
+    let t = Test::with_leader(
+        FRIDAY_NOON,
+        EnabledTargets::all(),
+        false,
+        Leader::following(),
+    );
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake.clear_requests();
+    let action = t.reconcile(ME).await.unwrap();
+    assert_ne!(
+        action,
+        Action::await_change(),
+        "a standby looks again later"
+    );
+    assert_eq!(t.fake.write_count(), 0);
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+}
+
+#[tokio::test]
+async fn another_controllers_finalizer_is_kept_beside_ours() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    let mut s = schedule(ME, ca_target(), nights());
+    s["metadata"]["finalizers"] = json!(["example.com/other"]);
+    t.fake.insert(s);
+    assert_eq!(t.reconcile(ME).await.unwrap(), Action::await_change());
+    assert_eq!(
+        t.schedule(ME).metadata.finalizers,
+        Some(vec!["example.com/other".to_owned(), FINALIZER.to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn malformed_objects_wait_for_a_change() {
+    let t = Test::new(FRIDAY_NOON);
+    let guard: DeserializeGuard<ScaleDownSchedule> = serde_json::from_value(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1",
+        "kind": "ScaleDownSchedule",
+        "metadata": { "name": "broken" },
+        "spec": { "target": "everything", "windows": 3 },
+    }))
+    .unwrap();
+    let guard = Arc::new(guard);
+    let error = reconcile(guard.clone(), t.ctx.clone()).await.unwrap_err();
+    assert_eq!(error.category(), "invalid");
+    assert_eq!(
+        error_policy(guard, &error, t.ctx.clone()),
+        Action::await_change()
+    );
+    assert_eq!(t.fake.write_count(), 0);
+}
+
+// ----- Nodes -------------------------------------------------------------------------------------
+
+fn node(name: &str, pool: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": { "name": name, "labels": { "pool": pool }, "annotations": annotations },
+        "status": { "capacity": { "cpu": "4" } },
+    })
+}
+
+fn node_annotations(t: &Test, name: &str) -> Value {
+    t.fake.get_json("v1", "Node", "", name).unwrap()["metadata"]["annotations"].clone()
+}
+
+fn node_target() -> Value {
+    json!({ "nodeAnnotation": { "nodeSelector": { "matchLabels": { "pool": "workers" } } } })
+}
+
+#[tokio::test]
+async fn nodes_are_annotated_outside_windows_and_only_ebbs_annotations_removed_inside() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(node("w1", "workers", json!({ "kept": "yes" })));
+    t.fake.insert(node(
+        "w2",
+        "workers",
+        json!({ SCALE_DOWN_DISABLED_ANNOTATION: "true" }),
+    ));
+    t.fake.insert(node("infra", "infra", json!({})));
+    t.fake.insert(schedule(ME, node_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].path, "/api/v1/nodes/w1");
+    assert_eq!(writes[0].patch, Some(PatchKind::Merge));
+    assert_eq!(writes[0].query_param("fieldManager"), Some(MANAGER));
+    let rv = writes[0].body.as_ref().unwrap()["metadata"]["resourceVersion"].clone();
+    assert!(rv.is_string());
+    assert_eq!(
+        writes[0].body,
+        Some(json!({ "metadata": {
+            "resourceVersion": rv,
+            "annotations": { SCALE_DOWN_DISABLED_ANNOTATION: "true", DISABLED_BY_ANNOTATION: ME },
+        } }))
+    );
+    assert_eq!(
+        node_annotations(&t, "w1"),
+        json!({ "kept": "yes", SCALE_DOWN_DISABLED_ANNOTATION: "true", DISABLED_BY_ANNOTATION: ME })
+    );
+    assert_eq!(node_annotations(&t, "infra"), json!({}));
+
+    // No change: no write.
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+
+    // A node that joins later is covered.
+    t.fake.insert(node("w3", "workers", json!({})));
+    t.reconcile(ME).await.unwrap();
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].path, "/api/v1/nodes/w3");
+    assert!(t.events.reasons().contains(&"TargetUpdated".to_owned()));
+
+    // Inside the window: ebb's annotations go, the one set by someone else stays.
+    t.set(FRIDAY_NIGHT);
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/api/v1/nodes/w1", "/api/v1/nodes/w3"]);
+    assert_eq!(node_annotations(&t, "w1"), json!({ "kept": "yes" }));
+    assert_eq!(
+        node_annotations(&t, "w2"),
+        json!({ SCALE_DOWN_DISABLED_ANNOTATION: "true" })
+    );
+    assert_eq!(node_annotations(&t, "w3"), json!({}));
+    assert!(
+        t.condition(ME, decide::READY)
+            .2
+            .ends_with("applied to 3 Nodes")
+    );
+}
+
+#[tokio::test]
+async fn node_writes_race_and_faults_converge() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(node("w1", "workers", json!({})));
+    t.fake.insert(node("w2", "workers", json!({})));
+    t.fake.insert(schedule(ME, node_target(), nights()));
+    // Someone changes w1 between our read and our write: the stale resourceVersion is a 409.
+    t.fake.before_next(Matcher::patch("/nodes/w1"), |fake| {
+        fake.modify_json("v1", "Node", "", "w1", |n| {
+            n["metadata"]["labels"]["zone"] = json!("b");
+        });
+    });
+    t.fake.fail_next(Matcher::patch("/nodes/w2"), 500);
+    let error = t.reconcile(ME).await.unwrap_err();
+    assert_eq!(error.category(), "conflict");
+    t.converge(ME).await;
+    for n in ["w1", "w2"] {
+        assert_eq!(
+            node_annotations(&t, n)[SCALE_DOWN_DISABLED_ANNOTATION],
+            json!("true")
+        );
+    }
+    assert_eq!(
+        t.fake.get_json("v1", "Node", "", "w1").unwrap()["metadata"]["labels"]["zone"],
+        json!("b")
+    );
+    let succeeded = t.target_writes().iter().filter(|r| r.succeeded()).count();
+    assert_eq!(succeeded, 2, "each node written once");
+}
+
+#[tokio::test]
+async fn deleting_a_node_schedule_releases_what_it_set() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(node("w1", "workers", json!({})));
+    t.fake.insert(node(
+        "w2",
+        "workers",
+        json!({ SCALE_DOWN_DISABLED_ANNOTATION: "true" }),
+    ));
+    t.fake.insert(schedule(ME, node_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+    t.fake.modify::<ScaleDownSchedule>("", ME, |s| {
+        s.metadata.deletion_timestamp = Some(ebb_runtime::to_k8s_time(utc(FRIDAY_NOON)));
+    });
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(node_annotations(&t, "w1"), json!({}));
+    assert_eq!(
+        node_annotations(&t, "w2"),
+        json!({ SCALE_DOWN_DISABLED_ANNOTATION: "true" })
+    );
+    assert!(
+        t.fake.get::<ScaleDownSchedule>("", ME).is_none(),
+        "finalizer removed"
+    );
+    assert!(t.events.reasons().contains(&"Released".to_owned()));
+    assert!(
+        !t.metrics().contains("schedule=\"workday-nights\"} "),
+        "gauges dropped"
+    );
+}
+
+// ----- MachineAutoscalers ------------------------------------------------------------------------
+
+fn machine_autoscaler(name: &str, min: i32, max: i32, labels: Value) -> Value {
+    json!({
+        "apiVersion": "autoscaling.openshift.io/v1beta1",
+        "kind": "MachineAutoscaler",
+        "metadata": { "name": name, "namespace": MA_NS, "labels": labels },
+        "spec": {
+            "minReplicas": min,
+            "maxReplicas": max,
+            "scaleTargetRef": { "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": name },
+        },
+    })
+}
+
+fn machine_set(name: &str, replicas: i32) -> Value {
+    json!({
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "MachineSet",
+        "metadata": { "name": name, "namespace": MA_NS },
+        "spec": { "replicas": replicas },
+        "status": { "replicas": replicas },
+    })
+}
+
+fn ma_json(t: &Test, name: &str) -> Value {
+    t.fake
+        .get_json(
+            "autoscaling.openshift.io/v1beta1",
+            "MachineAutoscaler",
+            MA_NS,
+            name,
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(machine_autoscaler(
+        "worker-a",
+        1,
+        6,
+        json!({ "scaling": "nightly" }),
+    ));
+    t.fake.insert(machine_autoscaler("gpu", 0, 2, json!({})));
+    t.fake.insert(machine_set("worker-a", 3));
+    t.fake.insert(machine_set("gpu", 2));
+    let target = json!({ "machineAutoscalers": { "selector": { "matchLabels": { "scaling": "nightly" } } } });
+    t.fake.insert(schedule(ME, target, nights()));
+    t.reconcile(ME).await.unwrap();
+
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(
+        writes[0].path,
+        "/apis/autoscaling.openshift.io/v1beta1/namespaces/openshift-machine-api/machineautoscalers/worker-a"
+    );
+    let body = writes[0].body.clone().unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "metadata": {
+                "resourceVersion": body["metadata"]["resourceVersion"],
+                "annotations": {
+                    "scaling.ebb.dev/configured-min-replicas": "1",
+                    "scaling.ebb.dev/pinned-min-replicas": "3",
+                    DISABLED_BY_ANNOTATION: ME,
+                },
+            },
+            "spec": { "minReplicas": 3 },
+        })
+    );
+    assert_eq!(
+        ma_json(&t, "gpu")["spec"]["minReplicas"],
+        json!(0),
+        "not selected"
+    );
+
+    // The autoscaler grows the MachineSet: the pin follows.
+    t.fake.modify_json(
+        "machine.openshift.io/v1beta1",
+        "MachineSet",
+        MA_NS,
+        "worker-a",
+        |ms| {
+            ms["spec"]["replicas"] = json!(5);
+        },
+    );
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.target_writes().len(), 1);
+    let ma = ma_json(&t, "worker-a");
+    assert_eq!(ma["spec"]["minReplicas"], json!(5));
+    assert_eq!(
+        ma["metadata"]["annotations"]["scaling.ebb.dev/configured-min-replicas"],
+        json!("1")
+    );
+
+    // Unchanged: nothing written.
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+
+    // A restart loses nothing: a fresh context restores the configured minimum inside the window.
+    let restarted = Context::new(
+        t.fake.client(),
+        Arc::new(t.clock.clone()),
+        Arc::new(t.events.clone()),
+        Metrics::default(),
+        false,
+        Leader::disabled(),
+        EnabledTargets::all(),
+    );
+    t.set(FRIDAY_NIGHT);
+    reconcile_schedule(Arc::new(t.schedule(ME)), Arc::new(restarted))
+        .await
+        .unwrap();
+    let ma = ma_json(&t, "worker-a");
+    assert_eq!(ma["spec"]["minReplicas"], json!(1));
+    assert_eq!(ma["spec"]["maxReplicas"], json!(6));
+    assert_eq!(ma["metadata"].get("annotations"), Some(&json!({})));
+}
+
+#[tokio::test]
+async fn machine_autoscaler_faults_converge_without_losing_the_configured_minimum() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(machine_autoscaler("worker-a", 2, 6, json!({})));
+    t.fake.insert(machine_set("worker-a", 4));
+    t.fake
+        .insert(schedule(ME, json!({ "machineAutoscalers": {} }), nights()));
+    t.fake.inject(
+        Matcher::patch("/machineautoscalers/worker-a"),
+        Fault::TimeoutAfterApply,
+        1,
+    );
+    assert!(t.reconcile(ME).await.is_err());
+    t.fake.fail_next(Matcher::get("/machinesets"), 500);
+    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "observe");
+    t.converge(ME).await;
+    let ma = ma_json(&t, "worker-a");
+    assert_eq!(ma["spec"]["minReplicas"], json!(4));
+    assert_eq!(
+        ma["metadata"]["annotations"]["scaling.ebb.dev/configured-min-replicas"],
+        json!("2")
+    );
+    assert_eq!(
+        t.fake
+            .writes_matching(&Matcher::patch("/machineautoscalers/"))
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn machine_autoscaler_without_its_machine_set_is_reported() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(machine_autoscaler("worker-a", 2, 6, json!({})));
+    t.fake
+        .insert(schedule(ME, json!({ "machineAutoscalers": {} }), nights()));
+    t.reconcile(ME).await.unwrap();
+    assert!(t.target_writes().is_empty());
+    let (status, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "TargetInvalid")
+    );
+    assert!(message.contains("MachineSet worker-a not found"));
+}
+
+// ----- Karpenter NodePools -----------------------------------------------------------------------
+
+fn node_pool(name: &str, budgets: Value) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": { "name": name, "labels": { "team": "batch" } },
+        "spec": {
+            "template": { "spec": { "nodeClassRef": { "name": "default" } } },
+            "disruption": { "consolidationPolicy": "WhenEmptyOrUnderutilized", "budgets": budgets },
+        },
+    })
+}
+
+fn budgets(t: &Test, name: &str) -> Value {
+    t.fake
+        .get_json("karpenter.sh/v1", "NodePool", "", name)
+        .unwrap()["spec"]["disruption"]["budgets"]
+        .clone()
+}
+
+#[tokio::test]
+async fn node_pools_get_ebbs_budget_outside_windows_and_keep_every_other() {
+    let t = Test::new(FRIDAY_NOON);
+    let users = json!([
+        { "nodes": "10%" },
+        { "nodes": "0", "schedule": "0 9 * * 1-5", "duration": "8h" },
+        { "nodes": "0" },
+    ]);
+    t.fake.insert(node_pool("batch", users.clone()));
+    let target =
+        json!({ "karpenterNodePools": { "selector": { "matchLabels": { "team": "batch" } } } });
+    t.fake.insert(schedule(ME, target, nights()));
+    t.reconcile(ME).await.unwrap();
+
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].path, "/apis/karpenter.sh/v1/nodepools/batch");
+    assert_eq!(writes[0].patch, Some(PatchKind::Merge));
+    let body = writes[0].body.clone().unwrap();
+    let mut with_ours = users.as_array().unwrap().clone();
+    with_ours.push(json!({ "nodes": "0" }));
+    assert_eq!(
+        body,
+        json!({
+            "metadata": {
+                "resourceVersion": body["metadata"]["resourceVersion"],
+                "annotations": { DISABLED_BY_ANNOTATION: ME },
+            },
+            "spec": { "disruption": { "budgets": with_ours } },
+        })
+    );
+    assert_eq!(budgets(&t, "batch"), json!(with_ours));
+    let pool = t
+        .fake
+        .get_json("karpenter.sh/v1", "NodePool", "", "batch")
+        .unwrap();
+    assert_eq!(
+        pool["spec"]["disruption"]["consolidationPolicy"],
+        json!("WhenEmptyOrUnderutilized")
+    );
+
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+
+    t.set(FRIDAY_NIGHT);
+    t.reconcile(ME).await.unwrap();
+    // Exactly ebb's budget is gone; the user's own {nodes: "0"} and the rest stay, in order.
+    assert_eq!(budgets(&t, "batch"), users);
+    let pool = t
+        .fake
+        .get_json("karpenter.sh/v1", "NodePool", "", "batch")
+        .unwrap();
+    assert_eq!(pool["metadata"]["annotations"], json!({}));
+}
+
+#[tokio::test]
+async fn a_budget_added_concurrently_survives_the_conflict() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(node_pool("batch", json!([{ "nodes": "10%" }])));
+    t.fake
+        .insert(schedule(ME, json!({ "karpenterNodePools": {} }), nights()));
+    // Someone adds a budget between our read and our write.
+    t.fake
+        .before_next(Matcher::patch("/nodepools/batch"), |fake| {
+            fake.modify_json("karpenter.sh/v1", "NodePool", "", "batch", |p| {
+                p["spec"]["disruption"]["budgets"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({ "nodes": "1", "reasons": ["Drifted"] }));
+            });
+        });
+    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "conflict");
+    t.converge(ME).await;
+    assert_eq!(
+        budgets(&t, "batch"),
+        json!([{ "nodes": "10%" }, { "nodes": "1", "reasons": ["Drifted"] }, { "nodes": "0" }])
+    );
+    t.fake.fail_next(Matcher::patch("/nodepools/batch"), 500);
+    t.set(FRIDAY_NIGHT);
+    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "apply");
+    t.converge(ME).await;
+    assert_eq!(
+        budgets(&t, "batch"),
+        json!([{ "nodes": "10%" }, { "nodes": "1", "reasons": ["Drifted"] }])
+    );
+}
+
+#[tokio::test]
+async fn requeue_is_capped_and_a_schedule_without_flips_resyncs_daily() {
+    let now = utc(FRIDAY_NOON);
+    assert_eq!(requeue_after(now, now + TimeDelta::days(400)), RESYNC);
+    assert_eq!(
+        requeue_after(now, now - TimeDelta::seconds(5)),
+        Duration::ZERO
+    );
+    assert_eq!(
+        requeue_after(now, now + TimeDelta::milliseconds(1500)),
+        Duration::from_millis(1500)
+    );
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), json!([])));
+    assert_eq!(t.reconcile(ME).await.unwrap(), Action::requeue(RESYNC));
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+}

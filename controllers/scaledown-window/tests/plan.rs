@@ -1,0 +1,212 @@
+//! The `plan` subcommand as a user runs it: the built binary on the repository's examples and on
+//! files in a temp dir.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scaledown-window"))
+        .arg("plan")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_at(file: &Path, at: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--file",
+        file.to_str().unwrap(),
+        "--at",
+        at,
+        "--output",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "one line: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("scaledown-window-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn answer(enabled: bool, window: Option<u32>, next: Option<&str>) -> Value {
+    json!({
+        "name": "workday-nights",
+        "scaleDownEnabled": enabled,
+        "activeWindow": window,
+        "nextTransition": next,
+    })
+}
+
+#[test]
+fn the_example_at_several_instants() {
+    let file = example("scaledown-schedule.yaml");
+    let cases = [
+        // Friday noon in Zurich: closed until 20:00 CET.
+        (
+            "2026-03-27T11:00:00Z",
+            answer(false, None, Some("2026-03-27T19:00:00Z")),
+        ),
+        // Friday 20:00 CET: the night window merges with the weekend one (48 elapsed hours from
+        // Saturday 00:00 CET, ending Monday 01:00 CEST after the spring-forward night).
+        (
+            "2026-03-27T19:00:00Z",
+            answer(true, Some(0), Some("2026-03-29T23:00:00Z")),
+        ),
+        (
+            "2026-03-28T12:00:00Z",
+            answer(true, Some(1), Some("2026-03-29T23:00:00Z")),
+        ),
+        // Monday afternoon: closed until 20:00 CEST.
+        (
+            "2026-03-30T12:00:00Z",
+            answer(false, None, Some("2026-03-30T18:00:00Z")),
+        ),
+        (
+            "2026-03-31T04:59:59Z",
+            answer(true, Some(0), Some("2026-03-31T05:00:00Z")),
+        ),
+        // The fall-back weekend: Saturday 00:00 CEST + 48h is Sunday 23:00 CET.
+        (
+            "2026-10-23T18:00:00Z",
+            answer(true, Some(0), Some("2026-10-25T22:00:00Z")),
+        ),
+        // Offsets are accepted: Friday 14:00 in Zurich.
+        (
+            "2026-03-27T14:00:00+01:00",
+            answer(false, None, Some("2026-03-27T19:00:00Z")),
+        ),
+    ];
+    for (at, expected) in cases {
+        assert_eq!(json_at(&file, at, &[]), expected, "at {at}");
+    }
+}
+
+#[test]
+fn an_upgrade_enables_the_example_which_follows_upgrades() {
+    let file = example("scaledown-schedule.yaml");
+    assert_eq!(
+        json_at(&file, "2026-03-27T11:00:00Z", &["--upgrading"]),
+        answer(true, None, None)
+    );
+}
+
+#[test]
+fn the_karpenter_example_on_new_york_sundays() {
+    let file = example("scaledown-schedule-karpenter.yaml");
+    let got = json_at(&file, "2026-03-07T12:00:00Z", &[]);
+    assert_eq!(
+        got,
+        json!({
+            "name": "batch-sunday-consolidation",
+            "scaleDownEnabled": false,
+            "activeWindow": null,
+            // Sunday 06:00 EDT, the first morning after the spring-forward night.
+            "nextTransition": "2026-03-08T10:00:00Z",
+        })
+    );
+    let got = json_at(&file, "2026-03-08T12:00:00Z", &[]);
+    assert_eq!(got["scaleDownEnabled"], json!(true));
+    assert_eq!(got["nextTransition"], json!("2026-03-08T14:00:00Z"));
+}
+
+#[test]
+fn text_output_by_default() {
+    let out = run(&[
+        "--file",
+        example("scaledown-schedule.yaml").to_str().unwrap(),
+        "--at",
+        "2026-03-28T12:00:00Z",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "ScaleDownSchedule workday-nights at 2026-03-28T12:00:00Z\n  scale-down: enabled (window 1 is open)\n  next transition: 2026-03-29T23:00:00Z\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
+    let bad_zone = temp_file(
+        "bad-zone.yaml",
+        "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}}\n  windows:\n  - {schedule: '0 20 * * *', duration: 1h, timeZone: Europe/Zurch}\n",
+    );
+    let bad_cron = temp_file(
+        "bad-cron.yaml",
+        "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}}\n  windows:\n  - {schedule: '0 20 * * 1-5', duration: 1h}\n  - {schedule: '61 * * * *', duration: 1h}\n",
+    );
+    let two_targets = temp_file(
+        "two-targets.yaml",
+        "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}, karpenterNodePools: {}}\n  windows: []\n",
+    );
+    let wrong_kind = temp_file(
+        "wrong-kind.yaml",
+        "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: x}\nspec: {}\n",
+    );
+    let cases: [(&Path, &str, &str); 5] = [
+        (
+            &bad_zone,
+            "2026-01-01T00:00:00Z",
+            "spec.windows[0].timeZone: unknown time zone \"Europe/Zurch\"",
+        ),
+        (
+            &bad_cron,
+            "2026-01-01T00:00:00Z",
+            "spec.windows[1].schedule: invalid cron expression \"61 * * * *\"",
+        ),
+        (
+            &two_targets,
+            "2026-01-01T00:00:00Z",
+            "spec.target: must set exactly one of",
+        ),
+        (
+            &wrong_kind,
+            "2026-01-01T00:00:00Z",
+            "kind: expected ScaleDownSchedule, got \"ServiceScaler\"",
+        ),
+        (
+            &bad_zone,
+            "tomorrow",
+            "--at \"tomorrow\": not an RFC 3339 instant",
+        ),
+    ];
+    for (file, at, message) in cases {
+        let out = run(&[
+            "--file",
+            file.to_str().unwrap(),
+            "--at",
+            at,
+            "--output",
+            "json",
+        ]);
+        assert!(!out.status.success(), "{}", file.display());
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(stderr.starts_with("scaledown-window plan: "), "{stderr}");
+    }
+}
