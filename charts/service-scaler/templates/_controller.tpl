@@ -19,7 +19,7 @@ What is particular to service-scaler. The shared templates include these names.
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["scaler.udaan.io"]
   resources: ["servicescalers/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
 # HPAs it creates carry a controller owner reference with blockOwnerDeletion, which the
 # OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) allows only with this.
 - apiGroups: ["scaler.udaan.io"]

@@ -53,7 +53,7 @@ What is particular to stackable-scaler. The shared templates include these names
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["autoscaling.stackable.tech"]
   resources: ["stackablescalers/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
 # Hook Jobs carry a controller owner reference with blockOwnerDeletion, which the
 # OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) allows only with this.
 - apiGroups: ["autoscaling.stackable.tech"]

@@ -19,7 +19,7 @@ What is particular to workshop-scaler. The shared templates include these names.
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["babylon.gpte.redhat.com"]
   resources: ["workshopprovisions/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["babylon.gpte.redhat.com"]
   resources: ["workshops", "workshopuserassignments"]
   verbs: ["get", "list", "watch"]

@@ -1,0 +1,170 @@
+//! service-scaler: time-window overrides of HorizontalPodAutoscaler settings, a drop-in for
+//! udaan's Service Scaler (`scaler.udaan.io/v1` `ServiceScaler`).
+//!
+//! The HPA with the ServiceScaler's name gets `spec.hpa` (the defaults), overridden while a
+//! time range of `spec.timeRangeSpec` is in force; the controller wakes at the next boundary
+//! instead of polling.
+//!
+//! - [`decide`]: every rule, pure.
+//! - [`reconcile`]: observe -> decide -> apply, with server-side apply of the owned HPA fields.
+//! - [`plan`]: the offline `plan` subcommand.
+//! - [`metrics`]: the controller's own gauges and counters.
+//!
+//! See `controllers/service-scaler/README.md` for users.
+
+pub mod decide;
+pub mod metrics;
+pub mod plan;
+pub mod reconcile;
+
+use std::sync::Arc;
+
+use ebb_crds::service_scaler::ServiceScaler;
+use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
+use ebb_runtime::metrics::metric_prefix;
+use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Error as ControllerError;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use prometheus_client::registry::Registry;
+
+use crate::metrics::ScalerMetrics;
+use crate::reconcile::{CONTROLLER_NAME, Context, error_policy, reconcile};
+
+/// Flags of the controller (`service-scaler` without a subcommand).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Flags every ebb controller takes (`--label-selector` / `LABEL_SELECTOR` limits the
+    /// ServiceScalers managed).
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
+pub fn scaler_of(
+    store: &Store<DeserializeGuard<ServiceScaler>>,
+    hpa: &HorizontalPodAutoscaler,
+) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
+    let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
+    store.get(&reference).map(|_| reference)
+}
+
+/// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let common = &args.common;
+    let mut registry = Registry::default();
+    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
+    let scaler_metrics = ScalerMetrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
+    let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
+    let client = runtime.client.clone();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        runtime.clock.clone(),
+        controller_metrics,
+        scaler_metrics.clone(),
+        Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+        common.dry_run,
+        runtime.leader.clone(),
+    ));
+
+    // One controller per watched namespace (kube's Controller takes one Api).
+    let scopes = scoped_apis::<DeserializeGuard<ServiceScaler>>(&client, common)
+        .into_iter()
+        .zip(scoped_apis::<HorizontalPodAutoscaler>(&client, common));
+    let mut stores = Vec::new();
+    let mut controllers = Vec::new();
+    for (scalers, hpas) in scopes {
+        // `--label-selector` selects ServiceScalers; every HPA is watched, so drift and the
+        // kill-switch annotation reach the ServiceScaler of the same name.
+        let controller = Controller::new(scalers, watcher_config(common));
+        let store = controller.store();
+        stores.push(store.clone());
+        let token = runtime.shutdown.token();
+        let metrics = scaler_metrics.clone();
+        controllers.push(
+            controller
+                .watches(
+                    hpas,
+                    watcher::Config::default().any_semantic(),
+                    move |hpa| scaler_of(&store, &hpa),
+                )
+                .graceful_shutdown_on(async move { token.cancelled().await })
+                .run(reconcile, error_policy, ctx.clone())
+                .for_each(move |result| {
+                    match result {
+                        Err(ControllerError::ObjectNotFound(gone)) => {
+                            let ns = gone.namespace.clone().unwrap_or_default();
+                            metrics.forget(&format!("{ns}/{}", gone.name));
+                        }
+                        Err(error) => tracing::debug!(%error, "controller event"),
+                        Ok(_) => {}
+                    }
+                    futures::future::ready(())
+                }),
+        );
+    }
+    // /readyz turns green once every ServiceScaler cache holds its first full list.
+    runtime.ready_when(async move {
+        futures::future::join_all(stores.iter().map(Store::wait_until_ready)).await;
+    });
+    runtime
+        .run(futures::future::join_all(controllers).map(drop))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    #[test]
+    fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
+        let (store, mut writer) = reflector::store::<DeserializeGuard<ServiceScaler>>();
+        let scaler: DeserializeGuard<ServiceScaler> = serde_json::from_value(json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": {"name": "web", "namespace": "a"}, "spec": {"hpa": {"maxReplicas": 2}}
+        }))
+        .unwrap();
+        writer.apply_watcher_event(&Event::Apply(scaler));
+        let hpa = |ns: &str, name: &str| -> HorizontalPodAutoscaler {
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": ns},
+                "spec": {"maxReplicas": 1, "scaleTargetRef": {"kind": "Deployment", "name": name}}}))
+            .unwrap()
+        };
+        assert_eq!(
+            scaler_of(&store, &hpa("a", "web")),
+            Some(ObjectRef::new("web").within("a"))
+        );
+        // Not selected (another namespace, another name, or outside --label-selector): ignored.
+        assert_eq!(scaler_of(&store, &hpa("b", "web")), None);
+        assert_eq!(scaler_of(&store, &hpa("a", "api")), None);
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn label_selector_limits_the_scalers_watched() {
+        use clap::Parser;
+        let cli =
+            Cli::try_parse_from(["service-scaler", "--label-selector", "team=payments"]).unwrap();
+        assert_eq!(
+            watcher_config(&cli.run.common).label_selector.as_deref(),
+            Some("team=payments")
+        );
+        let cli = Cli::try_parse_from(["service-scaler", "--dry-run"]).unwrap();
+        assert!(cli.run.common.dry_run);
+    }
+}

@@ -1,0 +1,140 @@
+//! service-scaler's own metrics, registered as `ebb_service_scaler_*` next to the shared
+//! reconcile metrics (`reconciles_total`, `reconcile_errors_total{category}`,
+//! `reconcile_duration_seconds`).
+//!
+//! - `managed_objects{state}`: ServiceScalers seen, by how they are handled (`active`, `paused`,
+//!   `unmanaged`, `invalid`, `dry_run`).
+//! - `transitions_total{reason}`: HPA writes, by why (`create`, `transition`, `ramp`, `drift`,
+//!   `restore`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::decide::{ManagedState, WriteReason};
+
+const STATES: [ManagedState; 5] = [
+    ManagedState::Active,
+    ManagedState::Paused,
+    ManagedState::Unmanaged,
+    ManagedState::Invalid,
+    ManagedState::DryRun,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// The gauges and counters of service-scaler. Clones share the series.
+#[derive(Clone, Debug, Default)]
+pub struct ScalerMetrics {
+    managed: Family<StateLabels, Gauge>,
+    transitions: Family<ReasonLabels, Counter>,
+    states: Arc<Mutex<HashMap<String, ManagedState>>>,
+}
+
+impl ScalerMetrics {
+    /// Creates the metrics and registers them in `registry` under `prefix`
+    /// (`ebb_service_scaler`).
+    pub fn new(registry: &mut Registry, prefix: &str) -> Self {
+        let metrics = Self::default();
+        let sub = registry.sub_registry_with_prefix(prefix);
+        sub.register(
+            "managed_objects",
+            "ServiceScalers handled by this controller, by state",
+            metrics.managed.clone(),
+        );
+        sub.register(
+            "transitions",
+            "HPA writes, by reason (create, transition, ramp, drift, restore)",
+            metrics.transitions.clone(),
+        );
+        for state in STATES {
+            metrics
+                .managed
+                .get_or_create(&StateLabels {
+                    state: state.as_str(),
+                })
+                .set(0);
+        }
+        metrics
+    }
+
+    /// Records the state of ServiceScaler `key` (`namespace/name`).
+    pub fn observe(&self, key: &str, state: ManagedState) {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.insert(key.to_owned(), state);
+        self.publish(&states);
+    }
+
+    /// Forgets ServiceScaler `key` (deleted, or no longer selected).
+    pub fn forget(&self, key: &str) {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if states.remove(key).is_some() {
+            self.publish(&states);
+        }
+    }
+
+    /// Counts one HPA write.
+    pub fn count_write(&self, reason: WriteReason) {
+        self.transitions
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .inc();
+    }
+
+    fn publish(&self, states: &HashMap<String, ManagedState>) {
+        for state in STATES {
+            let n = states.values().filter(|s| **s == state).count();
+            self.managed
+                .get_or_create(&StateLabels {
+                    state: state.as_str(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    #[test]
+    fn gauge_follows_observations_and_counter_counts_writes() {
+        let mut registry = Registry::default();
+        let metrics = ScalerMetrics::new(&mut registry, "ebb_service_scaler");
+        metrics.observe("a/x", ManagedState::Active);
+        metrics.observe("a/y", ManagedState::Active);
+        metrics.observe("a/y", ManagedState::Paused);
+        metrics.forget("a/x");
+        metrics.forget("a/unknown");
+        metrics.count_write(WriteReason::Transition);
+        metrics.count_write(WriteReason::Transition);
+        metrics.count_write(WriteReason::Create);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        for line in [
+            "ebb_service_scaler_managed_objects{state=\"active\"} 0",
+            "ebb_service_scaler_managed_objects{state=\"paused\"} 1",
+            "ebb_service_scaler_transitions_total{reason=\"transition\"} 2",
+            "ebb_service_scaler_transitions_total{reason=\"create\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+    }
+}

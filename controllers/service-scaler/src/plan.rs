@@ -1,0 +1,233 @@
+//! `service-scaler plan`: the schedule's decision for one ServiceScaler at one instant, offline
+//! (DESIGN.md section 4).
+//!
+//! ```text
+//! service-scaler plan --file F --at RFC3339 [--output json]
+//! ```
+//! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
+//! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization"}, "nextTransition":
+//! RFC3339|null}`; a removed or unset metric target is `null`, `nextTransition` is the next
+//! instant the effective settings change. A ramp (`spec.ramp`) depends on the HPA's state, so
+//! `plan` shows the settings the schedule asks for, as if no ramp were configured.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
+use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use kube::ResourceExt;
+use serde::Serialize;
+
+use crate::decide::{self, Schedule, SpecErrors};
+
+/// How many coming transitions the text output lists.
+const TEXT_PREVIEW: usize = 5;
+
+/// Flags of `service-scaler plan`.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct PlanArgs {
+    /// YAML file holding one ServiceScaler.
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+    /// The instant to decide for, RFC 3339 (e.g. 2026-03-27T12:00:00+05:30).
+    #[arg(long, value_name = "RFC3339")]
+    pub at: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Why `plan` cannot answer. Each message names the file or field and the rule broken.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file cannot be read, or is not a ServiceScaler.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The ServiceScaler breaks a rule.
+    #[error("{path}: {errors}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// Every rule broken, each naming its field.
+        errors: SpecErrors,
+    },
+    /// `--at` is not an RFC 3339 instant.
+    #[error("--at: {0:?} is not an RFC 3339 instant (e.g. 2026-03-27T12:00:00+05:30)")]
+    At(String),
+}
+
+/// The JSON answer.
+#[derive(Serialize, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanOutput {
+    /// `metadata.name`.
+    pub name: String,
+    /// Index of the range in force; `null`: the defaults.
+    pub matched_range: Option<usize>,
+    /// The settings in force.
+    pub effective: Effective,
+    /// The next instant the effective settings change; `null`: never.
+    pub next_transition: Option<String>,
+}
+
+/// Effective settings, every key present (`null` for a removed or unset target).
+#[derive(Serialize, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Effective {
+    /// `minReplicas`.
+    pub min_replicas: i32,
+    /// `maxReplicas`.
+    pub max_replicas: i32,
+    /// `targetCPUUtilization`.
+    #[serde(rename = "targetCPUUtilization")]
+    pub target_cpu_utilization: Option<i32>,
+    /// `targetMemoryUtilization`.
+    pub target_memory_utilization: Option<i32>,
+}
+
+impl From<&HpaSettings> for Effective {
+    fn from(s: &HpaSettings) -> Self {
+        Self {
+            min_replicas: s.min_replicas,
+            max_replicas: s.max_replicas,
+            target_cpu_utilization: s.target_cpu_utilization,
+            target_memory_utilization: s.target_memory_utilization,
+        }
+    }
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// The decision for `args`, rendered as text or JSON (with a trailing newline).
+pub fn plan(args: &PlanArgs) -> Result<String, PlanError> {
+    let at = DateTime::parse_from_rfc3339(args.at.trim())
+        .map_err(|_| PlanError::At(args.at.clone()))?
+        .with_timezone(&Utc);
+    let scaler: ServiceScaler = read_manifest(&args.file)?;
+    render(&scaler, at, args.output).map_err(|errors| PlanError::Invalid {
+        path: args.file.display().to_string(),
+        errors,
+    })
+}
+
+/// The decision for `scaler` at `at`.
+pub fn decide_plan(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, SpecErrors> {
+    let schedule = Schedule::from_spec(&scaler.spec)?;
+    let matched = schedule.matched_at(at);
+    Ok(PlanOutput {
+        name: scaler.name_any(),
+        matched_range: matched,
+        effective: schedule.settings(matched).into(),
+        next_transition: schedule.next_transition(at).map(rfc3339),
+    })
+}
+
+/// Renders the decision for `scaler` at `at`.
+pub fn render(
+    scaler: &ServiceScaler,
+    at: DateTime<Utc>,
+    output: OutputFormat,
+) -> Result<String, SpecErrors> {
+    let answer = decide_plan(scaler, at)?;
+    if output == OutputFormat::Json {
+        return Ok(json_line(&answer));
+    }
+    let schedule = Schedule::from_spec(&scaler.spec)?;
+    let mut out = String::new();
+    let name = match scaler.namespace() {
+        Some(ns) => format!("{ns}/{}", answer.name),
+        None => answer.name.clone(),
+    };
+    let matched = answer.matched_range;
+    let _ = writeln!(out, "ServiceScaler {name} at {}", rfc3339(at));
+    let _ = writeln!(out, "  in force:   {}", decide::describe_range(matched));
+    let _ = writeln!(
+        out,
+        "  effective:  {}",
+        decide::describe_settings(schedule.settings(matched))
+    );
+    let coming = schedule.transitions(at, TEXT_PREVIEW);
+    if coming.is_empty() {
+        let _ = writeln!(out, "  next:       none (the settings never change again)");
+    }
+    for (i, t) in coming.iter().enumerate() {
+        let label = if i == 0 { "next:" } else { "then:" };
+        let _ = writeln!(
+            out,
+            "  {label:<11} {} -> {}: {}",
+            rfc3339(t.at),
+            decide::describe_range(t.matched_range),
+            decide::describe_settings(&t.settings)
+        );
+    }
+    if let Some(message) = decide::overlap_message(&schedule.overlaps()) {
+        let _ = writeln!(out, "  overlaps:   {message}");
+    }
+    if let Some(ramp) = &scaler.spec.ramp {
+        let _ = writeln!(
+            out,
+            "  ramp:       {ramp}: a minReplicas change is spread over {ramp} from its boundary (not shown)"
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use ebb_runtime::plan::parse_manifest;
+
+    const UDAAN: &str = include_str!("../../../examples/service-scaler-udaan.yaml");
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn json_has_exactly_the_contract_keys() {
+        let scaler: ServiceScaler = parse_manifest("udaan.yaml", UDAAN).unwrap();
+        let json = render(&scaler, at("2026-03-27T17:00:00+05:30"), OutputFormat::Json).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "name": "dummy-acorn-service",
+                "matchedRange": 0,
+                "effective": {"minReplicas": 3, "maxReplicas": 8,
+                              "targetCPUUtilization": 50, "targetMemoryUtilization": null},
+                "nextTransition": "2026-03-27T18:30:00Z"
+            })
+        );
+    }
+
+    #[test]
+    fn text_names_the_range_and_the_next_changes() {
+        let scaler: ServiceScaler = parse_manifest("udaan.yaml", UDAAN).unwrap();
+        let text = render(&scaler, at("2026-03-27T12:00:00+05:30"), OutputFormat::Text).unwrap();
+        assert!(text.contains("in force:   defaults"), "{text}");
+        assert!(
+            text.contains("next:       2026-03-27T10:30:00Z -> timeRangeSpec[0]: minReplicas 3"),
+            "{text}"
+        );
+        assert_eq!(text.matches("then:").count(), 4, "{text}");
+    }
+
+    #[test]
+    fn invalid_specs_are_named_with_the_file() {
+        let scaler: ServiceScaler = parse_manifest(
+            "f.yaml",
+            "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: x}\nspec:\n  hpa: {minReplicas: 3, maxReplicas: 2}\n",
+        )
+        .unwrap();
+        let errors = render(&scaler, at("2026-01-01T00:00:00Z"), OutputFormat::Json).unwrap_err();
+        assert_eq!(
+            errors.to_string(),
+            "spec.hpa: minReplicas 3 exceeds maxReplicas 2"
+        );
+    }
+}

@@ -1,0 +1,582 @@
+//! The reconciler: observe (the ServiceScaler and the HPA of the same name) -> [`decide`] ->
+//! apply (the minimum of writes) -> status, Events, metrics.
+//!
+//! Writes, in this order, each only when the decision asks for it:
+//! 1. the HPA: created with a POST (full spec, `scaleTargetRef`, an owner reference to the
+//!    ServiceScaler) when missing, else server-side apply (field manager `ebb-service-scaler`,
+//!    forced) of exactly `spec.minReplicas`, `spec.maxReplicas` and `spec.metrics`. Creating with
+//!    a POST rather than an apply keeps `scaleTargetRef` out of the apply set: a later apply
+//!    without it would otherwise remove the field ebb alone owned, which the API server rejects;
+//! 2. the finalizer (adopted HPAs only): a merge patch carrying `metadata.resourceVersion`;
+//! 3. the status: a merge patch of `.status` through the status subresource.
+//!
+//! A 409 at any step means someone else changed something: re-read both objects and decide
+//! again. Every write carries absolute values, so a retry after a lost answer finds the HPA in
+//! sync and writes nothing: never act twice.
+//!
+//! [`decide`]: crate::decide::decide
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
+use ebb_runtime::patch::merge_diff;
+use ebb_runtime::{
+    Clock, ConditionUpdate, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key,
+    set_condition, to_k8s_time,
+};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::decide::{
+    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, READY, SPEC_VALID,
+    WriteReason,
+};
+use crate::metrics::ScalerMetrics;
+
+/// The controller's name: binary, chart, Lease, Event reporter.
+pub const CONTROLLER_NAME: &str = "service-scaler";
+/// The field manager of every write.
+pub const FIELD_MANAGER: &str = "ebb-service-scaler";
+/// How many times one reconcile re-reads after a 409 before giving up (and requeueing).
+const MAX_ATTEMPTS: usize = 4;
+/// When a replica that does not lead looks again (the lease duration).
+const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+
+/// What a reconcile needs, shared by all reconciles.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// Source of "now".
+    pub clock: Arc<dyn Clock>,
+    /// Reconcile counters and durations.
+    pub metrics: ControllerMetrics,
+    /// service-scaler's own gauges and counters.
+    pub scaler_metrics: ScalerMetrics,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// Decide and report (Events, status), write nothing else.
+    pub dry_run: bool,
+    /// Only the leader writes.
+    pub leader: Leader,
+    backoff: ErrorBackoff,
+}
+
+impl Context {
+    /// A context.
+    pub fn new(
+        client: Client,
+        clock: Arc<dyn Clock>,
+        metrics: ControllerMetrics,
+        scaler_metrics: ScalerMetrics,
+        events: Arc<dyn EventSink>,
+        dry_run: bool,
+        leader: Leader,
+    ) -> Self {
+        Self {
+            client,
+            clock,
+            metrics,
+            scaler_metrics,
+            events,
+            dry_run,
+            leader,
+            backoff: ErrorBackoff::new(),
+        }
+    }
+}
+
+/// Why a reconcile failed, one variant per pipeline stage.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object lacks a namespace or name: it can never be reconciled.
+    #[error("ServiceScaler without {0}")]
+    MissingMetadata(&'static str),
+    /// A read failed.
+    #[error("reading {what}: {source}")]
+    Observe {
+        /// What was read.
+        what: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The spec breaks a rule; reported in the `SpecValid` condition, the HPA left as it was.
+    /// Not retried until the object changes.
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+    /// Creating or applying the HPA failed with something other than a conflict.
+    #[error("writing HPA {name}: {source}")]
+    WriteHpa {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Adding or removing the finalizer failed with something other than a conflict.
+    #[error("updating the finalizer of ServiceScaler {name}: {source}")]
+    WriteFinalizer {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the status failed with something other than a conflict.
+    #[error("writing the status of ServiceScaler {name}: {source}")]
+    WriteStatus {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Every attempt met a conflict.
+    #[error("ServiceScaler {name} kept changing: {attempts} conflicting writes in a row")]
+    Conflicts {
+        /// `namespace/name`.
+        name: String,
+        /// How many attempts.
+        attempts: usize,
+    },
+}
+
+impl Error {
+    /// The metric label and Event reason of this error's kind.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::MissingMetadata(_) => "invalid_object",
+            Error::Observe { .. } => "observe",
+            Error::InvalidSpec(_) => "invalid_spec",
+            Error::WriteHpa { .. } => "write_hpa",
+            Error::WriteFinalizer { .. } => "write_finalizer",
+            Error::WriteStatus { .. } => "write_status",
+            Error::Conflicts { .. } => "conflict",
+        }
+    }
+
+    /// Whether retrying can help without the object changing.
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, Error::MissingMetadata(_) | Error::InvalidSpec(_))
+    }
+}
+
+/// What one pass of observe -> decide -> apply ended with.
+enum Pass {
+    /// Finished; come back per the action.
+    Done(Action),
+    /// A write met a 409: re-read and decide again.
+    Conflict,
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+/// Reconciles one ServiceScaler (a [`DeserializeGuard`], so a malformed object cannot break
+/// the watch: it is read again here and reported). Instrumented with the shared reconcile
+/// metrics.
+pub async fn reconcile(
+    scaler: Arc<DeserializeGuard<ServiceScaler>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let meta = scaler.meta();
+    let result = ctx
+        .metrics
+        .instrument(
+            reconcile_inner(meta.namespace.as_deref(), meta.name.as_deref(), &ctx),
+            Error::category,
+        )
+        .await;
+    if result.is_ok() {
+        ctx.backoff.succeeded(&object_key(scaler.as_ref()));
+    }
+    result
+}
+
+/// What to do after a failed reconcile: wait for a change of an invalid object, back off
+/// exponentially after a transient error.
+pub fn error_policy(
+    scaler: Arc<DeserializeGuard<ServiceScaler>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let key = object_key(scaler.as_ref());
+    if !error.is_transient() {
+        tracing::info!(scaler = %key, %error, "waiting for the ServiceScaler to change");
+        return Action::await_change();
+    }
+    tracing::warn!(scaler = %key, category = error.category(), %error, "reconcile failed");
+    Action::requeue(ctx.backoff.failed(&key))
+}
+
+async fn reconcile_inner(
+    namespace: Option<&str>,
+    name: Option<&str>,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let namespace = namespace.ok_or(Error::MissingMetadata("metadata.namespace"))?;
+    let name = name.ok_or(Error::MissingMetadata("metadata.name"))?;
+    if !ctx.leader.is_leader() {
+        // Followers keep their caches warm and write nothing.
+        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    for _ in 0..MAX_ATTEMPTS {
+        match pass(namespace, name, ctx).await? {
+            Pass::Done(action) => return Ok(action),
+            Pass::Conflict => {
+                tracing::debug!(namespace, name, "conflict; reading again");
+            }
+        }
+    }
+    Err(Error::Conflicts {
+        name: format!("{namespace}/{name}"),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// The ServiceScaler as read.
+enum Read {
+    /// It no longer exists.
+    Gone,
+    /// Its spec is readable (an unreadable status, e.g. udaan's own timestamp format, counts as
+    /// none and is rewritten).
+    Scaler(Box<ServiceScaler>),
+    /// Its spec does not fit the type.
+    Unreadable(Box<DynamicObject>, String),
+}
+
+fn scaler_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &ApiResource::erase::<ServiceScaler>(&()),
+    )
+}
+
+async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<Read, Error> {
+    let object = api.get_opt(name).await.map_err(|source| Error::Observe {
+        what: format!("ServiceScaler {key}"),
+        source,
+    })?;
+    let Some(object) = object else {
+        return Ok(Read::Gone);
+    };
+    let spec = object.data.get("spec").cloned().unwrap_or(Value::Null);
+    let spec: ServiceScalerSpec = match serde_json::from_value(spec) {
+        Ok(spec) => spec,
+        Err(error) => return Ok(Read::Unreadable(Box::new(object), error.to_string())),
+    };
+    let status = match object.data.get("status").filter(|s| !s.is_null()) {
+        None => None,
+        Some(raw) => match serde_json::from_value::<ServiceScalerStatus>(raw.clone()) {
+            Ok(status) => Some(status),
+            Err(error) => {
+                tracing::warn!(scaler = key, %error, "status unreadable; it will be rewritten");
+                None
+            }
+        },
+    };
+    Ok(Read::Scaler(Box::new(ServiceScaler {
+        metadata: object.metadata,
+        spec,
+        status,
+    })))
+}
+
+/// One observe -> decide -> apply pass.
+async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error> {
+    let now = ctx.clock.now();
+    let key = format!("{namespace}/{name}");
+
+    // --- observe ---
+    let scalers = scaler_api(&ctx.client, namespace);
+    let scaler = match read_scaler(&scalers, &key, name).await? {
+        Read::Gone => {
+            ctx.scaler_metrics.forget(&key);
+            return Ok(Pass::Done(Action::await_change()));
+        }
+        Read::Unreadable(object, error) => {
+            return report_unreadable(&scalers, &object, &error, ctx, now).await;
+        }
+        Read::Scaler(scaler) => scaler,
+    };
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    let hpa = hpas.get_opt(name).await.map_err(|source| Error::Observe {
+        what: format!("HorizontalPodAutoscaler {key}"),
+        source,
+    })?;
+    let observed = Observed {
+        scaler: &scaler,
+        hpa: hpa.as_ref(),
+        dry_run: ctx.dry_run,
+    };
+    let reference = scaler.object_ref(&());
+
+    if scaler.metadata.deletion_timestamp.is_some() {
+        let plan = decide::decide_deletion(&observed, now);
+        if let Some(fields) = &plan.restore {
+            let body = fields.apply_patch(name);
+            if let Err(source) = hpas
+                .patch(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                if is_conflict(&source) {
+                    return Ok(Pass::Conflict);
+                }
+                return Err(Error::WriteHpa { name: key, source });
+            }
+            ctx.scaler_metrics.count_write(WriteReason::Restore);
+        }
+        record(ctx, &reference, &plan.notices).await;
+        if plan.remove_finalizer && write_finalizer(&scalers, &scaler, false, &key).await? {
+            return Ok(Pass::Conflict);
+        }
+        ctx.scaler_metrics.forget(&key);
+        return Ok(Pass::Done(Action::await_change()));
+    }
+
+    // --- decide ---
+    let decision = decide::decide(&observed, now);
+
+    // --- apply ---
+    match &decision.hpa {
+        HpaPlan::Leave => {}
+        HpaPlan::Create(hpa) => {
+            let params = PostParams {
+                dry_run: false,
+                field_manager: Some(FIELD_MANAGER.into()),
+            };
+            if let Err(source) = hpas.create(&params, hpa).await {
+                // AlreadyExists: someone created it since we looked; decide again with it.
+                if is_conflict(&source) {
+                    return Ok(Pass::Conflict);
+                }
+                return Err(Error::WriteHpa { name: key, source });
+            }
+            ctx.scaler_metrics.count_write(WriteReason::Create);
+        }
+        HpaPlan::Apply { fields, reason } => {
+            let body = fields.apply_patch(name);
+            if let Err(source) = hpas
+                .patch(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                if is_conflict(&source) {
+                    return Ok(Pass::Conflict);
+                }
+                return Err(Error::WriteHpa { name: key, source });
+            }
+            ctx.scaler_metrics.count_write(*reason);
+        }
+    }
+    if let Some(notice) = &decision.hpa_notice {
+        record(ctx, &reference, std::slice::from_ref(notice)).await;
+    }
+    let conflict = match decision.finalizer {
+        FinalizerPlan::Keep => false,
+        FinalizerPlan::Add => write_finalizer(&scalers, &scaler, true, &key).await?,
+        FinalizerPlan::Remove => write_finalizer(&scalers, &scaler, false, &key).await?,
+    };
+    if conflict {
+        return Ok(Pass::Conflict);
+    }
+    if let Some(status) = &decision.status
+        && write_status(&scalers, name, scaler.status.as_ref(), status, &key).await?
+    {
+        return Ok(Pass::Conflict);
+    }
+    record(ctx, &reference, &decision.notices).await;
+    ctx.scaler_metrics.observe(&key, decision.state);
+
+    if decision.state == ManagedState::Invalid {
+        let message = scaler_condition_message(decision.status.as_ref(), &scaler);
+        return Err(Error::InvalidSpec(message));
+    }
+    Ok(Pass::Done(
+        decision
+            .requeue_after
+            .map_or_else(Action::await_change, Action::requeue),
+    ))
+}
+
+/// The `SpecValid` message of the status just written (or already there).
+fn scaler_condition_message(
+    written: Option<&ServiceScalerStatus>,
+    scaler: &ServiceScaler,
+) -> String {
+    written
+        .or(scaler.status.as_ref())
+        .and_then(|s| ebb_runtime::find_condition(&s.conditions, SPEC_VALID))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
+async fn record(
+    ctx: &Context,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    notices: &[Notice],
+) {
+    for notice in notices {
+        ctx.events
+            .record(
+                reference,
+                notice.kind,
+                notice.reason,
+                notice.action,
+                &notice.note,
+            )
+            .await;
+    }
+}
+
+/// Adds or removes [`FINALIZER`], preconditioned on the resourceVersion read. Returns whether
+/// the write met a conflict.
+async fn write_finalizer(
+    api: &Api<DynamicObject>,
+    scaler: &ServiceScaler,
+    add: bool,
+    key: &str,
+) -> Result<bool, Error> {
+    let mut finalizers: Vec<String> = scaler
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    if add {
+        finalizers.push(FINALIZER.to_owned());
+    }
+    let finalizers = if finalizers.is_empty() {
+        Value::Null
+    } else {
+        json!(finalizers)
+    };
+    let patch = json!({
+        "metadata": {
+            "resourceVersion": scaler.resource_version(),
+            "finalizers": finalizers,
+        }
+    });
+    match api
+        .patch(
+            &scaler.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(false),
+        Err(source) if is_conflict(&source) => Ok(true),
+        Err(source) => Err(Error::WriteFinalizer {
+            name: key.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Writes the status. Returns whether the write met a conflict.
+async fn write_status(
+    api: &Api<DynamicObject>,
+    name: &str,
+    previous: Option<&ServiceScalerStatus>,
+    status: &ServiceScalerStatus,
+    key: &str,
+) -> Result<bool, Error> {
+    // Only what changed, with `null` for fields now absent (serde skips `None`).
+    let old = serde_json::to_value(previous).unwrap_or_default();
+    let new = serde_json::to_value(status).unwrap_or_default();
+    let patch = json!({ "status": merge_diff(&old, &new) });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(false),
+        Err(source) if is_conflict(&source) => Ok(true),
+        Err(source) => Err(Error::WriteStatus {
+            name: key.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// A ServiceScaler whose spec does not fit the type (stored before the CRD schema changed):
+/// `SpecValid` and `Ready` say so, nothing else is touched.
+async fn report_unreadable(
+    api: &Api<DynamicObject>,
+    object: &DynamicObject,
+    error: &str,
+    ctx: &Context,
+    now: DateTime<Utc>,
+) -> Result<Pass, Error> {
+    let key = format!(
+        "{}/{}",
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    );
+    let message = format!("spec: cannot be read: {error}");
+    let generation = object.metadata.generation;
+    let mut conditions: Vec<Condition> = object
+        .data
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let mut update = |type_: &str, message: String| {
+        set_condition(
+            &mut conditions,
+            ConditionUpdate::new(type_, false, "InvalidSpec", message)
+                .observed_generation(generation),
+            now,
+        )
+    };
+    let changed = update(SPEC_VALID, message.clone())
+        | update(
+            READY,
+            format!("the spec is invalid; the HPA is left as it was: {message}"),
+        );
+    if changed {
+        let patch = json!({ "status": {
+            "conditions": conditions,
+            "lastObservedGeneration": generation,
+            "lastUpdatedTime": to_k8s_time(now),
+        }});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch_status(&object.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(source) if is_conflict(&source) => return Ok(Pass::Conflict),
+            Err(source) => return Err(Error::WriteStatus { name: key, source }),
+        }
+        let reference = object.object_ref(&ApiResource::erase::<ServiceScaler>(&()));
+        let notice = Notice {
+            kind: ebb_runtime::EventKind::Warning,
+            reason: "InvalidSpec",
+            action: "Validate",
+            note: message.clone(),
+        };
+        record(ctx, &reference, std::slice::from_ref(&notice)).await;
+    }
+    ctx.scaler_metrics.observe(&key, ManagedState::Invalid);
+    Err(Error::InvalidSpec(message))
+}

@@ -1,0 +1,404 @@
+//! `service-scaler plan`, run as a user runs it: the built binary on the repository's examples
+//! and on files in a temp dir.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn plan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_service-scaler"))
+        .arg("plan")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn plan_json(file: &str, at: &str) -> Value {
+    let out = plan(&["--file", file, "--at", at, "--output", "json"]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value {
+    let [min, max, cpu, memory] = effective;
+    json!({
+        "name": name,
+        "matchedRange": range,
+        "effective": {"minReplicas": min, "maxReplicas": max,
+                      "targetCPUUtilization": cpu, "targetMemoryUtilization": memory},
+        "nextTransition": next,
+    })
+}
+
+/// A temp file that removes itself.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("service-scaler-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        Self(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn udaan_readme_example_at_noon_evening_and_night_ist() {
+    let file = example("service-scaler-udaan.yaml");
+    let name = "dummy-acorn-service";
+    let defaults = [json!(4), json!(8), json!(50), json!(75)];
+    let evening = [json!(3), json!(8), json!(50), Value::Null];
+    let night = [json!(2), json!(8), json!(50), Value::Null];
+    let cases = [
+        // 12:00 IST: no range matches, the defaults apply; next: 16:00 IST.
+        (
+            "2026-03-27T12:00:00+05:30",
+            answer(
+                name,
+                Value::Null,
+                defaults.clone(),
+                json!("2026-03-27T10:30:00Z"),
+            ),
+        ),
+        // Half-open: one second before 16:00 is still the defaults, 16:00 itself is the evening.
+        (
+            "2026-03-27T15:59:59+05:30",
+            answer(
+                name,
+                Value::Null,
+                defaults.clone(),
+                json!("2026-03-27T10:30:00Z"),
+            ),
+        ),
+        (
+            "2026-03-27T16:00:00+05:30",
+            answer(
+                name,
+                json!(0),
+                evening.clone(),
+                json!("2026-03-27T18:30:00Z"),
+            ),
+        ),
+        // 17:00 IST: minReplicas 3, memory metric removed.
+        (
+            "2026-03-27T17:00:00+05:30",
+            answer(
+                name,
+                json!(0),
+                evening.clone(),
+                json!("2026-03-27T18:30:00Z"),
+            ),
+        ),
+        // Midnight IST hands over to the night range exactly.
+        (
+            "2026-03-28T00:00:00+05:30",
+            answer(name, json!(1), night.clone(), json!("2026-03-28T02:30:00Z")),
+        ),
+        // 03:00 IST: minReplicas 2.
+        (
+            "2026-03-28T03:00:00+05:30",
+            answer(name, json!(1), night.clone(), json!("2026-03-28T02:30:00Z")),
+        ),
+        (
+            "2026-03-28T08:00:00+05:30",
+            answer(
+                name,
+                Value::Null,
+                defaults.clone(),
+                json!("2026-03-28T10:30:00Z"),
+            ),
+        ),
+        // The same instant written in UTC.
+        (
+            "2026-03-27T11:30:00Z",
+            answer(name, json!(0), evening, json!("2026-03-27T18:30:00Z")),
+        ),
+    ];
+    for (at, expected) in cases {
+        assert_eq!(plan_json(&file, at), expected, "at {at}");
+    }
+}
+
+#[test]
+fn workshop_off_hours_and_cron_example() {
+    let file = example("service-scaler.yaml");
+    let name = "provisioner";
+    let cases = [
+        // The workshop day (seed 001): 12..40 from 08:30 to 17:00 Zurich.
+        (
+            "2026-12-03T09:00:00+01:00",
+            answer(
+                name,
+                json!(0),
+                [json!(12), json!(40), json!(70), Value::Null],
+                json!("2026-12-03T16:00:00Z"),
+            ),
+        ),
+        // A summer Monday at 09:00 Zurich (CEST): the 08:45 cron range for 1h15m.
+        (
+            "2026-06-01T09:00:00+02:00",
+            answer(
+                name,
+                json!(2),
+                [json!(6), json!(20), json!(70), Value::Null],
+                json!("2026-06-01T08:00:00Z"),
+            ),
+        ),
+        // 21:00 Zurich: off hours until 07:00 local (05:00Z in summer).
+        (
+            "2026-06-01T21:00:00+02:00",
+            answer(
+                name,
+                json!(1),
+                [json!(1), json!(4), json!(70), Value::Null],
+                json!("2026-06-02T05:00:00Z"),
+            ),
+        ),
+        // In winter the same wall-clock hours are an hour later in UTC.
+        (
+            "2026-01-12T21:00:00+01:00",
+            answer(
+                name,
+                json!(1),
+                [json!(1), json!(4), json!(70), Value::Null],
+                json!("2026-01-13T06:00:00Z"),
+            ),
+        ),
+        // A Saturday afternoon: the defaults until 20:00 local.
+        (
+            "2026-06-06T15:00:00+02:00",
+            answer(
+                name,
+                Value::Null,
+                [json!(2), json!(20), json!(70), Value::Null],
+                json!("2026-06-06T18:00:00Z"),
+            ),
+        ),
+    ];
+    for (at, expected) in cases {
+        assert_eq!(plan_json(&file, at), expected, "at {at}");
+    }
+}
+
+#[test]
+fn text_is_the_default_output() {
+    let out = plan(&[
+        "--file",
+        &example("service-scaler.yaml"),
+        "--at",
+        "2026-12-03T09:00:00+01:00",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("ServiceScaler coder/provisioner at 2026-12-03T08:00:00Z\n"),
+        "{text}"
+    );
+    assert!(text.contains("in force:   timeRangeSpec[0]"), "{text}");
+    assert!(
+        text.contains("overlaps:   timeRangeSpec[0] and timeRangeSpec[2] overlap; the first in list order wins"),
+        "{text}"
+    );
+}
+
+#[test]
+fn never_changing_again_is_null() {
+    let file = TempFile::new(
+        "past.yaml",
+        "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: once}\nspec:\n  hpa: {maxReplicas: 4}\n  timeRangeSpec:\n  - kind: ZonedDateTime\n    from: \"2026-01-01T00:00:00Z\"\n    to: \"2026-01-02T00:00:00Z\"\n    replicaSpec: {hpa: {minReplicas: 3}}\n",
+    );
+    assert_eq!(
+        plan_json(file.path(), "2026-06-01T00:00:00Z"),
+        answer(
+            "once",
+            Value::Null,
+            [json!(1), json!(4), Value::Null, Value::Null],
+            Value::Null
+        )
+    );
+}
+
+#[test]
+fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
+    let header =
+        "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: bad}\nspec:\n";
+    let cases = [
+        (
+            "  hpa: {minReplicas: 2, maxReplicas: 5}\n  timeRangeSpec:\n  - {kind: ZonedTime, from: \"25:00+05:30\", to: \"08:00+05:30\"}\n",
+            "spec.timeRangeSpec[0].from: invalid time of day \"25:00+05:30\"",
+        ),
+        (
+            "  hpa: {minReplicas: 2, maxReplicas: 5}\n  timeRangeSpec:\n  - {kind: LocalTime, from: \"08:00\", to: \"09:00\", timeZone: Europe/Atlantis}\n",
+            "spec.timeRangeSpec[0].timeZone: unknown time zone \"Europe/Atlantis\"",
+        ),
+        (
+            "  hpa: {minReplicas: 6, maxReplicas: 5}\n",
+            "spec.hpa: minReplicas 6 exceeds maxReplicas 5",
+        ),
+        (
+            "  hpa: {minReplicas: 2, maxReplicas: 5}\n  timeRangeSpec:\n  - {kind: ZonedTime, to: \"08:00Z\"}\n",
+            "spec.timeRangeSpec[0].from: to is given without from",
+        ),
+        (
+            "  hpa: {minReplicas: 2, maxReplicas: -5}\n",
+            "spec.hpa.maxReplicas: must be at least 1",
+        ),
+    ];
+    for (i, (spec, expected)) in cases.into_iter().enumerate() {
+        let file = TempFile::new(&format!("bad-{i}.yaml"), &format!("{header}{spec}"));
+        let out = plan(&[
+            "--file",
+            file.path(),
+            "--at",
+            "2026-01-01T00:00:00Z",
+            "--output",
+            "json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{spec}");
+        assert!(out.stdout.is_empty());
+        assert!(stderr.contains(expected), "{spec}: {stderr}");
+    }
+    let out = plan(&[
+        "--file",
+        &example("service-scaler.yaml"),
+        "--at",
+        "tomorrow",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--at"));
+    let out = plan(&[
+        "--file",
+        "/nonexistent/scaler.yaml",
+        "--at",
+        "2026-01-01T00:00:00Z",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/scaler.yaml"));
+}
+
+#[test]
+fn readme_worked_examples_workshop_and_off_hours() {
+    let workshop = example("service-scaler-workshop.yaml");
+    let name = "coder-provisioner-default";
+    let normal = [json!(6), json!(15), json!(70), json!(80)];
+    let event = [json!(12), json!(20), json!(70), Value::Null];
+    let cases = [
+        (
+            "2026-10-14T07:59:59-07:00",
+            answer(
+                name,
+                Value::Null,
+                normal.clone(),
+                json!("2026-10-14T15:00:00Z"),
+            ),
+        ),
+        (
+            "2026-10-14T08:00:00-07:00",
+            answer(name, json!(0), event.clone(), json!("2026-10-14T20:00:00Z")),
+        ),
+        (
+            "2026-10-14T12:59:00-07:00",
+            answer(name, json!(0), event, json!("2026-10-14T20:00:00Z")),
+        ),
+        (
+            "2026-10-14T13:00:00-07:00",
+            answer(
+                name,
+                Value::Null,
+                normal.clone(),
+                json!("2026-11-04T16:00:00Z"),
+            ),
+        ),
+        (
+            "2026-11-04T10:00:00-08:00",
+            answer(
+                name,
+                json!(1),
+                [json!(8), json!(15), json!(70), json!(80)],
+                json!("2026-11-04T21:00:00Z"),
+            ),
+        ),
+        (
+            "2026-12-01T00:00:00Z",
+            answer(name, Value::Null, normal, Value::Null),
+        ),
+    ];
+    for (at, expected) in cases {
+        assert_eq!(plan_json(&workshop, at), expected, "workshop at {at}");
+    }
+
+    let off_hours = example("service-scaler-off-hours.yaml");
+    let day = [json!(4), json!(20), json!(60), Value::Null];
+    let small = [json!(1), json!(5), json!(60), Value::Null];
+    let cases = [
+        // Friday noon (CET): the weekend starts at 20:00 local.
+        (
+            "2026-03-27T12:00:00+01:00",
+            answer(
+                "web",
+                Value::Null,
+                day.clone(),
+                json!("2026-03-27T19:00:00Z"),
+            ),
+        ),
+        // The weekend runs into Sunday night's range with the same settings: no change until
+        // Monday 07:00, which is CEST by then (05:00Z).
+        (
+            "2026-03-27T21:00:00+01:00",
+            answer(
+                "web",
+                json!(1),
+                small.clone(),
+                json!("2026-03-30T05:00:00Z"),
+            ),
+        ),
+        (
+            "2026-03-29T21:00:00+02:00",
+            answer(
+                "web",
+                json!(0),
+                small.clone(),
+                json!("2026-03-30T05:00:00Z"),
+            ),
+        ),
+        // A Tuesday 06:59 and 07:00 in summer.
+        (
+            "2026-06-02T06:59:00+02:00",
+            answer("web", json!(0), small, json!("2026-06-02T05:00:00Z")),
+        ),
+        (
+            "2026-06-02T07:00:00+02:00",
+            answer("web", Value::Null, day, json!("2026-06-02T18:00:00Z")),
+        ),
+    ];
+    for (at, expected) in cases {
+        assert_eq!(plan_json(&off_hours, at), expected, "off-hours at {at}");
+    }
+}

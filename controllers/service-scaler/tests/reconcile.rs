@@ -1,0 +1,753 @@
+//! The reconciler against an in-memory API server (`ebb_runtime::testkit::FakeApi`) and a manual
+//! clock: the exact writes, zero writes on a no-op, the kill switch, pause, dry run, invalid
+//! specs, adoption and restore, and injected faults (409, 500, lost answers) converging without
+//! acting twice.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::service_scaler::ServiceScaler;
+use ebb_runtime::testkit::{FakeApi, Fault, Matcher, RecordingEvents};
+use ebb_runtime::{ControllerMetrics, Leader, ManualClock, find_condition};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::api::DeleteParams;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION};
+use service_scaler::metrics::ScalerMetrics;
+use service_scaler::reconcile::{Context, Error, error_policy, reconcile};
+
+const NS: &str = "shop";
+const NAME: &str = "web";
+const HPA_PATH: &str = "/horizontalpodautoscalers/web";
+const SCALER_PATH: &str = "/servicescalers/web";
+
+fn utc(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// Defaults 2..10 at cpu 60; 08:00-12:00Z min 5 with memory 80.
+fn office_spec() -> Value {
+    json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60},
+        "timeRangeSpec": [
+            {"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
+             "replicaSpec": {"hpa": {"minReplicas": 5, "targetMemoryUtilization": 80}}}
+        ]
+    })
+}
+
+fn metrics_json(cpu: Option<i32>, memory: Option<i32>) -> Value {
+    let mut metrics = Vec::new();
+    for (name, target) in [("cpu", cpu), ("memory", memory)] {
+        if let Some(t) = target {
+            metrics.push(json!({"type": "Resource", "resource": {"name": name,
+                "target": {"type": "Utilization", "averageUtilization": t}}}));
+        }
+    }
+    Value::Array(metrics)
+}
+
+struct Harness {
+    fake: FakeApi,
+    clock: ManualClock,
+    events: RecordingEvents,
+    registry: Registry,
+    ctx: Arc<Context>,
+}
+
+impl Harness {
+    fn new(now: &str, dry_run: bool) -> Self {
+        let clock = ManualClock::new(utc(now));
+        let fake = FakeApi::with_clock(clock.clone());
+        let events = RecordingEvents::new();
+        let mut registry = Registry::default();
+        let metrics = ControllerMetrics::new(&mut registry, "service-scaler");
+        let scaler_metrics = ScalerMetrics::new(&mut registry, "ebb_service_scaler");
+        let ctx = Arc::new(Context::new(
+            fake.client(),
+            Arc::new(clock.clone()),
+            metrics,
+            scaler_metrics,
+            Arc::new(events.clone()),
+            dry_run,
+            Leader::disabled(),
+        ));
+        Self {
+            fake,
+            clock,
+            events,
+            registry,
+            ctx,
+        }
+    }
+
+    fn scaler(&self, spec: Value) -> ServiceScaler {
+        self.scaler_with(spec, json!({}))
+    }
+
+    fn scaler_with(&self, spec: Value, metadata: Value) -> ServiceScaler {
+        let mut meta = json!({"name": NAME, "namespace": NS});
+        for (k, v) in metadata.as_object().unwrap() {
+            meta[k] = v.clone();
+        }
+        let stored = self.fake.insert(json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": meta, "spec": spec,
+        }));
+        serde_json::from_value(stored).unwrap()
+    }
+
+    /// An HPA as a user (or ebb, when `owner` is given) created it.
+    fn hpa(
+        &self,
+        min: i32,
+        max: i32,
+        cpu: Option<i32>,
+        memory: Option<i32>,
+        owner: Option<&ServiceScaler>,
+        annotations: Value,
+    ) {
+        let owners: Vec<Value> = owner
+            .map(|s| {
+                vec![
+                    json!({"apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+                "name": NAME, "uid": s.uid().unwrap(), "controller": true}),
+                ]
+            })
+            .unwrap_or_default();
+        self.fake.insert(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": NAME, "namespace": NS, "annotations": annotations,
+                         "ownerReferences": owners},
+            "spec": {"minReplicas": min, "maxReplicas": max, "metrics": metrics_json(cpu, memory),
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
+                     "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}},
+        }));
+    }
+
+    async fn reconcile(&self) -> Result<Action, Error> {
+        let scaler: ServiceScaler = self.fake.get(NS, NAME).unwrap_or_else(|| {
+            serde_json::from_value(json!({
+                "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+                "metadata": {"name": NAME, "namespace": NS}, "spec": {"hpa": {"maxReplicas": 1}}
+            }))
+            .unwrap()
+        });
+        reconcile(Arc::new(DeserializeGuard(Ok(scaler))), self.ctx.clone()).await
+    }
+
+    fn stored_hpa(&self) -> Option<HorizontalPodAutoscaler> {
+        self.fake.get(NS, NAME)
+    }
+
+    fn stored_scaler(&self) -> Option<ServiceScaler> {
+        self.fake.get(NS, NAME)
+    }
+
+    fn hpa_writes(&self) -> Vec<ebb_runtime::testkit::RecordedRequest> {
+        self.fake
+            .writes_matching(&Matcher::any(HPA_PATH))
+            .into_iter()
+            .chain(
+                self.fake
+                    .writes_matching(&Matcher::post("/horizontalpodautoscalers")),
+            )
+            .collect()
+    }
+
+    fn successful_hpa_writes(&self) -> usize {
+        self.hpa_writes().iter().filter(|r| r.succeeded()).count()
+    }
+
+    fn condition(&self, type_: &str) -> (String, String, String) {
+        let s = self.stored_scaler().unwrap();
+        let c = find_condition(&s.status.as_ref().unwrap().conditions, type_)
+            .unwrap()
+            .clone();
+        (c.status, c.reason, c.message)
+    }
+
+    fn metrics_text(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).unwrap();
+        out
+    }
+}
+
+fn hpa_settings(hpa: &HorizontalPodAutoscaler) -> (i32, i32, Value) {
+    let spec = hpa.spec.as_ref().unwrap();
+    (
+        spec.min_replicas.unwrap(),
+        spec.max_replicas,
+        serde_json::to_value(spec.metrics.clone().unwrap_or_default()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn creates_the_missing_hpa_owned_by_the_scaler_then_a_second_reconcile_writes_nothing() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+
+    let action = h.reconcile().await.unwrap();
+    // Requeued for the boundary at 12:00Z, capped at the one-hour safety net.
+    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+
+    let hpa = h.stored_hpa().unwrap();
+    assert_eq!(
+        hpa_settings(&hpa),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    let spec = hpa.spec.as_ref().unwrap();
+    assert_eq!(
+        (
+            spec.scale_target_ref.kind.as_str(),
+            spec.scale_target_ref.name.as_str()
+        ),
+        ("Deployment", NAME)
+    );
+    let owner = &hpa.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("ServiceScaler", scaler.uid().unwrap().as_str(), Some(true))
+    );
+
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    assert_eq!(writes[0].method.as_str(), "POST");
+    assert_eq!(
+        writes[0].query_param("fieldManager"),
+        Some("ebb-service-scaler")
+    );
+    assert!(writes[1].path.ends_with("/servicescalers/web/status"));
+
+    let status = h.stored_scaler().unwrap().status.unwrap();
+    assert_eq!(status.matched_range, Some(0));
+    assert!(status.time_range_match);
+    assert_eq!(status.last_known_config.as_ref().unwrap().min_replicas, 5);
+    assert_eq!(status.last_observed_generation, Some(1));
+    assert_eq!(status.next_transitions.len(), 5);
+    assert!(
+        h.stored_scaler().unwrap().finalizers().is_empty(),
+        "an owned HPA needs no finalizer"
+    );
+    assert_eq!(h.events.reasons(), ["Created"]);
+
+    // No-op: nothing written, nothing recorded.
+    h.fake.clear_requests();
+    h.events.clear();
+    h.clock.advance(chrono::Duration::minutes(30));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "{:#?}", h.fake.writes());
+    assert!(h.events.events().is_empty());
+
+    let text = h.metrics_text();
+    for line in [
+        "ebb_service_scaler_managed_objects{state=\"active\"} 1",
+        "ebb_service_scaler_transitions_total{reason=\"create\"} 1",
+        "ebb_service_scaler_reconciles_total 2",
+    ] {
+        assert!(text.contains(line), "{line} missing in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
+    h.reconcile().await.unwrap();
+    h.fake.clear_requests();
+    h.events.clear();
+
+    // Requeued exactly at the boundary: the window closes at 12:00:00Z.
+    h.clock.set(utc("2026-05-04T11:59:59Z"));
+    assert_eq!(
+        h.reconcile().await.unwrap(),
+        Action::requeue(Duration::from_secs(1))
+    );
+    assert_eq!(h.fake.write_count(), 0);
+    h.clock.set(utc("2026-05-04T12:00:00Z"));
+    h.reconcile().await.unwrap();
+
+    let writes = h.hpa_writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    let apply = &writes[0];
+    assert_eq!(apply.method.as_str(), "PATCH");
+    assert_eq!(apply.patch, Some(ebb_runtime::testkit::PatchKind::Apply));
+    assert_eq!(
+        apply.query_param("fieldManager"),
+        Some("ebb-service-scaler")
+    );
+    assert_eq!(apply.query_param("force"), Some("true"));
+    assert_eq!(
+        apply.body.as_ref().unwrap(),
+        &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": NAME},
+                "spec": {"minReplicas": 2, "maxReplicas": 10, "metrics": metrics_json(Some(60), None)}})
+    );
+    let hpa = h.stored_hpa().unwrap();
+    assert_eq!(hpa_settings(&hpa), (2, 10, metrics_json(Some(60), None)));
+    // Fields ebb does not own are untouched.
+    assert!(hpa.spec.as_ref().unwrap().behavior.is_some());
+    let status = h.stored_scaler().unwrap().status.unwrap();
+    assert_eq!(
+        (status.matched_range, status.time_range_match),
+        (None, false)
+    );
+    assert_eq!(
+        ebb_runtime::from_k8s_time(status.last_updated_time.as_ref().unwrap()),
+        utc("2026-05-04T12:00:00Z")
+    );
+    assert_eq!(h.events.reasons(), ["Updated"]);
+    assert!(
+        h.events.events()[0].note.contains("minReplicas 5 -> 2"),
+        "{:?}",
+        h.events.events()
+    );
+}
+
+#[tokio::test]
+async fn kill_switch_on_the_hpa_means_zero_writes_to_it() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    h.hpa(9, 9, None, None, None, json!({MANAGED_ANNOTATION: "false"}));
+    h.reconcile().await.unwrap();
+    h.clock.set(utc("2026-05-04T12:00:00Z"));
+    h.reconcile().await.unwrap();
+
+    assert!(h.hpa_writes().is_empty(), "{:#?}", h.hpa_writes());
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()), (9, 9, json!([])));
+    let (status, reason, message) = h.condition("Unmanaged");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "KillSwitch"));
+    assert!(message.contains(MANAGED_ANNOTATION));
+    assert_eq!(h.condition("Ready").1, "Unmanaged");
+    assert!(h.stored_scaler().unwrap().finalizers().is_empty());
+
+    // Removing the annotation hands the HPA back.
+    h.fake.modify_json(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        NS,
+        NAME,
+        |hpa| {
+            hpa["metadata"]["annotations"] = json!({});
+        },
+    );
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (2, 10, metrics_json(Some(60), None))
+    );
+    assert_eq!(h.condition("Unmanaged").0, "False");
+}
+
+#[tokio::test]
+async fn conflict_on_the_hpa_is_read_again_and_converges_in_one_reconcile() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake.fail_next(Matcher::patch(HPA_PATH), 409);
+    h.reconcile().await.unwrap();
+    let writes = h.hpa_writes();
+    assert_eq!(
+        writes.iter().map(|w| w.status).collect::<Vec<_>>(),
+        [Some(409), Some(200)]
+    );
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+    assert_eq!(h.events.reasons(), ["Updated"]);
+}
+
+#[tokio::test]
+async fn server_error_fails_the_reconcile_and_the_retry_converges() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake.fail_next(Matcher::patch(HPA_PATH), 500);
+    let error = h.reconcile().await.unwrap_err();
+    assert_eq!(error.category(), "write_hpa");
+    assert!(error.is_transient());
+    // Backoff, not "wait for a change".
+    let guard = Arc::new(DeserializeGuard(Ok(h.stored_scaler().unwrap())));
+    assert_eq!(
+        error_policy(guard.clone(), &error, h.ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+    assert_eq!(
+        error_policy(guard, &error, h.ctx.clone()),
+        Action::requeue(Duration::from_secs(2)),
+        "doubles per consecutive failure"
+    );
+    assert_eq!(
+        h.stored_scaler().unwrap().status,
+        None,
+        "nothing but the failed write happened"
+    );
+
+    h.reconcile().await.unwrap();
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+    assert_eq!(h.successful_hpa_writes(), 1);
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_reconcile_errors_total{category=\"write_hpa\"} 1")
+    );
+}
+
+#[tokio::test]
+async fn status_conflict_and_a_lost_answer_never_write_the_hpa_twice() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake
+        .fail_next(Matcher::patch("/servicescalers/web/status"), 409);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.successful_hpa_writes(), 1);
+    assert_eq!(
+        h.stored_scaler().unwrap().status.unwrap().matched_range,
+        Some(0)
+    );
+    assert_eq!(h.events.reasons(), ["Updated"]);
+
+    // The answer of an apply is lost (it took effect): the retry finds the HPA in sync.
+    h.fake.clear_requests();
+    h.events.clear();
+    h.clock.set(utc("2026-05-04T12:00:00Z"));
+    h.fake
+        .inject(Matcher::patch(HPA_PATH), Fault::TimeoutAfterApply, 1);
+    assert_eq!(h.reconcile().await.unwrap_err().category(), "write_hpa");
+    h.reconcile().await.unwrap();
+    assert_eq!(h.hpa_writes().len(), 1, "{:#?}", h.hpa_writes());
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+    assert_eq!(
+        h.stored_scaler().unwrap().status.unwrap().matched_range,
+        None
+    );
+}
+
+#[tokio::test]
+async fn create_racing_another_creator_is_read_again() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    // Someone creates the HPA between our read and our create.
+    h.fake.before_next(Matcher::post("/horizontalpodautoscalers"), |fake| {
+        fake.insert(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": NAME, "namespace": NS},
+            "spec": {"minReplicas": 1, "maxReplicas": 3,
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}},
+        }));
+    });
+    h.reconcile().await.unwrap();
+    let hpa = h.stored_hpa().unwrap();
+    assert_eq!(
+        hpa_settings(&hpa),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    // Adopted, so its target stays and the scaler holds the restore finalizer.
+    assert_eq!(hpa.spec.unwrap().scale_target_ref.name, "other");
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+}
+
+#[tokio::test]
+async fn restart_mid_window_writes_the_range_settings_once() {
+    // A fresh controller (no status) at 10:17, inside the 08:00-12:00 range, finds the HPA at
+    // the defaults.
+    let h = Harness::new("2026-05-04T10:17:23Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    h.clock.advance(chrono::Duration::seconds(1));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.successful_hpa_writes(), 1);
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    let status_writes = h.fake.writes_matching(&Matcher::patch("/status"));
+    assert_eq!(status_writes.len(), 1);
+}
+
+#[tokio::test]
+async fn invalid_spec_is_reported_and_the_hpa_left_as_it_was() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let mut spec = office_spec();
+    spec["timeRangeSpec"][0]["to"] = json!("12:60Z");
+    h.scaler(spec);
+    h.hpa(3, 3, None, None, None, json!({}));
+    let error = h.reconcile().await.unwrap_err();
+    assert_eq!(error.category(), "invalid_spec");
+    assert!(!error.is_transient());
+    let guard = Arc::new(DeserializeGuard(Ok(h.stored_scaler().unwrap())));
+    assert_eq!(
+        error_policy(guard, &error, h.ctx.clone()),
+        Action::await_change()
+    );
+
+    assert!(h.hpa_writes().is_empty());
+    let (status, reason, message) = h.condition("SpecValid");
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "InvalidSpec"));
+    assert!(
+        message.starts_with("spec.timeRangeSpec[0].to: invalid time of day \"12:60Z\""),
+        "{message}"
+    );
+    assert_eq!(h.events.reasons(), ["InvalidSpec"]);
+
+    // Again: no write, no second Event.
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap_err();
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(h.events.reasons(), ["InvalidSpec"]);
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_managed_objects{state=\"invalid\"} 1")
+    );
+}
+
+#[tokio::test]
+async fn paused_scaler_gets_only_the_paused_condition() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler_with(
+        office_spec(),
+        json!({"annotations": {"scaling.ebb.dev/paused-until": "2026-05-04T09:30:00Z"}}),
+    );
+    h.hpa(2, 10, Some(60), None, None, json!({}));
+    let action = h.reconcile().await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(1800)));
+    assert!(h.hpa_writes().is_empty());
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(
+        writes[0].body.as_ref().unwrap()["status"]["conditions"][0]["type"],
+        "Paused"
+    );
+    assert_eq!(h.condition("Paused").0, "True");
+    assert!(
+        h.stored_scaler().unwrap().finalizers().is_empty(),
+        "no writes but the condition"
+    );
+
+    // The pause expires by itself.
+    h.clock.set(utc("2026-05-04T09:30:00Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+    assert_eq!(h.condition("Paused").0, "False");
+}
+
+#[tokio::test]
+async fn dry_run_records_the_intended_change_and_writes_only_status() {
+    let h = Harness::new("2026-05-04T09:00:00Z", true);
+    h.scaler(office_spec());
+    h.reconcile().await.unwrap();
+    assert!(h.stored_hpa().is_none());
+    assert!(h.hpa_writes().is_empty());
+    let (status, reason, message) = h.condition("Ready");
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "DryRun"));
+    assert!(
+        message.starts_with("dry run: would have created HPA shop/web for Deployment web"),
+        "{message}"
+    );
+    assert_eq!(h.events.reasons(), ["DryRun"]);
+    assert_eq!(h.fake.write_count(), 1, "status only");
+
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(h.events.reasons(), ["DryRun"]);
+}
+
+#[tokio::test]
+async fn adopted_hpa_is_restored_to_the_defaults_when_its_scaler_is_deleted() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    // A user's HPA with settings of its own.
+    h.hpa(7, 12, Some(90), None, None, json!({}));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    assert!(
+        h.stored_hpa().unwrap().owner_references().is_empty(),
+        "adopted, not owned"
+    );
+
+    let scalers: Api<ServiceScaler> = Api::namespaced(h.fake.client(), NS);
+    scalers
+        .delete(NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        h.stored_scaler()
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    h.fake.clear_requests();
+    h.events.clear();
+    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+
+    // Restored to spec.hpa (not the user's old values: ebb does not keep those), finalizer gone,
+    // object gone.
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (2, 10, metrics_json(Some(60), None))
+    );
+    assert!(h.stored_scaler().is_none());
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    assert!(writes[0].path.ends_with(HPA_PATH));
+    assert!(writes[1].path.ends_with(SCALER_PATH));
+    assert_eq!(h.events.reasons(), ["Restored"]);
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_transitions_total{reason=\"restore\"} 1")
+    );
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_managed_objects{state=\"active\"} 0")
+    );
+}
+
+#[tokio::test]
+async fn a_created_hpa_needs_no_finalizer_and_a_stale_one_is_removed() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler_with(office_spec(), json!({"finalizers": [FINALIZER]}));
+    h.reconcile().await.unwrap();
+    assert!(h.stored_hpa().is_some());
+    assert!(h.stored_scaler().unwrap().finalizers().is_empty());
+}
+
+#[tokio::test]
+async fn finalizer_conflict_is_read_again() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    h.hpa(5, 10, Some(60), Some(80), None, json!({}));
+    // Another actor changes the scaler's labels between our read and our finalizer patch.
+    h.fake.before_next(Matcher::patch(SCALER_PATH), |fake| {
+        fake.modify_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME, |s| {
+            s["metadata"]["labels"] = json!({"team": "a"});
+        });
+    });
+    h.reconcile().await.unwrap();
+    let finalizer_writes: Vec<_> = h
+        .fake
+        .writes_matching(&Matcher::patch(SCALER_PATH))
+        .into_iter()
+        .filter(|w| !w.path.ends_with("/status"))
+        .map(|w| w.status)
+        .collect();
+    assert_eq!(finalizer_writes, [Some(409), Some(200)]);
+    let stored = h.stored_scaler().unwrap();
+    assert_eq!(stored.finalizers(), [FINALIZER]);
+    assert_eq!(stored.labels().get("team").map(String::as_str), Some("a"));
+}
+
+#[tokio::test]
+async fn udaans_unreadable_status_is_rewritten() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.fake.insert(json!({
+        "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": office_spec(),
+        "status": {"lastKnownConfig": {"minReplicas": 4, "maxReplicas": 8},
+                   "lastObservedGeneration": 1, "lastUpdatedTime": "2024-01-19T11:40Z+0530",
+                   "timeRangeMatch": false},
+    }));
+    // The controller's watch delivers it as an invalid object (DeserializeGuard).
+    let raw = h
+        .fake
+        .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+        .unwrap();
+    let guard: DeserializeGuard<ServiceScaler> = serde_json::from_value(raw).unwrap();
+    assert!(guard.0.is_err());
+    reconcile(Arc::new(guard), h.ctx.clone()).await.unwrap();
+    let status = h.stored_scaler().unwrap().status.unwrap();
+    assert_eq!(status.last_known_config.unwrap().min_replicas, 5);
+    assert_eq!(
+        ebb_runtime::from_k8s_time(status.last_updated_time.as_ref().unwrap()),
+        utc("2026-05-04T09:00:00Z")
+    );
+}
+
+#[tokio::test]
+async fn unreadable_spec_is_reported_without_touching_anything_else() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.fake.insert(json!({
+        "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": {"hpa": {"minReplicas": "four", "maxReplicas": 8}},
+    }));
+    h.hpa(3, 3, None, None, None, json!({}));
+    let raw = h
+        .fake
+        .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+        .unwrap();
+    let guard: DeserializeGuard<ServiceScaler> = serde_json::from_value(raw).unwrap();
+    let error = reconcile(Arc::new(guard), h.ctx.clone()).await.unwrap_err();
+    assert_eq!(error.category(), "invalid_spec");
+    assert!(h.hpa_writes().is_empty());
+    let stored = h
+        .fake
+        .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+        .unwrap();
+    let conditions = &stored["status"]["conditions"];
+    assert_eq!(conditions[0]["type"], "SpecValid");
+    assert!(
+        conditions[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("spec: cannot be read")
+    );
+}
+
+#[tokio::test]
+async fn ramp_steps_are_written_one_per_requeue() {
+    let h = Harness::new("2026-12-03T07:00:00Z", false);
+    let scaler = h.scaler(json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 20, "targetCPUUtilization": 70},
+        "ramp": "10m",
+        "timeRangeSpec": [{"kind": "ZonedDateTime", "from": "2026-12-03T08:30:00+01:00",
+            "to": "2026-12-03T17:00:00+01:00", "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
+    }));
+    h.hpa(2, 20, Some(70), None, Some(&scaler), json!({}));
+    assert_eq!(
+        h.reconcile().await.unwrap(),
+        Action::requeue(Duration::from_secs(1800))
+    );
+    let boundary = utc("2026-12-03T07:30:00Z");
+    let mut mins = Vec::new();
+    for minute in 0..10 {
+        h.clock.set(boundary + chrono::Duration::minutes(minute));
+        let action = h.reconcile().await.unwrap();
+        if minute < 9 {
+            assert_eq!(
+                action,
+                Action::requeue(Duration::from_secs(60)),
+                "minute {minute}"
+            );
+        }
+        let hpa = h.stored_hpa().unwrap();
+        assert_eq!(
+            hpa.spec.as_ref().unwrap().max_replicas,
+            40,
+            "max changes at once"
+        );
+        mins.push(hpa_settings(&hpa).0);
+    }
+    assert_eq!(mins, (3..=12).collect::<Vec<_>>());
+    assert_eq!(h.successful_hpa_writes(), 10);
+    let status = h.stored_scaler().unwrap().status.unwrap();
+    assert_eq!(status.ramp, None);
+    assert_eq!(status.last_known_config.unwrap().min_replicas, 12);
+}
