@@ -35,8 +35,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::decide::{
-    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, READY, SPEC_VALID,
-    WriteReason,
+    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields, READY,
+    SPEC_VALID, WriteReason,
 };
 use crate::metrics::ScalerMetrics;
 
@@ -323,19 +323,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
     if scaler.metadata.deletion_timestamp.is_some() {
         let plan = decide::decide_deletion(&observed, now);
         if let Some(fields) = &plan.restore {
-            let body = fields.apply_patch(name);
-            if let Err(source) = hpas
-                .patch(
-                    name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-            {
-                if is_conflict(&source) {
-                    return Ok(Pass::Conflict);
-                }
-                return Err(Error::WriteHpa { name: key, source });
+            if !apply_hpa(&hpas, name, fields, &key).await? {
+                return Ok(Pass::Conflict);
             }
             ctx.scaler_metrics.count_write(WriteReason::Restore);
         }
@@ -368,19 +357,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
             ctx.scaler_metrics.count_write(WriteReason::Create);
         }
         HpaPlan::Apply { fields, reason } => {
-            let body = fields.apply_patch(name);
-            if let Err(source) = hpas
-                .patch(
-                    name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-            {
-                if is_conflict(&source) {
-                    return Ok(Pass::Conflict);
-                }
-                return Err(Error::WriteHpa { name: key, source });
+            if !apply_hpa(&hpas, name, fields, &key).await? {
+                return Ok(Pass::Conflict);
             }
             ctx.scaler_metrics.count_write(*reason);
         }
@@ -442,6 +420,28 @@ async fn record(
                 &notice.note,
             )
             .await;
+    }
+}
+
+/// Server-side applies the fields ebb owns on the HPA. `Ok(false)` on a conflict: re-read and
+/// decide again.
+async fn apply_hpa(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+    fields: &OwnedFields,
+    key: &str,
+) -> Result<bool, Error> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match hpas
+        .patch(name, &params, &Patch::Apply(&fields.apply_patch(name)))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(source) if is_conflict(&source) => Ok(false),
+        Err(source) => Err(Error::WriteHpa {
+            name: key.to_owned(),
+            source,
+        }),
     }
 }
 
