@@ -48,7 +48,7 @@ demo:
 
 ## bench: benchmarks that print figures (not timed tests).
 bench:
-	$(CARGO) bench --workspace
+	$(CARGO) bench -p ebb-schedule --bench transitions
 
 clean:
 	$(CARGO) clean
