@@ -39,12 +39,11 @@ What is particular to workshop-scaler. The shared templates include these names.
 {{- define "ebb.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}
 {{- $atMax := $alerts.atMaxProvisions }}
-{{- /* provision_at_max is labelled {namespace, provision}, utilization {namespace, workshop}: the
-       join is per namespace until the provision series carry their workshop. */}}
+{{- /* The controller exports the condition itself (it knows each provision's threshold). */}}
 {{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionAtMaxProvisions" "cfg" $atMax
-  "expr" (printf "(max by (namespace, provision) (ebb_workshop_scaler_provision_at_max) == 1) and on (namespace) (max by (namespace) (ebb_workshop_scaler_workshop_utilization_ratio) >= %v)" $atMax.utilization)
+  "expr" "max by (namespace, provision) (ebb_workshop_scaler_provision_at_max_with_demand) == 1"
   "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }} is at maxProvisions while seats run out"
-  "description" (printf "spec.count has reached autoScaling.maxProvisions and workshop utilization in %s is at or above %v: new attendees may find no seat. Raise maxProvisions or add a provision." "{{ $labels.namespace }}" $atMax.utilization)) }}
+  "description" "spec.count has reached autoScaling.maxProvisions and the workshop's utilization is at or above the provision's threshold: new attendees may find no seat. Raise maxProvisions or add a provision.") }}
 {{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionScaleUpStuck" "cfg" $alerts.scaleUpStuck
   "expr" "max by (namespace, provision) (ebb_workshop_scaler_provision_active) == 1"
   "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }}: scale-up not settling"

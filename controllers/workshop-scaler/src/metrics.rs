@@ -36,6 +36,7 @@ pub struct ScalerMetrics {
     desired_count: Family<ProvisionLabels, Gauge>,
     active: Family<ProvisionLabels, Gauge>,
     at_max: Family<ProvisionLabels, Gauge>,
+    at_max_with_demand: Family<ProvisionLabels, Gauge>,
     scale_ups: Family<ProvisionLabels, Counter>,
 }
 
@@ -52,6 +53,9 @@ pub struct Observation {
     pub active: bool,
     /// `spec.count >= maxProvisions`.
     pub at_max: bool,
+    /// At `maxProvisions` while utilization is at or above the threshold: attendees may find no
+    /// seat and ebb cannot help (what the at-cap alert fires on).
+    pub at_max_with_demand: bool,
 }
 
 impl ScalerMetrics {
@@ -86,6 +90,11 @@ impl ScalerMetrics {
             metrics.at_max.clone(),
         );
         sub.register(
+            "provision_at_max_with_demand",
+            "1 while spec.count is at maxProvisions and utilization is at or above the threshold",
+            metrics.at_max_with_demand.clone(),
+        );
+        sub.register(
             "scale_ups",
             "Scale-ups applied to spec.count",
             metrics.scale_ups.clone(),
@@ -113,6 +122,9 @@ impl ScalerMetrics {
         self.at_max
             .get_or_create(provision)
             .set(i64::from(o.at_max));
+        self.at_max_with_demand
+            .get_or_create(provision)
+            .set(i64::from(o.at_max_with_demand));
     }
 
     /// Counts one applied scale-up.
@@ -127,6 +139,7 @@ impl ScalerMetrics {
         self.desired_count.remove(provision);
         self.active.remove(provision);
         self.at_max.remove(provision);
+        self.at_max_with_demand.remove(provision);
     }
 }
 
@@ -158,6 +171,7 @@ mod tests {
                 desired_count: 30,
                 active: true,
                 at_max: false,
+                at_max_with_demand: false,
             },
         );
         m.scaled_up(&p);
@@ -169,6 +183,7 @@ mod tests {
             "ebb_workshop_scaler_provision_desired_count{namespace=\"ops\",provision=\"rhel\"} 30",
             "ebb_workshop_scaler_provision_active{namespace=\"ops\",provision=\"rhel\"} 1",
             "ebb_workshop_scaler_provision_at_max{namespace=\"ops\",provision=\"rhel\"} 0",
+            "ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"ops\",provision=\"rhel\"} 0",
             "ebb_workshop_scaler_scale_ups_total{namespace=\"ops\",provision=\"rhel\"} 1",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");

@@ -349,6 +349,8 @@ async fn pass(
                 active: in_flight.is_some()
                     || (matches!(decision, Decision::Start { .. }) && !ctx.dry_run),
                 at_max: desired >= config.max_provisions,
+                at_max_with_demand: desired >= config.max_provisions
+                    && seats.utilization().is_some_and(|u| u >= config.threshold),
             },
         );
     }

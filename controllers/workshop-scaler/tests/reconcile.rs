@@ -268,6 +268,17 @@ async fn duplicate_deliveries_after_a_scale_up_write_nothing() {
 }
 
 #[tokio::test]
+async fn at_the_cap_without_demand_the_alert_series_stays_down() {
+    let h = demand();
+    h.provision(P, 40, Some(json!({"maxProvisions": 40})));
+    h.seats(10, 20);
+    h.reconcile(P).await.unwrap();
+    let text = h.metrics_text();
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"), "{text}");
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 0"), "{text}");
+}
+
+#[tokio::test]
 async fn each_provision_of_the_workshop_scales_independently() {
     let h = demand();
     h.provision("second", 4, None);
@@ -290,6 +301,8 @@ async fn at_the_cap_a_condition_and_an_event_say_so() {
     assert_eq!(h.condition(P, "AutoScaling").unwrap().1, "AtMaxProvisions");
     assert_eq!(h.events(), ["AtMaxProvisions"]);
     assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"));
+    // 85% of seats taken at the cap: the at-cap alert's series is up.
+    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"));
     // Nothing more while nothing changes.
     h.fake.clear_requests();
     h.reconcile(P).await.unwrap();
