@@ -27,13 +27,14 @@ use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
 use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
 use futures::{FutureExt, StreamExt};
+use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 
 use crate::metrics::ScalerMetrics;
-use crate::reconcile::{CONTROLLER_NAME, Context, error_policy, reconcile};
+use crate::reconcile::{CONTROLLER_NAME, Context, error_policy_guarded, reconcile_guarded};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -63,11 +64,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
     // are watched in the same scope. `scoped_apis` orders every kind's list alike.
-    let scopes = scoped_apis::<WorkshopProvision>(&client, common)
+    let scopes = scoped_apis::<Guarded<WorkshopProvision>>(&client, common)
         .into_iter()
-        .zip(scoped_apis::<WorkshopUserAssignment>(&client, common))
-        .zip(scoped_apis::<Workshop>(&client, common))
-        .zip(scoped_apis::<ResourceClaim>(&client, common));
+        .zip(scoped_apis::<Guarded<WorkshopUserAssignment>>(
+            &client, common,
+        ))
+        .zip(scoped_apis::<Guarded<Workshop>>(&client, common))
+        .zip(scoped_apis::<Guarded<ResourceClaim>>(&client, common));
     let mut stores = Vec::new();
     let mut controllers = Vec::new();
     for (((provisions, assignments), workshops), claims) in scopes {
@@ -82,7 +85,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         stores.push(controller.store());
         controllers.push(
             controller
-                .run(reconcile, error_policy, ctx.clone())
+                .run(reconcile_guarded, error_policy_guarded, ctx.clone())
                 .for_each(|result| async move {
                     if let Err(error) = result {
                         tracing::debug!(%error, "controller event");
@@ -103,22 +106,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 /// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
 /// assignments, Workshops and claims mapped to the provisions they affect.
 fn controller(
-    provisions: Api<WorkshopProvision>,
-    assignments: Api<WorkshopUserAssignment>,
-    workshops: Api<Workshop>,
-    claims: Api<ResourceClaim>,
+    provisions: Api<Guarded<WorkshopProvision>>,
+    assignments: Api<Guarded<WorkshopUserAssignment>>,
+    workshops: Api<Guarded<Workshop>>,
+    claims: Api<Guarded<ResourceClaim>>,
     provisions_wc: watcher::Config,
     shutdown: &Shutdown,
-) -> Controller<WorkshopProvision> {
+) -> Controller<Guarded<WorkshopProvision>> {
     let controller = Controller::new(provisions, provisions_wc);
     let store = controller.store();
     let by_assignment = store.clone();
     let by_workshop = store;
     let token = shutdown.token();
-    // The related kinds are not label-selected: the selector is about the provisions.
+    // The related kinds are not label-selected: the selector is about the provisions. Every
+    // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
     let all = || watcher::Config::default().any_semantic();
     controller
         .watches(assignments, all(), move |assignment| {
+            // A malformed seat is not counted, so its changes concern no provision.
+            let Ok(assignment) = &assignment.0 else {
+                return Vec::new();
+            };
             let ns = assignment.namespace().unwrap_or_default();
             provisions_of(&by_assignment, &ns, &assignment.spec.workshop_name)
         })
@@ -132,20 +140,24 @@ fn controller(
 
 /// The provisions of workshop `namespace/workshop`, from the controller's cache.
 pub fn provisions_of(
-    store: &Store<WorkshopProvision>,
+    store: &Store<Guarded<WorkshopProvision>>,
     namespace: &str,
     workshop: &str,
-) -> Vec<ObjectRef<WorkshopProvision>> {
+) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
     store
         .state()
         .iter()
-        .filter(|p| p.namespace().as_deref() == Some(namespace) && p.spec.workshop_name == workshop)
+        .filter(|p| {
+            p.namespace().as_deref() == Some(namespace)
+                && p.0.as_ref().is_ok_and(|p| p.spec.workshop_name == workshop)
+        })
         .map(|p| ObjectRef::from_obj(p.as_ref()))
         .collect()
 }
 
 /// The provision a claim belongs to: Babylon's label, else a WorkshopProvision owner reference.
-pub fn provision_of_claim(claim: &ResourceClaim) -> Option<ObjectRef<WorkshopProvision>> {
+/// Metadata is enough, so this also maps a claim that does not deserialize.
+pub fn provision_of_claim<K: Resource>(claim: &K) -> Option<ObjectRef<Guarded<WorkshopProvision>>> {
     let ns = claim.namespace()?;
     let name = claim
         .labels()
@@ -189,15 +201,23 @@ mod tests {
 
     #[test]
     fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
-        let (store, mut writer) = reflector::store::<WorkshopProvision>();
+        let (store, mut writer) = reflector::store::<Guarded<WorkshopProvision>>();
         for p in [
             provision("a", "p1", "w"),
             provision("a", "p2", "w"),
             provision("a", "p3", "other"),
             provision("b", "p4", "w"),
         ] {
-            writer.apply_watcher_event(&Event::Apply(p));
+            writer.apply_watcher_event(&Event::Apply(Guarded(Ok(p))));
         }
+        // A provision that does not deserialize belongs to no workshop we can know of.
+        let malformed: Guarded<WorkshopProvision> = serde_json::from_value(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+            "metadata": {"name": "broken", "namespace": "a"}, "spec": {"count": "many"}
+        }))
+        .unwrap();
+        assert!(malformed.0.is_err());
+        writer.apply_watcher_event(&Event::Apply(malformed));
         let mut names: Vec<String> = provisions_of(&store, "a", "w")
             .into_iter()
             .map(|r| r.name)

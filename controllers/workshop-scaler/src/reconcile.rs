@@ -30,6 +30,7 @@ use ebb_runtime::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams};
+use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
@@ -174,6 +175,41 @@ pub async fn reconcile(
         ctx.backoff.succeeded(&object_key(provision.as_ref()));
     }
     result
+}
+
+/// The controller's entry point: a WorkshopProvision that does not deserialize (Babylon owns the
+/// kind; ebb's typed view needs `count`, `workshopName`, `catalogItem`) is logged and left alone
+/// until it changes, and every other provision is served as usual. Nothing is written to it:
+/// whether auto-scaling is enabled on it cannot be known.
+pub async fn reconcile_guarded(
+    provision: Arc<DeserializeGuard<WorkshopProvision>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &provision.0 {
+        Ok(p) => reconcile(Arc::new(p.clone()), ctx).await,
+        Err(invalid) => {
+            tracing::warn!(
+                provision = %provision.name_any(),
+                namespace = provision.namespace().unwrap_or_default(),
+                error = %invalid,
+                "WorkshopProvision does not deserialize; left alone until it changes"
+            );
+            ctx.metrics.record_error("malformed");
+            Ok(Action::await_change())
+        }
+    }
+}
+
+/// [`error_policy`] for the guarded entry point.
+pub fn error_policy_guarded(
+    provision: Arc<DeserializeGuard<WorkshopProvision>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    match &provision.0 {
+        Ok(p) => error_policy(Arc::new(p.clone()), error, ctx),
+        Err(_) => Action::await_change(),
+    }
 }
 
 async fn reconcile_inner(provision: &WorkshopProvision, ctx: &Context) -> Result<Action, Error> {
@@ -691,7 +727,8 @@ pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
 }
 
 async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
-    let api: Api<WorkshopUserAssignment> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<DeserializeGuard<WorkshopUserAssignment>> =
+        Api::namespaced(ctx.client.clone(), namespace);
     let list = api
         .list(&ListParams::default())
         .await
@@ -700,11 +737,21 @@ async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result
             source,
         })?;
     let mut seats = Seats::default();
-    for assignment in list
-        .items
-        .iter()
-        .filter(|a| a.spec.workshop_name == workshop)
-    {
+    for assignment in &list.items {
+        // A seat that does not deserialize cannot be counted; it must not stop the others.
+        let assignment = match &assignment.0 {
+            Ok(a) => a,
+            Err(invalid) => {
+                tracing::warn!(
+                    assignment = %assignment.name_any(), %namespace, error = %invalid,
+                    "WorkshopUserAssignment does not deserialize; not counted"
+                );
+                continue;
+            }
+        };
+        if assignment.spec.workshop_name != workshop {
+            continue;
+        }
         seats.total = seats.total.saturating_add(1);
         if assignment.spec.assignment.is_some() {
             seats.assigned = seats.assigned.saturating_add(1);
@@ -714,7 +761,7 @@ async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result
 }
 
 /// Whether `claim` belongs to `provision`: by Babylon's label, or by owner reference.
-pub fn claim_belongs_to(claim: &ResourceClaim, provision: &WorkshopProvision) -> bool {
+pub fn claim_belongs_to<K: Resource>(claim: &K, provision: &WorkshopProvision) -> bool {
     let name = provision.metadata.name.as_deref().unwrap_or_default();
     let labelled = claim
         .labels()
@@ -735,7 +782,7 @@ async fn observe_claims(
     namespace: &str,
     provision: &WorkshopProvision,
 ) -> Result<Vec<Claim>, Error> {
-    let api: Api<ResourceClaim> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<DeserializeGuard<ResourceClaim>> = Api::namespaced(ctx.client.clone(), namespace);
     // Not a label-selected list: claims linked only by owner reference count too.
     let list = api
         .list(&ListParams::default())
@@ -747,10 +794,12 @@ async fn observe_claims(
     Ok(list
         .items
         .iter()
-        .filter(|c| claim_belongs_to(c, provision))
+        .filter(|c| claim_belongs_to(*c, provision))
         .map(|c| Claim {
             name: c.name_any(),
-            settled: c.settlement().is_settled(),
+            // A claim whose status cannot be read has not visibly settled: it holds the flag
+            // (fail-safe), and the hold-down reports it by name if it stays so.
+            settled: c.0.as_ref().is_ok_and(|c| c.settlement().is_settled()),
         })
         .collect())
 }

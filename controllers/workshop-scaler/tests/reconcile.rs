@@ -12,6 +12,7 @@ use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
 use ebb_runtime::testkit::{Fault, Matcher};
+use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::{self, Error};
@@ -786,6 +787,65 @@ async fn release_when_every_claim_is_ready_complete_failed_or_cancelled() {
         assert_eq!(h.events(), ["ScaleUpComplete"], "{case}");
         assert_eq!(h.count(P), 3, "{case}: a release never scales");
     }
+}
+
+#[tokio::test]
+async fn a_claim_whose_status_cannot_be_read_holds_the_flag() {
+    let h = in_flight_with_claims(&[
+        ("a", ready()),
+        ("b", json!({"ready": "yes"})),
+        ("c", ready()),
+    ])
+    .await;
+    h.reconcile(P).await.unwrap();
+    assert_eq!(
+        h.status(P).auto_scaling_active,
+        Some(true),
+        "fail-safe: not released"
+    );
+    assert_eq!(h.count(P), 3);
+}
+
+#[tokio::test]
+async fn a_malformed_seat_is_not_counted_and_does_not_stop_scaling() {
+    let h = demand();
+    // No resourceClaimName: Babylon's schema would refuse it, but an older object may hold it.
+    h.fake.insert(json!({
+        "apiVersion": API, "kind": "WorkshopUserAssignment",
+        "metadata": {"name": "broken", "namespace": NS},
+        "spec": {"workshopName": WORKSHOP, "assignment": {"email": "x@example.com"}},
+    }));
+    h.reconcile(P).await.unwrap();
+    assert_eq!(
+        h.count(P),
+        30,
+        "17 of 20 readable seats: scaled as without it"
+    );
+}
+
+#[tokio::test]
+async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_served() {
+    let h = demand();
+    let broken = json!({
+        "apiVersion": API, "kind": "WorkshopProvision",
+        "metadata": {"name": "broken", "namespace": NS},
+        "spec": {"workshopName": WORKSHOP, "count": "many"},
+    });
+    h.fake.insert(broken.clone());
+    h.fake.clear_requests();
+    let guard: DeserializeGuard<WorkshopProvision> = serde_json::from_value(broken).unwrap();
+    assert!(guard.0.is_err());
+    let action = reconcile::reconcile_guarded(Arc::new(guard), h.replica.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(h.fake.write_count(), 0);
+
+    let healthy = DeserializeGuard(Ok(h.get(P)));
+    reconcile::reconcile_guarded(Arc::new(healthy), h.replica.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(h.count(P), 30);
 }
 
 #[tokio::test]
