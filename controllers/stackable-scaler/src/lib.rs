@@ -43,11 +43,12 @@ use std::sync::Arc;
 
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::app::{Runtime, scoped_api, scopes, watcher_config};
-use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use ebb_runtime::{CommonArgs, ControllerMetrics, ErrorBackoff, EventPublisher};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
+use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use prometheus_client::registry::Registry;
@@ -104,6 +105,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         dry_run: common.dry_run,
         leader: rt.leader.clone(),
         ledger: engine::HookLedger::new(),
+        backoff: ErrorBackoff::new(),
     });
 
     let config = watcher_config(common);
@@ -111,8 +113,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut warm = Vec::new();
     for scope in scopes(common) {
         let scope = scope.as_deref();
+        // Guarded: one scaler that does not deserialize cannot stall the watch.
         let controller = Controller::new(
-            scoped_api::<StackableScaler>(&client, scope),
+            scoped_api::<DeserializeGuard<StackableScaler>>(&client, scope),
             config.clone(),
         );
         let store = controller.store();
@@ -124,7 +127,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         // whose owner references name it.
         let by_owner = move |uid: Option<String>| {
             let store = store.clone();
-            move || -> Vec<ObjectRef<StackableScaler>> {
+            move || -> Vec<ObjectRef<DeserializeGuard<StackableScaler>>> {
                 let Some(uid) = uid.clone() else {
                     return Vec::new();
                 };
@@ -165,14 +168,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                         async move {
                             metrics
                                 .instrument(
-                                    reconcile::reconcile(scaler, ctx),
+                                    reconcile::reconcile_guarded(scaler, ctx),
                                     reconcile::Error::category,
                                 )
                                 .await
                         }
                     }
                 },
-                reconcile::error_policy,
+                reconcile::error_policy_guarded,
                 ctx.clone(),
             )
             .boxed();

@@ -13,12 +13,12 @@ use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition,
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::pause::{PauseState, pause_state};
 use ebb_runtime::time::from_k8s_time;
-use ebb_runtime::{Clock, Leader};
+use ebb_runtime::{Clock, ErrorBackoff, Leader, object_key};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::Patch;
-use kube::core::Selector;
+use kube::core::{DeserializeGuard, Selector};
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
@@ -36,8 +36,6 @@ pub const CONDITION_PAUSED: &str = "Paused";
 pub const CONDITION_DRY_RUN: &str = "DryRun";
 /// Requeue while another replica leads.
 const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
-/// Requeue after a transient error.
-const ERROR_REQUEUE: Duration = Duration::from_secs(10);
 
 /// What a reconcile needs.
 pub struct Context {
@@ -55,6 +53,8 @@ pub struct Context {
     pub leader: Leader,
     /// Hook answers not yet persisted.
     pub ledger: HookLedger,
+    /// Consecutive transient failures per scaler, for the retry delay.
+    pub backoff: ErrorBackoff,
 }
 
 /// Why a reconcile failed.
@@ -87,11 +87,47 @@ impl Error {
 }
 
 /// Invalid objects wait for a change (their condition says why); everything else is retried.
-pub fn error_policy(_scaler: Arc<StackableScaler>, error: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(%error, category = error.category(), "reconcile failed");
+pub fn error_policy(scaler: Arc<StackableScaler>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = object_key(scaler.as_ref());
+    tracing::warn!(scaler = %key, %error, category = error.category(), "reconcile failed");
     match error {
         Error::Invalid(_) => Action::await_change(),
-        _ => Action::requeue(ERROR_REQUEUE),
+        _ => Action::requeue(ctx.backoff.failed(&key)),
+    }
+}
+
+/// The controller's entry point: a StackableScaler that does not deserialize is logged and left
+/// alone until it changes, and every other scaler is served as usual.
+pub async fn reconcile_guarded(
+    scaler: Arc<DeserializeGuard<StackableScaler>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &scaler.0 {
+        Ok(s) => {
+            let action = reconcile(Arc::new(s.clone()), ctx.clone()).await?;
+            ctx.backoff.succeeded(&object_key(s));
+            Ok(action)
+        }
+        Err(invalid) => {
+            tracing::warn!(
+                scaler = %object_key(scaler.as_ref()),
+                error = %invalid,
+                "StackableScaler does not deserialize; left alone until it changes"
+            );
+            Ok(Action::await_change())
+        }
+    }
+}
+
+/// [`error_policy`] for the guarded entry point.
+pub fn error_policy_guarded(
+    scaler: Arc<DeserializeGuard<StackableScaler>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    match &scaler.0 {
+        Ok(s) => error_policy(Arc::new(s.clone()), error, ctx),
+        Err(_) => Action::await_change(),
     }
 }
 

@@ -39,6 +39,7 @@ fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
         dry_run,
         leader,
         ledger: HookLedger::new(),
+        backoff: ErrorBackoff::new(),
     });
     Env {
         fake,
@@ -109,6 +110,43 @@ fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
             ..JobStatus::default()
         });
     });
+}
+
+#[tokio::test]
+async fn transient_errors_back_off_per_scaler_and_success_resets() {
+    let e = env();
+    let s: Arc<StackableScaler> = Arc::new(serde_json::from_value(scaler_json(3, false)).unwrap());
+    let transient = Error::Observe(kube::Error::SerdeError(
+        serde_json::from_str::<i32>("not json").unwrap_err(),
+    ));
+    assert_eq!(
+        error_policy(s.clone(), &transient, e.ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+    assert_eq!(
+        error_policy(s.clone(), &transient, e.ctx.clone()),
+        Action::requeue(Duration::from_secs(2))
+    );
+    assert_eq!(
+        error_policy(s, &Error::Invalid("no owner".into()), e.ctx.clone()),
+        Action::await_change()
+    );
+}
+
+#[tokio::test]
+async fn a_scaler_that_does_not_deserialize_is_left_alone() {
+    let e = env();
+    let guard: DeserializeGuard<StackableScaler> = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+        "metadata": {"name": "broken", "namespace": "data"}, "spec": {"replicas": "three"},
+    }))
+    .unwrap();
+    assert!(guard.0.is_err());
+    let action = reconcile_guarded(Arc::new(guard), e.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(e.fake.write_count(), 0);
 }
 
 #[tokio::test]
@@ -432,7 +470,8 @@ async fn transient_errors_are_retried_and_converge_without_acting_twice() {
     assert_eq!(err.category(), "set_replicas");
     assert_eq!(
         error_policy(scaler(&e.fake), &err, e.ctx.clone()),
-        Action::requeue(Duration::from_secs(10))
+        Action::requeue(Duration::from_secs(1)),
+        "the first retry of this scaler comes after a second"
     );
     assert_eq!(stage(&e.fake), ScalerStage::Scaling);
     run(&e).await.unwrap();
