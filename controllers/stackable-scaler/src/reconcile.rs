@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::guard;
 use ebb_runtime::pause::{PauseState, pause_state};
 use ebb_runtime::time::from_k8s_time;
 use ebb_runtime::{Clock, ErrorBackoff, Leader, object_key};
@@ -102,21 +103,13 @@ pub async fn reconcile_guarded(
     scaler: Arc<DeserializeGuard<StackableScaler>>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    match &scaler.0 {
-        Ok(s) => {
-            let action = reconcile(Arc::new(s.clone()), ctx.clone()).await?;
-            ctx.backoff.succeeded(&object_key(s));
-            Ok(action)
-        }
-        Err(invalid) => {
-            tracing::warn!(
-                scaler = %object_key(scaler.as_ref()),
-                error = %invalid,
-                "StackableScaler does not deserialize; left alone until it changes"
-            );
-            Ok(Action::await_change())
-        }
-    }
+    guard::reconcile(scaler, ctx, |scaler, ctx| async move {
+        let key = object_key(scaler.as_ref());
+        let action = reconcile(scaler, ctx.clone()).await?;
+        ctx.backoff.succeeded(&key);
+        Ok(action)
+    })
+    .await
 }
 
 /// [`error_policy`] for the guarded entry point.
@@ -125,10 +118,7 @@ pub fn error_policy_guarded(
     error: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    match &scaler.0 {
-        Ok(s) => error_policy(Arc::new(s.clone()), error, ctx),
-        Err(_) => Action::await_change(),
-    }
+    guard::error_policy(scaler, error, ctx, error_policy)
 }
 
 /// The kind of workload that owns a scaler.

@@ -24,6 +24,7 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_runtime::conditions::{is_condition_true, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::guard;
 use ebb_runtime::{
     Clock, ConditionUpdate, ControllerMetrics, ErrorBackoff, Leader, PauseState, from_k8s_time,
     object_key, pause_state, to_k8s_time,
@@ -185,19 +186,10 @@ pub async fn reconcile_guarded(
     provision: Arc<DeserializeGuard<WorkshopProvision>>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    match &provision.0 {
-        Ok(p) => reconcile(Arc::new(p.clone()), ctx).await,
-        Err(invalid) => {
-            tracing::warn!(
-                provision = %provision.name_any(),
-                namespace = provision.namespace().unwrap_or_default(),
-                error = %invalid,
-                "WorkshopProvision does not deserialize; left alone until it changes"
-            );
-            ctx.metrics.record_error("malformed");
-            Ok(Action::await_change())
-        }
+    if provision.0.is_err() {
+        ctx.metrics.record_error("malformed");
     }
+    guard::reconcile(provision, ctx, reconcile).await
 }
 
 /// [`error_policy`] for the guarded entry point.
@@ -206,10 +198,7 @@ pub fn error_policy_guarded(
     error: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    match &provision.0 {
-        Ok(p) => error_policy(Arc::new(p.clone()), error, ctx),
-        Err(_) => Action::await_change(),
-    }
+    guard::error_policy(provision, error, ctx, error_policy)
 }
 
 async fn reconcile_inner(provision: &WorkshopProvision, ctx: &Context) -> Result<Action, Error> {

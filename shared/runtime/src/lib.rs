@@ -7,6 +7,7 @@
 //! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
 //! - [`metrics`]: reconcile counters and durations ([`ControllerMetrics`]).
 //! - [`shutdown`]: graceful shutdown on SIGTERM/SIGINT ([`Shutdown`]).
+//! - [`guard`]: watching through `DeserializeGuard`, so a malformed object cannot stall a watch.
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
 //! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
@@ -23,6 +24,7 @@ pub mod backoff;
 pub mod clock;
 pub mod conditions;
 pub mod events;
+pub mod guard;
 pub mod leader;
 pub mod metrics;
 pub mod patch;
