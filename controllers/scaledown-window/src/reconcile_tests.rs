@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::testkit::{FakeApi, Fault, Matcher, PatchKind, RecordedRequest, RecordingEvents};
 use ebb_runtime::{EventKind, Leader, ManualClock};
+use ebb_testkit::{FakeApi, Fault, Matcher, PatchKind, RecordedRequest, RecordingEvents};
 use http::Method;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;

@@ -1,4 +1,4 @@
-//! The reconciler against an in-memory API server (`ebb_runtime::testkit::FakeApi`) and a manual
+//! The reconciler against an in-memory API server (`ebb_testkit::FakeApi`) and a manual
 //! clock: the exact writes, zero writes on a no-op, the kill switch, pause, dry run, invalid
 //! specs, adoption and restore, and injected faults (409, 500, lost answers) converging without
 //! acting twice.
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::testkit::{FakeApi, Fault, Matcher, RecordingEvents};
 use ebb_runtime::{ControllerMetrics, Leader, ManualClock, find_condition};
+use ebb_testkit::{FakeApi, Fault, Matcher, RecordingEvents};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
 use kube::core::DeserializeGuard;
@@ -153,7 +153,7 @@ impl Harness {
         self.fake.get(NS, NAME)
     }
 
-    fn hpa_writes(&self) -> Vec<ebb_runtime::testkit::RecordedRequest> {
+    fn hpa_writes(&self) -> Vec<ebb_testkit::RecordedRequest> {
         self.fake
             .writes_matching(&Matcher::any(HPA_PATH))
             .into_iter()
@@ -282,7 +282,7 @@ async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
     assert_eq!(writes.len(), 1, "{writes:#?}");
     let apply = &writes[0];
     assert_eq!(apply.method.as_str(), "PATCH");
-    assert_eq!(apply.patch, Some(ebb_runtime::testkit::PatchKind::Apply));
+    assert_eq!(apply.patch, Some(ebb_testkit::PatchKind::Apply));
     assert_eq!(
         apply.query_param("fieldManager"),
         Some("ebb-service-scaler")

@@ -5,7 +5,7 @@
 use chrono::TimeZone;
 use ebb_crds::stackable::FailureHookState;
 use ebb_runtime::ManualClock;
-use ebb_runtime::testkit::{FakeApi, Matcher, RecordingEvents};
+use ebb_testkit::{FakeApi, Matcher, RecordingEvents};
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use serde_json::{Value, json};
 

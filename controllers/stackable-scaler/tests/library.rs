@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, TimeZone, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
-use ebb_runtime::testkit::{FakeApi, Fault, Matcher};
+use ebb_testkit::{FakeApi, Fault, Matcher};
 use kube::Api;
 use serde_json::json;
 use stackable_scaler::{

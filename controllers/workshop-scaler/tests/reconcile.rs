@@ -11,7 +11,7 @@ use chrono::TimeDelta;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
-use ebb_runtime::testkit::{Fault, Matcher};
+use ebb_testkit::{Fault, Matcher};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
@@ -403,7 +403,7 @@ async fn another_reconcile_that_scaled_first_makes_ours_a_no_op() {
 
 /// Runs a complete reconcile of a second replica synchronously, from inside a FakeApi hook.
 fn run_other_replica(
-    fake: &ebb_runtime::testkit::FakeApi,
+    fake: &ebb_testkit::FakeApi,
     clock: &ebb_runtime::ManualClock,
 ) -> Result<Action, String> {
     let fake = fake.clone();

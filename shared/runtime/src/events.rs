@@ -2,7 +2,7 @@
 //!
 //! Reconcilers talk to an [`EventSink`], whose [`EventSink::record`] never fails: an Event is a
 //! courtesy to humans, and failing to publish one must not fail (and retry) a reconcile. Tests use
-//! the `RecordingEvents` double from the `testkit` feature.
+//! the `RecordingEvents` double from the `ebb-testkit` crate.
 
 use std::sync::Arc;
 

@@ -16,7 +16,9 @@
 //! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
 //! - [`plan`]: the offline `plan` subcommand's flag, manifest reading and exit ([`plan::OutputFormat`]).
 //! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
-//! - `testkit` (feature `testkit`): an in-memory API server and an event recorder for tests.
+//!
+//! Test doubles (the in-memory API server `FakeApi`, `RecordingEvents`) live in the `ebb-testkit`
+//! crate, so nothing test-only is compiled into a controller binary.
 
 pub mod app;
 pub mod args;
@@ -34,9 +36,6 @@ pub mod server;
 pub mod shutdown;
 pub mod telemetry;
 pub mod time;
-
-#[cfg(feature = "testkit")]
-pub mod testkit;
 
 pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
-use ebb_runtime::testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents};
 use ebb_runtime::{Clock, ControllerMetrics, Leader, ManualClock};
+use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents};
 use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};

@@ -1,19 +1,27 @@
 //! `FakeApi`: an in-memory Kubernetes API server behind a real `kube::Client`.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{Either, Full};
 use kube::client::Body;
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::sync::watch;
 
-use super::path::{self, ResourceType};
-use super::selector;
-use super::store::{ApiError, ObjectKey, Part, PatchKind, ScalePaths, Store, reason_for};
-use crate::clock::{Clock, ManualClock};
+use crate::path::{self, ApiPath, ResourceType};
+use crate::selector;
+use crate::store::{ApiError, ObjectKey, Part, PatchKind, ScalePaths, Store, reason_for};
+use crate::watch::{
+    DEFAULT_BOOKMARK_INTERVAL, WatchBody, WatchRequest, WatchStream, Watcher, is_true,
+    partial_metadata,
+};
+use ebb_runtime::clock::{Clock, ManualClock};
 
 /// Which requests a fault or hook applies to: an optional method and a substring of the path
 /// (without the query), e.g. `Matcher::patch("/deployments/web")` (which also matches
@@ -22,6 +30,8 @@ use crate::clock::{Clock, ManualClock};
 pub struct Matcher {
     method: Option<Method>,
     path_contains: String,
+    /// Only watch requests (GET with `watch=true|1`), not gets or lists of the same path.
+    watch_only: bool,
 }
 
 impl Matcher {
@@ -30,6 +40,7 @@ impl Matcher {
         Self {
             method: Some(method),
             path_contains: path_contains.into(),
+            watch_only: false,
         }
     }
 
@@ -38,10 +49,11 @@ impl Matcher {
         Self {
             method: None,
             path_contains: path_contains.into(),
+            watch_only: false,
         }
     }
 
-    /// GET (get, list) requests.
+    /// GET (get, list, watch) requests.
     pub fn get(path_contains: impl Into<String>) -> Self {
         Self::new(Method::GET, path_contains)
     }
@@ -56,6 +68,15 @@ impl Matcher {
         Self::new(Method::PUT, path_contains)
     }
 
+    /// Watch requests (GET with `watch=true|1`), and not lists or gets of the same path: to
+    /// fail a controller's watch while its list succeeds.
+    pub fn watch(path_contains: impl Into<String>) -> Self {
+        Self {
+            watch_only: true,
+            ..Self::get(path_contains)
+        }
+    }
+
     /// PATCH requests.
     pub fn patch(path_contains: impl Into<String>) -> Self {
         Self::new(Method::PATCH, path_contains)
@@ -66,8 +87,10 @@ impl Matcher {
         Self::new(Method::DELETE, path_contains)
     }
 
-    fn matches(&self, method: &Method, path: &str) -> bool {
-        self.method.as_ref().is_none_or(|m| m == method) && path.contains(&self.path_contains)
+    fn matches(&self, method: &Method, path: &str, watch: bool) -> bool {
+        self.method.as_ref().is_none_or(|m| m == method)
+            && path.contains(&self.path_contains)
+            && (watch || !self.watch_only)
     }
 }
 
@@ -126,6 +149,11 @@ impl RecordedRequest {
         self.method != Method::GET
     }
 
+    /// Whether the request was a watch (a GET with `watch=true` or `watch=1`).
+    pub fn is_watch(&self) -> bool {
+        self.method == Method::GET && is_true(self.query_param("watch"))
+    }
+
     /// Whether the client got a 2xx answer.
     pub fn succeeded(&self) -> bool {
         self.status.is_some_and(|s| (200..300).contains(&s))
@@ -146,12 +174,35 @@ struct FaultRule {
     remaining: usize,
 }
 
-#[derive(Default)]
-struct State {
-    store: Store,
+pub(crate) struct State {
+    pub store: Store,
     log: Vec<RecordedRequest>,
     faults: Vec<FaultRule>,
     hooks: Vec<Hook>,
+    /// How often open watches that allow bookmarks get one unprompted (`None`: only on
+    /// [`FakeApi::send_bookmarks`]).
+    bookmark_interval: Option<Duration>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            store: Store::default(),
+            log: Vec::new(),
+            faults: Vec::new(),
+            hooks: Vec::new(),
+            bookmark_interval: Some(DEFAULT_BOOKMARK_INTERVAL),
+        }
+    }
+}
+
+/// The body of every response: JSON in one piece, or a watch's stream of events.
+type ResponseBody = Either<Full<Bytes>, WatchBody>;
+
+/// What a request produced: a JSON answer, or a watch to stream.
+enum Answer {
+    Json(u16, Value),
+    Watch(Box<Watcher>, watch::Receiver<()>),
 }
 
 struct Inner {
@@ -173,10 +224,35 @@ struct Inner {
 /// [`FakeApi::set_status_subresource`] says otherwise: writes to the object keep `.status`, writes
 /// to `/status` change only `.status`, and a create drops `.status`.
 ///
+/// `fieldSelector` works on `metadata.name` and `metadata.namespace` (`=`, `==`, `!=`); other
+/// field labels are a 400, as for most resources on a real server. Clients asking for
+/// `PartialObjectMetadata` (kube's `metadata_watcher`, `Controller::owns`) get that view.
+///
+/// Watches (`?watch=true` on a collection, namespaced, across namespaces or cluster-scoped, or on
+/// one object by path) behave as kube-apiserver's watch cache, so kube's `watcher`, reflectors and
+/// `Controller` run against the fake:
+/// - from `resourceVersion` R they replay the changes after R, then follow new ones; from `""` or
+///   `"0"` they start with synthetic ADDED events of the current state; with
+///   `sendInitialEvents=true` (and `resourceVersionMatch=NotOlderThan`) the initial events end
+///   with a bookmark annotated `k8s.io/initial-events-end`;
+/// - list responses carry the collection's `resourceVersion` to watch from;
+/// - the history keeps the last [`DEFAULT_WATCH_HISTORY`](crate::DEFAULT_WATCH_HISTORY) changes
+///   ([`set_watch_history`](Self::set_watch_history)); a watch from an older version, or one that
+///   fell that far behind, gets one ERROR event with a 410 `Expired` status and ends;
+/// - `labelSelector` and `fieldSelector` apply to the old and new state of each change: an object
+///   leaving the selection is DELETED for the watcher, one entering it ADDED;
+/// - with `allowWatchBookmarks=true`, a BOOKMARK with the current resource version comes every
+///   [`set_bookmark_interval`](Self::set_bookmark_interval) (Tokio time, so paused test time
+///   applies) and on [`send_bookmarks`](Self::send_bookmarks);
+/// - `timeoutSeconds` ends the stream (default 1800 s); injected faults and hooks apply to watch
+///   requests as to any other; a client that drops the stream closes the watch
+///   ([`open_watches`](Self::open_watches)).
+///
 /// Simplifications: strategic merge and server-side apply are merge patches (no field managers, no
-/// conflicts, lists replace instead of merging by key); `fieldSelector`, watches, owner-reference
-/// garbage collection, admission and schema validation are not modelled; objects are keyed by
-/// group, version and plural, so one object is not visible under two API versions.
+/// conflicts, lists replace instead of merging by key); `limit`/`continue` paging is ignored (a
+/// list is one page); owner-reference garbage collection, admission and schema validation are not
+/// modelled; objects are keyed by group, version and plural, so one object is not visible under
+/// two API versions.
 ///
 /// Test helpers ([`insert`](Self::insert), [`modify`](Self::modify), [`get`](Self::get), ...)
 /// act directly on the store, are not recorded, and panic on malformed input: that is a bug in
@@ -219,7 +295,8 @@ impl FakeApi {
         }
     }
 
-    /// A client talking to this fake; its default namespace is `default`. Needs a Tokio runtime.
+    /// A client talking to this fake; its default namespace is `default`. Needs a Tokio runtime
+    /// (with time enabled, for watches).
     pub fn client(&self) -> Client {
         let api = self.clone();
         let service = tower::service_fn(move |request: Request<Body>| {
@@ -229,7 +306,7 @@ impl FakeApi {
         Client::new(service, "default")
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         // A panicking test hook can poison the lock; the store is still consistent (every
         // operation finishes its mutation before anything can panic), so keep going.
         self.inner
@@ -262,6 +339,39 @@ impl FakeApi {
     /// Deployments, StatefulSets, ReplicaSets and ReplicationControllers have it already.
     pub fn register_scale(&self, group: &str, plural: &str, paths: ScalePaths) {
         self.state().store.register_scale(group, plural, paths);
+    }
+
+    // ----- watches -----
+
+    /// Keeps only the last `limit` changes for watches (default
+    /// [`DEFAULT_WATCH_HISTORY`](crate::DEFAULT_WATCH_HISTORY)), dropping older ones now: a
+    /// watch from before the kept changes gets a 410, as after an etcd compaction.
+    pub fn set_watch_history(&self, limit: usize) {
+        self.state().store.history.set_limit(limit);
+    }
+
+    /// How often open watches that allow bookmarks get one unprompted (default
+    /// [`DEFAULT_BOOKMARK_INTERVAL`](crate::DEFAULT_BOOKMARK_INTERVAL)); `None` sends them only
+    /// on [`send_bookmarks`](Self::send_bookmarks). Applies to watches opened afterwards.
+    pub fn set_bookmark_interval(&self, interval: Option<Duration>) {
+        self.state().bookmark_interval = interval;
+    }
+
+    /// Sends every open watch that allows bookmarks one BOOKMARK with the current resource
+    /// version, after any events it has yet to send.
+    pub fn send_bookmarks(&self) {
+        self.state().store.history.request_bookmarks();
+    }
+
+    /// How many watch streams are open (a stream closes when its client drops it or it ends).
+    pub fn open_watches(&self) -> usize {
+        self.state().store.history.open_watches()
+    }
+
+    /// The current resource version: that of the latest change to any object, as a list
+    /// response would report it.
+    pub fn resource_version(&self) -> String {
+        self.state().store.revision().to_string()
     }
 
     // ----- seeding and inspecting objects -----
@@ -438,7 +548,7 @@ impl FakeApi {
     pub fn writes_matching(&self, matcher: &Matcher) -> Vec<RecordedRequest> {
         self.writes()
             .into_iter()
-            .filter(|r| matcher.matches(&r.method, &r.path))
+            .filter(|r| matcher.matches(&r.method, &r.path, r.is_watch()))
             .collect()
     }
 
@@ -499,12 +609,12 @@ impl FakeApi {
         });
     }
 
-    fn run_hooks(&self, before: bool, method: &Method, path: &str) {
+    fn run_hooks(&self, before: bool, method: &Method, path: &str, watch: bool) {
         let due: Vec<Hook> = {
             let mut state = self.state();
             let (due, rest) = std::mem::take(&mut state.hooks)
                 .into_iter()
-                .partition(|h| h.before == before && h.matcher.matches(method, path));
+                .partition(|h| h.before == before && h.matcher.matches(method, path, watch));
             state.hooks = rest;
             due
         };
@@ -513,19 +623,22 @@ impl FakeApi {
         }
     }
 
-    fn take_fault(&self, method: &Method, path: &str) -> Option<Fault> {
+    fn take_fault(&self, method: &Method, path: &str, watch: bool) -> Option<Fault> {
         let mut state = self.state();
         let rule = state
             .faults
             .iter_mut()
-            .find(|f| f.remaining > 0 && f.matcher.matches(method, path))?;
+            .find(|f| f.remaining > 0 && f.matcher.matches(method, path, watch))?;
         rule.remaining -= 1;
         Some(rule.fault)
     }
 
     // ----- the HTTP side -----
 
-    async fn handle(self, request: Request<Body>) -> Result<Response<Body>, InjectedTimeout> {
+    async fn handle(
+        self,
+        request: Request<Body>,
+    ) -> Result<Response<ResponseBody>, InjectedTimeout> {
         let (parts, body) = request.into_parts();
         let method = parts.method.clone();
         let path = parts.uri.path().to_owned();
@@ -542,14 +655,25 @@ impl FakeApi {
         let patch = (method == Method::PATCH)
             .then(|| PatchKind::from_content_type(&content_type))
             .flatten();
+        // kube asks for `PartialObjectMetadata` (or its list) this way; both start alike.
+        let metadata_only = parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("as=PartialObjectMetadata"));
         let bytes = body.collect_bytes().await.ok();
         let body_json: Option<Value> = bytes
             .as_deref()
             .filter(|b| !b.is_empty())
             .and_then(|b| serde_json::from_slice(b).ok());
 
-        self.run_hooks(true, &method, &path);
-        let fault = self.take_fault(&method, &path);
+        let watch_param = query
+            .iter()
+            .find(|(k, _)| k == "watch")
+            .map(|(_, v)| v.as_str());
+        let watch = method == Method::GET && is_true(watch_param);
+        self.run_hooks(true, &method, &path, watch);
+        let fault = self.take_fault(&method, &path, watch);
         let recorded = |status| RecordedRequest {
             method: method.clone(),
             path: path.clone(),
@@ -563,8 +687,9 @@ impl FakeApi {
             return Err(InjectedTimeout { method, path });
         }
         let timed_out = fault == Some(Fault::TimeoutAfterApply);
-        let (status, payload) = {
-            // One critical section for effect and record, so the log order is the effect order.
+        let (answer, bookmark_interval) = {
+            // One critical section for effect and record, so the log order is the effect order
+            // (and a watch starts exactly at the state its request saw).
             let now = self.now();
             let mut state = self.state();
             let result = match fault {
@@ -574,26 +699,50 @@ impl FakeApi {
                 )),
                 _ => dispatch(
                     &mut state.store,
-                    &method,
-                    &path,
-                    &query,
-                    &content_type,
-                    bytes.as_deref().filter(|b| !b.is_empty()),
+                    &ApiRequest {
+                        method: &method,
+                        path: &path,
+                        query: &query,
+                        content_type: &content_type,
+                        body: bytes.as_deref().filter(|b| !b.is_empty()),
+                        metadata_only,
+                    },
                     now,
                 ),
             };
-            let (status, payload) = match result {
-                Ok(ok) => ok,
-                Err(error) => (error.code, error.to_status()),
+            let answer = match result {
+                Ok(answer) => answer,
+                Err(error) => Answer::Json(error.code, error.to_status()),
+            };
+            let status = match &answer {
+                Answer::Json(status, _) => *status,
+                Answer::Watch(..) => 200,
             };
             state.log.push(recorded((!timed_out).then_some(status)));
-            (status, payload)
+            (answer, state.bookmark_interval)
         };
-        self.run_hooks(false, &method, &path);
+        self.run_hooks(false, &method, &path, watch);
         if timed_out {
             return Err(InjectedTimeout { method, path });
         }
-        let mut response = Response::new(Body::from(payload.to_string().into_bytes()));
+        let (status, body) = match answer {
+            Answer::Json(status, payload) => {
+                let payload = if metadata_only && (200..300).contains(&status) {
+                    metadata_view(&payload)
+                } else {
+                    payload
+                };
+                (
+                    status,
+                    Either::Left(Full::new(Bytes::from(payload.to_string()))),
+                )
+            }
+            Answer::Watch(watcher, signal) => {
+                let stream = WatchStream::new(self.clone(), *watcher, signal, bookmark_interval);
+                (200, Either::Right(stream.into_body()))
+            }
+        };
+        let mut response = Response::new(body);
         *response.status_mut() =
             StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         response.headers_mut().insert(
@@ -622,16 +771,60 @@ fn from_json<K: DeserializeOwned>(value: Value) -> K {
         .unwrap_or_else(|e| panic!("FakeApi: stored object does not deserialise: {e}"))
 }
 
-/// Routes one request to the store. Returns the HTTP status and JSON body.
+/// The `PartialObjectMetadata` view of a JSON answer: an object, or a list of them.
+fn metadata_view(payload: &Value) -> Value {
+    match payload.get("items").and_then(Value::as_array) {
+        Some(items) => json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadataList",
+            "metadata": payload.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+        }),
+        None => partial_metadata(payload),
+    }
+}
+
+/// The parts of a request the store needs.
+struct ApiRequest<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: &'a [(String, String)],
+    content_type: &'a str,
+    body: Option<&'a [u8]>,
+    metadata_only: bool,
+}
+
+/// Starts a watch on `store` (a collection, or the one object `name`).
+fn start_watch<'q>(
+    store: &Store,
+    parsed: &ApiPath,
+    name: Option<&str>,
+    param: impl Fn(&str) -> Option<&'q str>,
+    metadata_only: bool,
+) -> Result<Answer, ApiError> {
+    let request = WatchRequest::parse(parsed, name, param, metadata_only)?;
+    // Subscribe under the same lock the watcher starts under: no change can slip between.
+    let signal = store.history.subscribe();
+    Ok(Answer::Watch(
+        Box::new(Watcher::start(request, store)),
+        signal,
+    ))
+}
+
+/// Routes one request to the store.
 fn dispatch(
     store: &mut Store,
-    method: &Method,
-    path: &str,
-    query: &[(String, String)],
-    content_type: &str,
-    body: Option<&[u8]>,
+    request: &ApiRequest<'_>,
     now: DateTime<Utc>,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<Answer, ApiError> {
+    let ApiRequest {
+        method,
+        path,
+        query,
+        content_type,
+        body,
+        metadata_only,
+    } = *request;
     let param = |name: &str| {
         query
             .iter()
@@ -659,17 +852,30 @@ fn dispatch(
     };
     let name = parsed.name.as_deref();
     let sub = parsed.subresource.as_deref();
+    if *method == Method::GET && is_true(param("watch")) {
+        return match sub {
+            None => start_watch(store, &parsed, name, param, metadata_only),
+            Some(_) => Err(ApiError::new(
+                405,
+                format!("watch is not supported on {path}"),
+            )),
+        };
+    }
 
-    match (method.clone(), name, sub) {
+    let (status, value) = match (method.clone(), name, sub) {
         (Method::GET, None, None) => {
-            if param("watch").is_some_and(|v| v == "true" || v == "1") {
-                return Err(ApiError::new(405, "FakeApi does not support watches"));
-            }
             let selector = selector::parse(param("labelSelector").unwrap_or_default())
+                .map_err(|e| ApiError::new(400, e))?;
+            let fields = selector::parse_fields(param("fieldSelector").unwrap_or_default())
                 .map_err(|e| ApiError::new(400, e))?;
             Ok((
                 200,
-                store.list(&parsed.resource, parsed.namespace.as_deref(), &selector),
+                store.list(
+                    &parsed.resource,
+                    parsed.namespace.as_deref(),
+                    &selector,
+                    &fields,
+                ),
             ))
         }
         (Method::GET, Some(name), Some("scale")) => Ok((200, store.get_scale(&key(name))?)),
@@ -703,10 +909,8 @@ fn dispatch(
                 )
             })?;
             if sub == Some("scale") {
-                return Ok((
-                    200,
-                    store.write_scale(&key(name), &json_body()?, Some(kind), dry_run)?,
-                ));
+                let scale = store.write_scale(&key(name), &json_body()?, Some(kind), dry_run)?;
+                return Ok(Answer::Json(200, scale));
             }
             Ok((
                 200,
@@ -718,5 +922,6 @@ fn dispatch(
             405,
             format!("{method} is not supported on {path}"),
         )),
-    }
+    }?;
+    Ok(Answer::Json(status, value))
 }

@@ -7,7 +7,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use kube::core::{Selector, SelectorExt};
 use serde_json::{Map, Value, json};
 
-use super::path::{ResourceType, split_api_version};
+use crate::path::{ResourceType, split_api_version};
+use crate::selector::FieldSelector;
+use crate::watch::{ChangeKind, History};
 
 /// Content types of a PATCH request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -162,6 +164,8 @@ type GroupPlural = (String, String);
 pub(crate) struct Store {
     objects: BTreeMap<ObjectKey, Value>,
     revision: u64,
+    /// Every change, for watches: one entry per revision.
+    pub history: History,
     created: u64,
     kinds: HashMap<GroupPlural, String>,
     plurals: HashMap<String, String>,
@@ -191,6 +195,7 @@ impl Default for Store {
         Self {
             objects: BTreeMap::new(),
             revision: 0,
+            history: History::default(),
             created: 0,
             kinds: HashMap::new(),
             plurals,
@@ -210,6 +215,25 @@ fn timestamp(now: DateTime<Utc>) -> Value {
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata").and_then(Value::as_object)
+}
+
+/// `metadata.labels` of an object (none when absent or malformed).
+pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    meta(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// `obj` with `metadata.resourceVersion` set to `revision`: how a deleted object is reported,
+/// its last state stamped with the revision of its deletion.
+pub(crate) fn stamped(obj: &Value, revision: u64) -> Value {
+    let mut obj = obj.clone();
+    meta_mut(&mut obj).insert(
+        "resourceVersion".into(),
+        Value::String(revision.to_string()),
+    );
+    obj
 }
 
 /// `v` as a JSON object, replacing it with an empty one if it is anything else.
@@ -435,26 +459,30 @@ impl Store {
             .collect()
     }
 
+    /// The current revision: the resource version of the latest change to any object.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The `kind` of objects of `resource`, once one was stored.
+    pub fn kind_of(&self, resource: &ResourceType) -> Option<&str> {
+        self.kinds.get(&group_plural(resource)).map(String::as_str)
+    }
+
     pub fn list(
         &self,
         resource: &ResourceType,
         namespace: Option<&str>,
         selector: &Selector,
+        fields: &FieldSelector,
     ) -> Value {
         let items: Vec<Value> = self
             .objects_of(resource, namespace)
             .into_iter()
-            .filter(|obj| {
-                let labels: BTreeMap<String, String> = meta(obj)
-                    .and_then(|m| m.get("labels"))
-                    .and_then(|l| serde_json::from_value(l.clone()).ok())
-                    .unwrap_or_default();
-                selector.matches(&labels)
-            })
+            .filter(|obj| selector.matches(&labels_of(obj)) && fields.matches(obj))
             .collect();
         let kind = self
-            .kinds
-            .get(&group_plural(resource))
+            .kind_of(resource)
             .map_or_else(|| "List".to_owned(), |k| format!("{k}List"));
         json!({
             "apiVersion": resource.api_version(),
@@ -511,7 +539,13 @@ impl Store {
         }
         m.insert("resourceVersion".into(), Value::String(revision));
         if !dry_run {
-            self.objects.insert(key, obj.clone());
+            let previous = self.objects.insert(key.clone(), obj.clone());
+            let kind = match previous {
+                Some(_) => ChangeKind::Modified,
+                None => ChangeKind::Added,
+            };
+            self.history
+                .record(self.revision, kind, key, obj.clone(), previous);
         }
         obj
     }
@@ -679,9 +713,26 @@ impl Store {
             .is_some_and(|f| !f.is_empty());
         if !dry_run {
             if deleting && !finalizers {
+                // As on the API server, the update that empties the finalizers deletes the
+                // object; watchers see one DELETED with the last stored state.
                 self.objects.remove(key);
+                let last = stamped(old, self.revision);
+                self.history.record(
+                    self.revision,
+                    ChangeKind::Deleted,
+                    key.clone(),
+                    last,
+                    Some(old.clone()),
+                );
             } else {
                 self.objects.insert(key.clone(), new.clone());
+                self.history.record(
+                    self.revision,
+                    ChangeKind::Modified,
+                    key.clone(),
+                    new.clone(),
+                    Some(old.clone()),
+                );
             }
         }
         new
@@ -741,8 +792,7 @@ impl Store {
             .is_some_and(|f| !f.is_empty());
         if !has_finalizers {
             if !dry_run {
-                self.revision += 1;
-                self.objects.remove(key);
+                self.remove(key);
             }
             return Ok(old);
         }
@@ -867,12 +917,21 @@ impl Store {
         Ok(self.commit(key, &old, new, false))
     }
 
+    /// Deletes an object outright; watchers see DELETED with its last state.
     pub fn remove(&mut self, key: &ObjectKey) -> bool {
-        let removed = self.objects.remove(key).is_some();
-        if removed {
-            self.revision += 1;
-        }
-        removed
+        let Some(old) = self.objects.remove(key) else {
+            return false;
+        };
+        self.revision += 1;
+        let last = stamped(&old, self.revision);
+        self.history.record(
+            self.revision,
+            ChangeKind::Deleted,
+            key.clone(),
+            last,
+            Some(old),
+        );
+        true
     }
 }
 

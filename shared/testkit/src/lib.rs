@@ -1,11 +1,14 @@
-//! Test support for controllers (feature `testkit`): [`FakeApi`], an in-memory Kubernetes API
-//! server behind a real `kube::Client`, and [`RecordingEvents`], an in-memory [`EventSink`].
+//! Test support for ebb's controllers: [`FakeApi`], an in-memory Kubernetes API server behind a
+//! real `kube::Client` (watches included, so kube's `watcher`, reflectors and `Controller` run
+//! against it in-process), and [`RecordingEvents`], an in-memory [`EventSink`].
 //!
+//! It is its own crate, a dev-dependency only, so nothing of it is compiled into a controller
+//! binary; it depends on `ebb-runtime` for the [`EventSink`] trait and the [`Clock`].
 //! kube-fake-client needs kube 4, so ebb carries its own fake. A reconciler test looks like:
 //!
 //! ```no_run
 //! # async fn demo() {
-//! use ebb_runtime::testkit::{FakeApi, Matcher};
+//! use ebb_testkit::{FakeApi, Matcher};
 //! use k8s_openapi::api::apps::v1::Deployment;
 //!
 //! let fake = FakeApi::new();
@@ -23,17 +26,20 @@
 //! # }
 //! ```
 //!
-//! [`EventSink`]: crate::events::EventSink
+//! [`EventSink`]: ebb_runtime::events::EventSink
+//! [`Clock`]: ebb_runtime::Clock
 
 mod events;
 mod fake;
 mod path;
 mod selector;
 mod store;
+mod watch;
 
 pub use events::{RecordedEvent, RecordingEvents};
 pub use fake::{FAKE_EPOCH_SECONDS, FakeApi, Fault, InjectedTimeout, Matcher, RecordedRequest};
 pub use store::{PatchKind, ScalePaths};
+pub use watch::{DEFAULT_BOOKMARK_INTERVAL, DEFAULT_WATCH_HISTORY, DEFAULT_WATCH_TIMEOUT};
 
 #[cfg(test)]
 mod tests;

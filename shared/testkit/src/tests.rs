@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::clock::ManualClock;
 use chrono::DateTime;
+use ebb_runtime::clock::ManualClock;
 use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -72,7 +72,7 @@ async fn create_get_and_server_fields() {
     assert!(meta.uid.is_some());
     assert_eq!(meta.generation, Some(1));
     assert_eq!(
-        crate::time::from_k8s_time(meta.creation_timestamp.as_ref().unwrap()),
+        ebb_runtime::time::from_k8s_time(meta.creation_timestamp.as_ref().unwrap()),
         DateTime::parse_from_rfc3339("2025-05-01T10:00:00Z")
             .unwrap()
             .to_utc()
@@ -751,8 +751,10 @@ async fn dry_run_writes_nothing() {
     assert!(fake.get::<Deployment>("shop", "new").is_none());
 }
 
+// Collection watches are supported now (see `tests/watch.rs`); a watch of a subresource is
+// still refused, as the API server refuses it.
 #[tokio::test]
-async fn unknown_paths_and_watches_are_errors() {
+async fn unknown_paths_and_subresource_watches_are_errors() {
     let fake = FakeApi::new();
     let client = fake.client();
     let (code, _) = api_code(
@@ -761,9 +763,10 @@ async fn unknown_paths_and_watches_are_errors() {
             .await,
     );
     assert_eq!(code, 404);
-    let watch = http::Request::get("/apis/apps/v1/namespaces/shop/deployments?watch=true")
-        .body(vec![])
-        .unwrap();
+    let watch =
+        http::Request::get("/apis/apps/v1/namespaces/shop/deployments/web/status?watch=true")
+            .body(vec![])
+            .unwrap();
     let (code, _) = api_code(client.request_text(watch).await);
     assert_eq!(code, 405);
 }
@@ -830,7 +833,7 @@ mod events {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::events::{EventKind, EventPublisher, EventSink};
+    use ebb_runtime::events::{EventKind, EventPublisher, EventSink};
     use k8s_openapi::api::core::v1::ObjectReference;
     use k8s_openapi::api::events::v1::Event;
     use kube::Resource;
@@ -899,9 +902,9 @@ fn a_json_patch_null_test_of_a_missing_path_passes_as_on_the_api_server() {
         {"op": "test", "path": "/metadata/finalizers", "value": null},
         {"op": "add", "path": "/metadata/finalizers", "value": ["x"]}
     ]);
-    super::store::apply_patch(&mut target, PatchKind::Json, &patch).unwrap();
+    crate::store::apply_patch(&mut target, PatchKind::Json, &patch).unwrap();
     assert_eq!(target["metadata"]["finalizers"], json!(["x"]));
     // A null test of a path that exists still fails, as it does there.
     let again = json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]);
-    assert!(super::store::apply_patch(&mut target, PatchKind::Json, &again).is_err());
+    assert!(crate::store::apply_patch(&mut target, PatchKind::Json, &again).is_err());
 }
