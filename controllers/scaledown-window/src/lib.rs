@@ -248,15 +248,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
 
     let schedules: Api<Guarded> = Api::all(client.clone());
-    let controller = Controller::new(schedules, watcher_config(&args.common));
+    // /readyz turns green once the schedule cache holds its first full list.
+    let warm_up = rt.warm_up();
+    let controller =
+        ebb_runtime::app::controller(schedules, watcher_config(&args.common), &warm_up);
     let store = controller.store();
-    rt.ready_when({
-        let store = store.clone();
-        async move {
-            // An error means the store was dropped: the controller is ending anyway.
-            let _ = store.wait_until_ready().await;
-        }
-    });
     let controller = watch_targets(controller, &client, &args, &store);
     let shutdown = rt.shutdown.clone();
     let controllers = controller

@@ -29,7 +29,7 @@ use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::ScalerMetrics;
@@ -75,14 +75,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let scopes = scoped_apis::<DeserializeGuard<ServiceScaler>>(&client, common)
         .into_iter()
         .zip(scoped_apis::<HorizontalPodAutoscaler>(&client, common));
-    let mut stores = Vec::new();
+    let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
     for (scalers, hpas) in scopes {
         // `--label-selector` selects ServiceScalers; every HPA is watched, so drift and the
         // kill-switch annotation reach the ServiceScaler of the same name.
-        let controller = Controller::new(scalers, watcher_config(common));
+        // /readyz turns green once every ServiceScaler cache holds its first full list.
+        let controller = ebb_runtime::app::controller(scalers, watcher_config(common), &warm_up);
         let store = controller.store();
-        stores.push(store.clone());
         let token = runtime.shutdown.token();
         let metrics = scaler_metrics.clone();
         controllers.push(
@@ -107,10 +107,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 }),
         );
     }
-    // /readyz turns green once every ServiceScaler cache holds its first full list.
-    runtime.ready_when(async move {
-        futures::future::join_all(stores.iter().map(Store::wait_until_ready)).await;
-    });
     runtime
         .run(futures::future::join_all(controllers).map(drop))
         .await?;

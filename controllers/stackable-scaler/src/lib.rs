@@ -50,7 +50,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use prometheus_client::registry::Registry;
 
 /// Flags of the controller (`stackable-scaler` without a subcommand).
@@ -110,19 +110,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     let config = watcher_config(common);
     let mut streams = Vec::new();
-    let mut warm = Vec::new();
+    // /readyz turns green once every scaler cache holds its first full list.
+    let warm_up = rt.warm_up();
     for scope in scopes(common) {
         let scope = scope.as_deref();
         // Guarded: one scaler that does not deserialize cannot stall the watch.
-        let controller = Controller::new(
+        let controller = ebb_runtime::app::controller(
             scoped_api::<DeserializeGuard<StackableScaler>>(&client, scope),
             config.clone(),
+            &warm_up,
         );
         let store = controller.store();
-        warm.push({
-            let store = store.clone();
-            async move { store.wait_until_ready().await }
-        });
         // The workload owns the scaler, not the other way round: map a workload to the scalers
         // whose owner references name it.
         let by_owner = move |uid: Option<String>| {
@@ -181,7 +179,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .boxed();
         streams.push(stream);
     }
-    rt.ready_when(futures::future::join_all(warm));
     let controllers = futures::stream::select_all(streams).for_each(|result| async move {
         if let Err(error) = result {
             tracing::debug!(%error, "reconcile error");

@@ -23,7 +23,7 @@ use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
 };
 use ebb_crds::poolboy::ResourceClaim;
-use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
+use ebb_runtime::app::{Runtime, WarmUp, scoped_apis, watcher_config};
 use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
 use futures::{FutureExt, StreamExt};
@@ -71,7 +71,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ))
         .zip(scoped_apis::<Guarded<Workshop>>(&client, common))
         .zip(scoped_apis::<Guarded<ResourceClaim>>(&client, common));
-    let mut stores = Vec::new();
+    let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
     for (((provisions, assignments), workshops), claims) in scopes {
         let controller = controller(
@@ -81,8 +81,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             claims,
             watcher_config(common),
             &runtime.shutdown,
+            &warm_up,
         );
-        stores.push(controller.store());
         controllers.push(
             controller
                 .run(reconcile_guarded, error_policy_guarded, ctx.clone())
@@ -93,10 +93,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 }),
         );
     }
-    // /readyz turns green once every provision cache holds its first full list.
-    runtime.ready_when(async move {
-        futures::future::join_all(stores.iter().map(Store::wait_until_ready)).await;
-    });
     runtime
         .run(futures::future::join_all(controllers).map(drop))
         .await?;
@@ -112,8 +108,10 @@ fn controller(
     claims: Api<Guarded<ResourceClaim>>,
     provisions_wc: watcher::Config,
     shutdown: &Shutdown,
+    warm_up: &WarmUp,
 ) -> Controller<Guarded<WorkshopProvision>> {
-    let controller = Controller::new(provisions, provisions_wc);
+    // /readyz turns green once every provision cache holds its first full list.
+    let controller = ebb_runtime::app::controller(provisions, provisions_wc, warm_up);
     let store = controller.store();
     let by_assignment = store.clone();
     let by_workshop = store;

@@ -3,8 +3,16 @@
 //! calls [`Runtime::start`], builds its `kube::runtime::Controller`s, and hands them to
 //! [`Runtime::run`].
 
+use std::fmt::Debug;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use futures::StreamExt;
+use kube::runtime::reflector::{self, reflector};
+use kube::runtime::{Controller, WatchStreamExt};
+use serde::de::DeserializeOwned;
 
 use kube::core::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
@@ -88,17 +96,13 @@ impl Runtime {
         })
     }
 
-    /// Marks the process ready (`/readyz` 200) once `warm` completes, e.g. when the controller's
-    /// caches have synced (`store.wait_until_ready()`).
-    pub fn ready_when<F>(&self, warm: F)
-    where
-        F: Future + Send + 'static,
-    {
-        let health = self.health.clone();
-        tokio::spawn(async move {
-            warm.await;
-            health.set_ready(true);
-        });
+    /// The readiness of this process's caches: `/readyz` turns green once every cache
+    /// registered with it (see [`controller`]) holds its first full list.
+    pub fn warm_up(&self) -> WarmUp {
+        WarmUp {
+            health: self.health.clone(),
+            pending: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
     /// Drives `controllers` until they end or shutdown is triggered, then stops the server.
@@ -127,6 +131,68 @@ pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
         Some(selector) => config.labels(selector),
         None => config,
     }
+}
+
+/// Counts the caches that have not yet listed in full; `/readyz` turns green at zero.
+#[derive(Clone)]
+pub struct WarmUp {
+    health: Health,
+    pending: Arc<AtomicUsize>,
+}
+
+impl WarmUp {
+    /// Registers one more cache that must list in full before the process is ready. Register
+    /// every cache before any watch runs (as building the controllers does).
+    pub fn cache(&self) -> CacheWarm {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        CacheWarm {
+            warm_up: self.clone(),
+            done: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// One cache of a [`WarmUp`]; [`CacheWarm::warm`] reports its first full list (later relists
+/// after a desync count nothing).
+#[derive(Clone)]
+pub struct CacheWarm {
+    warm_up: WarmUp,
+    done: Arc<AtomicBool>,
+}
+
+impl CacheWarm {
+    pub fn warm(&self) {
+        if !self.done.swap(true, Ordering::AcqRel)
+            && self.warm_up.pending.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            self.warm_up.health.set_ready(true);
+        }
+    }
+}
+
+/// A `Controller` for `api`'s kind whose first full list marks its cache warm in `warm_up`.
+///
+/// kube-runtime 5's `Store::wait_until_ready` wakes only the last task that polled it (its
+/// one-shot receiver keeps a single waker). A second task awaiting a controller's store, as
+/// `/readyz` did, either never wakes or keeps the controller's own runner from ever starting,
+/// whichever polled first (found by the end-to-end suite: `/readyz` stayed 503 for good). So
+/// readiness comes from the watch's own `InitDone` event, and only the controller awaits the
+/// store.
+pub fn controller<K>(api: Api<K>, config: watcher::Config, warm_up: &WarmUp) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    let (reader, writer) = reflector::store();
+    let cache = warm_up.cache();
+    let trigger = reflector(writer, watcher(api, config))
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                cache.warm();
+            }
+        })
+        .applied_objects();
+    Controller::for_stream(trigger, reader)
 }
 
 /// The scopes a controller watches: one per `--namespace`, or `None` (cluster-wide) when unset.
