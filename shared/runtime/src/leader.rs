@@ -12,9 +12,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
-use kube_lease_manager::{LeaseManagerBuilder, LeaseManagerError};
-use tokio::sync::watch;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
+use tokio::sync::{Notify, watch};
 
 use crate::args::CommonArgs;
 use crate::shutdown::Shutdown;
@@ -25,6 +28,8 @@ pub const LEASE_DURATION_SECS: u64 = 15;
 pub const LEASE_GRACE_SECS: u64 = 5;
 /// How long shutdown waits for the lease to be released.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause after a failed election step, times the number of failures in a row (at most 10).
+const ERROR_PAUSE: Duration = Duration::from_millis(500);
 
 /// Why leader election failed or ended.
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +48,6 @@ pub enum LeaderError {
     /// This replica held the lease and lost it; the process should exit.
     #[error("lost the leader lease to another replica")]
     LostLease,
-    /// The election task stopped on its own (not through shutdown).
-    #[error("leader election stopped unexpectedly: {0}")]
-    Stopped(String),
     /// No identity: neither `POD_NAME` nor a host name is available.
     #[error("cannot determine a leader-election identity: set POD_NAME")]
     NoIdentity,
@@ -56,7 +58,6 @@ pub enum LeaderError {
 enum Outcome {
     Released,
     LostLease,
-    Stopped(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,7 +135,6 @@ impl Leader {
         match ended {
             Some(Outcome::Released) | None => Ok(()),
             Some(Outcome::LostLease) => Err(LeaderError::LostLease),
-            Some(Outcome::Stopped(why)) => Err(LeaderError::Stopped(why)),
         }
     }
 }
@@ -179,12 +179,14 @@ impl LeaderElection {
         identity: &str,
         shutdown: Shutdown,
     ) -> Result<Leader, LeaderError> {
-        let manager = LeaseManagerBuilder::new(client, lease_name)
-            .with_namespace(lease_namespace)
-            .with_identity(identity)
-            .with_duration(LEASE_DURATION_SECS)
-            .with_grace(LEASE_GRACE_SECS)
-            .build()
+        let election = Election {
+            client: client.clone(),
+            namespace: lease_namespace.to_owned(),
+            name: lease_name.to_owned(),
+            identity: identity.to_owned(),
+        };
+        let manager = election
+            .manager()
             .await
             .map_err(|source| LeaderError::Setup {
                 namespace: lease_namespace.to_owned(),
@@ -193,51 +195,127 @@ impl LeaderElection {
             })?;
         let leader = Leader::following();
         let status = leader.status.clone();
-        let (mut changes, task) = manager.watch().await;
         let lease = format!("{lease_namespace}/{lease_name}");
         tracing::info!(%lease, %identity, "joined leader election");
-
+        // kube-lease-manager alone looks at a lease held by another replica again only when that
+        // lease would expire (up to LEASE_DURATION_SECS): a lease released on SIGTERM would sit
+        // free that long. Watching the Lease wakes the election at every change of it, so a
+        // standby takes a released lease at once (controller-runtime's release-on-cancel).
+        let leases: Api<Lease> = Api::namespaced(client, lease_namespace);
+        let lease_changed = Arc::new(Notify::new());
+        let changes = watcher(
+            leases,
+            watcher::Config::default().fields(&format!("metadata.name={lease_name}")),
+        )
+        .default_backoff();
+        let notify = lease_changed.clone();
+        let stop = shutdown.clone();
         tokio::spawn(async move {
-            let outcome = loop {
+            let mut changes = std::pin::pin!(changes);
+            loop {
                 tokio::select! {
-                    () = shutdown.cancelled() => break Outcome::Released,
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            break Outcome::Stopped("lease manager task ended".to_owned());
-                        }
-                        let leading = *changes.borrow_and_update();
-                        let was_leading = status.borrow().leading;
-                        if leading {
-                            tracing::info!(%lease, "acquired leadership");
-                            status.send_modify(|s| s.leading = true);
-                        } else if was_leading {
-                            break Outcome::LostLease;
-                        }
-                    }
-                }
-            };
-            // Stop writing before anything else.
-            status.send_modify(|s| s.leading = false);
-            // Dropping the receiver makes the manager release the lease (if still ours) and exit.
-            drop(changes);
-            match tokio::time::timeout(RELEASE_TIMEOUT, task).await {
-                Ok(Ok(Ok(_))) => {}
-                Ok(Ok(Err(error))) => tracing::warn!(%lease, %error, "releasing the lease failed"),
-                Ok(Err(error)) => tracing::warn!(%lease, %error, "lease manager task failed"),
-                Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
-            }
-            match &outcome {
-                Outcome::Released => tracing::info!(%lease, "left leader election"),
-                Outcome::LostLease => tracing::error!(%lease, "lost leadership; shutting down"),
-                Outcome::Stopped(why) => {
-                    tracing::error!(%lease, %why, "leader election stopped; shutting down")
+                    () = stop.cancelled() => break,
+                    event = changes.next() => match event {
+                        Some(_) => notify.notify_one(),
+                        None => break,
+                    },
                 }
             }
-            status.send_modify(|s| s.ended = Some(outcome));
-            shutdown.trigger();
         });
+        tokio::spawn(compete(
+            election,
+            manager,
+            lease_changed,
+            lease,
+            status,
+            shutdown,
+        ));
         Ok(leader)
     }
+}
+
+/// What a lease manager is built from.
+struct Election {
+    client: Client,
+    namespace: String,
+    name: String,
+    identity: String,
+}
+
+impl Election {
+    /// A lease manager that has just read the Lease (and created it if missing).
+    async fn manager(&self) -> Result<LeaseManager, LeaseManagerError> {
+        LeaseManagerBuilder::new(self.client.clone(), &self.name)
+            .with_namespace(&self.namespace)
+            .with_identity(&self.identity)
+            .with_duration(LEASE_DURATION_SECS)
+            .with_grace(LEASE_GRACE_SECS)
+            .build()
+            .await
+    }
+}
+
+/// The election loop: asks the lease manager for a change of leadership and, while following,
+/// looks again at once whenever the Lease object changes; on shutdown it stops leading and
+/// releases the lease. The leader is not interrupted: its own renewals change the Lease, and an
+/// interrupted renewal would skip the re-read that tells it another replica took over.
+async fn compete(
+    election: Election,
+    mut manager: LeaseManager,
+    lease_changed: Arc<Notify>,
+    lease: String,
+    status: Arc<watch::Sender<Status>>,
+    shutdown: Shutdown,
+) {
+    let mut errors = 0u32;
+    let outcome = loop {
+        let following = !status.borrow().leading;
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break Outcome::Released,
+            changed = manager.changed() => match changed {
+                Ok(leading) => {
+                    errors = 0;
+                    let was_leading = status.borrow().leading;
+                    if leading {
+                        tracing::info!(%lease, "acquired leadership");
+                        status.send_modify(|s| s.leading = true);
+                    } else if was_leading {
+                        break Outcome::LostLease;
+                    }
+                }
+                Err(error) => {
+                    // The API server is unreachable or refused: keep the last state (a leader
+                    // cannot write then anyway) and try again after a pause.
+                    errors = errors.saturating_add(1);
+                    tracing::warn!(%lease, %error, "leader election step failed");
+                    tokio::time::sleep(ERROR_PAUSE * errors.min(10)).await;
+                }
+            },
+            // The Lease changed (released, say): drop the step in flight, which may be sleeping
+            // until the old holder's expiry, and look again with a manager that has read the
+            // Lease anew (kube-lease-manager re-reads a Lease only once it believes it expired).
+            () = lease_changed.notified(), if following => match election.manager().await {
+                Ok(fresh) => manager = fresh,
+                Err(error) => tracing::warn!(%lease, %error, "re-reading the lease failed"),
+            },
+        }
+    };
+    // Stop writing before anything else.
+    status.send_modify(|s| s.leading = false);
+    if outcome == Outcome::Released {
+        match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%lease, %error, "releasing the lease failed"),
+            Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
+        }
+    }
+    match &outcome {
+        Outcome::Released => tracing::info!(%lease, "left leader election"),
+        Outcome::LostLease => tracing::error!(%lease, "lost leadership; shutting down"),
+    }
+    status.send_modify(|s| s.ended = Some(outcome));
+    shutdown.trigger();
 }
 
 /// The election identity: the pod name if set, else the host name. Blank values count as unset.
@@ -287,92 +365,5 @@ mod tests {
     }
 }
 
-#[cfg(all(test, feature = "testkit"))]
-mod election_tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::*;
-    use crate::testkit::{FakeApi, Matcher};
-    use k8s_openapi::api::coordination::v1::Lease;
-
-    const PATIENCE: Duration = Duration::from_secs(300);
-
-    fn holder(fake: &FakeApi) -> Option<String> {
-        fake.get::<Lease>("ebb", "ctl")
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-    }
-
-    async fn elected(fake: &FakeApi, shutdown: &Shutdown) -> Leader {
-        let leader = LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", shutdown.clone())
-            .await
-            .unwrap();
-        assert!(
-            tokio::time::timeout(PATIENCE, leader.wait_until_leader())
-                .await
-                .unwrap()
-        );
-        leader
-    }
-
-    // Paused time: kube-lease-manager sleeps until its renewal is due; Tokio skips the wait.
-    #[tokio::test(start_paused = true)]
-    async fn acquires_then_releases_on_shutdown() {
-        let fake = FakeApi::new();
-        let shutdown = Shutdown::new();
-        let leader = elected(&fake, &shutdown).await;
-        assert!(leader.is_leader());
-        assert_eq!(holder(&fake).as_deref(), Some("pod-a"));
-
-        shutdown.trigger();
-        tokio::time::timeout(PATIENCE, leader.join())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(!leader.is_leader());
-        assert!(!leader.lost_lease());
-        assert_eq!(
-            holder(&fake),
-            None,
-            "the lease is released for a fast hand-over"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn losing_the_lease_ends_the_process() {
-        let fake = FakeApi::new();
-        let shutdown = Shutdown::new();
-        let leader = elected(&fake, &shutdown).await;
-
-        // Another replica takes the lease over (e.g. after we stalled past its expiry).
-        fake.modify::<Lease>("ebb", "ctl", |lease| {
-            if let Some(spec) = lease.spec.as_mut() {
-                spec.holder_identity = Some("pod-b".into());
-            }
-        });
-
-        let result = tokio::time::timeout(PATIENCE, leader.join()).await.unwrap();
-        assert!(matches!(result, Err(LeaderError::LostLease)), "{result:?}");
-        assert!(leader.lost_lease());
-        assert!(!leader.is_leader());
-        assert!(shutdown.is_triggered());
-        assert!(!leader.wait_until_leader().await);
-        assert_eq!(
-            holder(&fake).as_deref(),
-            Some("pod-b"),
-            "the new holder is left alone"
-        );
-    }
-
-    #[tokio::test]
-    async fn setup_errors_are_reported() {
-        let fake = FakeApi::new();
-        fake.fail_next(Matcher::get("/leases/ctl"), 403);
-        let result =
-            LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", Shutdown::new()).await;
-        assert!(
-            matches!(result, Err(LeaderError::Setup { .. })),
-            "{result:?}"
-        );
-    }
-}
+// Election against an API server (acquire, release, loss, setup errors) is tested in
+// `ebb-testkit` (`shared/testkit/tests/leader.rs`), which owns the in-memory API server.
