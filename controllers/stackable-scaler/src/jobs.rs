@@ -119,7 +119,9 @@ fn add_env(container: &mut Container, env: &[EnvVar]) {
 /// The Job of one hook run, from its template: named by [`job_name`], owned by the scaler,
 /// labelled for cleanup, the hook environment in every container, `activeDeadlineSeconds` at most
 /// the hook's timeout, and no `ttlSecondsAfterFinished` (a Job removed before its result is read
-/// would be started again; the tracker cleans up instead).
+/// would be started again; the tracker cleans up instead). A pod template without a
+/// `restartPolicy` gets `Never`: the API server rejects a Job whose pods would restart `Always`
+/// (its default), and the tracker counts attempts itself.
 pub fn build_job(
     scaler: &StackableScaler,
     spec: &HookSpec,
@@ -146,6 +148,7 @@ pub fn build_job(
     job_spec.ttl_seconds_after_finished = None;
     let env = hook_env(ctx);
     if let Some(pod) = job_spec.template.spec.as_mut() {
+        pod.restart_policy.get_or_insert_with(|| "Never".to_owned());
         for container in pod
             .containers
             .iter_mut()

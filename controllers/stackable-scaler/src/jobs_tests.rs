@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use chrono::TimeZone;
 use ebb_crds::stackable::StackableScalerSpec;
-use ebb_runtime::testkit::{FakeApi, Matcher};
 use ebb_runtime::time::to_k8s_time;
+use ebb_testkit::{FakeApi, Matcher};
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use proptest::prelude::*;
 use serde_json::json;
@@ -196,6 +196,38 @@ fn the_default_deadline_is_600_seconds_and_a_shorter_template_deadline_wins() {
 }
 
 #[test]
+fn a_pod_template_without_restart_policy_gets_never_and_a_set_one_is_kept() {
+    // kube-apiserver answers 422 to a Job whose pod template would restart Always (the pod
+    // default); the end-to-end suite creates hooks from such a template.
+    let pod_spec = |job: Job| job.spec.unwrap().template.spec.unwrap();
+    let mut spec = pre_scale_spec();
+    let pod = spec
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap();
+    pod.restart_policy = None;
+    let job = build_job(&scaler(), &spec, HookKind::PreScale, &ctx(1, 2)).unwrap();
+    assert_eq!(pod_spec(job).restart_policy.as_deref(), Some("Never"));
+    let pod = spec
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap();
+    pod.restart_policy = Some("OnFailure".into());
+    let job = build_job(&scaler(), &spec, HookKind::PreScale, &ctx(1, 2)).unwrap();
+    assert_eq!(pod_spec(job).restart_policy.as_deref(), Some("OnFailure"));
+}
+
+#[test]
 fn on_failure_jobs_learn_what_failed() {
     let mut c = ctx(3, 1);
     c.failure = Some(crate::hooks::FailureInfo {
@@ -358,7 +390,7 @@ async fn a_lost_create_answer_is_adopted_not_repeated() {
     let t = tracker(&fake);
     fake.inject(
         Matcher::post("/jobs"),
-        ebb_runtime::testkit::Fault::TimeoutAfterApply,
+        ebb_testkit::Fault::TimeoutAfterApply,
         1,
     );
     assert_eq!(
