@@ -5,13 +5,14 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-check demo bench clean
+.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-check e2e cluster cluster-bin demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
 
-## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template.
-test: fmt-check clippy unit crds-check charts-check
+## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template, and the
+## end-to-end suite against a real control plane built here (e2e/cluster).
+test: fmt-check clippy unit crds-check charts-check e2e
 
 fmt:
 	$(CARGO) fmt --all
@@ -22,8 +23,9 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
+# The end-to-end suite (ebb-e2e) runs in `make e2e`, inside its own network namespace.
 unit:
-	$(CARGO) test --workspace --all-features
+	$(CARGO) test --workspace --all-features --exclude ebb-e2e
 
 ## crds: regenerate crds/*.yaml (and the charts' copies) from the Rust types.
 crds:
@@ -40,7 +42,23 @@ crds-check:
 charts-check:
 	$(CARGO) build --quiet --workspace --bins  # the check compares chart flags with each binary's --help
 	@if [ -n "$(CHARTS)" ]; then HELM="$(HELM)" .ci/check-charts; else echo "no charts yet"; fi
-	@HELM="$(HELM)" e2e/run.sh
+
+## cluster-bin: build ebb-cluster (etcd + kube-apiserver + kube-controller-manager from the
+## official Kubernetes Go modules pinned in e2e/cluster/go.mod). The first build takes ~10 min.
+CLUSTER_BIN := $(CURDIR)/target/bin/ebb-cluster
+cluster-bin:
+	e2e/cluster/build $(CLUSTER_BIN)
+
+## cluster: run that control plane on 127.0.0.1 until Ctrl-C; kubeconfig in target/ebb-cluster/.
+cluster: cluster-bin
+	$(CLUSTER_BIN) --dir target/ebb-cluster
+
+## e2e: every controller binary as a process against the real control plane, with its chart's
+## RBAC; EBB_E2E_KUBECONFIG=path runs the same suite against any cluster instead.
+e2e: cluster-bin
+	$(CARGO) build --quiet --workspace --bins
+	$(CARGO) test --no-run --quiet -p ebb-e2e
+	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) e2e/isolated $(CARGO) test -p ebb-e2e -- --nocapture
 
 ## demo: the controllers' decisions, offline, on the example manifests (no cluster needed).
 demo:

@@ -1,0 +1,46 @@
+// Command ebb-cluster runs a small, real Kubernetes control plane on 127.0.0.1 for ebb's
+// end-to-end suite: an embedded etcd, kube-apiserver and kube-controller-manager, all built
+// from the official Kubernetes modules (no downloaded binaries).
+//
+// One binary, three roles (the way hyperkube used to ship them):
+//
+//	ebb-cluster [flags]                 supervisor: etcd in-process, the other two as children
+//	ebb-cluster kube-apiserver ...      the upstream kube-apiserver command, unchanged
+//	ebb-cluster kube-controller-manager ...
+//
+// The supervisor wipes and fills --dir (certificates, kubeconfigs, etcd data, audit log,
+// component logs), prints exactly one line on stdout when the API is ready, and runs until
+// SIGTERM/SIGINT or until its standard input closes (so a test harness that dies takes the
+// cluster with it).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "kube-apiserver":
+			command := apiserver.NewAPIServerCommand()
+			command.SetArgs(os.Args[2:])
+			os.Exit(cli.Run(command))
+		case "kube-controller-manager":
+			command := controllermanager.NewControllerManagerCommand()
+			command.SetArgs(os.Args[2:])
+			os.Exit(cli.Run(command))
+		}
+	}
+	if err := supervise(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "ebb-cluster: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// options of the supervisor; every one has a default that suits `make cluster`.
+type options struct {
+	dir              string
+	port             int
+	advertiseAddress string
+	controllers      string
+	stdinLifetime    bool
+	readyTimeout     time.Duration
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("ebb-cluster", flag.ContinueOnError)
+	fs.StringVar(&o.dir, "dir", "target/ebb-cluster", "state directory; wiped at start")
+	fs.IntVar(&o.port, "port", 0, "kube-apiserver's secure port on 127.0.0.1 (0: a free one)")
+	fs.StringVar(&o.advertiseAddress, "advertise-address", "127.0.0.1",
+		"address kube-apiserver advertises for itself")
+	fs.StringVar(&o.controllers, "controllers", "garbage-collector-controller,namespace-controller",
+		"kube-controller-manager controllers to run (Job, endpoints and HPA controllers stay off: tests write their status)")
+	fs.BoolVar(&o.stdinLifetime, "exit-on-stdin-close", false,
+		"stop when standard input reaches end of file (a harness that dies takes the cluster with it)")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the API to become ready")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (subcommands: kube-apiserver, kube-controller-manager)", fs.Arg(0))
+	}
+	return o, nil
+}
+
+func supervise(args []string) error {
+	o, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("wipe %s: %w", dir, err)
+	}
+	for _, sub := range []string{"pki", "etcd", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if o.stdinLifetime {
+		ctx = stopOnStdinClose(ctx)
+	}
+
+	files, err := writePKI(dir, o.advertiseAddress)
+	if err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	apiPort := o.port
+	if apiPort == 0 {
+		if apiPort, err = freePort(); err != nil {
+			return err
+		}
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := writeKubeconfigs(dir, server, files); err != nil {
+		return err
+	}
+
+	etcd, err := startEtcd(filepath.Join(dir, "etcd"), filepath.Join(dir, "logs", "etcd.log"))
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	defer etcd.Close()
+
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	apiserver, err := startChild(ctx, self, filepath.Join(dir, "logs", "kube-apiserver.log"),
+		apiserverArgs(dir, apiPort, o.advertiseAddress, etcd.Clients[0].Addr().String(), files))
+	if err != nil {
+		return err
+	}
+	children := []*child{apiserver}
+	defer func() { stopChildren(children) }()
+
+	if err := waitReady(ctx, server+"/readyz", files, o.readyTimeout, apiserver); err != nil {
+		return fmt.Errorf("kube-apiserver: %w (log: %s)", err, apiserver.log)
+	}
+	kcmPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	kcm, err := startChild(ctx, self, filepath.Join(dir, "logs", "kube-controller-manager.log"),
+		controllerManagerArgs(dir, kcmPort, o.controllers, files))
+	if err != nil {
+		return err
+	}
+	children = append(children, kcm)
+	if err := waitReady(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), files, o.readyTimeout, kcm); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w (log: %s)", err, kcm.log)
+	}
+
+	// The one line a harness waits for.
+	fmt.Printf("ebb-cluster: ready at %s, kubeconfig %s\n", server, filepath.Join(dir, "kubeconfig"))
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-apiserver.exited:
+		return fmt.Errorf("kube-apiserver exited: %v (log: %s)", err, apiserver.log)
+	case err := <-kcm.exited:
+		return fmt.Errorf("kube-controller-manager exited: %v (log: %s)", err, kcm.log)
+	case err := <-etcd.Err():
+		return fmt.Errorf("etcd failed: %w", err)
+	}
+}
+
+// pkiFiles are the paths of everything writePKI made.
+type pkiFiles struct {
+	ca, servingCert, servingKey, adminCert, adminKey, kcmCert, kcmKey, serviceAccountKey string
+}
+
+func writePKI(dir, advertiseAddress string) (pkiFiles, error) {
+	pki := filepath.Join(dir, "pki")
+	var f pkiFiles
+	ca, err := newAuthority()
+	if err != nil {
+		return f, err
+	}
+	f.ca = filepath.Join(pki, "ca.crt")
+	if err := os.WriteFile(f.ca, ca.certPEM(), 0o644); err != nil {
+		return f, err
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	if ip := net.ParseIP(advertiseAddress); ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
+	serving, err := ca.issue("kube-apiserver", nil,
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"}, ips)
+	if err != nil {
+		return f, err
+	}
+	if f.servingCert, f.servingKey, err = writePair(pki, "apiserver", serving); err != nil {
+		return f, err
+	}
+	// The admin of `kubectl` and of the test harness.
+	admin, err := ca.issue("ebb-admin", []string{"system:masters"}, nil, nil)
+	if err != nil {
+		return f, err
+	}
+	if f.adminCert, f.adminKey, err = writePair(pki, "admin", admin); err != nil {
+		return f, err
+	}
+	// kube-controller-manager runs every controller under its own identity (no
+	// --use-service-account-credentials), so it needs rights over every kind: the garbage
+	// collector deletes dependents of any resource, custom ones included.
+	kcm, err := ca.issue("system:kube-controller-manager", []string{"system:masters"}, nil, nil)
+	if err != nil {
+		return f, err
+	}
+	if f.kcmCert, f.kcmKey, err = writePair(pki, "kube-controller-manager", kcm); err != nil {
+		return f, err
+	}
+	f.serviceAccountKey, err = newServiceAccountKey(pki)
+	return f, err
+}
+
+func writeKubeconfigs(dir, server string, f pkiFiles) error {
+	write := func(path, user, cert, key string) error {
+		config := clientcmdapi.NewConfig()
+		config.Clusters["ebb"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: f.ca}
+		config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
+		config.Contexts["ebb"] = &clientcmdapi.Context{Cluster: "ebb", AuthInfo: user}
+		config.CurrentContext = "ebb"
+		return clientcmd.WriteToFile(*config, path)
+	}
+	if err := write(filepath.Join(dir, "kubeconfig"), "admin", f.adminCert, f.adminKey); err != nil {
+		return err
+	}
+	return write(filepath.Join(dir, "kube-controller-manager.kubeconfig"), "kube-controller-manager", f.kcmCert, f.kcmKey)
+}
+
+// auditPolicy records who did what to which object, without bodies: enough for the suite to
+// count a controller's writes by its ServiceAccount.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
+func apiserverArgs(dir string, port int, advertiseAddress, etcdAddress string, f pkiFiles) []string {
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	_ = os.WriteFile(policy, []byte(auditPolicy), 0o644)
+	return []string{
+		"kube-apiserver",
+		"--etcd-servers=http://" + etcdAddress,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--advertise-address=" + advertiseAddress,
+		"--cert-dir=" + filepath.Join(dir, "pki"),
+		"--tls-cert-file=" + f.servingCert,
+		"--tls-private-key-file=" + f.servingKey,
+		"--client-ca-file=" + f.ca,
+		"--service-account-key-file=" + f.serviceAccountKey,
+		"--service-account-signing-key-file=" + f.serviceAccountKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		// Webhooks that name a Service are called at its endpoints, not its ClusterIP: there
+		// is no kube-proxy here, and this is how the suite reaches a webhook served by a local
+		// process.
+		"--enable-aggregator-routing=true",
+		"--endpoint-reconciler-type=none",
+		"--audit-policy-file=" + policy,
+		"--audit-log-path=" + filepath.Join(dir, "audit.log"),
+		"--audit-log-format=json",
+		"--audit-log-mode=blocking",
+		"--profiling=false",
+		"--v=1",
+	}
+}
+
+func controllerManagerArgs(dir string, port int, controllers string, f pkiFiles) []string {
+	kubeconfig := filepath.Join(dir, "kube-controller-manager.kubeconfig")
+	return []string{
+		"kube-controller-manager",
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(dir, "pki", "kube-controller-manager"),
+		"--controllers=" + controllers,
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--root-ca-file=" + f.ca,
+		"--profiling=false",
+		"--v=1",
+	}
+}
+
+func startEtcd(dataDir, logFile string) (*embed.Etcd, error) {
+	clientPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	cfg := embed.NewConfig()
+	cfg.Name = "ebb"
+	cfg.Dir = dataDir
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// Test data: durability buys nothing, fsync costs every write.
+	cfg.UnsafeNoFsync = true
+	cfg.LogLevel = "warn"
+	cfg.LogOutputs = []string{logFile}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, errors.New("not ready after 60s")
+	}
+}
+
+// child is a component running as a subprocess of this binary.
+type child struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan error
+}
+
+func startChild(ctx context.Context, self, logFile string, args []string) (*child, error) {
+	out, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// A supervisor that is killed outright must not leave components behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start %s: %w", args[0], err)
+	}
+	c := &child{cmd: cmd, log: logFile, exited: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		out.Close()
+		c.exited <- err
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// stopChildren asks every component to stop (SIGTERM), newest first, and kills what has not
+// stopped after a grace period.
+func stopChildren(children []*child) {
+	for i := len(children) - 1; i >= 0; i-- {
+		c := children[i]
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+}
+
+// waitReady polls a health endpoint with the admin identity until it answers 200.
+func waitReady(ctx context.Context, endpoint string, f pkiFiles, timeout time.Duration, c *child) error {
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(f.ca)
+	if err != nil {
+		return err
+	}
+	pool.AppendCertsFromPEM(caPEM)
+	admin, err := tls.LoadX509KeyPair(f.adminCert, f.adminKey)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs:      pool,
+			Certificates: []tls.Certificate{admin},
+			// kube-controller-manager serves a self-signed certificate of its own.
+			InsecureSkipVerify: !strings.Contains(endpoint, "/readyz"),
+		}},
+	}
+	deadline := time.Now().Add(timeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(endpoint)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-c.exited:
+			return fmt.Errorf("exited before ready: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not ready after %s: %s", timeout, last)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// stopOnStdinClose returns a context that ends when standard input reaches end of file.
+func stopOnStdinClose(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
+		cancel()
+	}()
+	return ctx
+}

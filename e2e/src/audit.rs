@@ -1,0 +1,113 @@
+//! The API server's audit log (local cluster only): what a controller's ServiceAccount did.
+
+use std::path::Path;
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+/// One audited request (the fields the suite looks at).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub verb: String,
+    pub user: User,
+    #[serde(default)]
+    pub object_ref: Option<ObjectRef>,
+    #[serde(default)]
+    pub response_status: Option<ResponseStatus>,
+    pub stage: String,
+    pub request_received_timestamp: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct User {
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Entry {
+    /// Which token made the request (`JTI=<jti>` for ServiceAccount tokens).
+    pub fn credential_id(&self) -> Option<&str> {
+        self.user
+            .extra
+            .get("authentication.kubernetes.io/credential-id")
+            .and_then(|ids| ids.first())
+            .map(String::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub subresource: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResponseStatus {
+    #[serde(default)]
+    pub code: u16,
+}
+
+impl Entry {
+    /// A request that changes state (reads and watches are not).
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+
+    /// A write to a coordination.k8s.io Lease (leader election's renewals).
+    pub fn is_lease(&self) -> bool {
+        self.object_ref
+            .as_ref()
+            .is_some_and(|o| o.resource == "leases")
+    }
+
+    /// `resource[/subresource] namespace/name`, for messages.
+    pub fn describe(&self) -> String {
+        let o = self.object_ref.clone().unwrap_or_default();
+        format!(
+            "{} {}{} {}/{} -> {}",
+            self.verb,
+            o.resource,
+            o.subresource.map(|s| format!("/{s}")).unwrap_or_default(),
+            o.namespace.unwrap_or_default(),
+            o.name.unwrap_or_default(),
+            self.response_status.as_ref().map_or(0, |s| s.code)
+        )
+    }
+}
+
+/// The completed requests of `username` received at or after `since`.
+pub fn entries(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<Entry>> {
+    let text = std::fs::read_to_string(log)?;
+    Ok(text
+        .lines()
+        .filter(|line| line.contains(username))
+        .filter_map(|line| serde_json::from_str::<Entry>(line).ok())
+        .filter(|e| {
+            e.stage == "ResponseComplete"
+                && e.user.username == username
+                && e.request_received_timestamp >= since
+        })
+        .collect())
+}
+
+/// The writes of `username` since `since`, Lease renewals left out.
+pub fn writes(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<Entry>> {
+    Ok(entries(log, username, since)?
+        .into_iter()
+        .filter(|e| e.is_write() && !e.is_lease())
+        .collect())
+}

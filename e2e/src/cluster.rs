@@ -1,0 +1,228 @@
+//! The cluster under test: started here from `ebb-cluster`, or an existing one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Namespace as CoreNamespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::{repo_root, unique, work_dir};
+
+/// Field manager of everything the harness itself applies.
+pub const MANAGER: &str = "ebb-e2e";
+
+/// A cluster the suite talks to.
+pub struct Cluster {
+    /// Admin kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// The API server's audit log, when the harness started the cluster itself.
+    pub audit_log: Option<PathBuf>,
+    /// The cluster was started here (`ebb-cluster`), not given by `EBB_E2E_KUBECONFIG`.
+    pub local: bool,
+    /// The supervisor process; its stdin pipe closes when this test process ends, and the
+    /// cluster stops with it.
+    _supervisor: Option<Mutex<Child>>,
+}
+
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// The cluster of this test run, started (and its CRDs installed) on first use.
+pub fn cluster() -> &'static Cluster {
+    let started = CLUSTER.get_or_init(|| {
+        // Started on a thread of its own: the caller may be inside a tokio runtime, and the
+        // setup runs one of its own.
+        std::thread::spawn(|| start().map_err(|e| format!("{e:#}")))
+            .join()
+            .unwrap_or_else(|_| Err("cluster setup panicked".into()))
+    });
+    match started {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("no cluster for the end-to-end suite: {e}"),
+    }
+}
+
+fn start() -> Result<Cluster> {
+    let cluster = match std::env::var_os("EBB_E2E_KUBECONFIG") {
+        Some(path) if !path.is_empty() => Cluster {
+            kubeconfig: PathBuf::from(path),
+            audit_log: None,
+            local: false,
+            _supervisor: None,
+        },
+        _ => start_local()?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let client = cluster.client().await?;
+        install_crds(&client).await
+    })?;
+    Ok(cluster)
+}
+
+/// `ebb-cluster`: `EBB_CLUSTER_BIN`, else `target/bin/ebb-cluster` (built by `make cluster-bin`).
+fn cluster_binary() -> PathBuf {
+    std::env::var_os("EBB_CLUSTER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/bin/ebb-cluster"))
+}
+
+fn start_local() -> Result<Cluster> {
+    let binary = cluster_binary();
+    if !binary.exists() {
+        bail!(
+            "{} is missing: run `make cluster-bin` (or set EBB_CLUSTER_BIN, or EBB_E2E_KUBECONFIG \
+             to use an existing cluster)",
+            binary.display()
+        );
+    }
+    let dir = work_dir().join(format!("cluster-{}", std::process::id()));
+    let mut child = Command::new(&binary)
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--exit-on-stdin-close")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("start {}", binary.display()))?;
+    let stdout = child.stdout.take().context("supervisor stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("ebb-cluster: ready") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(300)) {
+        Ok(line) => line,
+        Err(_) => {
+            let _ = child.kill();
+            bail!(
+                "ebb-cluster did not become ready within 5 minutes; logs in {}",
+                dir.join("logs").display()
+            );
+        }
+    };
+    eprintln!("{line}");
+    Ok(Cluster {
+        kubeconfig: dir.join("kubeconfig"),
+        audit_log: Some(dir.join("audit.log")),
+        local: true,
+        _supervisor: Some(Mutex::new(child)),
+    })
+}
+
+impl Cluster {
+    /// An admin client (a new one per call: a client belongs to the runtime that made it).
+    pub async fn client(&self) -> Result<Client> {
+        Ok(Client::try_from(self.config().await?)?)
+    }
+
+    /// The admin client configuration.
+    pub async fn config(&self) -> Result<Config> {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)
+            .with_context(|| format!("read {}", self.kubeconfig.display()))?;
+        Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+    }
+}
+
+/// The CRD manifests the suite installs: ebb's own (`crds/`) and the third-party fixtures
+/// shaped like upstream's (`e2e/crds/`); a fixture wins over a file of the same name in `crds/`
+/// (ebb does not install Babylon's or Poolboy's CRDs on a real cluster).
+pub fn crd_files() -> Result<Vec<PathBuf>> {
+    let fixtures = yaml_files(&repo_root().join("e2e/crds"))?;
+    let mut files: Vec<PathBuf> = yaml_files(&repo_root().join("crds"))?
+        .into_iter()
+        .filter(|own| {
+            !fixtures
+                .iter()
+                .any(|fixture| fixture.file_name() == own.file_name())
+        })
+        .collect();
+    files.extend(fixtures);
+    Ok(files)
+}
+
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+async fn install_crds(client: &Client) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for file in crd_files()? {
+        let text = std::fs::read_to_string(&file)?;
+        let crd: CustomResourceDefinition =
+            serde_norway::from_str(&text).with_context(|| format!("parse {}", file.display()))?;
+        let name = crd.metadata.name.clone().context("CRD without a name")?;
+        api.patch(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .with_context(|| format!("apply {}", file.display()))?;
+        names.push(name);
+    }
+    for name in names {
+        crate::eventually(Duration::from_secs(30), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                let crd = api.get(&name).await.ok()?;
+                let established = crd
+                    .status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                established.then_some(())
+            }
+        })
+        .await
+        .with_context(|| format!("CRD {name} not established"))?;
+    }
+    Ok(())
+}
+
+/// A namespace of one test, deleted when the test calls [`Namespace::delete`] (a local
+/// cluster is thrown away after the run anyway).
+pub struct Namespace {
+    pub name: String,
+}
+
+impl Namespace {
+    pub async fn create(client: &Client, prefix: &str) -> Result<Namespace> {
+        let name = unique(prefix);
+        let api: Api<CoreNamespace> = Api::all(client.clone());
+        let ns: CoreNamespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"ebb.dev/e2e": "true"}}
+        }))?;
+        api.create(&PostParams::default(), &ns).await?;
+        Ok(Namespace { name })
+    }
+
+    pub async fn delete(self, client: &Client) -> Result<()> {
+        let api: Api<CoreNamespace> = Api::all(client.clone());
+        api.delete(&self.name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,234 @@
+//! A controller binary running as a child process of the test.
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::rbac::Identity;
+use crate::work_dir;
+
+/// A running controller binary (killed when dropped).
+pub struct Controller {
+    pub binary: String,
+    /// The identity the leader election uses (`POD_NAME`).
+    pub pod_name: String,
+    pub metrics_addr: SocketAddr,
+    pub log: PathBuf,
+    child: Child,
+}
+
+/// The directory holding the workspace's binaries: `EBB_BIN_DIR`, else the profile directory of
+/// this test executable (`target/debug`, wherever `CARGO_TARGET_DIR` puts it).
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("EBB_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/debug/deps/<test> -> target/debug
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in <target>/<profile>/deps")
+        .to_path_buf()
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Controller {
+    /// Starts `binary` as the ServiceAccount of `identity`, leader election in the identity's
+    /// namespace, metrics and health on a free port, and `args` after that.
+    pub fn start(
+        binary: &str,
+        identity: &Identity,
+        pod_name: &str,
+        args: &[&str],
+    ) -> Result<Controller> {
+        Self::start_with(binary, identity, &identity.kubeconfig, pod_name, args)
+    }
+
+    /// [`Controller::start`] with a kubeconfig of its own (see [`Identity::replica`]).
+    pub fn start_with(
+        binary: &str,
+        identity: &Identity,
+        kubeconfig: &std::path::Path,
+        pod_name: &str,
+        args: &[&str],
+    ) -> Result<Controller> {
+        let path = bin_dir().join(binary);
+        if !path.exists() {
+            bail!(
+                "{} is missing: build the controllers first (`cargo build --workspace --bins`)",
+                path.display()
+            );
+        }
+        let metrics_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        let log = work_dir().join(format!("{}-{pod_name}.log", identity.release));
+        let out = File::create(&log)?;
+        let mut cmd = Command::new(&path);
+        // The controller sees only what a pod would: no EBB_*/LABEL_SELECTOR from the test's
+        // environment.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            if key.starts_with("EBB_") || key == "LABEL_SELECTOR" || key.starts_with("KUBE") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("KUBECONFIG", kubeconfig)
+            .env("POD_NAME", pod_name)
+            .env("POD_NAMESPACE", &identity.namespace)
+            .env(
+                "RUST_LOG",
+                format!("info,{}=debug,ebb_runtime=debug", binary.replace('-', "_")),
+            )
+            .arg("--metrics-addr")
+            .arg(metrics_addr.to_string())
+            .arg("--lease-namespace")
+            .arg(&identity.namespace)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("start {}", path.display()))?;
+        Ok(Controller {
+            binary: binary.into(),
+            pod_name: pod_name.into(),
+            metrics_addr,
+            log,
+            child,
+        })
+    }
+
+    fn get(&self, path: &str) -> Result<(u16, String)> {
+        let url = format!("http://{}{path}", self.metrics_addr);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(5)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut resp = agent.get(&url).call()?;
+        let status = resp.status().as_u16();
+        let body = resp.body_mut().read_to_string()?;
+        Ok((status, body))
+    }
+
+    /// Waits until `/readyz` answers 200 (the controller's caches are warm).
+    pub async fn wait_ready(&mut self, timeout: Duration) -> Result<Duration> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "{} exited before ready ({status}):\n{}",
+                    self.binary,
+                    self.log_tail()
+                );
+            }
+            if let Ok((200, _)) = self.get("/readyz") {
+                return Ok(start.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!(
+            "{} not ready after {timeout:?}:\n{}",
+            self.binary,
+            self.log_tail()
+        )
+    }
+
+    /// `/healthz`'s and `/readyz`'s status codes.
+    pub fn health(&self) -> Result<(u16, u16)> {
+        Ok((self.get("/healthz")?.0, self.get("/readyz")?.0))
+    }
+
+    /// `/metrics`, parsed as the Prometheus text format.
+    pub fn metrics(&self) -> Result<prometheus_parse::Scrape> {
+        let (status, body) = self.get("/metrics")?;
+        if status != 200 {
+            bail!("/metrics answered {status}");
+        }
+        let lines = body.lines().map(|l| Ok(l.to_owned()));
+        Ok(prometheus_parse::Scrape::parse(lines)?)
+    }
+
+    /// The sum of a metric's samples whose labels include all of `labels`.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Result<f64> {
+        let scrape = self.metrics()?;
+        let mut sum = 0.0;
+        let mut found = false;
+        for sample in scrape.samples.iter().filter(|s| s.metric == name) {
+            if labels.iter().all(|(k, v)| sample.labels.get(k) == Some(*v)) {
+                found = true;
+                sum += match sample.value {
+                    prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Untyped(v) => v,
+                    _ => 0.0,
+                };
+            }
+        }
+        if !found {
+            bail!("no sample of {name} with {labels:?}");
+        }
+        Ok(sum)
+    }
+
+    /// Sends SIGTERM (a graceful stop: the Lease is released).
+    pub fn terminate(&self) -> Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM)?;
+        Ok(())
+    }
+
+    /// Kills the process outright (`kill -9`): nothing is released.
+    pub fn kill(&mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
+    /// Waits for the process to exit.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("{} still running after {timeout:?}", self.binary)
+    }
+
+    /// The process's resident memory in KiB (from /proc).
+    pub fn rss_kib(&self) -> Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .context("no VmRSS in /proc status")
+    }
+
+    /// The last lines of the controller's log (for failure messages).
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! Waiting for the cluster to reach a state.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use tokio::time::{Instant, sleep};
+
+/// Polls `probe` every 100 ms until it returns `Some`, or fails after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut probe: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe().await {
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            bail!("condition not reached within {timeout:?}");
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls `probe` every 200 ms for `duration` and fails on the first `Err` (a state that must
+/// hold for a while, e.g. "the HPA keeps its value").
+pub async fn settle<F, Fut>(duration: Duration, mut probe: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let deadline = Instant::now() + duration;
+    while Instant::now() < deadline {
+        probe().await?;
+        sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}

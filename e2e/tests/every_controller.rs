@@ -1,0 +1,541 @@
+//! What every controller binary must do, checked on each of the four: `/readyz` turns green and
+//! `/metrics` parses with the controller's series; two replicas elect one leader and only it
+//! writes; an idle minute after convergence costs no write (Lease renewals aside, counted from
+//! the API server's audit log by token); SIGTERM hands the Lease to the standby within 3 s, and
+//! the new leader acts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use ebb_e2e::rbac::{apply, resource};
+use ebb_e2e::{Controller, Setup, audit, cluster, eventually, repo_root};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+type Step<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One controller's part of the scenario.
+struct Subject {
+    chart: &'static str,
+    binary: &'static str,
+    /// Watches only its namespace (`--namespace`), or the cluster.
+    namespaced: bool,
+    /// Creates what the controller manages and waits until it has converged.
+    seed: for<'a> fn(&'a Setup) -> Step<'a>,
+    /// Changes something so that the leader must write, and waits for that write's effect;
+    /// `round` tells the first trigger from the second.
+    trigger: for<'a> fn(&'a Setup, u32) -> Step<'a>,
+}
+
+fn metric_name(binary: &str) -> String {
+    format!("ebb_{}_reconciles_total", binary.replace('-', "_"))
+}
+
+async fn holder(leases: &Api<Lease>, name: &str) -> Option<String> {
+    leases.get(name).await.ok()?.spec?.holder_identity
+}
+
+async fn run(subject: Subject) {
+    let setup = Setup::new(
+        subject.chart,
+        &format!("e2e-{}", &subject.binary[..5]),
+        subject.namespaced,
+        &[],
+    )
+    .await
+    .unwrap();
+    let ns = setup.namespace.clone();
+    (subject.seed)(&setup).await;
+
+    let mut args = vec![];
+    if subject.namespaced {
+        args.extend(["--namespace", ns.as_str()]);
+    }
+    let cluster = cluster();
+    let (config_a, credential_a) = setup
+        .identity
+        .replica(cluster, &setup.admin, "a")
+        .await
+        .unwrap();
+    let (config_b, credential_b) = setup
+        .identity
+        .replica(cluster, &setup.admin, "b")
+        .await
+        .unwrap();
+    let mut a =
+        Controller::start_with(subject.binary, &setup.identity, &config_a, "a", &args).unwrap();
+    let mut b =
+        Controller::start_with(subject.binary, &setup.identity, &config_b, "b", &args).unwrap();
+    let ready_a = a.wait_ready(Duration::from_secs(30)).await.unwrap();
+    b.wait_ready(Duration::from_secs(30)).await.unwrap();
+    println!(
+        "figure: {} ready {} ms after start",
+        subject.binary,
+        ready_a.as_millis()
+    );
+    assert_eq!(a.health().unwrap(), (200, 200));
+    for replica in [&a, &b] {
+        let reconciles = replica.metric(&metric_name(subject.binary), &[]);
+        assert!(reconciles.is_ok(), "{}: {reconciles:?}", subject.binary);
+    }
+
+    // One leader; the controller's name is the Lease's.
+    let leases: Api<Lease> = Api::namespaced(setup.admin.clone(), &ns);
+    let leader = eventually(Duration::from_secs(20), || async {
+        holder(&leases, subject.binary).await
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no leader: {e}\n{}", a.log_tail()));
+    let (mut leader_proc, mut standby, leader_cred, standby_cred) = if leader == "a" {
+        (a, b, credential_a, credential_b)
+    } else {
+        (b, a, credential_b, credential_a)
+    };
+
+    // Converged: the seed's state reached. An idle minute writes nothing.
+    (subject.trigger)(&setup, 0).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log = cluster.audit_log.clone();
+    let idle_from = Utc::now();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    if let Some(log) = &log {
+        let user = setup.identity.username();
+        let writes = audit::writes(log, &user, idle_from).unwrap();
+        let all = audit::entries(log, &user, idle_from).unwrap();
+        let renewals = all.iter().filter(|e| e.is_write() && e.is_lease()).count();
+        let reads = all.iter().filter(|e| !e.is_write()).count();
+        println!(
+            "figure: {} idle minute: {} writes, {} lease renewals, {} reads (watches included)",
+            subject.binary,
+            writes.len(),
+            renewals,
+            reads
+        );
+        let described: Vec<String> = writes.iter().map(audit::Entry::describe).collect();
+        assert!(
+            writes.is_empty(),
+            "{}: writes in an idle minute: {described:#?}",
+            subject.binary
+        );
+    }
+    println!(
+        "figure: {} resident memory once converged: leader {} KiB, standby {} KiB",
+        subject.binary,
+        leader_proc.rss_kib().unwrap(),
+        standby.rss_kib().unwrap()
+    );
+
+    // A change: only the leader's token writes.
+    let since = Utc::now();
+    (subject.trigger)(&setup, 1).await;
+    if let Some(log) = &log {
+        let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
+        assert!(
+            !writes.is_empty(),
+            "{}: the change was written",
+            subject.binary
+        );
+        for write in &writes {
+            assert_eq!(
+                write.credential_id(),
+                Some(leader_cred.as_str()),
+                "{}: only the leader writes, but the standby did: {}",
+                subject.binary,
+                write.describe()
+            );
+        }
+    }
+
+    // SIGTERM: the Lease goes to the standby within 3 s, and it acts.
+    let stopped = Instant::now();
+    leader_proc.terminate().unwrap();
+    let new_leader = eventually(Duration::from_secs(20), || async {
+        holder(&leases, subject.binary)
+            .await
+            .filter(|h| *h == standby.pod_name)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no hand-over: {e}\n{}", standby.log_tail()));
+    let handover = stopped.elapsed();
+    println!(
+        "figure: {} SIGTERM hand-over {} ms",
+        subject.binary,
+        handover.as_millis()
+    );
+    assert_eq!(new_leader, standby.pod_name);
+    assert!(
+        handover < Duration::from_secs(3),
+        "{}: hand-over took {handover:?}",
+        subject.binary
+    );
+    let status = leader_proc
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(
+        status.success(),
+        "{}: the old leader exits cleanly: {status}",
+        subject.binary
+    );
+    let since = Utc::now();
+    (subject.trigger)(&setup, 2).await;
+    if let Some(log) = &log {
+        let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
+        assert!(
+            writes
+                .iter()
+                .all(|w| w.credential_id() == Some(standby_cred.as_str()))
+        );
+    }
+    standby.terminate().unwrap();
+    assert!(
+        standby
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .success()
+    );
+}
+
+// --- service-scaler: a ServiceScaler without ranges; the trigger changes maxReplicas.
+
+fn service_seed(setup: &Setup) -> Step<'_> {
+    Box::pin(async move {
+        setup.apply(scaler_doc(10)).await.unwrap();
+    })
+}
+
+fn scaler_doc(max: i64) -> serde_json::Value {
+    json!({"apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler", "metadata": {"name": "web"},
+           "spec": {"hpa": {"minReplicas": 2, "maxReplicas": max, "targetCPUUtilization": 70}}})
+}
+
+fn service_trigger(setup: &Setup, round: u32) -> Step<'_> {
+    Box::pin(async move {
+        let max = 10 + i32::try_from(round).unwrap();
+        setup.apply(scaler_doc(i64::from(max))).await.unwrap();
+        let hpas: Api<HorizontalPodAutoscaler> =
+            Api::namespaced(setup.admin.clone(), &setup.namespace);
+        eventually(Duration::from_secs(15), || async {
+            let hpa = hpas.get("web").await.ok()?;
+            (hpa.spec?.max_replicas == max).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("service-scaler round {round}: {e}"));
+    })
+}
+
+#[tokio::test]
+async fn service_scaler() {
+    run(Subject {
+        chart: "service-scaler",
+        binary: "service-scaler",
+        namespaced: true,
+        seed: service_seed,
+        trigger: service_trigger,
+    })
+    .await;
+}
+
+// --- scaledown-window: a ClusterAutoscaler of the test's own name and a schedule whose one
+// window is not open; the trigger turns scale-down on behind ebb's back, which ebb reverts.
+
+async fn autoscalers(admin: &Client) -> Api<DynamicObject> {
+    Api::all_with(
+        admin.clone(),
+        &resource(admin, "autoscaling.openshift.io", "v1", "ClusterAutoscaler")
+            .await
+            .unwrap(),
+    )
+}
+
+fn scaledown_seed(setup: &Setup) -> Step<'_> {
+    Box::pin(async move {
+        let name = &setup.namespace;
+        apply(
+            &setup.admin,
+            &json!({
+                "apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler",
+                "metadata": {"name": name}, "spec": {"scaleDown": {"enabled": true}}
+            }),
+        )
+        .await
+        .unwrap();
+        apply(&setup.admin, &json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "ScaleDownSchedule",
+            "metadata": {"name": name},
+            "spec": {"target": {"clusterAutoscaler": {"name": name}},
+                     "windows": [{"schedule": "0 3 29 2 *", "duration": "1h", "timeZone": "UTC"}]}
+        }))
+        .await
+        .unwrap();
+    })
+}
+
+fn scaledown_trigger(setup: &Setup, round: u32) -> Step<'_> {
+    Box::pin(async move {
+        let api = autoscalers(&setup.admin).await;
+        let name = setup.namespace.clone();
+        if round > 0 {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"scaleDown": {"enabled": true}}})),
+            )
+            .await
+            .unwrap();
+        }
+        eventually(Duration::from_secs(15), || async {
+            let ca = api.get(&name).await.ok()?;
+            (ca.data["spec"]["scaleDown"]["enabled"] == json!(false)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("scaledown-window round {round}: {e}"));
+    })
+}
+
+#[tokio::test]
+async fn scaledown_window() {
+    run(Subject {
+        chart: "scaledown-window",
+        binary: "scaledown-window",
+        namespaced: false,
+        seed: scaledown_seed,
+        trigger: scaledown_trigger,
+    })
+    .await;
+}
+
+// --- stackable-scaler: a StatefulSet and its scaler without hooks; the trigger scales through
+// /scale and settles the workload as its controller would.
+
+fn stackable_seed(setup: &Setup) -> Step<'_> {
+    Box::pin(async move {
+        let sts = setup
+            .apply(json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+                "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                         "template": {"metadata": {"labels": {"app": "db"}},
+                                      "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}
+            }))
+            .await
+            .unwrap();
+        settle(setup, 2).await;
+        setup
+            .apply(json!({
+                "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+                "metadata": {"name": "db", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                    "name": "db", "uid": sts.uid().unwrap(), "controller": true}]},
+                "spec": {"replicas": 2}
+            }))
+            .await
+            .unwrap();
+    })
+}
+
+async fn settle(setup: &Setup, replicas: i32) {
+    let sets: Api<StatefulSet> = Api::namespaced(setup.admin.clone(), &setup.namespace);
+    let generation = sets.get("db").await.unwrap().metadata.generation.unwrap();
+    sets.patch_status("db", &PatchParams::default(), &Patch::Merge(json!({"status": {
+        "replicas": replicas, "readyReplicas": replicas, "currentReplicas": replicas,
+        "updatedReplicas": replicas, "availableReplicas": replicas, "observedGeneration": generation}})))
+        .await
+        .unwrap();
+}
+
+fn stackable_trigger(setup: &Setup, round: u32) -> Step<'_> {
+    Box::pin(async move {
+        let admin = &setup.admin;
+        let scalers: Api<DynamicObject> = Api::namespaced_with(
+            admin.clone(),
+            &setup.namespace,
+            &resource(
+                admin,
+                "autoscaling.stackable.tech",
+                "v1alpha1",
+                "StackableScaler",
+            )
+            .await
+            .unwrap(),
+        );
+        let target = 2 + i32::try_from(round).unwrap();
+        let idle_at = |want: i32| {
+            let scalers = scalers.clone();
+            async move {
+                eventually(Duration::from_secs(20), || async {
+                    let s = scalers.get("db").await.ok()?;
+                    let idle = s.data["status"]["currentState"]["stage"] == json!("Idle");
+                    (idle && s.data["status"]["replicas"] == json!(want)).then_some(())
+                })
+                .await
+                .unwrap_or_else(|e| panic!("stackable-scaler round {round}: {e}"));
+            }
+        };
+        if round == 0 {
+            idle_at(2).await;
+            return;
+        }
+        scalers
+            .patch_scale(
+                "db",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": target}})),
+            )
+            .await
+            .unwrap();
+        let sets: Api<StatefulSet> = Api::namespaced(admin.clone(), &setup.namespace);
+        eventually(Duration::from_secs(20), || async {
+            (sets.get("db").await.ok()?.spec?.replicas == Some(target)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("stackable-scaler round {round}: workload not scaled: {e}"));
+        settle(setup, target).await;
+        idle_at(target).await;
+    })
+}
+
+#[tokio::test]
+async fn stackable_scaler() {
+    run(Subject {
+        chart: "stackable-scaler",
+        binary: "stackable-scaler",
+        namespaced: true,
+        seed: stackable_seed,
+        trigger: stackable_trigger,
+    })
+    .await;
+}
+
+// --- workshop-scaler: on Babylon's CRDs with `spec.autoScaling` (the auto-scaling PR's; this
+// test binary's cluster is its own), a workshop whose seats fill in rounds. Each trigger takes
+// more seats and releases the previous scale-up by settling its claims.
+
+fn workshop_seed(setup: &Setup) -> Step<'_> {
+    Box::pin(async move {
+        let crds: Api<CustomResourceDefinition> = Api::all(setup.admin.clone());
+        for plural in ["workshops", "workshopprovisions"] {
+            let file =
+                format!("e2e/crds/variants/{plural}.babylon.gpte.redhat.com-autoscaling.yaml");
+            let crd: CustomResourceDefinition =
+                serde_norway::from_str(&std::fs::read_to_string(repo_root().join(file)).unwrap())
+                    .unwrap();
+            let name = crd.metadata.name.clone().unwrap();
+            crds.patch(
+                &name,
+                &PatchParams::apply("ebb-e2e").force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .unwrap();
+        }
+        eventually(Duration::from_secs(10), || async {
+            let w = setup.apply(json!({
+                "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop", "metadata": {"name": "ws"},
+                "spec": {"autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 2.0, "maxProvisions": 50}}
+            })).await.ok()?;
+            w.data["spec"]["autoScaling"]["enabled"].as_bool()
+        })
+        .await
+        .unwrap();
+        setup.apply(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision", "metadata": {"name": "wp"},
+            "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 1, "workshopName": "ws"}
+        })).await.unwrap();
+        for i in 0..8 {
+            setup.apply(seat(i, false)).await.unwrap();
+        }
+    })
+}
+
+fn seat(i: u32, taken: bool) -> serde_json::Value {
+    let mut spec = json!({"workshopName": "ws", "resourceClaimName": format!("claim-{i}")});
+    if taken {
+        spec["assignment"] = json!({"email": format!("user{i}@example.com")});
+    }
+    json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopUserAssignment",
+           "metadata": {"name": format!("seat-{i}")}, "spec": spec})
+}
+
+fn workshop_trigger(setup: &Setup, round: u32) -> Step<'_> {
+    Box::pin(async move {
+        let admin = &setup.admin;
+        let provisions: Api<DynamicObject> = Api::namespaced_with(
+            admin.clone(),
+            &setup.namespace,
+            &resource(admin, "babylon.gpte.redhat.com", "v1", "WorkshopProvision")
+                .await
+                .unwrap(),
+        );
+        if round == 0 {
+            // Converged: the provision's status reports the decision.
+            eventually(Duration::from_secs(20), || async {
+                let p = provisions.get("wp").await.ok()?;
+                p.data["status"]["conditions"].as_array().map(|_| ())
+            })
+            .await
+            .unwrap_or_else(|e| panic!("workshop-scaler never reported: {e}"));
+            return;
+        }
+        // The claims of the last scale-up are ready: the flag is released, then seats fill past
+        // the threshold again and the provision doubles.
+        let before = provisions.get("wp").await.unwrap().data["spec"]["count"]
+            .as_i64()
+            .unwrap();
+        for i in 0..before {
+            setup
+                .apply(json!({
+                    "apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": format!("claim-{round}-{i}"),
+                                 "labels": {"babylon.gpte.redhat.com/workshop-provision": "wp"}},
+                    "spec": {"resources": [{"provider": {"name": "lab"}}]}
+                }))
+                .await
+                .unwrap();
+            let claims: Api<DynamicObject> = Api::namespaced_with(
+                admin.clone(),
+                &setup.namespace,
+                &resource(admin, "poolboy.gpte.redhat.com", "v1", "ResourceClaim")
+                    .await
+                    .unwrap(),
+            );
+            claims
+                .patch_status(
+                    &format!("claim-{round}-{i}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"ready": true, "healthy": true}})),
+                )
+                .await
+                .unwrap();
+        }
+        for i in 0..(4 * round) {
+            setup.apply(seat(i, true)).await.unwrap();
+        }
+        eventually(Duration::from_secs(20), || async {
+            let p = provisions.get("wp").await.ok()?;
+            (p.data["spec"]["count"].as_i64()? > before).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("workshop-scaler round {round}: no scale-up: {e}"));
+    })
+}
+
+#[tokio::test]
+async fn workshop_scaler() {
+    run(Subject {
+        chart: "workshop-scaler",
+        binary: "workshop-scaler",
+        namespaced: true,
+        seed: workshop_seed,
+        trigger: workshop_trigger,
+    })
+    .await;
+}

@@ -1,0 +1,381 @@
+//! scaledown-window as a process against a real API server: its targets are cluster-scoped, so
+//! these tests take turns (one lock) and each names its own objects.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, Timelike, Utc};
+use ebb_e2e::rbac::{apply, resource};
+use ebb_e2e::{Controller, Setup, audit, cluster, eventually, settle};
+use kube::api::{Api, DeleteParams, DynamicObject};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+const CHART: &str = "scaledown-window";
+static CLUSTER_SCOPED: Mutex<()> = Mutex::const_new(());
+
+/// The next whole minute at least `ahead` seconds away: cron windows open on minutes.
+fn next_minute(ahead: i64) -> DateTime<Utc> {
+    (Utc::now() + chrono::Duration::seconds(ahead))
+        .duration_trunc(chrono::Duration::minutes(1))
+        .unwrap()
+        + chrono::Duration::minutes(1)
+}
+
+/// A schedule whose one window opens at `open` (UTC) for one minute.
+fn schedule(name: &str, target: Value, open: DateTime<Utc>) -> Value {
+    json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1",
+        "kind": "ScaleDownSchedule",
+        "metadata": {"name": name},
+        "spec": {
+            "target": target,
+            "windows": [{
+                "schedule": format!("{} {} * * *", open.minute(), open.hour()),
+                "duration": "1m",
+                "timeZone": "UTC"
+            }]
+        }
+    })
+}
+
+async fn dynamic(
+    admin: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Api<DynamicObject> {
+    Api::all_with(
+        admin.clone(),
+        &resource(admin, group, version, kind).await.unwrap(),
+    )
+}
+
+fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    obj.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// `spec.scaleDown.enabled` of ClusterAutoscaler `default` flips when the window opens and when
+/// it closes, and the installer's fields stay; a ClusterAutoscaler deleted while the schedule
+/// exists is not re-created: the status says the target is missing, and the controller does not
+/// retry in a loop.
+#[tokio::test]
+async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
+    let _turn = CLUSTER_SCOPED.lock().await;
+    let setup = Setup::new(CHART, "e2e-sdw", false, &[]).await.unwrap();
+    let admin = setup.admin.clone();
+    let autoscalers = dynamic(
+        &admin,
+        "autoscaling.openshift.io",
+        "v1",
+        "ClusterAutoscaler",
+    )
+    .await;
+    let schedules = dynamic(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule").await;
+
+    // As the installer leaves it: scale-down off, limits set by another manager.
+    apply(
+        &admin,
+        &json!({
+            "apiVersion": "autoscaling.openshift.io/v1",
+            "kind": "ClusterAutoscaler",
+            "metadata": {"name": "default"},
+            "spec": {
+                "resourceLimits": {"maxNodesTotal": 24},
+                "scaleDown": {"enabled": false, "delayAfterAdd": "10m", "unneededTime": "5m"}
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    let open = next_minute(15);
+    let name = setup.namespace.clone();
+    apply(
+        &admin,
+        &schedule(
+            &name,
+            json!({"clusterAutoscaler": {"name": "default"}}),
+            open,
+        ),
+    )
+    .await
+    .unwrap();
+
+    let mut controller = Controller::start(
+        "scaledown-window",
+        &setup.identity,
+        "sdw-0",
+        &["--leader-election=false"],
+    )
+    .unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    let enabled = |ca: &DynamicObject| ca.data["spec"]["scaleDown"]["enabled"].as_bool();
+    let flip = |want: bool, boundary: DateTime<Utc>| {
+        let autoscalers = autoscalers.clone();
+        async move {
+            let wait =
+                (boundary - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(10);
+            eventually(wait, || async {
+                let ca = autoscalers.get("default").await.ok()?;
+                (enabled(&ca) == Some(want)).then_some(Utc::now())
+            })
+            .await
+        }
+    };
+    // Closed until the window opens.
+    let status = eventually(Duration::from_secs(10), || async {
+        let s = schedules.get(&name).await.ok()?;
+        s.data["status"]["scaleDownEnabled"].as_bool().map(|_| s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
+    assert_eq!(status.data["status"]["scaleDownEnabled"], json!(false));
+    assert_eq!(
+        status.data["status"]["nextTransitionTime"],
+        json!(open.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+    );
+
+    let opened = flip(true, open)
+        .await
+        .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
+    let close = open + chrono::Duration::minutes(1);
+    let closed = flip(false, close)
+        .await
+        .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
+    println!(
+        "figure: scaledown-window boundary-to-write latency open {} ms, close {} ms",
+        (opened - open).num_milliseconds(),
+        (closed - close).num_milliseconds()
+    );
+    assert!(
+        opened >= open && opened - open < chrono::Duration::seconds(1),
+        "opened at {opened}, window at {open}"
+    );
+    assert!(
+        closed >= close && closed - close < chrono::Duration::seconds(1),
+        "closed at {closed}, window end {close}"
+    );
+    let ca = autoscalers.get("default").await.unwrap();
+    assert_eq!(
+        ca.data["spec"]["resourceLimits"]["maxNodesTotal"],
+        json!(24)
+    );
+    assert_eq!(ca.data["spec"]["scaleDown"]["delayAfterAdd"], json!("10m"));
+
+    // The ClusterAutoscaler goes away (OpenShift's operator removed, say): never re-created,
+    // even across the next reconciles.
+    autoscalers
+        .delete("default", &DeleteParams::default())
+        .await
+        .unwrap();
+    let since = Utc::now();
+    let schedule_api = schedules.clone();
+    let reported = eventually(Duration::from_secs(15), || async {
+        let s = schedule_api.get(&name).await.ok()?;
+        let missing = condition(&s, "Ready").is_some_and(|c| c["reason"] == "TargetNotFound");
+        missing.then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "no TargetNotFound condition: {e}:\n{}",
+            controller.log_tail()
+        )
+    });
+    println!(
+        "ready condition: {}",
+        condition(&reported, "Ready").unwrap()
+    );
+    settle(Duration::from_secs(8), || async {
+        anyhow::ensure!(
+            autoscalers.get_opt("default").await?.is_none(),
+            "the deleted ClusterAutoscaler was re-created"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+    if let Some(log) = &cluster().audit_log {
+        let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
+        let descriptions: Vec<String> = writes.iter().map(audit::Entry::describe).collect();
+        assert!(
+            writes.len() <= 3,
+            "a missing target must not make the controller write in a loop: {descriptions:#?}"
+        );
+    }
+
+    schedules
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    controller.terminate().unwrap();
+    assert!(
+        controller
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .success()
+    );
+}
+
+/// Upstream cluster-autoscaler and Karpenter targets: outside the window the selected Nodes carry
+/// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"` (marked as ebb's) and the
+/// selected NodePools an extra `nodes: "0"` budget; inside it both are gone, while a Node and a
+/// NodePool that are not selected, and the NodePool's own budgets, are never touched.
+#[tokio::test]
+async fn node_annotations_and_karpenter_budgets_follow_the_window() {
+    let _turn = CLUSTER_SCOPED.lock().await;
+    let setup = Setup::new(
+        CHART,
+        "e2e-sdn",
+        false,
+        &[
+            "targets.clusterAutoscaler.enabled=false",
+            "targets.nodeAnnotation.enabled=true",
+            "targets.karpenterNodePools.enabled=true",
+            "clusterVersion.enabled=false",
+        ],
+    )
+    .await
+    .unwrap();
+    let admin = setup.admin.clone();
+    let pool = setup.namespace.clone();
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(admin.clone());
+    let node_pools = dynamic(&admin, "karpenter.sh", "v1", "NodePool").await;
+    for (name, selected) in [
+        (format!("{pool}-a"), true),
+        (format!("{pool}-b"), true),
+        (format!("{pool}-x"), false),
+    ] {
+        let label = if selected {
+            pool.clone()
+        } else {
+            "other".to_owned()
+        };
+        apply(
+            &admin,
+            &json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"e2e-pool": label}}}),
+        )
+        .await
+        .unwrap();
+        apply(&admin, &json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "labels": {"e2e-pool": label}},
+            "spec": {"disruption": {"consolidateAfter": "1m", "budgets": [{"nodes": "20%"}]},
+                     "template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                                           "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}}}}))
+        .await
+        .unwrap();
+    }
+    let open = next_minute(15);
+    let selector = json!({"matchLabels": {"e2e-pool": pool}});
+    apply(
+        &admin,
+        &schedule(
+            &format!("{pool}-nodes"),
+            json!({"nodeAnnotation": {"nodeSelector": selector}}),
+            open,
+        ),
+    )
+    .await
+    .unwrap();
+    apply(
+        &admin,
+        &schedule(
+            &format!("{pool}-pools"),
+            json!({"karpenterNodePools": {"selector": selector}}),
+            open,
+        ),
+    )
+    .await
+    .unwrap();
+
+    let mut controller = Controller::start(
+        "scaledown-window",
+        &setup.identity,
+        "sdn-0",
+        &[
+            "--leader-election=false",
+            "--enable-cluster-autoscaler=false",
+            "--enable-node-annotation",
+            "--enable-karpenter",
+            "--enable-cluster-version=false",
+        ],
+    )
+    .unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    const DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+    // (selected nodes annotated, selected pools with a `nodes: "0"` budget)
+    let state = || async {
+        let mut annotated = Vec::new();
+        let mut blocked = Vec::new();
+        for suffix in ["a", "b", "x"] {
+            let name = format!("{pool}-{suffix}");
+            let node = nodes.get(&name).await.ok()?;
+            annotated.push(
+                node.metadata
+                    .annotations
+                    .unwrap_or_default()
+                    .get(DISABLED)
+                    .cloned()
+                    == Some("true".into()),
+            );
+            let np = node_pools.get(&name).await.ok()?;
+            let budgets = np.data["spec"]["disruption"]["budgets"].as_array()?.clone();
+            assert!(
+                budgets.iter().any(|b| b["nodes"] == json!("20%")),
+                "the pool's own budget stays: {budgets:?}"
+            );
+            blocked.push(budgets.iter().any(|b| b["nodes"] == json!("0")));
+        }
+        Some((annotated, blocked))
+    };
+    let closed = (vec![true, true, false], vec![true, true, false]);
+    let opened = (vec![false, false, false], vec![false, false, false]);
+    let reach = |want: (Vec<bool>, Vec<bool>), by: DateTime<Utc>, what: &'static str| {
+        let state = &state;
+        let log = controller.log_tail();
+        async move {
+            let wait = (by - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(10);
+            if let Err(e) =
+                eventually(wait, || async { state().await.filter(|s| *s == want) }).await
+            {
+                panic!("{what}: {e}: {:?}\n{log}", state().await);
+            }
+            Utc::now()
+        }
+    };
+    reach(closed.clone(), Utc::now(), "outside the window").await;
+    let opened_at = reach(opened, open, "inside the window").await;
+    println!(
+        "figure: scaledown-window nodes and NodePools released {} ms after the boundary",
+        (opened_at - open).num_milliseconds()
+    );
+    reach(
+        closed,
+        open + chrono::Duration::minutes(1),
+        "after the window",
+    )
+    .await;
+
+    controller.terminate().unwrap();
+    assert!(
+        controller
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .success()
+    );
+}

@@ -1,0 +1,309 @@
+//! service-scaler as a process against a real API server, with its chart's namespaced RBAC.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use chrono::{SubsecRound, Utc};
+use ebb_e2e::{Controller, Setup, eventually, settle};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+
+const CHART: &str = "service-scaler";
+
+fn scaler(name: &str, window_from: &str, window_to: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "scaler.udaan.io/v1",
+        "kind": "ServiceScaler",
+        "metadata": {"name": name},
+        "spec": {
+            "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60},
+            "timeRangeSpec": [{
+                "kind": "ZonedDateTime",
+                "from": window_from,
+                "to": window_to,
+                "replicaSpec": {"hpa": {"minReplicas": 5}}
+            }]
+        }
+    })
+}
+
+fn min_replicas(hpa: &HorizontalPodAutoscaler) -> Option<i32> {
+    hpa.spec.as_ref()?.min_replicas
+}
+
+/// A window that opens a few seconds after the controller starts reaches the HPA within 1 s of
+/// its boundary; the HPA the controller created is defaulted by the server; fields of another
+/// field manager survive the controller's writes; the kill switch holds; deleting the
+/// ServiceScaler deletes the HPA ebb created.
+#[tokio::test]
+async fn window_opens_on_time_and_other_managers_fields_survive() {
+    let setup = Setup::new(CHART, "e2e-ss", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+
+    // Whole seconds: RFC 3339 in the spec, and the boundary the controller wakes for.
+    let boundary = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(12);
+    let until = boundary + chrono::Duration::hours(1);
+    setup
+        .apply(scaler("web", &boundary.to_rfc3339(), &until.to_rfc3339()))
+        .await
+        .unwrap();
+
+    let mut controller = Controller::start(
+        "service-scaler",
+        &setup.identity,
+        "ss-0",
+        &["--namespace", &ns, "--leader-election=false"],
+    )
+    .unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    // Created with the defaults, and defaulted by the API server like any HPA.
+    let created = eventually(Duration::from_secs(10), || async {
+        hpas.get_opt("web").await.ok().flatten()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
+    let spec = created.spec.clone().unwrap();
+    assert_eq!(spec.min_replicas, Some(2));
+    assert_eq!(spec.max_replicas, 10);
+    assert_eq!(spec.scale_target_ref.kind, "Deployment");
+    assert_eq!(spec.scale_target_ref.name, "web");
+    let metrics = spec.metrics.clone().unwrap_or_default();
+    assert_eq!(metrics.len(), 1, "one CPU metric: {metrics:?}");
+    assert_eq!(
+        metrics[0]
+            .resource
+            .as_ref()
+            .unwrap()
+            .target
+            .average_utilization,
+        Some(60)
+    );
+
+    // Another field manager owns the behavior and a label; ebb must keep its hands off them.
+    hpas.patch(
+        "web",
+        &PatchParams::apply("team-tool"),
+        &Patch::Apply(json!({
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "labels": {"team": "shop"}},
+            "spec": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 120}}}
+        })),
+    )
+    .await
+    .unwrap();
+
+    // The window opens: watch the HPA and time the change against the boundary.
+    let mut changes = watcher(
+        hpas.clone(),
+        watcher::Config::default().fields("metadata.name=web"),
+    )
+    .applied_objects()
+    .boxed();
+    let opened = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(hpa) = changes.try_next().await.unwrap() {
+            if min_replicas(&hpa) == Some(5) {
+                return (Utc::now(), hpa);
+            }
+        }
+        panic!("watch ended")
+    })
+    .await
+    .unwrap_or_else(|_| panic!("window never reached the HPA:\n{}", controller.log_tail()));
+    let latency = opened.0 - boundary;
+    println!(
+        "figure: service-scaler boundary-to-write latency {} ms",
+        latency.num_milliseconds()
+    );
+    assert!(
+        latency >= chrono::Duration::zero() && latency < chrono::Duration::seconds(1),
+        "the window reached the HPA {latency} after its boundary"
+    );
+    let hpa = opened.1;
+    assert_eq!(hpa.labels().get("team").map(String::as_str), Some("shop"));
+    let behavior = hpa.spec.as_ref().unwrap().behavior.as_ref().unwrap();
+    assert_eq!(
+        behavior
+            .scale_down
+            .as_ref()
+            .unwrap()
+            .stabilization_window_seconds,
+        Some(120)
+    );
+
+    // Kill switch: with managed=false on the HPA, a spec change reaches it no more.
+    hpas.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {"service-scaler.kubernetes.io/managed": "false"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let mut changed = scaler("web", &boundary.to_rfc3339(), &until.to_rfc3339());
+    changed["spec"]["timeRangeSpec"][0]["replicaSpec"]["hpa"]["minReplicas"] = json!(7);
+    setup.apply(changed).await.unwrap();
+    settle(Duration::from_secs(4), || async {
+        let hpa = hpas.get("web").await?;
+        anyhow::ensure!(
+            min_replicas(&hpa) == Some(5),
+            "the kill switch did not hold"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    // Deleting the ServiceScaler deletes the HPA ebb created: it carries the ServiceScaler as
+    // its controlling owner, so the garbage collector removes it (the ServiceScaler itself has no
+    // finalizer for a created HPA). The collector learns new CRDs on its discovery resync (30 s),
+    // which a fresh cluster may not have had yet: allow for it.
+    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+        .await
+        .unwrap();
+    let scalers: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
+    let owners = hpas
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .owner_references
+        .unwrap_or_default();
+    assert!(
+        owners
+            .iter()
+            .any(|o| o.kind == "ServiceScaler" && o.name == "web" && o.controller == Some(true)),
+        "the HPA ebb created is owned by its ServiceScaler: {owners:?}"
+    );
+    scalers
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), || async {
+        scalers.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the ServiceScaler was not deleted at once: {e}"));
+    let started = Instant::now();
+    eventually(Duration::from_secs(75), || async {
+        hpas.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e} after {:?}:\n{}",
+            started.elapsed(),
+            controller.log_tail()
+        )
+    });
+
+    controller.terminate().unwrap();
+    let status = controller.wait_exit(Duration::from_secs(10)).await.unwrap();
+    assert!(status.success(), "service-scaler exited with {status}");
+}
+
+use kube::ResourceExt;
+
+/// An HPA that existed before its ServiceScaler (adopted, not created by ebb) is restored to the
+/// ServiceScaler's defaults when the ServiceScaler is deleted, and kept: the finalizer ebb put on
+/// the ServiceScaler is removed once the restore is written.
+#[tokio::test]
+async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
+    let setup = Setup::new(CHART, "e2e-ssr", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    setup
+        .apply(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "api"},
+            "spec": {"minReplicas": 1, "maxReplicas": 4,
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 50}}}]}
+        }))
+        .await
+        .unwrap();
+    let now = Utc::now().trunc_subsecs(0);
+    let from = (now - chrono::Duration::hours(1)).to_rfc3339();
+    let to = (now + chrono::Duration::hours(1)).to_rfc3339();
+    let mut doc = scaler("api", &from, &to);
+    doc["spec"]["hpa"] = json!({"minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 60});
+    setup.apply(doc).await.unwrap();
+
+    let mut controller = Controller::start(
+        "service-scaler",
+        &setup.identity,
+        "ssr-0",
+        &["--namespace", &ns, "--leader-election=false"],
+    )
+    .unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        let hpa = hpas.get("api").await.ok()?;
+        (min_replicas(&hpa) == Some(5)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the open window never reached the adopted HPA: {e}\n{}",
+            controller.log_tail()
+        )
+    });
+
+    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+        .await
+        .unwrap();
+    let scalers: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
+    scalers
+        .delete("api", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        scalers.get_opt("api").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the ServiceScaler was never released: {e}\n{}",
+            controller.log_tail()
+        )
+    });
+    let hpa = hpas.get("api").await.expect("an adopted HPA is kept");
+    let spec = hpa.spec.unwrap();
+    assert_eq!(
+        (spec.min_replicas, spec.max_replicas),
+        (Some(2), 6),
+        "restored to the defaults"
+    );
+    let target = spec.metrics.unwrap_or_default()[0]
+        .resource
+        .as_ref()
+        .unwrap()
+        .target
+        .average_utilization;
+    assert_eq!(target, Some(60));
+
+    controller.terminate().unwrap();
+    assert!(
+        controller
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .success()
+    );
+}

@@ -1,0 +1,429 @@
+//! stackable-scaler as a process against a real API server: the hook state machine with Jobs
+//! whose status the test writes (no Job controller runs), and the admission webhook registered
+//! as the chart registers it and called by the API server through its Service's endpoints.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use chrono::Utc;
+use ebb_e2e::rbac::{apply, render, resource};
+use ebb_e2e::{Controller, Setup, cluster, eventually, tls, work_dir};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const CHART: &str = "stackable-scaler";
+
+fn stage(scaler: &DynamicObject) -> Option<&str> {
+    scaler.data["status"]["currentState"]["stage"].as_str()
+}
+
+/// Sets a StatefulSet's status as its controller would once `replicas` pods are ready.
+async fn settle_workload(sets: &Api<StatefulSet>, name: &str, replicas: i32) {
+    let generation = sets.get(name).await.unwrap().metadata.generation.unwrap();
+    sets.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "replicas": replicas, "readyReplicas": replicas, "currentReplicas": replicas,
+            "updatedReplicas": replicas, "availableReplicas": replicas,
+            "observedGeneration": generation
+        }})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Finishes a Job as the Job controller would: `Complete` (with `SuccessCriteriaMet`, which the
+/// API server requires beside it) or `Failed` (with `FailureTarget`).
+async fn finish_job(jobs: &Api<Job>, name: &str, succeed: bool) {
+    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let condition = |type_: &str, reason: &str| {
+        json!({"type": type_, "status": "True", "reason": reason, "message": reason,
+               "lastProbeTime": now, "lastTransitionTime": now})
+    };
+    let status = if succeed {
+        json!({"startTime": now, "completionTime": now, "succeeded": 1, "active": 0,
+               "conditions": [condition("SuccessCriteriaMet", "CompletionsReached"),
+                              condition("Complete", "CompletionsReached")]})
+    } else {
+        json!({"startTime": now, "failed": 1, "active": 0,
+               "conditions": [condition("FailureTarget", "BackoffLimitExceeded"),
+                              condition("Failed", "BackoffLimitExceeded")]})
+    };
+    jobs.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("finishing Job {name}: {e}"));
+}
+
+/// A scale-down runs its pre-hook Job, which the test completes; the workload is scaled and the
+/// scaler returns to Idle. While the hook runs, a `/scale` write is refused by the admission
+/// webhook (registered as the chart registers it, reached through its Service's endpoints). A
+/// second scale-down whose hook fails stops in Failed, and the retry annotation starts a new
+/// attempt.
+#[tokio::test]
+async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
+    // The API server calls the webhook at an endpoint of its Service, and endpoints may not be
+    // loopback addresses: the local process needs a test-host address (e2e/isolated makes one in
+    // a private network namespace). On any other cluster the API server cannot reach a local
+    // process at all, and the scenario runs without the webhook.
+    let host_ip = std::env::var("EBB_E2E_HOST_IP")
+        .ok()
+        .filter(|ip| !ip.is_empty());
+    let host_ip = match host_ip {
+        Some(ip) if cluster().local => Some(ip),
+        _ => {
+            assert!(
+                !cluster().local,
+                "EBB_E2E_HOST_IP is unset: run the suite through e2e/isolated (make e2e)"
+            );
+            println!("note: the webhook part needs the local control plane; hooks only here");
+            None
+        }
+    };
+    let setup_probe = Setup::new(CHART, "e2e-sk", true, &[]).await.unwrap();
+    let ns = setup_probe.namespace.clone();
+    let admin = setup_probe.admin.clone();
+    let release = setup_probe.identity.release.clone();
+    let service = format!("{release}-webhook");
+
+    let mut webhook_args: Vec<String> = Vec::new();
+    if let Some(host_ip) = &host_ip {
+        // The webhook's serving certificate, as cert-manager would issue it.
+        let cert = tls::serving_cert(
+            &[
+                format!("{service}.{ns}.svc"),
+                format!("{service}.{ns}.svc.cluster.local"),
+            ],
+            &work_dir().join(format!("{release}-webhook-certs")),
+        )
+        .unwrap();
+        let sets = [
+            "webhook.enabled=true".to_owned(),
+            "webhook.failurePolicy=Fail".to_owned(),
+            format!("webhook.tls.caBundle={}", cert.ca_bundle()),
+            "webhook.tls.secretName=webhook-certs".to_owned(),
+            format!("watchNamespaces[0]={ns}"),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        // The webhook's Service and ValidatingWebhookConfiguration, exactly as the chart renders them.
+        for doc in render(CHART, &release, &ns, &sets).unwrap() {
+            if matches!(
+                doc["kind"].as_str(),
+                Some("Service" | "ValidatingWebhookConfiguration")
+            ) && doc["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&release))
+                && (doc["kind"] != "Service" || doc["metadata"]["name"] == json!(service))
+            {
+                apply(&admin, &doc).await.unwrap();
+            }
+        }
+        // No endpoints controller runs: publish the local process as the Service's endpoint.
+        let port = TcpListener::bind(format!("{host_ip}:0"))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        apply(
+            &admin,
+            &json!({
+                "apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": service, "namespace": ns},
+                "subsets": [{"addresses": [{"ip": host_ip}], "ports": [{"name": "webhook", "port": port, "protocol": "TCP"}]}]
+            }),
+        )
+        .await
+        .unwrap();
+        apply(
+            &admin,
+            &json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": format!("{service}-local"), "namespace": ns,
+                             "labels": {"kubernetes.io/service-name": service}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": [host_ip], "conditions": {"ready": true}}],
+                "ports": [{"name": "webhook", "port": port, "protocol": "TCP"}]
+            }),
+        )
+        .await
+        .unwrap();
+        webhook_args = vec![
+            "--enable-webhook".into(),
+            "--webhook-addr".into(),
+            format!("{host_ip}:{port}"),
+            "--webhook-cert-dir".into(),
+            cert.dir.to_string_lossy().into_owned(),
+        ];
+    }
+
+    // The workload and its scaler (owned by it, as Stackable's operators create them).
+    let statefulsets: Api<StatefulSet> = Api::namespaced(admin.clone(), &ns);
+    let setup = setup_probe;
+    setup
+        .apply(json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "nifi-node-default"},
+            "spec": {
+                "replicas": 3, "serviceName": "nifi",
+                "selector": {"matchLabels": {"app": "nifi"}},
+                "template": {"metadata": {"labels": {"app": "nifi"}},
+                             "spec": {"containers": [{"name": "nifi", "image": "nifi:2"}]}}
+            }
+        }))
+        .await
+        .unwrap();
+    settle_workload(&statefulsets, "nifi-node-default", 3).await;
+    let sts = statefulsets.get("nifi-node-default").await.unwrap();
+    // The hook's pod template has no restartPolicy: ebb must give it one the API server accepts.
+    let scaler_doc = |replicas: i64| -> Value {
+        json!({
+            "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+            "metadata": {"name": "nifi", "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "nifi-node-default",
+                "uid": sts.uid().unwrap(), "controller": true
+            }]},
+            "spec": {"replicas": replicas, "hooks": {"preScale": {"timeoutSeconds": 600, "template": {
+                "spec": {"backoffLimit": 0, "template": {"spec": {"containers": [{
+                    "name": "offload", "image": "nifi-tools:1", "command": ["/bin/offload"]}]}}}}}}}
+        })
+    };
+    setup.apply(scaler_doc(3)).await.unwrap();
+
+    let mut args = vec!["--namespace", ns.as_str(), "--leader-election=false"];
+    args.extend(webhook_args.iter().map(String::as_str));
+    let mut controller =
+        Controller::start("stackable-scaler", &setup.identity, "sk-0", &args).unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        &ns,
+        &resource(
+            &admin,
+            "autoscaling.stackable.tech",
+            "v1alpha1",
+            "StackableScaler",
+        )
+        .await
+        .unwrap(),
+    );
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), &ns);
+    let wait_stage = |want: &'static str| {
+        let scalers = scalers.clone();
+        async move {
+            eventually(Duration::from_secs(20), || async {
+                let s = scalers.get("nifi").await.ok()?;
+                (stage(&s) == Some(want)).then_some(s)
+            })
+            .await
+        }
+    };
+    let idle = wait_stage("Idle")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    assert_eq!(
+        idle.data["status"]["replicas"],
+        json!(3),
+        "seeded from the workload, never 0"
+    );
+
+    // Scale down to 2 (as an HPA would, through /scale): the pre-hook Job starts.
+    let scale = |replicas: i64| {
+        let scalers = scalers.clone();
+        async move {
+            scalers
+                .patch_scale(
+                    "nifi",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+                )
+                .await
+        }
+    };
+    scale(2).await.unwrap();
+    wait_stage("PreScaling")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    let job = eventually(Duration::from_secs(15), || async {
+        jobs.list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no hook Job: {e}\n{}", controller.log_tail()));
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+    let env: Vec<String> = pod.containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.clone())
+        .collect();
+    assert!(
+        env.iter().any(|e| e.starts_with("EBB_")),
+        "the hook learns its context: {env:?}"
+    );
+
+    // Mid-transition, the API server asks the webhook, which refuses a /scale write.
+    let refused = scale(4)
+        .await
+        .expect_err("a /scale write during PreScaling must be refused");
+    let message = refused.to_string();
+    assert!(
+        message.contains("admission webhook") && message.contains("denied"),
+        "refused by the webhook: {message}"
+    );
+
+    // kill -9 mid-hook and a restart: the hook Job is neither repeated nor skipped.
+    controller.kill().unwrap();
+    let mut controller =
+        Controller::start("stackable-scaler", &setup.identity, "sk-1", &args).unwrap();
+    controller
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+    ebb_e2e::settle(Duration::from_secs(4), || async {
+        let names: Vec<String> = jobs
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect();
+        anyhow::ensure!(
+            names == [job.name_any()],
+            "after a restart the hook ran again: {names:?}"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let scaler = scalers.get("nifi").await.unwrap();
+    assert_eq!(
+        stage(&scaler),
+        Some("PreScaling"),
+        "still waiting for the same hook"
+    );
+
+    // The hook completes; the workload is scaled, settles, and the scaler returns to Idle.
+    finish_job(&jobs, &job.name_any(), true).await;
+    eventually(Duration::from_secs(20), || async {
+        let sts = statefulsets.get("nifi-node-default").await.ok()?;
+        (sts.spec?.replicas == Some(2)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("workload not scaled: {e}\n{}", controller.log_tail()));
+    settle_workload(&statefulsets, "nifi-node-default", 2).await;
+    let idle = wait_stage("Idle")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    assert_eq!(idle.data["status"]["replicas"], json!(2));
+
+    // A second scale-down whose hook fails: Failed, until a person asks for a retry.
+    scale(1).await.unwrap();
+    let first = eventually(Duration::from_secs(20), || async {
+        let names: Vec<String> = jobs
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .filter(|n| *n != job.name_any())
+            .collect();
+        names.into_iter().next()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no second hook Job: {e}\n{}", controller.log_tail()));
+    finish_job(&jobs, &first, false).await;
+    let failed = wait_stage("Failed")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    assert_eq!(
+        failed.data["status"]["currentState"]["failedIn"],
+        json!("PreScaling")
+    );
+    assert_eq!(
+        statefulsets
+            .get("nifi-node-default")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(2)
+    );
+
+    scalers
+        .patch(
+            "nifi",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"autoscaling.stackable.tech/retry": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let retry = eventually(Duration::from_secs(20), || async {
+        let names: Vec<String> = jobs
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .filter(|n| *n != job.name_any() && *n != first)
+            .collect();
+        names.into_iter().next()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the retry started no new attempt: {e}\n{}",
+            controller.log_tail()
+        )
+    });
+    let annotated = scalers.get("nifi").await.unwrap();
+    assert!(
+        !annotated
+            .annotations()
+            .contains_key("autoscaling.stackable.tech/retry"),
+        "the retry annotation is stripped"
+    );
+    assert_ne!(retry, first, "a retry is a new attempt with a new Job name");
+    finish_job(&jobs, &retry, true).await;
+    eventually(Duration::from_secs(20), || async {
+        let sts = statefulsets.get("nifi-node-default").await.ok()?;
+        (sts.spec?.replicas == Some(1)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    settle_workload(&statefulsets, "nifi-node-default", 1).await;
+    wait_stage("Idle")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+
+    controller.terminate().unwrap();
+    assert!(
+        controller
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .success()
+    );
+}
