@@ -29,6 +29,7 @@
 //! [`EventSink`]: ebb_runtime::events::EventSink
 //! [`Clock`]: ebb_runtime::Clock
 
+mod admission;
 mod events;
 mod fake;
 mod path;

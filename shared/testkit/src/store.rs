@@ -603,6 +603,7 @@ impl Store {
         ] {
             m.remove(server_field);
         }
+        crate::admission::admit(resource, &mut body)?;
         Ok(self.store_new(key, body, now, dry_run))
     }
 
@@ -676,6 +677,7 @@ impl Store {
                         None => m.remove(field),
                     };
                 }
+                crate::admission::admit(&key.resource, &mut new)?;
                 Ok(new)
             }
         }
