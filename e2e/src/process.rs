@@ -107,6 +107,37 @@ impl Controller {
         })
     }
 
+    /// [`Controller::start`], then waits until it is ready (a test helper: panics with the
+    /// controller's log on failure).
+    pub async fn ready(
+        binary: &str,
+        identity: &Identity,
+        pod_name: &str,
+        args: &[&str],
+    ) -> Controller {
+        let mut controller = Self::start(binary, identity, pod_name, args)
+            .unwrap_or_else(|e| panic!("start {binary}: {e:#}"));
+        if let Err(e) = controller.wait_ready(Duration::from_secs(30)).await {
+            panic!("{binary} never became ready: {e:#}");
+        }
+        controller
+    }
+
+    /// SIGTERM, and asserts a clean exit within 10 s (a test helper).
+    pub async fn stop(mut self) {
+        self.terminate()
+            .unwrap_or_else(|e| panic!("SIGTERM to {}: {e}", self.binary));
+        match self.wait_exit(Duration::from_secs(10)).await {
+            Ok(status) => assert!(
+                status.success(),
+                "{} exited with {status}:\n{}",
+                self.binary,
+                self.log_tail()
+            ),
+            Err(e) => panic!("{e}\n{}", self.log_tail()),
+        }
+    }
+
     fn get(&self, path: &str) -> Result<(u16, String)> {
         let url = format!("http://{}{path}", self.metrics_addr);
         let agent: ureq::Agent = ureq::Agent::config_builder()

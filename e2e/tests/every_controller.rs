@@ -95,7 +95,7 @@ async fn run(subject: Subject) {
     })
     .await
     .unwrap_or_else(|e| panic!("no leader: {e}\n{}", a.log_tail()));
-    let (mut leader_proc, mut standby, leader_cred, standby_cred) = if leader == "a" {
+    let (mut leader_proc, standby, leader_cred, standby_cred) = if leader == "a" {
         (a, b, credential_a, credential_b)
     } else {
         (b, a, credential_b, credential_a)
@@ -196,14 +196,7 @@ async fn run(subject: Subject) {
                 .all(|w| w.credential_id() == Some(standby_cred.as_str()))
         );
     }
-    standby.terminate().unwrap();
-    assert!(
-        standby
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    standby.stop().await;
 }
 
 // --- service-scaler: a ServiceScaler without ranges; the trigger changes maxReplicas.

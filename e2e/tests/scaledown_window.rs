@@ -105,17 +105,13 @@ async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
     .await
     .unwrap();
 
-    let mut controller = Controller::start(
+    let controller = Controller::ready(
         "scaledown-window",
         &setup.identity,
         "sdw-0",
         &["--leader-election=false"],
     )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    .await;
 
     let enabled = |ca: &DynamicObject| ca.data["spec"]["scaleDown"]["enabled"].as_bool();
     let flip = |want: bool, boundary: DateTime<Utc>| {
@@ -216,14 +212,7 @@ async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
         .delete(&name, &DeleteParams::default())
         .await
         .unwrap();
-    controller.terminate().unwrap();
-    assert!(
-        controller
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    controller.stop().await;
 }
 
 /// Upstream cluster-autoscaler and Karpenter targets: outside the window the selected Nodes carry
@@ -298,7 +287,7 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
     .await
     .unwrap();
 
-    let mut controller = Controller::start(
+    let controller = Controller::ready(
         "scaledown-window",
         &setup.identity,
         "sdn-0",
@@ -310,11 +299,7 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
             "--enable-cluster-version=false",
         ],
     )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    .await;
 
     const DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
     // (selected nodes annotated, selected pools with a `nodes: "0"` budget)
@@ -370,12 +355,5 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
     )
     .await;
 
-    controller.terminate().unwrap();
-    assert!(
-        controller
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    controller.stop().await;
 }

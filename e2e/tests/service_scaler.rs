@@ -53,17 +53,13 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
         .await
         .unwrap();
 
-    let mut controller = Controller::start(
+    let controller = Controller::ready(
         "service-scaler",
         &setup.identity,
         "ss-0",
         &["--namespace", &ns, "--leader-election=false"],
     )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    .await;
 
     // Created with the defaults, and defaulted by the API server like any HPA.
     let created = eventually(Duration::from_secs(10), || async {
@@ -208,9 +204,7 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
         )
     });
 
-    controller.terminate().unwrap();
-    let status = controller.wait_exit(Duration::from_secs(10)).await.unwrap();
-    assert!(status.success(), "service-scaler exited with {status}");
+    controller.stop().await;
 }
 
 use kube::ResourceExt;
@@ -241,17 +235,13 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
     doc["spec"]["hpa"] = json!({"minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 60});
     setup.apply(doc).await.unwrap();
 
-    let mut controller = Controller::start(
+    let controller = Controller::ready(
         "service-scaler",
         &setup.identity,
         "ssr-0",
         &["--namespace", &ns, "--leader-election=false"],
     )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    .await;
     eventually(Duration::from_secs(15), || async {
         let hpa = hpas.get("api").await.ok()?;
         (min_replicas(&hpa) == Some(5)).then_some(())
@@ -298,12 +288,5 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
         .average_utilization;
     assert_eq!(target, Some(60));
 
-    controller.terminate().unwrap();
-    assert!(
-        controller
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    controller.stop().await;
 }

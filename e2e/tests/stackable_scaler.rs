@@ -22,6 +22,12 @@ fn stage(scaler: &DynamicObject) -> Option<&str> {
     scaler.data["status"]["currentState"]["stage"].as_str()
 }
 
+/// The names of the hook Jobs in the test's namespace.
+async fn job_names(jobs: &Api<Job>) -> kube::Result<Vec<String>> {
+    let list = jobs.list(&ListParams::default()).await?;
+    Ok(list.items.iter().map(ResourceExt::name_any).collect())
+}
+
 /// Sets a StatefulSet's status as its controller would once `replicas` pods are ready.
 async fn settle_workload(sets: &Api<StatefulSet>, name: &str, replicas: i32) {
     let generation = sets.get(name).await.unwrap().metadata.generation.unwrap();
@@ -201,11 +207,7 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     let mut args = vec!["--namespace", ns.as_str(), "--leader-election=false"];
     args.extend(webhook_args.iter().map(String::as_str));
     let mut controller =
-        Controller::start("stackable-scaler", &setup.identity, "sk-0", &args).unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+        Controller::ready("stackable-scaler", &setup.identity, "sk-0", &args).await;
 
     let scalers: Api<DynamicObject> = Api::namespaced_with(
         admin.clone(),
@@ -291,20 +293,9 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
 
     // kill -9 mid-hook and a restart: the hook Job is neither repeated nor skipped.
     controller.kill().unwrap();
-    let mut controller =
-        Controller::start("stackable-scaler", &setup.identity, "sk-1", &args).unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let controller = Controller::ready("stackable-scaler", &setup.identity, "sk-1", &args).await;
     ebb_e2e::settle(Duration::from_secs(4), || async {
-        let names: Vec<String> = jobs
-            .list(&ListParams::default())
-            .await?
-            .items
-            .iter()
-            .map(ResourceExt::name_any)
-            .collect();
+        let names = job_names(&jobs).await?;
         anyhow::ensure!(
             names == [job.name_any()],
             "after a restart the hook ran again: {names:?}"
@@ -337,13 +328,10 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     // A second scale-down whose hook fails: Failed, until a person asks for a retry.
     scale(1).await.unwrap();
     let first = eventually(Duration::from_secs(20), || async {
-        let names: Vec<String> = jobs
-            .list(&ListParams::default())
+        let names: Vec<String> = job_names(&jobs)
             .await
             .ok()?
-            .items
-            .iter()
-            .map(ResourceExt::name_any)
+            .into_iter()
             .filter(|n| *n != job.name_any())
             .collect();
         names.into_iter().next()
@@ -380,13 +368,10 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
         .await
         .unwrap();
     let retry = eventually(Duration::from_secs(20), || async {
-        let names: Vec<String> = jobs
-            .list(&ListParams::default())
+        let names: Vec<String> = job_names(&jobs)
             .await
             .ok()?
-            .items
-            .iter()
-            .map(ResourceExt::name_any)
+            .into_iter()
             .filter(|n| *n != job.name_any() && *n != first)
             .collect();
         names.into_iter().next()
@@ -418,12 +403,5 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
 
-    controller.terminate().unwrap();
-    assert!(
-        controller
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    controller.stop().await;
 }

@@ -191,12 +191,7 @@ async fn seats_filling_scale_up_exactly_once_across_a_kill() {
     }
 
     let args = ["--namespace", ns.as_str(), "--leader-election=false"];
-    let mut controller =
-        Controller::start("workshop-scaler", &setup.identity, "ws-0", &args).unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let mut controller = Controller::ready("workshop-scaler", &setup.identity, "ws-0", &args).await;
     let count = |p: &DynamicObject| p.data["spec"]["count"].as_i64();
     let active = |p: &DynamicObject| p.data["status"]["autoScalingActive"].as_bool() == Some(true);
 
@@ -230,9 +225,7 @@ async fn seats_filling_scale_up_exactly_once_across_a_kill() {
     .unwrap_or_else(|e| panic!("never flagged: {e}\n{}", controller.log_tail()));
     controller.kill().unwrap();
 
-    let mut restarted =
-        Controller::start("workshop-scaler", &setup.identity, "ws-1", &args).unwrap();
-    restarted.wait_ready(Duration::from_secs(30)).await.unwrap();
+    let restarted = Controller::ready("workshop-scaler", &setup.identity, "ws-1", &args).await;
     let scaled = eventually(Duration::from_secs(15), || async {
         provisions
             .get("wp")
@@ -282,12 +275,5 @@ async fn seats_filling_scale_up_exactly_once_across_a_kill() {
             "exactly one successful count write: {spec_writes:#?}"
         );
     }
-    restarted.terminate().unwrap();
-    assert!(
-        restarted
-            .wait_exit(Duration::from_secs(10))
-            .await
-            .unwrap()
-            .success()
-    );
+    restarted.stop().await;
 }
