@@ -134,7 +134,14 @@ pub fn build_scaler(
     hooks: Option<HooksSpec>,
 ) -> Result<StackableScaler, BuildError> {
     let name = identity.scaler_name()?;
-    let mut scaler = StackableScaler::new(&name, StackableScalerSpec { replicas, hooks });
+    let mut scaler = StackableScaler::new(
+        &name,
+        StackableScalerSpec {
+            replicas,
+            hooks,
+            stage_timeout_seconds: None,
+        },
+    );
     scaler.metadata = ObjectMeta {
         name: Some(name),
         namespace: Some(identity.namespace.clone()),
@@ -337,6 +344,7 @@ mod tests {
             StackableScalerSpec {
                 replicas: 1,
                 hooks: None,
+                stage_timeout_seconds: None,
             },
         );
         assert_eq!(

@@ -7,6 +7,12 @@
 //! - `PreScaling` / `PostScaling` ask their hook: `Done` moves on, `InProgress` waits, an error
 //!   moves to `Failed`.
 //! - `Scaling` sets the workload's replicas and waits until it is stable at the target.
+//! - No active stage waits forever: past its deadline ([`StageTimeouts`],
+//!   `spec.stageTimeoutSeconds`, default 30 minutes, counted from
+//!   `currentState.lastTransitionTime`) it moves to `Failed` with a reason naming what it waited
+//!   for. A converged workload or a hook's own answer wins over the deadline when both are due.
+//!   The annotation `autoscaling.stackable.tech/abort: "true"` moves an active stage to `Failed` at
+//!   once; outside an active stage it is ignored. Either way it is removed.
 //! - `Failed` records where and why, then runs the `onFailure` hook once. It is terminal until the
 //!   annotation `autoscaling.stackable.tech/retry: "true"`, which resets to `Idle` (desired and
 //!   previous replicas cleared) once the `onFailure` hook has finished; the annotation is removed.
@@ -18,15 +24,20 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use ebb_crds::stackable::{FailureHookState, ScalerStage, ScalerState, StackableScalerStatus};
+use ebb_crds::stackable::{
+    FailureHookState, HookSpec, ScalerStage, ScalerState, StackableScalerSpec,
+    StackableScalerStatus,
+};
 use ebb_runtime::conditions::{ConditionUpdate, set_condition};
-use ebb_runtime::time::to_k8s_time;
+use ebb_runtime::time::{from_k8s_time, to_k8s_time};
 use serde::Serialize;
 
 use crate::hooks::{FailureInfo, HookKind, HookOutcome, HookResult, ScalingContext};
 
 /// The annotation that takes a scaler out of `Failed`.
 pub const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";
+/// The annotation that aborts the operation in flight (moves an active stage to `Failed`).
+pub const ABORT_ANNOTATION: &str = "autoscaling.stackable.tech/abort";
 /// Condition type: `True` while idle.
 pub const CONDITION_READY: &str = "Ready";
 /// Condition type: `True` while an operation is in flight.
@@ -40,6 +51,94 @@ pub const HOOK_POLL: Duration = Duration::from_secs(10);
 pub const WORKLOAD_POLL: Duration = Duration::from_secs(5);
 /// How long to wait when the workload cannot be observed at all.
 pub const MISSING_WORKLOAD_POLL: Duration = Duration::from_secs(30);
+/// How long an active stage may last without `spec.stageTimeoutSeconds`.
+pub const DEFAULT_STAGE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// A hook stage outlives its hook's own `timeoutSeconds` by this much, so the hook's failure (with
+/// its Job name and logs hint) is the one reported when the hook is what hangs.
+pub const HOOK_TIMEOUT_GRACE: Duration = Duration::from_secs(60);
+
+/// How long each active stage may last, from the spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageTimeouts {
+    /// `spec.stageTimeoutSeconds`, or [`DEFAULT_STAGE_TIMEOUT`].
+    pub stage: Duration,
+    /// The pre-scale hook's `timeoutSeconds`, when a template is given.
+    pub pre_scale_hook: Option<Duration>,
+    /// The post-scale hook's `timeoutSeconds`, when a template is given.
+    pub post_scale_hook: Option<Duration>,
+}
+
+impl Default for StageTimeouts {
+    fn default() -> Self {
+        Self {
+            stage: DEFAULT_STAGE_TIMEOUT,
+            pre_scale_hook: None,
+            post_scale_hook: None,
+        }
+    }
+}
+
+impl StageTimeouts {
+    /// The timeouts a scaler's spec asks for (hook Jobs without `timeoutSeconds` get the Job
+    /// default, [`crate::jobs::DEFAULT_TIMEOUT_SECONDS`]).
+    pub fn of(spec: &StackableScalerSpec) -> Self {
+        let secs = |s: i64| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+        let hook = |h: Option<&HookSpec>| {
+            h.map(|h| {
+                secs(
+                    h.timeout_seconds
+                        .map_or(crate::jobs::DEFAULT_TIMEOUT_SECONDS, i64::from),
+                )
+            })
+        };
+        let hooks = spec.hooks.as_ref();
+        Self {
+            stage: spec
+                .stage_timeout_seconds
+                .map_or(DEFAULT_STAGE_TIMEOUT, |s| secs(i64::from(s))),
+            pre_scale_hook: hook(hooks.and_then(|h| h.pre_scale.as_ref())),
+            post_scale_hook: hook(hooks.and_then(|h| h.post_scale.as_ref())),
+        }
+    }
+
+    /// How long `stage` may last: the stage timeout, and for a hook stage at least the hook's own
+    /// timeout plus [`HOOK_TIMEOUT_GRACE`]. `None` for `Idle` and `Failed`.
+    pub fn limit(&self, stage: ScalerStage) -> Option<Duration> {
+        let at_least_hook = |hook: Option<Duration>| {
+            hook.map_or(self.stage, |h| self.stage.max(h + HOOK_TIMEOUT_GRACE))
+        };
+        match stage {
+            ScalerStage::PreScaling => Some(at_least_hook(self.pre_scale_hook)),
+            ScalerStage::Scaling => Some(self.stage),
+            ScalerStage::PostScaling => Some(at_least_hook(self.post_scale_hook)),
+            ScalerStage::Idle | ScalerStage::Failed => None,
+        }
+    }
+}
+
+/// When the active stage recorded in `status` must have ended (`None` outside an active stage or
+/// without a `lastTransitionTime`).
+pub fn stage_deadline(
+    status: &StackableScalerStatus,
+    timeouts: &StageTimeouts,
+) -> Option<DateTime<Utc>> {
+    let state = status.current_state.as_ref()?;
+    let limit = timeouts.limit(state.stage)?;
+    let entered = from_k8s_time(state.last_transition_time.as_ref()?);
+    Some(entered + chrono::Duration::from_std(limit).ok()?)
+}
+
+/// `30m`, `1h`, `90s`: a duration as a person would write it.
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s > 0 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s > 0 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
 
 /// What the workload (the StatefulSet or Deployment being scaled) looks like now.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
@@ -57,6 +156,9 @@ pub struct WorkloadState {
     pub observed_generation: Option<i64>,
     /// The pods' label selector as a string (`app=nifi,role=node`), for the `/scale` selector.
     pub selector: Option<String>,
+    /// `Kind/name` of the workload (`StatefulSet/nifi-node-default`), for messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 impl WorkloadState {
@@ -69,7 +171,33 @@ impl WorkloadState {
             generation: Some(1),
             observed_generation: Some(1),
             selector: None,
+            reference: None,
         }
+    }
+
+    /// What keeps it from being stable at `target`, for a failure reason:
+    /// `replicas 3, ready 2, observedGeneration 4 < generation 5`.
+    pub fn unmet(&self, target: i32) -> String {
+        let mut parts = Vec::new();
+        if self.replicas != target {
+            parts.push(format!("spec.replicas {}", self.replicas));
+        }
+        parts.push(format!(
+            "replicas {}, ready {}",
+            self.status_replicas, self.ready_replicas
+        ));
+        match (self.generation, self.observed_generation) {
+            (Some(generation), Some(observed)) if observed < generation => {
+                parts.push(format!(
+                    "observedGeneration {observed} < generation {generation}"
+                ));
+            }
+            (Some(generation), None) => {
+                parts.push(format!("observedGeneration unset, generation {generation}"));
+            }
+            _ => {}
+        }
+        parts.join(", ")
     }
 
     /// Stable at `target`: asked for it, has exactly that many pods, all ready, and its controller
@@ -102,6 +230,10 @@ pub struct Input<'a> {
     pub status: Option<&'a StackableScalerStatus>,
     /// Whether the retry annotation is set to `"true"`.
     pub retry_requested: bool,
+    /// Whether the abort annotation is set to `"true"`.
+    pub abort_requested: bool,
+    /// How long each active stage may last ([`StageTimeouts::of`] the spec).
+    pub timeouts: StageTimeouts,
     /// The workload, when it could be observed.
     pub workload: Option<&'a WorkloadState>,
     /// The answer of the current stage's hook, when it was asked in this pass.
@@ -130,6 +262,8 @@ pub enum Action {
     },
     /// Remove the retry annotation (after the status is persisted), then decide again.
     StripRetryAnnotation,
+    /// Remove the abort annotation (after the status is persisted), then decide again.
+    StripAbortAnnotation,
     /// Nothing to do until something changes, or until `after` has passed.
     Wait {
         /// Poll again after this long; `None` waits for a change of the object.
@@ -222,7 +356,7 @@ pub fn decide(input: &Input<'_>) -> Plan {
 
 /// The step without conditions/observedGeneration (added by [`finish`]).
 fn step(input: &Input<'_>) -> Plan {
-    let current = input.status.cloned().unwrap_or_default();
+    let mut current = input.status.cloned().unwrap_or_default();
     let stage = stage_of(input.status);
 
     // A retry only means something in Failed; anywhere else it would linger and silently
@@ -237,6 +371,38 @@ fn step(input: &Input<'_>) -> Plan {
                 reason: "RetryIgnored",
                 message: format!(
                     "{RETRY_ANNOTATION} ignored: the scaler is {}, not Failed",
+                    stage.as_str()
+                ),
+                warning: false,
+            }),
+        };
+    }
+
+    // An abort stops the operation in flight like a failure (status first, then `onFailure`);
+    // anywhere else it would linger and abort the next operation, so it is removed (and reported).
+    if input.abort_requested {
+        if stage.is_active() && is_initialized(input.status) {
+            let mut plan = fail(
+                input,
+                current,
+                stage,
+                format!("aborted by annotation {ABORT_ANNOTATION}"),
+            );
+            plan.action = Action::StripAbortAnnotation;
+            if let Some(note) = plan.note.as_mut() {
+                note.reason = "ScalingAborted";
+            }
+            return plan;
+        }
+        return Plan {
+            status: current,
+            action: Action::StripAbortAnnotation,
+            note: Some(Note {
+                from: Some(stage),
+                to: stage,
+                reason: "AbortIgnored",
+                message: format!(
+                    "{ABORT_ANNOTATION} ignored: no operation in flight (the scaler is {})",
                     stage.as_str()
                 ),
                 warning: false,
@@ -272,6 +438,20 @@ fn step(input: &Input<'_>) -> Plan {
         };
     }
 
+    // An active stage without an entry time (written by an older version or by hand) starts its
+    // clock now, so its deadline exists.
+    if stage.is_active()
+        && let Some(state) = current.current_state.as_mut()
+        && state.last_transition_time.is_none()
+    {
+        state.last_transition_time = Some(to_k8s_time(input.now));
+        return Plan {
+            status: current,
+            action: Action::Continue,
+            note: None,
+        };
+    }
+
     match stage {
         ScalerStage::Idle => idle(input, current),
         ScalerStage::PreScaling => hook_stage(input, current, HookKind::PreScale),
@@ -279,6 +459,28 @@ fn step(input: &Input<'_>) -> Plan {
         ScalerStage::PostScaling => hook_stage(input, current, HookKind::PostScale),
         ScalerStage::Failed => failed(input, current),
     }
+}
+
+/// The active stage's limit, when its deadline has been reached at `input.now`.
+fn overdue(input: &Input<'_>, status: &StackableScalerStatus) -> Option<Duration> {
+    let deadline = stage_deadline(status, &input.timeouts)?;
+    (input.now >= deadline)
+        .then(|| input.timeouts.limit(stage_of(Some(status))))
+        .flatten()
+}
+
+/// A wait in an active stage: polls after `poll`, or at the stage's deadline if that comes first,
+/// so the deadline is acted on even when nothing else changes.
+fn wait_active(
+    status: StackableScalerStatus,
+    input: &Input<'_>,
+    poll: Duration,
+    reason: impl Into<String>,
+) -> Plan {
+    let left = stage_deadline(&status, &input.timeouts)
+        .and_then(|deadline| deadline.signed_duration_since(input.now).to_std().ok());
+    let after = left.map_or(poll, |left| poll.min(left));
+    wait(status, after, reason)
 }
 
 fn wait(status: StackableScalerStatus, after: Duration, reason: impl Into<String>) -> Plan {
@@ -429,11 +631,24 @@ fn hook_stage(input: &Input<'_>, mut status: StackableScalerStatus, hook: HookKi
             action: Action::RunHook { hook, context },
             note: None,
         },
-        Some(Ok(HookOutcome::InProgress)) => wait(
-            status,
-            HOOK_POLL,
-            format!("{} hook in progress", hook.as_str()),
-        ),
+        Some(Ok(HookOutcome::InProgress)) => match overdue(input, &status) {
+            Some(limit) => fail(
+                input,
+                status,
+                stage,
+                format!(
+                    "{} hook not done after {} (stage deadline): it still answered InProgress",
+                    hook.as_str(),
+                    human(limit)
+                ),
+            ),
+            None => wait_active(
+                status,
+                input,
+                HOOK_POLL,
+                format!("{} hook in progress", hook.as_str()),
+            ),
+        },
         Some(Err(error)) => fail(
             input,
             status,
@@ -482,12 +697,43 @@ fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
         );
     };
     let Some(workload) = input.workload else {
-        return wait(
+        if let Some(limit) = overdue(input, &status) {
+            return fail(
+                input,
+                status,
+                ScalerStage::Scaling,
+                format!(
+                    "workload not observed within {} (stage deadline): it was to be scaled to {desired} replicas",
+                    human(limit)
+                ),
+            );
+        }
+        return wait_active(
             status,
+            input,
             MISSING_WORKLOAD_POLL,
             "the workload cannot be observed",
         );
     };
+    // A workload that converged wins over a deadline reached in the same instant.
+    if !workload.is_stable_at(desired)
+        && let Some(limit) = overdue(input, &status)
+    {
+        let name = workload
+            .reference
+            .as_ref()
+            .map_or_else(|| "the workload".to_owned(), |r| format!("workload {r}"));
+        return fail(
+            input,
+            status,
+            ScalerStage::Scaling,
+            format!(
+                "{name} not stable at {desired} replicas after {}: {}",
+                human(limit),
+                workload.unmet(desired)
+            ),
+        );
+    }
     if workload.replicas != desired {
         return Plan {
             status,
@@ -496,8 +742,9 @@ fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
         };
     }
     if !workload.is_stable_at(desired) {
-        return wait(
+        return wait_active(
             status,
+            input,
             WORKLOAD_POLL,
             format!(
                 "waiting for the workload: {} of {desired} pods ready, {} exist",

@@ -44,6 +44,9 @@ struct Case {
     retry: bool,
     workload: Option<WorkloadState>,
     hook: Option<HookResult>,
+    abort: bool,
+    timeouts: StageTimeouts,
+    at: DateTime<Utc>,
 }
 
 impl Case {
@@ -54,6 +57,9 @@ impl Case {
             retry: false,
             workload: Some(WorkloadState::settled(3)),
             hook: None,
+            abort: false,
+            timeouts: StageTimeouts::default(),
+            at: now(),
         }
     }
     fn workload(mut self, w: Option<WorkloadState>) -> Self {
@@ -68,6 +74,18 @@ impl Case {
         self.retry = true;
         self
     }
+    fn abort(mut self) -> Self {
+        self.abort = true;
+        self
+    }
+    fn timeouts(mut self, t: StageTimeouts) -> Self {
+        self.timeouts = t;
+        self
+    }
+    fn at(mut self, at: DateTime<Utc>) -> Self {
+        self.at = at;
+        self
+    }
     fn decide(&self) -> Plan {
         decide(&Input {
             name: "nifi-default",
@@ -76,9 +94,11 @@ impl Case {
             spec_replicas: self.spec,
             status: self.status.as_ref(),
             retry_requested: self.retry,
+            abort_requested: self.abort,
+            timeouts: self.timeouts,
             workload: self.workload.as_ref(),
             hook: self.hook.as_ref(),
-            now: now(),
+            now: self.at,
         })
     }
 }
@@ -112,6 +132,7 @@ fn a_fresh_scaler_is_initialized_from_the_workload_not_from_zero() {
         retry: false,
         workload: Some(WorkloadState::settled(3)),
         hook: None,
+        ..Case::new(3, StackableScalerStatus::default())
     };
     let plan = case.decide();
     assert_eq!(plan.action, Action::Continue);
@@ -134,6 +155,7 @@ fn a_default_status_with_zero_replicas_counts_as_uninitialized() {
         retry: false,
         workload: Some(WorkloadState::settled(3)),
         hook: None,
+        ..Case::new(3, StackableScalerStatus::default())
     };
     let plan = case.decide();
     assert_eq!(plan.status.replicas, 3);
@@ -148,6 +170,7 @@ fn initialization_waits_for_the_workload() {
         retry: false,
         workload: None,
         hook: None,
+        ..Case::new(3, StackableScalerStatus::default())
     };
     let plan = case.decide();
     assert!(matches!(
@@ -618,6 +641,405 @@ fn a_retry_annotation_outside_failed_is_stripped_and_changes_nothing() {
     }
 }
 
+// --- stage deadline --------------------------------------------------------------------------
+
+/// When the stages built by [`status`] were entered.
+fn entered() -> DateTime<Utc> {
+    now() - chrono::Duration::minutes(5)
+}
+
+fn secs(n: i64) -> chrono::Duration {
+    chrono::Duration::seconds(n)
+}
+
+/// A StatefulSet asked for 2 that still has 3 pods, 2 ready, and has not seen its latest spec.
+fn lagging_statefulset() -> WorkloadState {
+    WorkloadState {
+        replicas: 2,
+        status_replicas: 3,
+        ready_replicas: 2,
+        generation: Some(5),
+        observed_generation: Some(4),
+        selector: None,
+        reference: Some("StatefulSet/nifi-node-default".into()),
+    }
+}
+
+fn spec(stage_timeout: Option<i32>, pre_scale_timeout: Option<i32>) -> StackableScalerSpec {
+    let hooks = pre_scale_timeout.map(|t| ebb_crds::stackable::HooksSpec {
+        pre_scale: Some(ebb_crds::stackable::HookSpec {
+            template: Default::default(),
+            timeout_seconds: Some(t),
+        }),
+        ..Default::default()
+    });
+    StackableScalerSpec {
+        replicas: 2,
+        hooks,
+        stage_timeout_seconds: stage_timeout,
+    }
+}
+
+#[test]
+fn stage_timeouts_default_to_30_minutes_for_every_active_stage() {
+    let t = StageTimeouts::of(&spec(None, None));
+    assert_eq!(t, StageTimeouts::default());
+    for stage in [
+        ScalerStage::PreScaling,
+        ScalerStage::Scaling,
+        ScalerStage::PostScaling,
+    ] {
+        assert_eq!(t.limit(stage), Some(Duration::from_secs(1800)), "{stage:?}");
+    }
+    assert_eq!(t.limit(ScalerStage::Idle), None);
+    assert_eq!(t.limit(ScalerStage::Failed), None);
+    // A pre-scale Job with the default timeout (600s) fits in the default stage deadline.
+    let mut with_hook = spec(None, Some(600));
+    with_hook
+        .hooks
+        .as_mut()
+        .unwrap()
+        .pre_scale
+        .as_mut()
+        .unwrap()
+        .timeout_seconds = None;
+    let t = StageTimeouts::of(&with_hook);
+    assert_eq!(t.pre_scale_hook, Some(Duration::from_secs(600)));
+    assert_eq!(
+        t.limit(ScalerStage::PreScaling),
+        Some(Duration::from_secs(1800))
+    );
+}
+
+#[test]
+fn a_hook_stage_never_ends_before_its_hooks_own_timeout() {
+    let t = StageTimeouts::of(&spec(Some(600), Some(3600)));
+    assert_eq!(
+        t.limit(ScalerStage::Scaling),
+        Some(Duration::from_secs(600))
+    );
+    assert_eq!(
+        t.limit(ScalerStage::PreScaling),
+        Some(Duration::from_secs(3660)),
+        "the hook's timeout plus a minute of grace"
+    );
+    assert_eq!(
+        t.limit(ScalerStage::PostScaling),
+        Some(Duration::from_secs(600)),
+        "no post-scale template"
+    );
+    let s = status(ScalerStage::PreScaling, 3, Some((3, 2)));
+    let still = Case::new(2, s.clone())
+        .timeouts(t)
+        .hook(in_progress())
+        .at(entered() + secs(3659))
+        .decide();
+    assert!(
+        matches!(still.action, Action::Wait { after: Some(d), .. } if d == Duration::from_secs(1)),
+        "{still:?}"
+    );
+    let over = Case::new(2, s)
+        .timeouts(t)
+        .hook(in_progress())
+        .at(entered() + secs(3660))
+        .decide();
+    assert_eq!(over.stage(), ScalerStage::Failed);
+    assert_eq!(
+        current(&over).reason.as_deref(),
+        Some("prescale hook not done after 61m (stage deadline): it still answered InProgress")
+    );
+}
+
+#[test]
+fn scaling_fails_at_the_default_deadline_naming_what_it_waited_for() {
+    let s = status(ScalerStage::Scaling, 3, Some((3, 2)));
+    let case = |at| {
+        Case::new(2, s.clone())
+            .workload(Some(lagging_statefulset()))
+            .at(at)
+            .decide()
+    };
+    // Just before: waits, and looks again exactly at the deadline.
+    let before = case(entered() + secs(1799));
+    assert_eq!(before.stage(), ScalerStage::Scaling);
+    assert!(
+        matches!(before.action, Action::Wait { after: Some(d), .. } if d == Duration::from_secs(1)),
+        "{before:?}"
+    );
+    // At and after: Failed, the reason names the workload and the numbers it waited for.
+    for at in [entered() + secs(1800), entered() + secs(7200)] {
+        let plan = case(at);
+        let state = current(&plan);
+        assert_eq!(state.stage, ScalerStage::Failed, "{at}");
+        assert_eq!(state.failed_in, Some(ScalerStage::Scaling));
+        assert_eq!(
+            state.reason.as_deref(),
+            Some(
+                "workload StatefulSet/nifi-node-default not stable at 2 replicas after 30m: \
+                 replicas 3, ready 2, observedGeneration 4 < generation 5"
+            )
+        );
+        assert_eq!(state.failure_hook, Some(FailureHookState::Pending));
+        assert_eq!(state.last_transition_time, Some(to_k8s_time(at)));
+        assert_eq!(plan.action, Action::Continue, "then onFailure runs");
+        let note = plan.note.clone().unwrap();
+        assert_eq!((note.reason, note.warning), ("ScalingFailed", true));
+        assert_eq!(
+            condition(&plan, CONDITION_FAILED),
+            ("True".into(), "Scaling".into())
+        );
+        assert_eq!(
+            condition(&plan, CONDITION_PROGRESSING),
+            ("False".into(), "Failed".into())
+        );
+    }
+}
+
+#[test]
+fn a_custom_stage_timeout_moves_the_deadline() {
+    let t = StageTimeouts::of(&spec(Some(600), None));
+    let s = status(ScalerStage::Scaling, 3, Some((3, 2)));
+    let case = |at| {
+        Case::new(2, s.clone())
+            .timeouts(t)
+            .workload(Some(lagging_statefulset()))
+            .at(at)
+            .decide()
+    };
+    assert_eq!(case(entered() + secs(599)).stage(), ScalerStage::Scaling);
+    let plan = case(entered() + secs(600));
+    assert_eq!(plan.stage(), ScalerStage::Failed);
+    assert!(
+        current(&plan)
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("after 10m:"),
+        "{plan:?}"
+    );
+    // The default deadline would still be 20 minutes away.
+    assert_eq!(
+        Case::new(2, s.clone())
+            .workload(Some(lagging_statefulset()))
+            .at(entered() + secs(600))
+            .decide()
+            .stage(),
+        ScalerStage::Scaling
+    );
+}
+
+#[test]
+fn a_workload_that_converged_at_the_deadline_moves_on() {
+    let plan = Case::new(2, status(ScalerStage::Scaling, 3, Some((3, 2))))
+        .workload(Some(WorkloadState::settled(2)))
+        .at(entered() + secs(1800))
+        .decide();
+    assert_eq!(plan.stage(), ScalerStage::PostScaling);
+}
+
+#[test]
+fn a_workload_whose_replicas_were_never_set_fails_at_the_deadline() {
+    let plan = Case::new(2, status(ScalerStage::Scaling, 3, Some((3, 2))))
+        .workload(Some(WorkloadState::settled(3)))
+        .at(entered() + secs(1800))
+        .decide();
+    assert_eq!(
+        current(&plan).reason.as_deref(),
+        Some(
+            "the workload not stable at 2 replicas after 30m: spec.replicas 3, replicas 3, ready 3"
+        )
+    );
+}
+
+#[test]
+fn a_missing_workload_fails_at_the_deadline() {
+    let s = status(ScalerStage::Scaling, 3, Some((3, 2)));
+    let before = Case::new(2, s.clone())
+        .workload(None)
+        .at(entered() + secs(1790))
+        .decide();
+    assert!(
+        matches!(before.action, Action::Wait { after: Some(d), .. } if d == Duration::from_secs(10)),
+        "{before:?}"
+    );
+    let plan = Case::new(2, s)
+        .workload(None)
+        .at(entered() + secs(1800))
+        .decide();
+    assert_eq!(
+        current(&plan).reason.as_deref(),
+        Some(
+            "workload not observed within 30m (stage deadline): it was to be scaled to 2 replicas"
+        )
+    );
+}
+
+#[test]
+fn the_deadline_caps_every_poll_of_an_active_stage() {
+    let at = entered() + secs(1797);
+    let three = Duration::from_secs(3);
+    for (stage, hook) in [
+        (ScalerStage::PreScaling, Some(in_progress())),
+        (ScalerStage::Scaling, None),
+        (ScalerStage::PostScaling, Some(in_progress())),
+    ] {
+        let mut case = Case::new(2, status(stage, 3, Some((3, 2))))
+            .workload(Some(lagging_statefulset()))
+            .at(at);
+        case.hook = hook;
+        let plan = case.decide();
+        assert!(
+            matches!(plan.action, Action::Wait { after: Some(d), .. } if d == three),
+            "{stage:?}: {plan:?}"
+        );
+    }
+    // Far from the deadline the usual polls stay.
+    let plan = Case::new(2, status(ScalerStage::PreScaling, 3, Some((3, 2))))
+        .hook(in_progress())
+        .decide();
+    assert!(matches!(plan.action, Action::Wait { after: Some(d), .. } if d == HOOK_POLL));
+}
+
+#[test]
+fn hook_stages_fail_at_the_deadline_only_while_the_hook_still_runs() {
+    for (stage, name) in [
+        (ScalerStage::PreScaling, "prescale"),
+        (ScalerStage::PostScaling, "postscale"),
+    ] {
+        let s = status(stage, 3, Some((3, 2)));
+        let at = entered() + secs(1800);
+        // The hook is asked first, even past the deadline.
+        let ask = Case::new(2, s.clone()).at(at).decide();
+        assert!(matches!(ask.action, Action::RunHook { .. }), "{ask:?}");
+        // Its own answer wins: Done moves on, an error is reported as the hook's.
+        let done_plan = Case::new(2, s.clone()).hook(done()).at(at).decide();
+        assert_ne!(done_plan.stage(), ScalerStage::Failed, "{stage:?}");
+        let err = Case::new(2, s.clone()).hook(error()).at(at).decide();
+        assert_eq!(
+            current(&err).reason.as_deref(),
+            Some(format!("{name} hook: drain failed").as_str())
+        );
+        // Still running at the deadline: Failed.
+        let plan = Case::new(2, s.clone()).hook(in_progress()).at(at).decide();
+        assert_eq!(current(&plan).failed_in, Some(stage));
+        assert_eq!(
+            current(&plan).reason.as_deref(),
+            Some(
+                format!(
+                    "{name} hook not done after 30m (stage deadline): it still answered InProgress"
+                )
+                .as_str()
+            )
+        );
+        // A second before: still waiting.
+        let before = Case::new(2, s)
+            .hook(in_progress())
+            .at(at - secs(1))
+            .decide();
+        assert_eq!(before.stage(), stage);
+    }
+}
+
+#[test]
+fn an_active_stage_without_an_entry_time_starts_its_clock() {
+    let mut s = status(ScalerStage::Scaling, 3, Some((3, 2)));
+    s.current_state.as_mut().unwrap().last_transition_time = None;
+    let plan = Case::new(2, s)
+        .workload(Some(lagging_statefulset()))
+        .at(now() + chrono::Duration::days(1))
+        .decide();
+    assert_eq!(plan.stage(), ScalerStage::Scaling);
+    assert_eq!(
+        current(&plan).last_transition_time,
+        Some(to_k8s_time(now() + chrono::Duration::days(1)))
+    );
+    assert_eq!(plan.action, Action::Continue);
+}
+
+#[test]
+fn a_timed_out_operation_is_retried_like_any_failure() {
+    let failed = Case::new(2, status(ScalerStage::Scaling, 3, Some((3, 2))))
+        .workload(Some(lagging_statefulset()))
+        .at(entered() + secs(1800))
+        .decide()
+        .status;
+    // onFailure (none configured: Done) is recorded, then the retry resets to Idle.
+    let recorded = Case::new(2, failed).hook(done()).decide().status;
+    let plan = Case::new(2, recorded).retry().decide();
+    assert_eq!(plan.stage(), ScalerStage::Idle);
+    assert_eq!(plan.action, Action::StripRetryAnnotation);
+    assert_eq!(plan.status.desired_replicas, None);
+}
+
+// --- abort annotation ------------------------------------------------------------------------
+
+#[test]
+fn abort_fails_every_active_stage_and_strips_the_annotation() {
+    for stage in [
+        ScalerStage::PreScaling,
+        ScalerStage::Scaling,
+        ScalerStage::PostScaling,
+    ] {
+        let s = status(stage, 3, Some((3, 2)));
+        // Whatever the hook said in this pass, the abort wins.
+        let plan = Case::new(2, s).hook(in_progress()).abort().decide();
+        let state = current(&plan);
+        assert_eq!(state.stage, ScalerStage::Failed, "{stage:?}");
+        assert_eq!(state.failed_in, Some(stage));
+        assert_eq!(
+            state.reason.as_deref(),
+            Some("aborted by annotation autoscaling.stackable.tech/abort")
+        );
+        assert_eq!(state.failure_hook, Some(FailureHookState::Pending));
+        assert_eq!(plan.action, Action::StripAbortAnnotation);
+        let note = plan.note.clone().unwrap();
+        assert_eq!(
+            (note.from, note.to, note.reason, note.warning),
+            (Some(stage), ScalerStage::Failed, "ScalingAborted", true)
+        );
+        assert_eq!(
+            condition(&plan, CONDITION_FAILED),
+            ("True".into(), stage.as_str().into())
+        );
+        // The annotation gone, the failure runs its course: onFailure is asked once.
+        let next = Case::new(2, plan.status).decide();
+        assert!(
+            matches!(
+                next.action,
+                Action::RunHook {
+                    hook: HookKind::OnFailure,
+                    ..
+                }
+            ),
+            "{next:?}"
+        );
+    }
+}
+
+#[test]
+fn abort_outside_an_active_stage_is_stripped_and_changes_nothing() {
+    for s in [
+        status(ScalerStage::Idle, 3, None),
+        failed_status(ScalerStage::Scaling, Some(FailureHookState::Done)),
+        failed_status(ScalerStage::Scaling, Some(FailureHookState::Pending)),
+    ] {
+        let stage = s.current_state.as_ref().unwrap().stage;
+        let plan = Case::new(5, s.clone()).abort().decide();
+        assert_eq!(plan.action, Action::StripAbortAnnotation, "{stage:?}");
+        assert_eq!(plan.status.current_state, s.current_state);
+        assert_eq!(plan.note.clone().unwrap().reason, "AbortIgnored");
+    }
+    // A scaler without status yet: ignored too (nothing to abort).
+    let plan = Case {
+        status: None,
+        ..Case::new(3, StackableScalerStatus::default())
+    }
+    .abort()
+    .decide();
+    assert_eq!(plan.action, Action::StripAbortAnnotation);
+    assert!(plan.status.current_state.is_none());
+}
+
 // --- mid-flight changes ----------------------------------------------------------------------
 
 #[test]
@@ -745,6 +1167,8 @@ impl World {
                 spec_replicas: self.spec,
                 status: self.status.as_ref(),
                 retry_requested: self.retry,
+                abort_requested: false,
+                timeouts: StageTimeouts::default(),
                 workload: Some(&self.workload),
                 hook: hook.as_ref(),
                 now: now(),
@@ -763,6 +1187,7 @@ impl World {
             match plan.action {
                 Action::Continue => {}
                 Action::StripRetryAnnotation => self.retry = false,
+                Action::StripAbortAnnotation => {}
                 Action::RunHook {
                     hook: kind,
                     context,

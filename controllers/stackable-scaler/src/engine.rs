@@ -2,7 +2,7 @@
 //! and for product operators that embed it with their own hooks and their own [`ScaleTarget`].
 //!
 //! One pass: observe the workload, [`decide`], persist the plan's status (a merge patch carrying
-//! the scaler's `resourceVersion`), then act (ask a hook, set replicas, strip the retry
+//! the scaler's `resourceVersion`), then act (ask a hook, set replicas, strip the retry or abort
 //! annotation) and decide again, until the plan waits. A stage change is always persisted before
 //! the next stage's hook is asked, so a hook is never skipped; a 409 re-reads the scaler and decides
 //! again. Answers of hooks (`Done` or an error) are kept in a [`HookLedger`], so a status write
@@ -21,7 +21,9 @@ use kube::runtime::controller::Action as RequeueAction;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::decide::{self, Action, Input, Note, RETRY_ANNOTATION, WorkloadState};
+use crate::decide::{
+    self, ABORT_ANNOTATION, Action, Input, Note, RETRY_ANNOTATION, StageTimeouts, WorkloadState,
+};
 use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingHooks, call_hook};
 
 /// Field manager of every write the state machine makes.
@@ -63,9 +65,15 @@ pub enum ScalerError {
     /// Writing status failed.
     #[error("writing StackableScaler status: {0}")]
     WriteStatus(#[source] kube::Error),
-    /// Removing the retry annotation failed.
-    #[error("removing the {RETRY_ANNOTATION} annotation: {0}")]
-    StripAnnotation(#[source] kube::Error),
+    /// Removing the retry or abort annotation failed.
+    #[error("removing the {annotation} annotation: {source}")]
+    StripAnnotation {
+        /// Which annotation.
+        annotation: &'static str,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// Observing the workload failed.
     #[error("observing the workload: {0}")]
     Observe(#[source] TargetError),
@@ -86,7 +94,7 @@ impl ScalerError {
         match self {
             ScalerError::Read(_) => "read",
             ScalerError::WriteStatus(_) => "write_status",
-            ScalerError::StripAnnotation(_) => "strip_annotation",
+            ScalerError::StripAnnotation { .. } => "strip_annotation",
             ScalerError::Observe(_) => "observe",
             ScalerError::SetReplicas(_) => "set_replicas",
             ScalerError::Metadata(_) => "invalid",
@@ -227,11 +235,20 @@ fn operation_of(status: Option<&StackableScalerStatus>) -> Operation {
     }
 }
 
-/// Whether `annotations` ask for a retry.
+/// Whether the scaler's annotations ask for a retry.
 pub fn retry_requested(scaler: &StackableScaler) -> bool {
+    annotation_true(scaler, RETRY_ANNOTATION)
+}
+
+/// Whether the scaler's annotations ask to abort the operation in flight.
+pub fn abort_requested(scaler: &StackableScaler) -> bool {
+    annotation_true(scaler, ABORT_ANNOTATION)
+}
+
+fn annotation_true(scaler: &StackableScaler, key: &str) -> bool {
     scaler
         .annotations()
-        .get(RETRY_ANNOTATION)
+        .get(key)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
@@ -280,6 +297,8 @@ pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
             spec_replicas: current.spec.replicas,
             status: current.status.as_ref(),
             retry_requested: retry_requested(&current),
+            abort_requested: abort_requested(&current),
+            timeouts: StageTimeouts::of(&current.spec),
             workload: workload.as_ref(),
             hook: hook_answer.as_ref(),
             now,
@@ -311,11 +330,10 @@ pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
         match plan.action {
             Action::Continue => {}
             Action::StripRetryAnnotation => {
-                let patch = json!({"metadata": {"annotations": {RETRY_ANNOTATION: null}}});
-                current = api
-                    .patch(&name, &patch_params(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(ScalerError::StripAnnotation)?;
+                current = strip_annotation(api, &name, RETRY_ANNOTATION).await?;
+            }
+            Action::StripAbortAnnotation => {
+                current = strip_annotation(api, &name, ABORT_ANNOTATION).await?;
             }
             Action::RunHook { hook, context } => {
                 let answer = call_hook(hooks, hook, &context).await;
@@ -352,6 +370,17 @@ pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
         notes,
         hook_calls,
     ))
+}
+
+async fn strip_annotation(
+    api: &Api<StackableScaler>,
+    name: &str,
+    annotation: &'static str,
+) -> Result<StackableScaler, ScalerError> {
+    let patch = json!({"metadata": {"annotations": {annotation: null}}});
+    api.patch(name, &patch_params(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| ScalerError::StripAnnotation { annotation, source })
 }
 
 fn result(

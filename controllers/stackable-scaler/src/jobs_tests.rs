@@ -447,6 +447,7 @@ async fn missing_hooks_are_done_without_a_job() {
         StackableScalerSpec {
             replicas: 1,
             hooks: None,
+            stage_timeout_seconds: None,
         },
     );
     let hooks = JobHooks {

@@ -22,7 +22,7 @@ pub use builders::{
     ScalerIdentity, build_hpa_from_user_spec, build_scaler, initialize_scaler_status,
     scale_target_ref,
 };
-pub use decide::{RETRY_ANNOTATION, WorkloadState};
+pub use decide::{ABORT_ANNOTATION, RETRY_ANNOTATION, StageTimeouts, WorkloadState};
 pub use engine::{
     HookLedger, ScaleTarget, ScalerError, ScalingCondition, ScalingResult, TargetError,
     reconcile_scaler,

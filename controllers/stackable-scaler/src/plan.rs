@@ -10,8 +10,9 @@ use ebb_crds::stackable::{HookSpec, StackableScaler, StackableScalerStatus};
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, parse_manifest, read_manifest};
 use serde::Serialize;
 
+use crate::decide::StageTimeouts;
 use crate::decide::{self, Action, Input, Note, Plan, WorkloadState};
-use crate::engine::retry_requested;
+use crate::engine::{abort_requested, retry_requested};
 use crate::hooks::ScaleDirection;
 
 /// The `plan` subcommand's flags.
@@ -98,6 +99,9 @@ pub fn describe(plan: &Plan) -> String {
         Action::StripRetryAnnotation => {
             format!("remove the {} annotation", decide::RETRY_ANNOTATION)
         }
+        Action::StripAbortAnnotation => {
+            format!("remove the {} annotation", decide::ABORT_ANNOTATION)
+        }
         Action::Wait { reason, .. } => format!("wait ({reason})"),
     }
 }
@@ -112,6 +116,14 @@ fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
         return Err(invalid(
             "spec.replicas",
             format!("must be >= 0, got {}", scaler.spec.replicas),
+        ));
+    }
+    if let Some(t) = scaler.spec.stage_timeout_seconds
+        && !(1..=604_800).contains(&t)
+    {
+        return Err(invalid(
+            "spec.stageTimeoutSeconds",
+            format!("must be within 1..=604800, got {t}"),
         ));
     }
     if let Some(hooks) = &scaler.spec.hooks {
@@ -173,6 +185,7 @@ pub fn simulate(
 ) -> Simulation {
     let mut status = scaler.status.clone();
     let mut retry = retry_requested(scaler);
+    let mut abort = abort_requested(scaler);
     let mut notes = Vec::new();
     let name = scaler.metadata.name.clone().unwrap_or_default();
     let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
@@ -184,6 +197,8 @@ pub fn simulate(
             spec_replicas: scaler.spec.replicas,
             status: status.as_ref(),
             retry_requested: retry,
+            abort_requested: abort,
+            timeouts: StageTimeouts::of(&scaler.spec),
             workload,
             hook: None,
             now,
@@ -193,6 +208,7 @@ pub fn simulate(
         match plan.action {
             Action::Continue => {}
             Action::StripRetryAnnotation => retry = false,
+            Action::StripAbortAnnotation => abort = false,
             _ => {
                 return Simulation {
                     status: plan.status.clone(),
@@ -408,6 +424,15 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "f.yaml: spec.hooks.preScale.timeoutSeconds: must be within 1..=86400, got 0"
+        );
+        let bad_timeout = MANIFEST.replace(
+            "spec: {replicas: 5}",
+            "spec: {replicas: 5, stageTimeoutSeconds: 0}",
+        );
+        let err = parse("f.yaml", &bad_timeout).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.yaml: spec.stageTimeoutSeconds: must be within 1..=604800, got 0"
         );
     }
 

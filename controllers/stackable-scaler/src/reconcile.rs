@@ -204,6 +204,7 @@ impl WorkloadTarget {
                         generation: s.metadata.generation,
                         observed_generation: status.observed_generation,
                         selector: selector_string(Some(&spec.selector)),
+                        reference: Some(format!("StatefulSet/{}", self.name)),
                     }
                 })
             }
@@ -219,6 +220,7 @@ impl WorkloadTarget {
                         generation: d.metadata.generation,
                         observed_generation: status.observed_generation,
                         selector: selector_string(Some(&spec.selector)),
+                        reference: Some(format!("Deployment/{}", self.name)),
                     }
                 })
             }

@@ -533,3 +533,191 @@ async fn a_deployment_is_served_too() {
         Some(4)
     );
 }
+
+fn annotate(fake: &FakeApi, key: &str) {
+    fake.modify::<StackableScaler>("data", "nifi-default", |s| {
+        s.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.into(), "true".into());
+    });
+}
+
+fn has_annotation(fake: &FakeApi, key: &str) -> bool {
+    scaler(fake)
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(key))
+}
+
+#[tokio::test]
+async fn a_workload_that_never_settles_fails_at_the_stage_deadline_and_can_be_retried() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, false));
+    run(&e).await.unwrap();
+    assert_eq!(
+        stage(&e.fake),
+        ScalerStage::Scaling,
+        "no hooks: straight to Scaling"
+    );
+    // The StatefulSet is asked for 1 and never gets there (its controller is stuck).
+
+    // Two seconds before the 30-minute default deadline: the requeue lands on the deadline.
+    e.clock
+        .advance(chrono::Duration::minutes(30) - chrono::Duration::seconds(2));
+    e.fake.clear_requests();
+    let action = run(&e).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(e.fake.write_count(), 0);
+
+    // At the deadline, with no change of any object: Failed, saying what it waited for.
+    e.clock.advance(chrono::Duration::seconds(2));
+    let action = run(&e).await.unwrap();
+    assert_eq!(action, Action::await_change(), "Failed waits for a retry");
+    let s = scaler(&e.fake);
+    let status = s.status.clone().unwrap();
+    let state = status.current_state.clone().unwrap();
+    assert_eq!(
+        (state.stage, state.failed_in),
+        (ScalerStage::Failed, Some(ScalerStage::Scaling))
+    );
+    let reason = "workload StatefulSet/nifi-node-default not stable at 1 replicas after 30m: \
+                  replicas 3, ready 3, observedGeneration 1 < generation 2";
+    assert_eq!(state.reason.as_deref(), Some(reason));
+    let failed = find_condition(&status.conditions, decide::CONDITION_FAILED).unwrap();
+    assert_eq!(
+        (
+            failed.status.as_str(),
+            failed.reason.as_str(),
+            failed.message.as_str()
+        ),
+        ("True", "Scaling", reason)
+    );
+    let warnings: Vec<_> = e
+        .events
+        .events()
+        .into_iter()
+        .filter(|ev| ev.kind == EventKind::Warning)
+        .map(|ev| (ev.reason, ev.note))
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![(
+            "ScalingFailed".to_owned(),
+            format!("Scaling failed: {reason}")
+        )]
+    );
+
+    // Retry works as after any failure.
+    annotate(&e.fake, decide::RETRY_ANNOTATION);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Idle);
+    assert!(!has_annotation(&e.fake, decide::RETRY_ANNOTATION));
+    assert_eq!(scaler(&e.fake).status.clone().unwrap().attempt, Some(1));
+}
+
+#[tokio::test]
+async fn a_custom_stage_timeout_is_read_from_the_spec() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    let mut s = scaler_json(1, false);
+    s["spec"]["stageTimeoutSeconds"] = json!(120);
+    e.fake.insert(s);
+    run(&e).await.unwrap();
+    e.clock.advance(chrono::Duration::seconds(115));
+    assert_eq!(
+        run(&e).await.unwrap(),
+        Action::requeue(Duration::from_secs(5))
+    );
+    e.clock.advance(chrono::Duration::seconds(5));
+    run(&e).await.unwrap();
+    let state = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .current_state
+        .unwrap();
+    assert_eq!(state.stage, ScalerStage::Failed);
+    assert!(state.reason.unwrap().contains("after 2m:"));
+}
+
+#[tokio::test]
+async fn the_abort_annotation_fails_the_operation_strips_itself_and_retry_starts_over() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, true));
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+
+    annotate(&e.fake, decide::ABORT_ANNOTATION);
+    e.fake.clear_requests();
+    let action = run(&e).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    let s = scaler(&e.fake);
+    let status = s.status.clone().unwrap();
+    let state = status.current_state.clone().unwrap();
+    assert_eq!(
+        (state.stage, state.failed_in, state.reason.as_deref()),
+        (
+            ScalerStage::Failed,
+            Some(ScalerStage::PreScaling),
+            Some("aborted by annotation autoscaling.stackable.tech/abort")
+        )
+    );
+    let failed = find_condition(&status.conditions, decide::CONDITION_FAILED).unwrap();
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "PreScaling")
+    );
+    assert!(!has_annotation(&e.fake, decide::ABORT_ANNOTATION));
+    // Failed is written before the annotation goes (a crash in between aborts, not loses, it).
+    let writes: Vec<String> = e
+        .fake
+        .writes()
+        .into_iter()
+        .filter(|w| w.path.contains("/stackablescalers/"))
+        .map(|w| w.path)
+        .collect();
+    assert_eq!(
+        writes.first().map(String::as_str),
+        Some(
+            "/apis/autoscaling.stackable.tech/v1alpha1/namespaces/data/stackablescalers/nifi-default/status"
+        )
+    );
+    assert_eq!(
+        writes.get(1).map(String::as_str),
+        Some(
+            "/apis/autoscaling.stackable.tech/v1alpha1/namespaces/data/stackablescalers/nifi-default"
+        )
+    );
+    assert!(e.events.reasons().contains(&"ScalingAborted".to_owned()));
+    assert_eq!(
+        e.fake
+            .get::<StatefulSet>("data", "nifi-node-default")
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(3),
+        "nothing was resized"
+    );
+
+    // Aborting again in Failed changes nothing; the annotation is removed.
+    annotate(&e.fake, decide::ABORT_ANNOTATION);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Failed);
+    assert!(!has_annotation(&e.fake, decide::ABORT_ANNOTATION));
+
+    // Retry starts a fresh operation with a fresh Job.
+    annotate(&e.fake, decide::RETRY_ANNOTATION);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+    assert!(
+        e.fake
+            .get::<Job>("data", "nifi-default-prescale-2-1")
+            .is_some()
+    );
+}

@@ -28,6 +28,7 @@ fn scaler_in(stage: ScalerStage) -> StackableScaler {
         StackableScalerSpec {
             replicas: 3,
             hooks: None,
+            stage_timeout_seconds: None,
         },
     );
     s.status = Some(StackableScalerStatus {

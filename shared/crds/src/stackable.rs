@@ -46,6 +46,14 @@ pub struct StackableScalerSpec {
     /// Jobs run around a change of replicas (standalone controller only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<HooksSpec>,
+
+    /// How long one active stage (`PreScaling`, `Scaling`, `PostScaling`) may last, in seconds,
+    /// counted from `status.currentState.lastTransitionTime`; past it the operation moves to
+    /// `Failed` with a reason naming what it waited for. Default 1800 (30 minutes). A hook stage
+    /// never ends before its hook's own `timeoutSeconds` (plus a minute) has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 604800))]
+    pub stage_timeout_seconds: Option<i32>,
 }
 
 /// Job templates run as hooks. Each Job gets `EBB_SCALE_DIRECTION`, `EBB_PREVIOUS_REPLICAS`,
