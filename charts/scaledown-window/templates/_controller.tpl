@@ -62,6 +62,11 @@ What is particular to scaledown-window. The shared templates include these names
 - apiGroups: ["autoscaling.openshift.io"]
   resources: ["clusterautoscalers"]
   verbs: ["get", "list", "watch", "patch"]
+{{- else if .machineAutoscalers.enabled }}
+# machineAutoscalers schedules read ClusterAutoscaler default (it must allow scale-down).
+- apiGroups: ["autoscaling.openshift.io"]
+  resources: ["clusterautoscalers"]
+  verbs: ["get", "list", "watch"]
 {{- end }}
 {{- if .nodeAnnotation.enabled }}
 - apiGroups: [""]
@@ -78,6 +83,9 @@ What is particular to scaledown-window. The shared templates include these names
 - apiGroups: ["config.openshift.io"]
   resources: ["clusterversions"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["machineconfiguration.openshift.io"]
+  resources: ["machineconfigpools"]
+  verbs: ["list", "watch"]
 {{- end }}
 {{- end -}}
 

@@ -1,14 +1,16 @@
 //! Every rule of scaledown-window, as pure functions: plain data in, decisions out. No client, no
 //! clock, no I/O.
 //!
-//! 1. [`decide`]: from a schedule's windows, `now` and whether the cluster is upgrading -> may the
-//!    cluster remove nodes now ([`Decision`]), and when does that change.
+//! 1. [`decide`]: from a schedule's windows, `now` and the cluster's maintenance (ClusterVersion
+//!    progressing, MachineConfigPools updating: [`ClusterMaintenance`]) -> may the cluster remove
+//!    nodes now ([`Decision`]), and when does that change.
 //! 2. [`claim`]: which schedule manages a target object when several select it (the oldest, then
 //!    the first by name); the others report a conflict and leave it alone.
 //! 3. Per target kind, the minimal change that brings one object to the decision, touching only
 //!    what ebb set: [`plan_cluster_autoscaler`], [`plan_node`], [`plan_machine_autoscaler`],
 //!    [`plan_node_pool`], gathered for a whole target by [`plan_target`].
-//! 4. [`conditions`]: the status conditions that report all of the above.
+//! 4. [`conditions`]: the status conditions that report all of the above, and whether the
+//!    ClusterAutoscaler a `machineAutoscalers` target depends on allows scale-down.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -288,7 +290,9 @@ impl ResolvedTarget {
 pub enum Reason {
     /// Window `index` (the first open one, in list order) is open.
     WindowOpen(usize),
-    /// No window is open, but the cluster is upgrading and `maintenance.followClusterUpgrade` is set.
+    /// No window is open, but cluster maintenance is under way (the ClusterVersion progressing, a
+    /// MachineConfigPool updating) and `maintenance.followClusterUpgrade` is set;
+    /// [`Decision::maintenance`] says which.
     ClusterUpgrade,
     /// No window is open.
     OutsideWindows,
@@ -305,6 +309,9 @@ pub struct Decision {
     pub reason: Reason,
     /// The first open window, in list order.
     pub active_window: Option<usize>,
+    /// The maintenance that holds scale-down open with `followClusterUpgrade` (empty when none is
+    /// under way or the schedule does not follow it), whether or not a window is open too.
+    pub maintenance: ClusterMaintenance,
     /// The next instant `scale_down_enabled` flips, assuming the upgrade state stays as it is;
     /// `None` when it never flips again (or only when an upgrade ends, which a watch reports).
     pub next_transition: Option<DateTime<Utc>>,
@@ -315,15 +322,75 @@ pub struct Decision {
     pub requeue_at: Option<DateTime<Utc>>,
 }
 
+/// OpenShift maintenance as observed: what `maintenance.followClusterUpgrade` follows.
+///
+/// An upgrade is over for the cluster-version operator when the ClusterVersion stops progressing,
+/// but the machine-config operator then still drains and reboots the nodes of each pool; a
+/// MachineConfigPool also updates outside upgrades when a MachineConfig changes. Both count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterMaintenance {
+    /// ClusterVersion `version` reports `Progressing=True`.
+    pub cluster_version_progressing: bool,
+    /// The MachineConfigPools reporting `Updating=True`, by name, sorted. Empty too where the
+    /// MachineConfigPool API does not exist (not OpenShift).
+    pub updating_pools: Vec<String>,
+}
+
+impl ClusterMaintenance {
+    /// Only the ClusterVersion, as `--upgrading` assumes offline.
+    pub fn cluster_version(progressing: bool) -> Self {
+        Self {
+            cluster_version_progressing: progressing,
+            updating_pools: Vec::new(),
+        }
+    }
+
+    /// From the ClusterVersion and the pools with [`pool_updating`], in any order.
+    pub fn new(cluster_version_progressing: bool, updating_pools: Vec<String>) -> Self {
+        let mut updating_pools = updating_pools;
+        updating_pools.sort();
+        updating_pools.dedup();
+        Self {
+            cluster_version_progressing,
+            updating_pools,
+        }
+    }
+
+    /// Maintenance is under way: the ClusterVersion progresses **or** any pool updates.
+    pub fn under_way(&self) -> bool {
+        self.cluster_version_progressing || !self.updating_pools.is_empty()
+    }
+
+    /// What holds maintenance open, for messages and Events ("" when nothing does).
+    pub fn describe(&self) -> String {
+        let pools = match self.updating_pools.as_slice() {
+            [] => None,
+            [one] => Some(format!("MachineConfigPool {one} is updating")),
+            many => Some(format!(
+                "MachineConfigPools {} are updating",
+                summarize(many, 5)
+            )),
+        };
+        let upgrading = "the cluster is upgrading (ClusterVersion version Progressing=True)";
+        match (self.cluster_version_progressing, pools) {
+            (true, None) => upgrading.to_owned(),
+            (true, Some(pools)) => format!("{upgrading} and {pools}"),
+            (false, Some(pools)) => pools,
+            (false, None) => String::new(),
+        }
+    }
+}
+
 /// Decides whether scale-down is allowed at `now`.
 ///
 /// Scale-down is allowed while any window is open (overlapping or touching windows merge into one
-/// open period), and, with `maintenance.followClusterUpgrade`, while `cluster_upgrading`. When a
-/// window cannot be parsed the schedule cannot be decided, and scale-down is disabled (fail-safe).
+/// open period), and, with `maintenance.followClusterUpgrade`, while `maintenance` is
+/// [under way](ClusterMaintenance::under_way). When a window cannot be parsed the schedule cannot be
+/// decided, and scale-down is disabled (fail-safe), maintenance or not.
 pub fn decide(
     spec: &ScaleDownScheduleSpec,
     now: DateTime<Utc>,
-    cluster_upgrading: bool,
+    maintenance: &ClusterMaintenance,
 ) -> Decision {
     let windows = match parse_windows(&spec.windows) {
         Ok(windows) => windows,
@@ -332,17 +399,23 @@ pub fn decide(
                 scale_down_enabled: false,
                 reason: Reason::InvalidSchedule(invalid),
                 active_window: None,
+                maintenance: ClusterMaintenance::default(),
                 next_transition: None,
                 next_transitions: Vec::new(),
                 requeue_at: None,
             };
         }
     };
-    let upgrading = cluster_upgrading
-        && spec
-            .maintenance
-            .as_ref()
-            .is_some_and(|m| m.follow_cluster_upgrade);
+    let followed = spec
+        .maintenance
+        .as_ref()
+        .is_some_and(|m| m.follow_cluster_upgrade);
+    let maintenance = if followed && maintenance.under_way() {
+        maintenance.clone()
+    } else {
+        ClusterMaintenance::default()
+    };
+    let upgrading = maintenance.under_way();
     let first_match = FirstMatch::new(windows.clone());
     let any_open = AnyOpen::new(windows);
     let active_window = any_open.open_at(now);
@@ -367,6 +440,7 @@ pub fn decide(
         scale_down_enabled: active_window.is_some() || upgrading,
         reason,
         active_window,
+        maintenance,
         next_transition,
         next_transitions,
         requeue_at,
@@ -378,6 +452,15 @@ pub fn cluster_upgrading<'a>(conditions: impl IntoIterator<Item = (&'a str, &'a 
     conditions
         .into_iter()
         .any(|(type_, status)| type_ == "Progressing" && status == "True")
+}
+
+/// Whether a MachineConfigPool's `status.conditions` say it is rolling out a configuration
+/// (draining and rebooting its nodes): `Updating=True`. `Degraded` or `Updated=False` alone do
+/// not count: a stuck pool is not maintenance under way.
+pub fn pool_updating<'a>(conditions: impl IntoIterator<Item = (&'a str, &'a str)>) -> bool {
+    conditions
+        .into_iter()
+        .any(|(type_, status)| type_ == "Updating" && status == "True")
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -786,9 +869,38 @@ pub enum Observed {
         autoscalers: Vec<MachineAutoscalerView>,
         /// MachineSet name -> current replicas.
         machine_sets: BTreeMap<String, i32>,
+        /// The ClusterAutoscaler [`CLUSTER_AUTOSCALER_NAME`] they depend on.
+        cluster_autoscaler: ClusterAutoscalerScaleDown,
     },
     /// Every NodePool.
     NodePools(Vec<NodePoolView>),
+}
+
+/// The one ClusterAutoscaler of an OpenShift cluster, which MachineAutoscalers depend on.
+pub const CLUSTER_AUTOSCALER_NAME: &str = "default";
+
+/// Whether the ClusterAutoscaler lets the cluster-autoscaler remove nodes at all. A
+/// `machineAutoscalers` target only moves the MachineAutoscalers' minimum: inside windows nodes go
+/// only if the ClusterAutoscaler has `spec.scaleDown.enabled: true`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterAutoscalerScaleDown {
+    /// There is no ClusterAutoscaler [`CLUSTER_AUTOSCALER_NAME`] (or no API for it).
+    Missing,
+    /// Its `spec.scaleDown.enabled` is not `true`: the value, `None` when unset.
+    Off(Option<bool>),
+    /// `spec.scaleDown.enabled: true`.
+    On,
+}
+
+impl ClusterAutoscalerScaleDown {
+    /// From a lookup: `None` not found, else its `spec.scaleDown.enabled` if set.
+    pub fn from_lookup(found: Option<Option<bool>>) -> Self {
+        match found {
+            None => Self::Missing,
+            Some(Some(true)) => Self::On,
+            Some(enabled) => Self::Off(enabled),
+        }
+    }
 }
 
 /// One write to a target object.
@@ -900,6 +1012,8 @@ pub struct TargetPlan {
     pub conflicts: Vec<Conflict>,
     /// Objects that cannot be planned, with why.
     pub problems: Vec<String>,
+    /// For a target that depends on the ClusterAutoscaler (`machineAutoscalers`): what it allows.
+    pub cluster_autoscaler: Option<ClusterAutoscalerScaleDown>,
 }
 
 /// Plans one schedule's target: `desired_enabled` is its decision, `None` while it is being
@@ -972,7 +1086,9 @@ pub fn plan_target(
         Observed::MachineAutoscalers {
             autoscalers,
             machine_sets,
+            cluster_autoscaler,
         } => {
+            plan.cluster_autoscaler = Some(*cluster_autoscaler);
             for ma in autoscalers {
                 let id = ObjectId {
                     kind: TargetKind::MachineAutoscalers,
@@ -1033,6 +1149,9 @@ pub const TARGET_CONFLICT: &str = "TargetConflict";
 pub const PAUSED: &str = "Paused";
 /// Condition type: the target selects nothing.
 pub const TARGET_NOT_FOUND: &str = "TargetNotFound";
+/// Condition type: the ClusterAutoscaler a `machineAutoscalers` target depends on allows
+/// scale-down (`spec.scaleDown.enabled: true`). Reported only for such targets.
+pub const CLUSTER_AUTOSCALER_READY: &str = "ClusterAutoscalerReady";
 
 /// What happened to the target in this reconcile.
 #[derive(Clone, Debug, PartialEq)]
@@ -1073,8 +1192,7 @@ fn decision_message(decision: &Decision) -> String {
     match &decision.reason {
         Reason::WindowOpen(i) => format!("scale-down enabled: window {i} is open"),
         Reason::ClusterUpgrade => {
-            "scale-down enabled: the cluster is upgrading (ClusterVersion version Progressing=True)"
-                .to_owned()
+            format!("scale-down enabled: {}", decision.maintenance.describe())
         }
         Reason::OutsideWindows => "scale-down disabled: no window is open".to_owned(),
         Reason::InvalidSchedule(invalid) => {
@@ -1084,7 +1202,8 @@ fn decision_message(decision: &Decision) -> String {
 }
 
 /// The conditions reporting a decision and what became of it. Conditions about the target
-/// (`TargetConflict`, `TargetNotFound`) are only reported when the target was looked at.
+/// (`TargetConflict`, `TargetNotFound`, and `ClusterAutoscalerReady` for a target that depends on
+/// the ClusterAutoscaler) are only reported when the target was looked at.
 pub fn conditions(
     decision: &Decision,
     outcome: &TargetOutcome,
@@ -1152,6 +1271,9 @@ pub fn conditions(
             let (conflict, not_found) = target_conditions(*kind, plan, &cond);
             out.push(conflict);
             out.push(not_found);
+            if let Some(found) = plan.cluster_autoscaler {
+                out.push(cluster_autoscaler_condition(*kind, found, &cond));
+            }
             let objects = format!(
                 "{} {}{}",
                 plan.managed,
@@ -1211,6 +1333,46 @@ pub fn conditions(
     };
     out.push(ready);
     out
+}
+
+fn cluster_autoscaler_condition(
+    kind: TargetKind,
+    found: ClusterAutoscalerScaleDown,
+    cond: &dyn Fn(&str, bool, &str, String) -> ConditionUpdate,
+) -> ConditionUpdate {
+    let depends = format!(
+        "{} targets depend on ClusterAutoscaler {CLUSTER_AUTOSCALER_NAME} with \
+         spec.scaleDown.enabled: true",
+        kind.field()
+    );
+    let effect = "inside windows ebb restores the configured minimum, but the autoscaler removes no \
+                  node";
+    match found {
+        ClusterAutoscalerScaleDown::On => cond(
+            CLUSTER_AUTOSCALER_READY,
+            true,
+            "ClusterAutoscalerScaleDownEnabled",
+            format!("{depends}, and it has"),
+        ),
+        ClusterAutoscalerScaleDown::Off(enabled) => cond(
+            CLUSTER_AUTOSCALER_READY,
+            false,
+            "ClusterAutoscalerScaleDownDisabled",
+            format!(
+                "{depends}; it has {}: {effect}",
+                enabled.map_or_else(
+                    || "spec.scaleDown.enabled unset".to_owned(),
+                    |e| format!("spec.scaleDown.enabled: {e}")
+                )
+            ),
+        ),
+        ClusterAutoscalerScaleDown::Missing => cond(
+            CLUSTER_AUTOSCALER_READY,
+            false,
+            "ClusterAutoscalerNotFound",
+            format!("{depends}; there is none, so no MachineAutoscaler takes effect"),
+        ),
+    }
 }
 
 fn target_conditions(

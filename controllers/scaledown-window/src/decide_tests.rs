@@ -19,6 +19,11 @@ fn utc(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
 
+/// Maintenance seen through the ClusterVersion only: `Progressing` or not, no pool updating.
+fn cv(progressing: bool) -> ClusterMaintenance {
+    ClusterMaintenance::cluster_version(progressing)
+}
+
 fn window(schedule: &str, duration: &str, tz: &str) -> WindowSpec {
     WindowSpec {
         schedule: schedule.into(),
@@ -52,7 +57,7 @@ fn workday_nights() -> ScaleDownScheduleSpec {
 }
 
 fn enabled(spec: &ScaleDownScheduleSpec, t: DateTime<Utc>) -> bool {
-    decide(spec, t, false).scale_down_enabled
+    decide(spec, t, &cv(false)).scale_down_enabled
 }
 
 // ----- the schedule: table tests -----------------------------------------------------------------
@@ -117,7 +122,7 @@ fn workday_nights_example_across_the_spring_forward_weekend() {
         ),
     ];
     for (at, on, active, next) in cases {
-        let d = decide(&s, utc(at), false);
+        let d = decide(&s, utc(at), &cv(false));
         assert_eq!(
             (d.scale_down_enabled, d.active_window, d.next_transition),
             (on, active, next.map(utc)),
@@ -126,14 +131,14 @@ fn workday_nights_example_across_the_spring_forward_weekend() {
     }
     // The open window hands over at Saturday 07:00 CET without a flip: look again then.
     assert_eq!(
-        decide(&s, utc("2026-03-28T03:00:00Z"), false).requeue_at,
+        decide(&s, utc("2026-03-28T03:00:00Z"), &cv(false)).requeue_at,
         Some(utc("2026-03-28T06:00:00Z"))
     );
 }
 
 #[test]
 fn preview_lists_alternating_flips() {
-    let d = decide(&workday_nights(), utc("2026-03-27T11:00:00Z"), false);
+    let d = decide(&workday_nights(), utc("2026-03-27T11:00:00Z"), &cv(false));
     assert_eq!(
         d.next_transitions,
         vec![
@@ -152,15 +157,15 @@ fn new_york_nights_across_both_dst_changes() {
     let s = spec(vec![window("0 22 * * *", "8h", "America/New_York")], false);
     // Sat 2026-03-07 22:00 EST = 03:00Z; eight elapsed hours later it is 07:00 EDT.
     assert_eq!(
-        decide(&s, utc("2026-03-08T02:59:59Z"), false).next_transition,
+        decide(&s, utc("2026-03-08T02:59:59Z"), &cv(false)).next_transition,
         Some(utc("2026-03-08T03:00:00Z"))
     );
     assert_eq!(
-        decide(&s, utc("2026-03-08T03:00:00Z"), false).next_transition,
+        decide(&s, utc("2026-03-08T03:00:00Z"), &cv(false)).next_transition,
         Some(utc("2026-03-08T11:00:00Z"))
     );
     // Sat 2026-10-31 22:00 EDT = 02:00Z; eight elapsed hours later it is 05:00 EST.
-    let d = decide(&s, utc("2026-11-01T02:00:00Z"), false);
+    let d = decide(&s, utc("2026-11-01T02:00:00Z"), &cv(false));
     assert!(d.scale_down_enabled);
     assert_eq!(d.next_transition, Some(utc("2026-11-01T10:00:00Z")));
 }
@@ -170,12 +175,12 @@ fn cron_time_in_a_gap_fires_when_the_gap_ends_and_in_a_fold_once() {
     let s = spec(vec![window("30 2 * * *", "1h", "Europe/Zurich")], false);
     // 2026-03-29: 02:30 does not exist in Zurich; the window opens at 03:00 CEST = 01:00Z.
     assert_eq!(
-        decide(&s, utc("2026-03-29T00:00:00Z"), false).next_transition,
+        decide(&s, utc("2026-03-29T00:00:00Z"), &cv(false)).next_transition,
         Some(utc("2026-03-29T01:00:00Z"))
     );
     // 2026-10-25: 02:30 happens twice; the first (CEST, 00:30Z) opens for one elapsed hour, and
     // the repeated 02:30 CET does not open it again.
-    let d = decide(&s, utc("2026-10-25T00:30:00Z"), false);
+    let d = decide(&s, utc("2026-10-25T00:30:00Z"), &cv(false));
     assert!(d.scale_down_enabled);
     assert_eq!(
         d.next_transitions[..2],
@@ -188,7 +193,11 @@ fn cron_time_in_a_gap_fires_when_the_gap_ends_and_in_a_fold_once() {
 
 #[test]
 fn no_windows_means_never_enabled() {
-    let d = decide(&spec(vec![], false), utc("2026-01-01T00:00:00Z"), false);
+    let d = decide(
+        &spec(vec![], false),
+        utc("2026-01-01T00:00:00Z"),
+        &cv(false),
+    );
     assert!(!d.scale_down_enabled);
     assert_eq!(d.reason, Reason::OutsideWindows);
     assert_eq!((d.next_transition, d.requeue_at), (None, None));
@@ -222,7 +231,7 @@ fn invalid_windows_fail_safe_naming_the_field() {
     for (bad, field) in cases {
         // Window 0 is open at the instant: an invalid sibling still disables scale-down.
         let s = spec(vec![window("* * * * *", "1h", "UTC"), bad.clone()], true);
-        let d = decide(&s, utc("2026-01-01T12:00:00Z"), true);
+        let d = decide(&s, utc("2026-01-01T12:00:00Z"), &cv(true));
         assert!(!d.scale_down_enabled, "{bad:?}");
         let Reason::InvalidSchedule(invalid) = &d.reason else {
             panic!("{bad:?}: {:?}", d.reason)
@@ -244,7 +253,7 @@ fn invalid_windows_fail_safe_naming_the_field() {
 #[test]
 fn cluster_upgrade_enables_only_when_followed() {
     let at = utc("2026-03-27T11:00:00Z");
-    let followed = decide(&workday_nights(), at, true);
+    let followed = decide(&workday_nights(), at, &cv(true));
     assert!(followed.scale_down_enabled);
     assert_eq!(followed.reason, Reason::ClusterUpgrade);
     // The flip depends on the upgrade ending (a watch event), not on the clock...
@@ -254,9 +263,9 @@ fn cluster_upgrade_enables_only_when_followed() {
     assert_eq!(followed.requeue_at, Some(utc("2026-03-27T19:00:00Z")));
     let mut not_followed = workday_nights();
     not_followed.maintenance = None;
-    assert!(!decide(&not_followed, at, true).scale_down_enabled);
+    assert!(!decide(&not_followed, at, &cv(true)).scale_down_enabled);
     // An open window keeps its reason while upgrading.
-    let d = decide(&workday_nights(), utc("2026-03-27T20:00:00Z"), true);
+    let d = decide(&workday_nights(), utc("2026-03-27T20:00:00Z"), &cv(true));
     assert_eq!(
         (d.reason, d.active_window),
         (Reason::WindowOpen(0), Some(0))
@@ -272,6 +281,133 @@ fn progressing_true_means_upgrading() {
     assert!(!cluster_upgrading([("Progressing", "False")]));
     assert!(!cluster_upgrading([("Progressing", "Unknown")]));
     assert!(!cluster_upgrading(Vec::<(&str, &str)>::new()));
+}
+
+fn pools(names: &[&str]) -> ClusterMaintenance {
+    ClusterMaintenance::new(false, names.iter().map(|n| (*n).to_owned()).collect())
+}
+
+#[test]
+fn maintenance_is_open_while_the_cluster_version_progresses_or_any_pool_updates() {
+    // Friday noon: no window open.
+    let at = utc("2026-03-27T11:00:00Z");
+    let both = ClusterMaintenance::new(true, vec!["worker".into(), "master".into()]);
+    let cases = [
+        (
+            "ClusterVersion progressing only",
+            cv(true),
+            Some("the cluster is upgrading (ClusterVersion version Progressing=True)"),
+        ),
+        (
+            "a pool updating only",
+            pools(&["worker"]),
+            Some("MachineConfigPool worker is updating"),
+        ),
+        (
+            "both",
+            both.clone(),
+            Some(
+                "the cluster is upgrading (ClusterVersion version Progressing=True) and \
+                 MachineConfigPools master, worker are updating",
+            ),
+        ),
+        ("neither", cv(false), None),
+        // Where the MachineConfigPool API is absent the reconciler observes no pools.
+        ("no pool API", ClusterMaintenance::default(), None),
+    ];
+    for (case, maintenance, held_open_by) in cases {
+        let d = decide(&workday_nights(), at, &maintenance);
+        assert_eq!(d.scale_down_enabled, held_open_by.is_some(), "{case}");
+        assert_eq!(d.active_window, None, "{case}");
+        match held_open_by {
+            Some(why) => {
+                assert_eq!(d.reason, Reason::ClusterUpgrade, "{case}");
+                assert_eq!(d.maintenance, maintenance, "{case}");
+                assert_eq!(d.maintenance.describe(), why, "{case}");
+                assert_eq!(
+                    d.next_transition, None,
+                    "{case}: flips when maintenance ends"
+                );
+                assert_eq!(
+                    decision_message(&d),
+                    format!("scale-down enabled: {why}"),
+                    "{case}"
+                );
+            }
+            None => {
+                assert_eq!(d.reason, Reason::OutsideWindows, "{case}");
+                assert_eq!(d.maintenance, ClusterMaintenance::default(), "{case}");
+                assert_eq!(
+                    d.next_transition,
+                    Some(utc("2026-03-27T19:00:00Z")),
+                    "{case}"
+                );
+            }
+        }
+        // The active window still changes by the clock.
+        assert_eq!(d.requeue_at, Some(utc("2026-03-27T19:00:00Z")), "{case}");
+    }
+}
+
+#[test]
+fn pool_maintenance_counts_only_when_followed_and_never_overrides_the_fail_safe() {
+    let at = utc("2026-03-27T11:00:00Z");
+    let mut not_followed = workday_nights();
+    not_followed.maintenance = None;
+    let d = decide(&not_followed, at, &pools(&["worker"]));
+    assert!(!d.scale_down_enabled);
+    assert_eq!(d.maintenance, ClusterMaintenance::default());
+
+    let mut broken = workday_nights();
+    broken.windows[0].schedule = "0 25 * * *".into();
+    let d = decide(
+        &broken,
+        at,
+        &ClusterMaintenance::new(true, vec!["worker".into()]),
+    );
+    assert!(!d.scale_down_enabled);
+    assert!(matches!(d.reason, Reason::InvalidSchedule(_)));
+
+    // Inside a window the window is the reason; the maintenance is still recorded.
+    let d = decide(
+        &workday_nights(),
+        utc("2026-03-27T20:00:00Z"),
+        &pools(&["worker"]),
+    );
+    assert_eq!(d.reason, Reason::WindowOpen(0));
+    assert_eq!(d.maintenance, pools(&["worker"]));
+}
+
+#[test]
+fn only_updating_true_means_a_pool_is_updating() {
+    assert!(pool_updating([
+        ("Updated", "False"),
+        ("Updating", "True"),
+        ("Degraded", "False"),
+    ]));
+    // Degraded (or stuck, not updated) but not updating: not maintenance under way.
+    assert!(!pool_updating([
+        ("Updated", "False"),
+        ("Updating", "False"),
+        ("Degraded", "True"),
+        ("NodeDegraded", "True"),
+    ]));
+    assert!(!pool_updating([("Degraded", "True")]));
+    assert!(!pool_updating([("Updating", "Unknown")]));
+    assert!(!pool_updating([("Progressing", "True")]));
+    assert!(!pool_updating(Vec::<(&str, &str)>::new()));
+}
+
+#[test]
+fn maintenance_names_are_sorted_and_unique() {
+    let m = ClusterMaintenance::new(
+        false,
+        vec!["worker".into(), "infra".into(), "worker".into()],
+    );
+    assert_eq!(m.updating_pools, ["infra", "worker"]);
+    assert!(m.under_way());
+    assert!(!ClusterMaintenance::default().under_way());
+    assert_eq!(ClusterMaintenance::default().describe(), "");
 }
 
 // ----- the schedule: properties ------------------------------------------------------------------
@@ -355,7 +491,7 @@ proptest! {
     #[test]
     fn overlapping_windows_merge(a in daily(), b in daily(), t in any_instant()) {
         let s = spec(vec![daily_spec(a), daily_spec(b)], false);
-        let d = decide(&s, t, false);
+        let d = decide(&s, t, &cv(false));
         let (open_a, open_b) = (oracle_open(a, t), oracle_open(b, t));
         prop_assert_eq!(d.scale_down_enabled, open_a || open_b);
         let expected = if open_a { Some(0) } else if open_b { Some(1) } else { None };
@@ -368,7 +504,7 @@ proptest! {
     fn next_transition_is_the_first_flip(a in daily(), b in daily(), two in any::<bool>(), t in any_instant()) {
         let windows = if two { vec![daily_spec(a), daily_spec(b)] } else { vec![daily_spec(a)] };
         let s = spec(windows, false);
-        let d = decide(&s, t, false);
+        let d = decide(&s, t, &cv(false));
         match d.next_transition {
             Some(next) => {
                 prop_assert!(next > t);
@@ -397,15 +533,33 @@ proptest! {
     #[test]
     fn upgrade_enables_when_followed(w in daily(), t in any_instant(), follow in any::<bool>()) {
         let s = spec(vec![daily_spec(w)], follow);
-        prop_assert_eq!(decide(&s, t, true).scale_down_enabled, follow || oracle_open(w, t));
-        prop_assert_eq!(decide(&s, t, false).scale_down_enabled, oracle_open(w, t));
+        prop_assert_eq!(decide(&s, t, &cv(true)).scale_down_enabled, follow || oracle_open(w, t));
+        prop_assert_eq!(decide(&s, t, &cv(false)).scale_down_enabled, oracle_open(w, t));
+    }
+
+    /// With `followClusterUpgrade`, any pool updating enables scale-down like an upgrade; without
+    /// it, pools change nothing.
+    #[test]
+    fn pool_updates_enable_when_followed(
+        w in daily(),
+        t in any_instant(),
+        follow in any::<bool>(),
+        progressing in any::<bool>(),
+        updating in proptest::collection::vec("[a-z]{1,8}", 0..3),
+    ) {
+        let s = spec(vec![daily_spec(w)], follow);
+        let m = ClusterMaintenance::new(progressing, updating.clone());
+        let held = progressing || !updating.is_empty();
+        let d = decide(&s, t, &m);
+        prop_assert_eq!(d.scale_down_enabled, (follow && held) || oracle_open(w, t));
+        prop_assert_eq!(d.maintenance.under_way(), follow && held);
     }
 
     /// Nothing decides on arbitrary text: no panic, and an unparseable window disables.
     #[test]
     fn arbitrary_windows_never_panic(schedule in ".{0,40}", duration in ".{0,12}", tz in ".{0,20}", t in any_instant()) {
         let s = spec(vec![window(&schedule, &duration, &tz)], true);
-        let d = decide(&s, t, true);
+        let d = decide(&s, t, &cv(true));
         if let Reason::InvalidSchedule(_) = d.reason {
             prop_assert!(!d.scale_down_enabled);
         }
@@ -1217,7 +1371,7 @@ fn find<'a>(updates: &'a [ConditionUpdate], type_: &str) -> &'a ConditionUpdate 
 #[test]
 fn conditions_report_the_outcome() {
     let at = utc("2026-03-27T11:00:00Z");
-    let ok = decide(&workday_nights(), at, false);
+    let ok = decide(&workday_nights(), at, &cv(false));
     let planned = |plan: TargetPlan, dry_run| TargetOutcome::Planned {
         kind: TargetKind::ClusterAutoscaler,
         plan,
@@ -1246,7 +1400,7 @@ fn conditions_report_the_outcome() {
     // The fail-safe: applied, but not Ready, and the field named.
     let mut broken = workday_nights();
     broken.windows[1].time_zone = "Mars/Olympus".into();
-    let fail_safe = decide(&broken, at, false);
+    let fail_safe = decide(&broken, at, &cv(false));
     let c = conditions(&fail_safe, &planned(managed.clone(), false), None);
     let valid = find(&c, SCHEDULE_VALID);
     assert_eq!(
@@ -1321,6 +1475,112 @@ fn conditions_report_the_outcome() {
         None,
     );
     assert!(find(&c, READY).message.contains("--enable-karpenter"));
+}
+
+fn machine_autoscalers_with(cluster_autoscaler: ClusterAutoscalerScaleDown) -> Observed {
+    Observed::MachineAutoscalers {
+        autoscalers: vec![MachineAutoscalerView {
+            namespace: "openshift-machine-api".into(),
+            name: "worker-a".into(),
+            min_replicas: Some(1),
+            max_replicas: Some(6),
+            target: Some(ScaleTargetRef {
+                api_version: "machine.openshift.io/v1beta1".into(),
+                kind: "MachineSet".into(),
+                name: "worker-a".into(),
+            }),
+            ..MachineAutoscalerView::default()
+        }],
+        machine_sets: BTreeMap::from([("worker-a".to_owned(), 3)]),
+        cluster_autoscaler,
+    }
+}
+
+#[test]
+fn machine_autoscaler_targets_report_whether_the_cluster_autoscaler_allows_scale_down() {
+    assert_eq!(
+        ClusterAutoscalerScaleDown::from_lookup(None),
+        ClusterAutoscalerScaleDown::Missing
+    );
+    assert_eq!(
+        ClusterAutoscalerScaleDown::from_lookup(Some(Some(true))),
+        ClusterAutoscalerScaleDown::On
+    );
+    assert_eq!(
+        ClusterAutoscalerScaleDown::from_lookup(Some(None)),
+        ClusterAutoscalerScaleDown::Off(None)
+    );
+    let claimants = vec![Claimant {
+        name: "me".into(),
+        created: None,
+        target: ResolvedTarget::MachineAutoscalers {
+            namespace: "openshift-machine-api".into(),
+            selector: None,
+        },
+    }];
+    let decision = decide(&workday_nights(), utc("2026-03-27T20:00:00Z"), &cv(false));
+    let cases = [
+        (
+            ClusterAutoscalerScaleDown::On,
+            true,
+            "ClusterAutoscalerScaleDownEnabled",
+            "has",
+        ),
+        (
+            ClusterAutoscalerScaleDown::Off(Some(false)),
+            false,
+            "ClusterAutoscalerScaleDownDisabled",
+            "it has spec.scaleDown.enabled: false: inside windows",
+        ),
+        (
+            ClusterAutoscalerScaleDown::Off(None),
+            false,
+            "ClusterAutoscalerScaleDownDisabled",
+            "it has spec.scaleDown.enabled unset",
+        ),
+        (
+            ClusterAutoscalerScaleDown::Missing,
+            false,
+            "ClusterAutoscalerNotFound",
+            "there is none",
+        ),
+    ];
+    for (found, status, reason, says) in cases {
+        let plan = plan_target(
+            "me",
+            &claimants,
+            Some(true),
+            &machine_autoscalers_with(found),
+        );
+        assert_eq!(plan.cluster_autoscaler, Some(found));
+        // It changes nothing about what is written.
+        assert!(plan.changes.is_empty(), "{found:?}");
+        let outcome = TargetOutcome::Planned {
+            kind: TargetKind::MachineAutoscalers,
+            plan,
+            dry_run: false,
+        };
+        let c = conditions(&decision, &outcome, Some(2));
+        assert_eq!(c.len(), 6);
+        let ca = find(&c, CLUSTER_AUTOSCALER_READY);
+        assert_eq!(
+            (ca.status, ca.reason.as_str()),
+            (status, reason),
+            "{found:?}"
+        );
+        assert!(
+            ca.message.starts_with(
+                "machineAutoscalers targets depend on ClusterAutoscaler default with \
+                 spec.scaleDown.enabled: true"
+            ),
+            "{}",
+            ca.message
+        );
+        assert!(ca.message.contains(says), "{}", ca.message);
+        assert_eq!(ca.observed_generation, Some(2));
+        // Ready reports the MachineAutoscalers themselves.
+        assert!(find(&c, READY).status);
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! scaledown-window: the cluster may remove nodes only inside time windows.
 //!
 //! A cluster-scoped `ScaleDownSchedule` (`scaling.ebb.dev/v1alpha1`) lists windows (five-field cron,
-//! a duration, an IANA zone) and optionally follows OpenShift cluster upgrades. While any window is
+//! a duration, an IANA zone) and optionally follows OpenShift maintenance (ClusterVersion upgrades
+//! and MachineConfigPool rollouts). While any window is
 //! open scale-down is allowed; otherwise it is held off on one target: an OpenShift
 //! ClusterAutoscaler (`spec.scaleDown.enabled`), annotated Nodes (upstream cluster-autoscaler),
 //! pinned MachineAutoscalers, or a `nodes: "0"` disruption budget on Karpenter NodePools.
@@ -91,8 +92,8 @@ pub struct RunArgs {
         value_name = "BOOL"
     )]
     pub enable_karpenter: bool,
-    /// Read the OpenShift ClusterVersion for `maintenance.followClusterUpgrade`; when off, that
-    /// setting has no effect.
+    /// Read the OpenShift ClusterVersion and MachineConfigPools for
+    /// `maintenance.followClusterUpgrade`; when off, that setting has no effect.
     #[arg(
         long,
         env = "EBB_ENABLE_CLUSTER_VERSION",
@@ -171,15 +172,18 @@ fn watch_targets(
                 schedules_where(&store, &wanted)
             })
         };
-    if targets.cluster_autoscaler {
+    if targets.cluster_autoscaler || targets.machine_autoscalers {
+        // Its own schedules write it; machineAutoscalers schedules report whether it allows
+        // scale-down at all.
         let ar = targets::cluster_autoscaler();
         let api = Api::all_with(client.clone(), &ar);
-        controller = dynamic(
-            controller,
-            api,
-            ar,
-            Box::new(of_kind(TargetKind::ClusterAutoscaler)),
-        );
+        let kinds = [
+            (targets.cluster_autoscaler, TargetKind::ClusterAutoscaler),
+            (targets.machine_autoscalers, TargetKind::MachineAutoscalers),
+        ];
+        let woken =
+            move |s: &ScaleDownSchedule| kinds.iter().any(|(on, kind)| *on && of_kind(*kind)(s));
+        controller = dynamic(controller, api, ar, Box::new(woken));
     }
     if targets.machine_autoscalers {
         for ar in [targets::machine_autoscaler(), targets::machine_set()] {
@@ -200,15 +204,18 @@ fn watch_targets(
         );
     }
     if targets.cluster_version {
-        let ar = targets::cluster_version();
-        let api = Api::all_with(client.clone(), &ar);
+        // A pool starting or finishing its rollout flips schedules that follow maintenance as
+        // the ClusterVersion does. Where either API is absent its watch only retries (backoff).
         let follows = |s: &ScaleDownSchedule| {
             s.spec
                 .maintenance
                 .as_ref()
                 .is_some_and(|m| m.follow_cluster_upgrade)
         };
-        controller = dynamic(controller, api, ar, Box::new(follows));
+        for ar in [targets::cluster_version(), targets::machine_config_pool()] {
+            let api = Api::all_with(client.clone(), &ar);
+            controller = dynamic(controller, api, ar, Box::new(follows));
+        }
     }
     if targets.node_annotation {
         // Nodes join and change labels at any time; a metadata watch filtered to what ebb reads

@@ -1,8 +1,9 @@
-//! `scaledown-window plan --file F --at RFC3339 [--output json] [--upgrading]`: whether a
-//! ScaleDownSchedule allows scale-down at an instant, and when that flips next, offline.
+//! `scaledown-window plan --file F --at RFC3339 [--output json] [--upgrading]
+//! [--updating-pool NAME]...`: whether a ScaleDownSchedule allows scale-down at an instant, and
+//! when that flips next, offline.
 //!
-//! Whether the cluster is upgrading (`maintenance.followClusterUpgrade`) cannot be known offline:
-//! none is assumed unless `--upgrading` is given.
+//! Whether cluster maintenance is under way (`maintenance.followClusterUpgrade`) cannot be known
+//! offline: none is assumed unless `--upgrading` or `--updating-pool` is given.
 
 use std::fmt::Write as _;
 
@@ -11,7 +12,7 @@ use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
 use serde::Serialize;
 
-use crate::decide::{self, Decision, InvalidSpec, Reason};
+use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
 
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -28,6 +29,16 @@ pub struct PlanArgs {
     /// Assume the cluster is upgrading (ClusterVersion Progressing=True); without it, it is not.
     #[arg(long)]
     pub upgrading: bool,
+    /// Assume this MachineConfigPool is updating (Updating=True); repeatable.
+    #[arg(long = "updating-pool", value_name = "NAME")]
+    pub updating_pools: Vec<String>,
+}
+
+impl PlanArgs {
+    /// The maintenance the flags assume.
+    pub fn maintenance(&self) -> ClusterMaintenance {
+        ClusterMaintenance::new(self.upgrading, self.updating_pools.clone())
+    }
 }
 
 /// Why `plan` cannot answer.
@@ -80,10 +91,10 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 pub fn plan_schedule(
     schedule: &ScaleDownSchedule,
     at: DateTime<Utc>,
-    upgrading: bool,
+    maintenance: &ClusterMaintenance,
 ) -> Result<(PlanReport, Decision), InvalidSpec> {
     decide::resolve_target(&schedule.spec.target)?;
-    let decision = decide::decide(&schedule.spec, at, upgrading);
+    let decision = decide::decide(&schedule.spec, at, maintenance);
     if let Reason::InvalidSchedule(invalid) = &decision.reason {
         return Err(invalid.clone());
     }
@@ -112,9 +123,11 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
         None => now,
     };
     let (report, decision) =
-        plan_schedule(&schedule, at, args.upgrading).map_err(|invalid| PlanError::Invalid {
-            path: args.file.display().to_string(),
-            invalid,
+        plan_schedule(&schedule, at, &args.maintenance()).map_err(|invalid| {
+            PlanError::Invalid {
+                path: args.file.display().to_string(),
+                invalid,
+            }
         })?;
     Ok(match args.output {
         OutputFormat::Json => json_line(&report),
@@ -131,7 +144,7 @@ fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
     };
     let why = match &decision.reason {
         Reason::WindowOpen(i) => format!("window {i} is open"),
-        Reason::ClusterUpgrade => "the cluster is upgrading (--upgrading)".to_owned(),
+        Reason::ClusterUpgrade => decision.maintenance.describe(),
         Reason::OutsideWindows => "no window is open".to_owned(),
         Reason::InvalidSchedule(invalid) => invalid.to_string(),
     };
@@ -142,7 +155,7 @@ fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
         decision.reason == Reason::ClusterUpgrade,
     ) {
         (_, true) => {
-            let _ = writeln!(out, "  next transition: when the upgrade ends");
+            let _ = writeln!(out, "  next transition: when the maintenance ends");
         }
         (Some(next), false) => {
             let _ = writeln!(out, "  next transition: {next}");
@@ -172,6 +185,14 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn none() -> ClusterMaintenance {
+        ClusterMaintenance::default()
+    }
+
+    fn upgrading() -> ClusterMaintenance {
+        ClusterMaintenance::cluster_version(true)
+    }
+
     fn schedule(yaml_spec: &str) -> ScaleDownSchedule {
         let spec: ScaleDownScheduleSpec = serde_norway::from_str(yaml_spec).unwrap();
         ScaleDownSchedule::new("s", spec)
@@ -182,7 +203,7 @@ mod tests {
         let s = schedule(
             "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
         );
-        let (report, _) = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap();
+        let (report, _) = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap();
         assert_eq!(
             json_line(&report),
             "{\"name\":\"s\",\"scaleDownEnabled\":false,\"activeWindow\":null,\"nextTransition\":\"2026-03-27T19:00:00Z\"}\n"
@@ -194,11 +215,13 @@ mod tests {
         let follow = schedule(
             "target: {clusterAutoscaler: {}}\nwindows: []\nmaintenance: {followClusterUpgrade: true}\n",
         );
-        let (report, _) = plan_schedule(&follow, utc("2026-03-27T11:00:00Z"), true).unwrap();
+        let (report, _) =
+            plan_schedule(&follow, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
         assert!(report.scale_down_enabled);
         assert_eq!(report.next_transition, None);
         let ignore = schedule("target: {clusterAutoscaler: {}}\nwindows: []\n");
-        let (report, _) = plan_schedule(&ignore, utc("2026-03-27T11:00:00Z"), true).unwrap();
+        let (report, _) =
+            plan_schedule(&ignore, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
         assert!(!report.scale_down_enabled);
     }
 
@@ -207,10 +230,10 @@ mod tests {
         let s = schedule(
             "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 1h}\n- {schedule: '0 25 * * *', duration: 1h}\n",
         );
-        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap_err();
+        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
         assert_eq!(err.field, "spec.windows[1].schedule");
         let s = schedule("target: {}\nwindows: []\n");
-        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), false).unwrap_err();
+        let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
         assert_eq!(err.field, "spec.target");
     }
 
@@ -220,7 +243,7 @@ mod tests {
             "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
         );
         let at = utc("2026-03-27T11:00:00Z");
-        let (report, decision) = plan_schedule(&s, at, false).unwrap();
+        let (report, decision) = plan_schedule(&s, at, &none()).unwrap();
         let out = text(&report, &decision, at);
         assert!(
             out.starts_with(

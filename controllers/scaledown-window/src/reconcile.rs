@@ -1,4 +1,5 @@
-//! One ScaleDownSchedule: observe (ClusterVersion, the target's objects, the other schedules) ->
+//! One ScaleDownSchedule: observe (ClusterVersion and MachineConfigPools, the target's objects, the
+//! other schedules) ->
 //! [`decide`] -> apply (the minimal writes, only what ebb owns) -> status, Events, metrics ->
 //! requeue at the next boundary.
 //!
@@ -27,7 +28,8 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::decide::{
-    self, Change, Claimant, Decision, Observed, Reason, ResolvedTarget, TargetKind, TargetOutcome,
+    self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Decision, Observed,
+    Reason, ResolvedTarget, TargetKind, TargetOutcome,
 };
 use crate::metrics::Metrics;
 use crate::targets;
@@ -53,12 +55,13 @@ pub struct EnabledTargets {
     pub machine_autoscalers: bool,
     /// `--enable-karpenter`.
     pub karpenter: bool,
-    /// `--enable-cluster-version`: read the ClusterVersion for `followClusterUpgrade`.
+    /// `--enable-cluster-version`: read the ClusterVersion and the MachineConfigPools for
+    /// `followClusterUpgrade`.
     pub cluster_version: bool,
 }
 
 impl EnabledTargets {
-    /// Every kind, and the ClusterVersion.
+    /// Every kind, and the ClusterVersion and MachineConfigPools.
     pub fn all() -> Self {
         Self {
             cluster_autoscaler: true,
@@ -138,6 +141,9 @@ pub enum Error {
     /// Reading the ClusterVersion failed.
     #[error("reading ClusterVersion version: {0}")]
     ClusterVersion(#[source] kube::Error),
+    /// Listing the MachineConfigPools failed (other than their API being absent).
+    #[error("listing MachineConfigPools: {0}")]
+    MachineConfigPools(#[source] kube::Error),
     /// Listing the ScaleDownSchedules (for conflicts) failed.
     #[error("listing ScaleDownSchedules: {0}")]
     Schedules(#[source] kube::Error),
@@ -175,7 +181,10 @@ impl Error {
     pub fn category(&self) -> &'static str {
         match self {
             Self::Malformed { .. } => "invalid",
-            Self::ClusterVersion(_) | Self::Schedules(_) | Self::Observe(_) => "observe",
+            Self::ClusterVersion(_)
+            | Self::MachineConfigPools(_)
+            | Self::Schedules(_)
+            | Self::Observe(_) => "observe",
             Self::Conflict { .. } => "conflict",
             Self::Apply { .. } => "apply",
             Self::Status(_) => "status",
@@ -276,9 +285,12 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         .maintenance
         .as_ref()
         .is_some_and(|m| m.follow_cluster_upgrade);
-    let upgrading =
-        follows_upgrades && ctx.targets.cluster_version && cluster_upgrading(ctx).await?;
-    let decision = decide::decide(spec, now, upgrading);
+    let maintenance = if follows_upgrades && ctx.targets.cluster_version {
+        cluster_maintenance(ctx).await?
+    } else {
+        ClusterMaintenance::default()
+    };
+    let decision = decide::decide(spec, now, &maintenance);
     let pause = pause_state(&schedule.metadata, now);
 
     let outcome = match decide::resolve_target(&spec.target) {
@@ -372,13 +384,29 @@ async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, 
     Ok(Action::await_change())
 }
 
-async fn cluster_upgrading(ctx: &Context) -> Result<bool, Error> {
+/// The ClusterVersion's `Progressing` and the MachineConfigPools that are `Updating`. Where
+/// either API does not exist (not OpenShift) it reads as "no upgrade" / "no pools"; any other
+/// failure fails the pass, leaving the target as it is.
+async fn cluster_maintenance(ctx: &Context) -> Result<ClusterMaintenance, Error> {
     let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &targets::cluster_version());
     let version = api
         .get_opt(targets::CLUSTER_VERSION_NAME)
         .await
         .map_err(Error::ClusterVersion)?;
-    Ok(version.is_some_and(|v| targets::cluster_version_progressing(&v)))
+    let progressing = version.is_some_and(|v| targets::cluster_version_progressing(&v));
+    let api: Api<DynamicObject> =
+        Api::all_with(ctx.client.clone(), &targets::machine_config_pool());
+    let pools = match api.list(&ListParams::default()).await {
+        Ok(pools) => pools.items,
+        Err(kube::Error::Api(status)) if status.is_not_found() => Vec::new(),
+        Err(error) => return Err(Error::MachineConfigPools(error)),
+    };
+    let updating = pools
+        .iter()
+        .filter(|p| targets::machine_config_pool_updating(p))
+        .map(ResourceExt::name_any)
+        .collect();
+    Ok(ClusterMaintenance::new(progressing, updating))
 }
 
 /// Reads every object the target may concern: all of its kind (in its namespace), because
@@ -414,8 +442,15 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
                 Api::namespaced_with(client.clone(), namespace, &targets::machine_autoscaler());
             let machine_sets: Api<DynamicObject> =
                 Api::namespaced_with(client, namespace, &targets::machine_set());
+            let cluster_autoscaler: Api<DynamicObject> =
+                Api::all_with(ctx.client.clone(), &targets::cluster_autoscaler());
             let autoscalers = autoscalers.list(&lp).await.map_err(Error::Observe)?;
             let machine_sets = machine_sets.list(&lp).await.map_err(Error::Observe)?;
+            // What they depend on, reported beside them; its API missing reads as not found.
+            let cluster_autoscaler = cluster_autoscaler
+                .get_opt(decide::CLUSTER_AUTOSCALER_NAME)
+                .await
+                .map_err(Error::Observe)?;
             Observed::MachineAutoscalers {
                 autoscalers: autoscalers
                     .items
@@ -427,6 +462,9 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
                     .iter()
                     .filter_map(|ms| Some((ms.name_any(), targets::machine_set_replicas(ms)?)))
                     .collect(),
+                cluster_autoscaler: ClusterAutoscalerScaleDown::from_lookup(
+                    cluster_autoscaler.map(|ca| targets::cluster_autoscaler_enabled(&ca)),
+                ),
             }
         }
         ResolvedTarget::NodePools(_) => {
@@ -650,7 +688,7 @@ async fn publish(
         };
         let why = match &decision.reason {
             Reason::WindowOpen(i) => format!("window {i} open"),
-            Reason::ClusterUpgrade => "cluster upgrading".to_owned(),
+            Reason::ClusterUpgrade => decision.maintenance.describe(),
             Reason::OutsideWindows => "no window open".to_owned(),
             Reason::InvalidSchedule(invalid) => format!("fail-safe, {invalid}"),
         };
@@ -684,6 +722,7 @@ async fn publish(
     let warnings = [
         (decide::SCHEDULE_VALID, false, "Validate"),
         (decide::TARGET_CONFLICT, true, "Yield"),
+        (decide::CLUSTER_AUTOSCALER_READY, false, "CheckDependency"),
     ];
     for (type_, value, action) in warnings {
         if became(type_, value)

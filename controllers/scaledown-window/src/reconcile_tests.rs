@@ -429,6 +429,207 @@ async fn following_cluster_upgrades_enables_while_progressing() {
     );
 }
 
+fn cluster_version(progressing: bool) -> Value {
+    json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterVersion",
+        "metadata": { "name": "version" },
+        "status": { "conditions": [
+            { "type": "Available", "status": "True" },
+            { "type": "Progressing", "status": if progressing { "True" } else { "False" } },
+        ] },
+    })
+}
+
+/// A MachineConfigPool as the machine-config operator reports it (its conditions are not
+/// metav1.Conditions: `lastTransitionTime` may be null, `reason` and `message` empty).
+fn machine_config_pool(name: &str, updating: bool, degraded: bool) -> Value {
+    let s = |b: bool| if b { "True" } else { "False" };
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfigPool",
+        "metadata": { "name": name },
+        "spec": {
+            "machineConfigSelector": { "matchLabels": { "machineconfiguration.openshift.io/role": name } },
+            "nodeSelector": { "matchLabels": { format!("node-role.kubernetes.io/{name}"): "" } },
+            "paused": false,
+        },
+        "status": {
+            "machineCount": 3,
+            "updatedMachineCount": if updating { 1 } else { 3 },
+            "readyMachineCount": if updating { 2 } else { 3 },
+            "unavailableMachineCount": if updating { 1 } else { 0 },
+            "degradedMachineCount": if degraded { 1 } else { 0 },
+            "observedGeneration": 4,
+            "conditions": [
+                { "type": "Updated", "status": s(!updating), "lastTransitionTime": "2026-03-27T10:00:00Z", "reason": "", "message": "" },
+                { "type": "Updating", "status": s(updating), "lastTransitionTime": "2026-03-27T10:00:00Z", "reason": "", "message": "" },
+                { "type": "Degraded", "status": s(degraded), "lastTransitionTime": null, "reason": "", "message": "" },
+                { "type": "NodeDegraded", "status": s(degraded), "lastTransitionTime": null },
+            ],
+        },
+    })
+}
+
+fn set_pool_updating(t: &Test, name: &str, updating: bool) {
+    let s = |b: bool| if b { "True" } else { "False" };
+    t.fake.modify_json(
+        "machineconfiguration.openshift.io/v1",
+        "MachineConfigPool",
+        "",
+        name,
+        |pool| {
+            pool["status"]["conditions"][0]["status"] = json!(s(!updating));
+            pool["status"]["conditions"][1]["status"] = json!(s(updating));
+        },
+    );
+}
+
+fn following(name: &str) -> Value {
+    let mut s = schedule(name, ca_target(), nights());
+    s["spec"]["maintenance"] = json!({ "followClusterUpgrade": true });
+    s
+}
+
+#[tokio::test]
+async fn a_pool_updating_after_the_upgrade_keeps_scale_down_enabled_until_it_finishes() {
+    // Friday noon, outside the window: the cluster-version operator is done, the worker pool
+    // still drains and reboots its nodes; a degraded master pool that is not updating does not
+    // count.
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(false));
+    t.fake.insert(following(ME));
+    t.fake.insert(cluster_version(false));
+    t.fake.insert(machine_config_pool("master", false, true));
+    t.fake.insert(machine_config_pool("worker", true, false));
+
+    let action = t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    let status = t.schedule(ME).status.unwrap();
+    assert!(status.scale_down_enabled);
+    assert_eq!(status.active_window, None);
+    assert_eq!(
+        status.next_transition_time, None,
+        "the flip waits for the pool"
+    );
+    let (ready, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(
+        (ready.as_str(), reason.as_str()),
+        ("True", "ScaleDownEnabled")
+    );
+    assert_eq!(
+        message,
+        "scale-down enabled: MachineConfigPool worker is updating; applied to 1 ClusterAutoscaler"
+    );
+    let events = t.events.events();
+    assert_eq!(events[0].reason, "ScaleDownEnabled");
+    assert!(
+        events[0]
+            .note
+            .contains("MachineConfigPool worker is updating"),
+        "{}",
+        events[0].note
+    );
+    // The window still changes by the clock: looked at again when it opens.
+    assert_eq!(action, secs(utc(FRIDAY_NIGHT) - utc(FRIDAY_NOON)));
+
+    // Unchanged: nothing written.
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.fake.write_count(), 0);
+
+    // The pool finishes: scale-down is held off again, outside the window.
+    set_pool_updating(&t, "worker", false);
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    let (_, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(reason, "ScaleDownDisabled");
+    assert!(message.starts_with("scale-down disabled: no window is open"));
+    assert_eq!(
+        t.schedule(ME).status.unwrap().next_transition_time,
+        Some(ebb_runtime::time::to_k8s_time(utc(FRIDAY_NIGHT)))
+    );
+
+    // ClusterVersion and pool both at work: both are named.
+    t.fake.modify_json(
+        "config.openshift.io/v1",
+        "ClusterVersion",
+        "",
+        "version",
+        |cv| {
+            cv["status"]["conditions"][1]["status"] = json!("True");
+        },
+    );
+    set_pool_updating(&t, "master", true);
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    assert!(t.condition(ME, decide::READY).2.starts_with(
+        "scale-down enabled: the cluster is upgrading (ClusterVersion version \
+         Progressing=True) and MachineConfigPool master is updating"
+    ));
+}
+
+#[tokio::test]
+async fn pools_are_read_only_for_schedules_that_follow_maintenance() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(false));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake.insert(machine_config_pool("worker", true, false));
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert!(
+        t.fake
+            .reads()
+            .iter()
+            .all(|r| !r.path.contains("machineconfigpools"))
+    );
+
+    // Switched off with the ClusterVersion: a following schedule reads neither.
+    let off = Test::with(
+        FRIDAY_NOON,
+        EnabledTargets {
+            cluster_version: false,
+            ..EnabledTargets::all()
+        },
+        false,
+    );
+    off.fake.insert(cluster_autoscaler(true));
+    off.fake.insert(following(ME));
+    off.fake.insert(machine_config_pool("worker", true, false));
+    off.reconcile(ME).await.unwrap();
+    assert_eq!(off.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert!(
+        off.fake
+            .reads()
+            .iter()
+            .all(|r| !r.path.contains("machineconfigpools"))
+    );
+}
+
+#[tokio::test]
+async fn a_missing_pool_api_reads_as_no_pools_and_other_failures_change_nothing() {
+    // Not OpenShift: neither the ClusterVersion nor the MachineConfigPool API exists.
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(following(ME));
+    t.fake.fail_next(Matcher::get("/machineconfigpools"), 404);
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert_eq!(t.condition(ME, decide::READY).1, "ScaleDownDisabled");
+
+    // Any other failure fails the pass before anything is written (the target keeps its
+    // state), and is retried.
+    t.fake.insert(machine_config_pool("worker", true, false));
+    t.fake.clear_requests();
+    t.fake.fail_next(Matcher::get("/machineconfigpools"), 500);
+    let error = t.reconcile(ME).await.unwrap_err();
+    assert_eq!(error.category(), "observe");
+    assert!(matches!(error, Error::MachineConfigPools(_)), "{error}");
+    assert_eq!(t.fake.write_count(), 0);
+    t.converge(ME).await;
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+}
+
 #[tokio::test]
 async fn missing_cluster_autoscaler_is_reported_not_created() {
     let t = Test::new(FRIDAY_NOON);
@@ -1004,6 +1205,88 @@ async fn machine_autoscaler_without_its_machine_set_is_reported() {
         ("False", "TargetInvalid")
     );
     assert!(message.contains("MachineSet worker-a not found"));
+}
+
+#[tokio::test]
+async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allows_scale_down() {
+    let t = Test::new(FRIDAY_NIGHT);
+    t.fake
+        .insert(machine_autoscaler("worker-a", 2, 6, json!({})));
+    t.fake.insert(machine_set("worker-a", 4));
+    t.fake
+        .insert(schedule(ME, json!({ "machineAutoscalers": {} }), nights()));
+
+    // No ClusterAutoscaler: reported, and the MachineAutoscalers are handled all the same.
+    t.reconcile(ME).await.unwrap();
+    let (status, reason, message) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClusterAutoscalerNotFound")
+    );
+    assert!(
+        message.starts_with(
+            "machineAutoscalers targets depend on ClusterAutoscaler default with \
+             spec.scaleDown.enabled: true; there is none"
+        ),
+        "{message}"
+    );
+    assert_eq!(t.condition(ME, decide::READY).0, "True");
+    let warning = t
+        .events
+        .events()
+        .into_iter()
+        .find(|e| e.kind == EventKind::Warning)
+        .unwrap();
+    assert_eq!(warning.reason, "ClusterAutoscalerNotFound");
+    assert_eq!(warning.note, message);
+
+    // Scale-down off in the ClusterAutoscaler: the windows cannot take effect.
+    t.fake.insert(cluster_autoscaler(false));
+    t.reconcile(ME).await.unwrap();
+    let (status, reason, message) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClusterAutoscalerScaleDownDisabled")
+    );
+    assert!(
+        message.contains("it has spec.scaleDown.enabled: false"),
+        "{message}"
+    );
+
+    // On: ready. ebb only reads it in this mode, never writes it.
+    t.fake.modify_json(
+        "autoscaling.openshift.io/v1",
+        "ClusterAutoscaler",
+        "",
+        "default",
+        |ca| {
+            ca["spec"]["scaleDown"]["enabled"] = json!(true);
+        },
+    );
+    t.reconcile(ME).await.unwrap();
+    let (status, reason, _) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "ClusterAutoscalerScaleDownEnabled")
+    );
+    assert!(
+        t.target_writes()
+            .iter()
+            .all(|w| !w.path.contains("clusterautoscalers"))
+    );
+
+    // A clusterAutoscaler schedule does not get the condition.
+    let other = Test::new(FRIDAY_NOON);
+    other.fake.insert(cluster_autoscaler(true));
+    other.fake.insert(schedule(ME, ca_target(), nights()));
+    other.reconcile(ME).await.unwrap();
+    let status = other.schedule(ME).status.unwrap();
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != decide::CLUSTER_AUTOSCALER_READY)
+    );
 }
 
 // ----- Karpenter NodePools -----------------------------------------------------------------------

@@ -59,6 +59,16 @@ pub fn cluster_version() -> ApiResource {
 /// The name of OpenShift's one ClusterVersion.
 pub const CLUSTER_VERSION_NAME: &str = "version";
 
+/// `machineconfiguration.openshift.io/v1` MachineConfigPool (cluster-scoped).
+pub fn machine_config_pool() -> ApiResource {
+    resource(
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfigPool",
+        "machineconfigpools",
+    )
+}
+
 /// `karpenter.sh/v1` NodePool (cluster-scoped).
 pub fn node_pool() -> ApiResource {
     resource("karpenter.sh", "v1", "NodePool", "nodepools")
@@ -87,20 +97,31 @@ pub fn cluster_autoscaler_enabled(ca: &DynamicObject) -> Option<bool> {
         .and_then(Value::as_bool)
 }
 
-/// Whether a ClusterVersion reports `Progressing=True`.
-pub fn cluster_version_progressing(cv: &DynamicObject) -> bool {
-    let conditions = cv
-        .data
+/// `status.conditions` as `(type, status)` pairs; entries missing either are skipped (OpenShift's
+/// conditions are not metav1.Conditions: every field is optional).
+fn condition_pairs(obj: &DynamicObject) -> impl Iterator<Item = (&str, &str)> {
+    obj.data
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    crate::decide::cluster_upgrading(conditions.iter().filter_map(|c| {
-        Some((
-            c.get("type").and_then(Value::as_str)?,
-            c.get("status").and_then(Value::as_str)?,
-        ))
-    }))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.get("type").and_then(Value::as_str)?,
+                c.get("status").and_then(Value::as_str)?,
+            ))
+        })
+}
+
+/// Whether a ClusterVersion reports `Progressing=True`.
+pub fn cluster_version_progressing(cv: &DynamicObject) -> bool {
+    crate::decide::cluster_upgrading(condition_pairs(cv))
+}
+
+/// Whether a MachineConfigPool reports `Updating=True`.
+pub fn machine_config_pool_updating(pool: &DynamicObject) -> bool {
+    crate::decide::pool_updating(condition_pairs(pool))
 }
 
 /// A node as [`decide::plan_node`](crate::decide::plan_node) sees it.

@@ -113,6 +113,36 @@ fn an_upgrade_enables_the_example_which_follows_upgrades() {
 }
 
 #[test]
+fn an_updating_machine_config_pool_enables_the_example_too() {
+    let file = example("scaledown-schedule.yaml");
+    assert_eq!(
+        json_at(
+            &file,
+            "2026-03-27T11:00:00Z",
+            &["--updating-pool", "worker", "--updating-pool", "infra"]
+        ),
+        answer(true, None, None)
+    );
+    let out = run(&[
+        "--file",
+        file.to_str().unwrap(),
+        "--at",
+        "2026-03-27T11:00:00Z",
+        "--updating-pool",
+        "worker",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("scale-down: enabled (MachineConfigPool worker is updating)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("next transition: when the maintenance ends"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_karpenter_example_on_new_york_sundays() {
     let file = example("scaledown-schedule-karpenter.yaml");
     let got = json_at(&file, "2026-03-07T12:00:00Z", &[]);
