@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-check e2e cluster cluster-bin demo bench clean
+.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -49,16 +49,31 @@ CLUSTER_BIN := $(CURDIR)/target/bin/ebb-cluster
 cluster-bin:
 	e2e/cluster/build $(CLUSTER_BIN)
 
+## cluster-bin-1.28: the same control plane at Kubernetes 1.28, the oldest release ebb supports
+## (e2e/cluster/k8s-1.28/go.mod).
+CLUSTER_BIN_128 := $(CURDIR)/target/bin/ebb-cluster-1.28
+cluster-bin-1.28:
+	e2e/cluster/build $(CLUSTER_BIN_128) k8s-1.28
+
 ## cluster: run that control plane on 127.0.0.1 until Ctrl-C; kubeconfig in target/ebb-cluster/.
 cluster: cluster-bin
 	$(CLUSTER_BIN) --dir target/ebb-cluster
 
 ## e2e: every controller binary as a process against the real control plane, with its chart's
-## RBAC; EBB_E2E_KUBECONFIG=path runs the same suite against any cluster instead.
+## RBAC, then the smoke scenarios against Kubernetes 1.28 (e2e-1.28); EBB_E2E_KUBECONFIG=path
+## runs the same suite against any cluster instead.
 e2e: cluster-bin
 	$(CARGO) build --quiet --workspace --bins
 	$(CARGO) test --no-run --quiet -p ebb-e2e
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) e2e/isolated $(CARGO) test -p ebb-e2e -- --nocapture
+	$(MAKE) --no-print-directory e2e-1.28
+
+## e2e-1.28: the smoke scenarios (the fake held to the real server, a service-scaler window, a
+## stackable-scaler hook and its webhook) against Kubernetes 1.28.
+E2E_SMOKE := --test fake_and_real --test service_scaler --test stackable_scaler
+e2e-1.28: cluster-bin-1.28
+	$(CARGO) build --quiet --workspace --bins
+	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN_128) e2e/isolated $(CARGO) test -p ebb-e2e $(E2E_SMOKE) -- --nocapture
 
 ## demo: the controllers' decisions, offline, on the example manifests (no cluster needed).
 demo:
