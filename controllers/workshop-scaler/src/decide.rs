@@ -4,16 +4,26 @@
 //! `now`, and applies what comes back. The `plan` subcommand asks the same functions offline.
 //!
 //! The rules (DESIGN.md section 2.1):
-//! - configuration: the WorkshopProvision's `spec.autoScaling` overrides its Workshop's field by
-//!   field; unset fields take the defaults ([`resolve`]); disabled means the controller does
-//!   nothing at all ([`Decision::Disabled`]).
+//! - configuration, field by field: the WorkshopProvision's `spec.autoScaling` (where Babylon's
+//!   installed CRD keeps it) > the Workshop's `spec.autoScaling` (where kept) > the one
+//!   `WorkshopScalingPolicy` selecting the Workshop > the defaults ([`resolve_sources`]). Two or
+//!   more policies selecting the Workshop are ambiguous: nothing scales, a condition and an Event
+//!   name them ([`Decision::Ambiguous`]), unless the provision or Workshop says `enabled: false`.
+//!   Disabled means the controller does nothing at all ([`Decision::Disabled`]).
+//! - `Workshop.spec.provisionDisabled: true` or an ended lifespan (`spec.lifespan.end` of the
+//!   Workshop or the provision): no scaling ([`Hold::ProvisionDisabled`], [`Hold::LifespanEnded`]).
 //! - demand: utilization = assigned / total seats; at or above `threshold` the provision scales to
 //!   `min(maxProvisions, max(count + 1, floor(count * scaleFactor)))` ([`next_count`]).
 //! - one scale-up in flight per provision: while `status.autoScalingActive` is true nothing scales;
 //!   an interrupted scale-up (flag written, count not yet) is finished exactly once
 //!   ([`Decision::Finish`]); the flag clears only when every ResourceClaim of the provision has
 //!   settled ([`Decision::Release`]); past `activeTimeout` unsettled claims are reported, never
-//!   acted on ([`Decision::Stuck`]).
+//!   acted on ([`Decision::Stuck`]). The flag is released early, with a reason, only when the
+//!   scale-up's claims provably can no longer appear (provisioning disabled, lifespan ended, count
+//!   lowered by someone, its unsettled claims deleted) or a person sets [`RELEASE_ANNOTATION`]
+//!   ([`Decision::ReleaseEarly`]); never on a timer.
+//! - after any release no new scale-up starts from the count the released one started from
+//!   (`status.autoScalingLastFromCount`, [`Hold::AlreadyScaledFrom`]).
 
 use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::babylon::AutoScaling;
@@ -38,21 +48,36 @@ pub const CONDITION_AT_MAX: &str = "AtMaxProvisions";
 pub const CONDITION_CLAIMS_STUCK: &str = "ClaimsStuck";
 /// Condition: the effective `autoScaling` block is valid.
 pub const CONDITION_CONFIG_VALID: &str = "AutoScalingConfigValid";
+/// Annotation a person sets (`"true"`) on a WorkshopProvision to release the scale-up in flight;
+/// the controller removes it once acted on.
+pub const RELEASE_ANNOTATION: &str = "scaling.ebb.dev/release-scale-up";
 
 /// Which object an effective `autoScaling` field came from, for error messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     /// The WorkshopProvision's own `spec.autoScaling`.
     Provision,
     /// The Workshop's `spec.autoScaling`, inherited.
     Workshop,
+    /// The `spec.autoScaling` of the WorkshopScalingPolicy of this name.
+    Policy(String),
     /// A field outside `autoScaling` (`spec.count`).
     Spec,
 }
 
+impl Origin {
+    fn note(&self) -> String {
+        match self {
+            Origin::Workshop => " (inherited from the Workshop)".into(),
+            Origin::Policy(name) => format!(" (from WorkshopScalingPolicy {name})"),
+            _ => String::new(),
+        }
+    }
+}
+
 /// An invalid setting: the field, the rule it breaks and the value it holds.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {rule}{}", match .origin { Origin::Workshop => " (inherited from the Workshop)", _ => "" })]
+#[error("{field}: {rule}{}", .origin.note())]
 pub struct ConfigError {
     /// The field's path in the object, e.g. `spec.autoScaling.threshold`.
     pub field: &'static str,
@@ -86,14 +111,64 @@ pub enum Settings {
     Invalid(ConfigError),
     /// Enabled and valid.
     Enabled(Config),
+    /// Two or more WorkshopScalingPolicies select the Workshop (their names, sorted): none
+    /// applies, nothing scales.
+    Ambiguous(Vec<String>),
+}
+
+/// Every configuration source of one provision.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sources<'a> {
+    /// The WorkshopProvision's `spec.autoScaling` (absent where Babylon's CRD prunes it).
+    pub provision: Option<&'a AutoScaling>,
+    /// The Workshop's `spec.autoScaling` (absent where Babylon's CRD prunes it).
+    pub workshop: Option<&'a AutoScaling>,
+    /// The `spec.autoScaling` of every WorkshopScalingPolicy selecting the Workshop, by name.
+    pub policies: &'a [(String, AutoScaling)],
+}
+
+impl<'a> Sources<'a> {
+    /// The one policy that applies: `None` without policies, and also when several match (the
+    /// caller reports those as ambiguous).
+    fn policy(&self) -> Option<(&'a str, &'a AutoScaling)> {
+        match self.policies {
+            [(name, auto)] => Some((name.as_str(), auto)),
+            _ => None,
+        }
+    }
+
+    /// The effective value of one field and the object it came from: provision > Workshop >
+    /// policy.
+    fn pick<T>(&self, field: impl Fn(&AutoScaling) -> Option<T>) -> Option<(T, Origin)> {
+        self.provision
+            .and_then(&field)
+            .map(|v| (v, Origin::Provision))
+            .or_else(|| {
+                self.workshop
+                    .and_then(&field)
+                    .map(|v| (v, Origin::Workshop))
+            })
+            .or_else(|| {
+                self.policy()
+                    .and_then(|(name, p)| field(p).map(|v| (v, Origin::Policy(name.to_owned()))))
+            })
+    }
 }
 
 /// The effective `enabled`: the provision's, else the Workshop's, else false.
 pub fn enabled(workshop: Option<&AutoScaling>, provision: Option<&AutoScaling>) -> bool {
-    provision
-        .and_then(|p| p.enabled)
-        .or_else(|| workshop.and_then(|w| w.enabled))
-        .unwrap_or(DEFAULT_ENABLED)
+    enabled_of(&Sources {
+        provision,
+        workshop,
+        policies: &[],
+    })
+}
+
+/// The effective `enabled` of all sources: provision > Workshop > the one policy > false.
+pub fn enabled_of(sources: &Sources) -> bool {
+    sources
+        .pick(|a| a.enabled)
+        .map_or(DEFAULT_ENABLED, |(v, _)| v)
 }
 
 /// Merges the provision's `autoScaling` over its Workshop's, field by field, fills in the
@@ -103,19 +178,16 @@ pub fn resolve(
     workshop: Option<&AutoScaling>,
     provision: Option<&AutoScaling>,
 ) -> Result<Config, ConfigError> {
-    // The effective value of one field and the object it came from.
-    fn pick<T: Clone>(
-        workshop: Option<&AutoScaling>,
-        provision: Option<&AutoScaling>,
-        field: impl Fn(&AutoScaling) -> Option<T>,
-    ) -> Option<(T, Origin)> {
-        provision
-            .and_then(&field)
-            .map(|v| (v, Origin::Provision))
-            .or_else(|| workshop.and_then(&field).map(|v| (v, Origin::Workshop)))
-    }
+    resolve_sources(&Sources {
+        provision,
+        workshop,
+        policies: &[],
+    })
+}
 
-    let threshold = match pick(workshop, provision, |a| a.threshold) {
+/// [`resolve`] over every source: provision > Workshop > the one policy > defaults, field by field.
+pub fn resolve_sources(sources: &Sources) -> Result<Config, ConfigError> {
+    let threshold = match sources.pick(|a| a.threshold) {
         None => DEFAULT_THRESHOLD,
         Some((t, origin)) => {
             // `!(t > 0.0)` also rejects NaN (YAML `.nan` reaches `plan`).
@@ -129,7 +201,7 @@ pub fn resolve(
             t
         }
     };
-    let scale_factor = match pick(workshop, provision, |a| a.scale_factor) {
+    let scale_factor = match sources.pick(|a| a.scale_factor) {
         None => DEFAULT_SCALE_FACTOR,
         Some((f, origin)) => {
             if !(f > 1.0 && f.is_finite()) {
@@ -142,7 +214,7 @@ pub fn resolve(
             f
         }
     };
-    let max_provisions = match pick(workshop, provision, |a| a.max_provisions) {
+    let max_provisions = match sources.pick(|a| a.max_provisions) {
         None => DEFAULT_MAX_PROVISIONS,
         Some((m, origin)) => {
             if m < 1 {
@@ -155,7 +227,7 @@ pub fn resolve(
             m
         }
     };
-    let active_timeout = match pick(workshop, provision, |a| a.active_timeout.clone()) {
+    let active_timeout = match sources.pick(|a| a.active_timeout.clone()) {
         None => TimeDelta::minutes(60),
         Some((text, origin)) => match ebb_schedule::parse_duration(&text) {
             Ok(d) => d,
@@ -171,7 +243,7 @@ pub fn resolve(
         },
     };
     Ok(Config {
-        enabled: enabled(workshop, provision),
+        enabled: enabled_of(sources),
         threshold,
         scale_factor,
         max_provisions,
@@ -182,10 +254,32 @@ pub fn resolve(
 /// [`resolve`] as the reconciler sees it: disabled wins over everything (an invalid block on a
 /// disabled provision is none of the controller's business: it must write nothing).
 pub fn settings(workshop: Option<&AutoScaling>, provision: Option<&AutoScaling>) -> Settings {
-    if !enabled(workshop, provision) {
+    settings_of(&Sources {
+        provision,
+        workshop,
+        policies: &[],
+    })
+}
+
+/// [`settings`] over every source. Several policies selecting the Workshop are ambiguous
+/// (never a silent pick) unless the provision or the Workshop itself says `enabled: false`.
+pub fn settings_of(sources: &Sources) -> Settings {
+    if sources.policies.len() > 1 {
+        let explicit = sources
+            .provision
+            .and_then(|p| p.enabled)
+            .or_else(|| sources.workshop.and_then(|w| w.enabled));
+        if explicit == Some(false) {
+            return Settings::Disabled;
+        }
+        let mut names: Vec<String> = sources.policies.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        return Settings::Ambiguous(names);
+    }
+    if !enabled_of(sources) {
         return Settings::Disabled;
     }
-    match resolve(workshop, provision) {
+    match resolve_sources(sources) {
         Ok(config) => Settings::Enabled(config),
         Err(error) => Settings::Invalid(error),
     }
@@ -235,12 +329,14 @@ pub struct InFlight {
 }
 
 /// One ResourceClaim of the provision.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Claim {
     /// `metadata.name`.
     pub name: String,
     /// Ready, complete or failed by Babylon's predicates.
     pub settled: bool,
+    /// Being deleted (`metadata.deletionTimestamp`): it can never settle.
+    pub deleting: bool,
 }
 
 /// What the reconciler observed about one provision.
@@ -254,6 +350,14 @@ pub struct Observed {
     pub in_flight: Option<InFlight>,
     /// The provision's ResourceClaims.
     pub claims: Vec<Claim>,
+    /// `Workshop.spec.provisionDisabled` is true.
+    pub provision_disabled: bool,
+    /// The earliest `spec.lifespan.end` of the Workshop and the provision.
+    pub lifespan_end: Option<DateTime<Utc>>,
+    /// `status.autoScalingLastFromCount`: the count the last released scale-up started from.
+    pub last_from: Option<i32>,
+    /// [`RELEASE_ANNOTATION`] is `"true"` on the provision.
+    pub release_requested: bool,
 }
 
 /// Why a provision does not scale although nothing is in flight.
@@ -271,6 +375,80 @@ pub enum Hold {
         /// assigned / total.
         utilization: f64,
     },
+    /// `Workshop.spec.provisionDisabled` is true.
+    ProvisionDisabled,
+    /// The lifespan of the Workshop or the provision ended at this instant.
+    LifespanEnded {
+        /// `spec.lifespan.end`.
+        end: DateTime<Utc>,
+    },
+    /// Demand is there, but a scale-up from this very count already happened and was released
+    /// (`status.autoScalingLastFromCount`): another would repeat it.
+    AlreadyScaledFrom {
+        /// The count.
+        count: i32,
+    },
+}
+
+/// Why a scale-up in flight is released before its claims settled: its claims can provably no
+/// longer appear, or a person asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EarlyRelease {
+    /// `Workshop.spec.provisionDisabled` turned true.
+    ProvisionDisabled,
+    /// The lifespan ended.
+    LifespanEnded {
+        /// `spec.lifespan.end`.
+        end: DateTime<Utc>,
+    },
+    /// Someone set `spec.count` below the scale-up's target (and not back to its start).
+    CountLowered {
+        /// The count now.
+        count: i32,
+        /// The scale-up's target.
+        target: i32,
+    },
+    /// Every claim still unsettled is being deleted.
+    ClaimsDeleted {
+        /// Their names, sorted.
+        claims: Vec<String>,
+    },
+    /// [`RELEASE_ANNOTATION`] was set.
+    Requested,
+}
+
+impl EarlyRelease {
+    /// The condition reason (and the Event's wording).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            EarlyRelease::ProvisionDisabled => "ProvisionDisabled",
+            EarlyRelease::LifespanEnded { .. } => "LifespanEnded",
+            EarlyRelease::CountLowered { .. } => "CountLowered",
+            EarlyRelease::ClaimsDeleted { .. } => "ClaimsDeleted",
+            EarlyRelease::Requested => "ReleaseRequested",
+        }
+    }
+
+    /// One sentence on why.
+    pub fn describe(&self) -> String {
+        match self {
+            EarlyRelease::ProvisionDisabled => {
+                "the Workshop has spec.provisionDisabled: true, so the scale-up's claims will not appear".into()
+            }
+            EarlyRelease::LifespanEnded { end } => format!(
+                "the lifespan ended at {}, so the scale-up's claims will not appear",
+                end.to_rfc3339()
+            ),
+            EarlyRelease::CountLowered { count, target } => format!(
+                "spec.count was lowered to {count} below the scale-up's target {target} by someone else"
+            ),
+            EarlyRelease::ClaimsDeleted { claims } => format!(
+                "the unsettled claims are being deleted and can never settle: {}",
+                claims.join(", ")
+            ),
+            EarlyRelease::Requested => format!("{RELEASE_ANNOTATION} was set"),
+        }
+    }
 }
 
 /// The provision's claims that hold a scale-up in flight.
@@ -353,6 +531,17 @@ pub enum Decision {
         /// Why.
         reason: String,
     },
+    /// The flag is set, the claims have not all settled, but they provably can no longer
+    /// appear, or a person asked: clear the flag, with the reason, no scale.
+    ReleaseEarly {
+        /// Why.
+        cause: EarlyRelease,
+    },
+    /// Several WorkshopScalingPolicies select the Workshop: report it, do nothing else.
+    Ambiguous {
+        /// Their names, sorted.
+        policies: Vec<String>,
+    },
 }
 
 impl Decision {
@@ -375,6 +564,24 @@ impl Decision {
         match self {
             Decision::Disabled => {
                 "auto-scaling is disabled (spec.autoScaling.enabled is not true)".into()
+            }
+            Decision::Ambiguous { policies } => format!(
+                "WorkshopScalingPolicies {} all select this provision's Workshop: none applies \
+                 until exactly one does (or the Workshop sets spec.autoScaling itself)",
+                policies.join(", ")
+            ),
+            Decision::Hold(Hold::ProvisionDisabled) => {
+                "the Workshop has spec.provisionDisabled: true: no scaling".into()
+            }
+            Decision::Hold(Hold::LifespanEnded { end }) => {
+                format!("the lifespan ended at {}: no scaling", end.to_rfc3339())
+            }
+            Decision::Hold(Hold::AlreadyScaledFrom { count }) => format!(
+                "a scale-up from count {count} already happened and was released \
+                 (status.autoScalingLastFromCount): no second one from the same count"
+            ),
+            Decision::ReleaseEarly { cause } => {
+                format!("the scale-up in flight was released: {}", cause.describe())
             }
             Decision::Invalid(error) => format!("invalid configuration: {error}"),
             Decision::Hold(Hold::NoSeats) => {
@@ -434,6 +641,11 @@ pub fn decide(settings: &Settings, observed: &Observed, now: DateTime<Utc>) -> D
     let config = match settings {
         Settings::Disabled => return Decision::Disabled,
         Settings::Invalid(error) => return Decision::Invalid(error.clone()),
+        Settings::Ambiguous(policies) => {
+            return Decision::Ambiguous {
+                policies: policies.clone(),
+            };
+        }
         Settings::Enabled(config) => config,
     };
     if observed.count < 0 {
@@ -443,9 +655,34 @@ pub fn decide(settings: &Settings, observed: &Observed, now: DateTime<Utc>) -> D
             origin: Origin::Spec,
         });
     }
+    let lifespan_ended = observed.lifespan_end.filter(|end| *end <= now);
     match &observed.in_flight {
-        Some(in_flight) => decide_in_flight(config, observed, in_flight, now),
-        None => decide_demand(config, observed.count, observed.seats),
+        Some(in_flight) => {
+            // A person's word, then the reasons the scale-up's claims can no longer appear.
+            let cause = if observed.release_requested {
+                Some(EarlyRelease::Requested)
+            } else if observed.provision_disabled {
+                Some(EarlyRelease::ProvisionDisabled)
+            } else {
+                lifespan_ended.map(|end| EarlyRelease::LifespanEnded { end })
+            };
+            match cause {
+                Some(cause) => Decision::ReleaseEarly { cause },
+                None => decide_in_flight(config, observed, in_flight, now),
+            }
+        }
+        None if observed.provision_disabled => Decision::Hold(Hold::ProvisionDisabled),
+        None => match lifespan_ended {
+            Some(end) => Decision::Hold(Hold::LifespanEnded { end }),
+            None => match decide_demand(config, observed.count, observed.seats) {
+                // The from-count guard: never a second scale-up from the count a released one
+                // started from.
+                Decision::Start { from, .. } if observed.last_from == Some(from) => {
+                    Decision::Hold(Hold::AlreadyScaledFrom { count: from })
+                }
+                other => other,
+            },
+        },
     }
 }
 
@@ -494,14 +731,30 @@ fn decide_in_flight(
         }
         return Decision::Finish { from, to };
     }
+    // Someone lowered the count below the target (other than back to the start, handled
+    // above): the claims the scale-up asked for will not be created.
+    if let Some(target) = in_flight.target
+        && count < target
+    {
+        return Decision::ReleaseEarly {
+            cause: EarlyRelease::CountLowered { count, target },
+        };
+    }
 
     let mut pending: Vec<String> = observed
         .claims
         .iter()
-        .filter(|c| !c.settled)
+        .filter(|c| !c.settled && !c.deleting)
         .map(|c| c.name.clone())
         .collect();
     pending.sort();
+    let mut deleting: Vec<String> = observed
+        .claims
+        .iter()
+        .filter(|c| !c.settled && c.deleting)
+        .map(|c| c.name.clone())
+        .collect();
+    deleting.sort();
     // Babylon creates claims gradually (concurrency, startDelay): until `count` claims exist, the
     // scale-up has not materialised, however settled the existing ones are.
     let existing = i32::try_from(observed.claims.len()).unwrap_or(i32::MAX);
@@ -510,6 +763,11 @@ fn decide_in_flight(
         missing: count.saturating_sub(existing).max(0),
     };
     if unsettled.is_empty() {
+        if !deleting.is_empty() {
+            return Decision::ReleaseEarly {
+                cause: EarlyRelease::ClaimsDeleted { claims: deleting },
+            };
+        }
         return Decision::Release {
             claims: observed.claims.len(),
         };
@@ -552,6 +810,18 @@ pub fn conditions(
             false,
             "InvalidConfig",
             error.to_string(),
+        ));
+        return out;
+    }
+    if let Decision::Ambiguous { policies } = decision {
+        out.push(ConditionUpdate::new(
+            CONDITION_CONFIG_VALID,
+            false,
+            "AmbiguousPolicies",
+            format!(
+                "WorkshopScalingPolicies {} all select the Workshop: none applies, nothing scales",
+                policies.join(", ")
+            ),
         ));
         return out;
     }
@@ -615,6 +885,33 @@ pub fn conditions(
                 "Cancelled",
                 "the scale-up in flight could not happen and was cancelled",
             ),
+            Decision::ReleaseEarly { cause } => ConditionUpdate::new(
+                CONDITION_AUTO_SCALING,
+                false,
+                cause.reason(),
+                format!("the scale-up in flight was released: {}", cause.describe()),
+            ),
+            Decision::Hold(Hold::ProvisionDisabled) => ConditionUpdate::new(
+                CONDITION_AUTO_SCALING,
+                false,
+                "ProvisionDisabled",
+                "the Workshop has spec.provisionDisabled: true",
+            ),
+            Decision::Hold(Hold::LifespanEnded { end }) => ConditionUpdate::new(
+                CONDITION_AUTO_SCALING,
+                false,
+                "LifespanEnded",
+                format!("the lifespan ended at {}", end.to_rfc3339()),
+            ),
+            Decision::Hold(Hold::AlreadyScaledFrom { count }) => ConditionUpdate::new(
+                CONDITION_AUTO_SCALING,
+                false,
+                "AlreadyScaledFrom",
+                format!(
+                    "demand reached the threshold, but a scale-up from count {count} already \
+                     happened (status.autoScalingLastFromCount)"
+                ),
+            ),
             _ => ConditionUpdate::new(
                 CONDITION_AUTO_SCALING,
                 false,
@@ -670,6 +967,49 @@ pub fn conditions(
     out
 }
 
+/// Condition of a WorkshopScalingPolicy: another policy also selects one of its Workshops.
+pub const CONDITION_POLICY_AMBIGUOUS: &str = "Ambiguous";
+/// How many selected Workshops a policy's status lists by name.
+pub const POLICY_STATUS_MAX_LISTED: usize = 100;
+
+/// What a WorkshopScalingPolicy's status reports: the Workshops it selects and, for each of them
+/// that other policies also select, those policies.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PolicyReport {
+    /// Every selected Workshop, sorted (the status lists the first
+    /// [`POLICY_STATUS_MAX_LISTED`]).
+    pub workshops: Vec<String>,
+    /// `(workshop, the other policies selecting it)`, sorted: these Workshops do not scale.
+    pub contested: Vec<(String, Vec<String>)>,
+}
+
+/// The conditions of a policy's status after `report`.
+pub fn policy_conditions(report: &PolicyReport) -> Vec<ConditionUpdate> {
+    vec![if report.contested.is_empty() {
+        ConditionUpdate::new(
+            CONDITION_POLICY_AMBIGUOUS,
+            false,
+            "Unique",
+            "no other WorkshopScalingPolicy selects these Workshops",
+        )
+    } else {
+        let list: Vec<String> = report
+            .contested
+            .iter()
+            .map(|(w, others)| format!("{w} (also {})", others.join(", ")))
+            .collect();
+        ConditionUpdate::new(
+            CONDITION_POLICY_AMBIGUOUS,
+            true,
+            "AlsoSelectedByOtherPolicies",
+            format!(
+                "these Workshops are selected by several policies, so none applies and they do not scale: {}",
+                list.join("; ")
+            ),
+        )
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -713,6 +1053,7 @@ mod tests {
         Claim {
             name: name.into(),
             settled,
+            deleting: false,
         }
     }
 
@@ -1318,6 +1659,403 @@ mod tests {
         );
     }
 
+    // --- configuration sources: policies, precedence, ambiguity ---
+
+    fn policy(name: &str, auto: AutoScaling) -> (String, AutoScaling) {
+        (name.to_owned(), auto)
+    }
+
+    #[test]
+    fn precedence_is_provision_then_workshop_then_the_one_policy_field_by_field() {
+        let policies = [policy(
+            "standard",
+            AutoScaling {
+                enabled: Some(true),
+                threshold: Some(0.5),
+                scale_factor: Some(2.0),
+                max_provisions: Some(60),
+                active_timeout: Some("10m".into()),
+            },
+        )];
+        // A stock Babylon cluster: no spec.autoScaling anywhere, the policy alone configures.
+        let stock = Sources {
+            policies: &policies,
+            ..Sources::default()
+        };
+        assert_eq!(
+            settings_of(&stock),
+            Settings::Enabled(Config {
+                enabled: true,
+                threshold: 0.5,
+                scale_factor: 2.0,
+                max_provisions: 60,
+                active_timeout: TimeDelta::minutes(10),
+            })
+        );
+        // Where the CRDs keep spec.autoScaling: the Workshop's fields beat the policy's, the
+        // provision's beat both; the rest falls through.
+        let workshop = AutoScaling {
+            threshold: Some(0.7),
+            max_provisions: Some(50),
+            ..AutoScaling::default()
+        };
+        let provision = AutoScaling {
+            max_provisions: Some(40),
+            ..AutoScaling::default()
+        };
+        let c = resolve_sources(&Sources {
+            provision: Some(&provision),
+            workshop: Some(&workshop),
+            policies: &policies,
+        })
+        .unwrap();
+        assert_eq!(
+            (c.enabled, c.threshold, c.scale_factor, c.max_provisions),
+            (true, 0.7, 2.0, 40)
+        );
+        // The Workshop opts out of what the policy enables.
+        let off = AutoScaling {
+            enabled: Some(false),
+            ..AutoScaling::default()
+        };
+        assert_eq!(
+            settings_of(&Sources {
+                workshop: Some(&off),
+                policies: &policies,
+                ..Sources::default()
+            }),
+            Settings::Disabled
+        );
+        // A policy that does not enable configures nothing on its own.
+        let tuning_only = [policy(
+            "tuning",
+            AutoScaling {
+                threshold: Some(0.5),
+                ..AutoScaling::default()
+            },
+        )];
+        assert_eq!(
+            settings_of(&Sources {
+                policies: &tuning_only,
+                ..Sources::default()
+            }),
+            Settings::Disabled
+        );
+    }
+
+    #[test]
+    fn an_invalid_policy_field_names_the_policy() {
+        let policies = [policy(
+            "broken",
+            AutoScaling {
+                enabled: Some(true),
+                active_timeout: Some("soon".into()),
+                ..AutoScaling::default()
+            },
+        )];
+        let Settings::Invalid(error) = settings_of(&Sources {
+            policies: &policies,
+            ..Sources::default()
+        }) else {
+            panic!("expected invalid")
+        };
+        assert_eq!(error.origin, Origin::Policy("broken".into()));
+        assert!(
+            error
+                .to_string()
+                .ends_with("got \"soon\" (from WorkshopScalingPolicy broken)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn two_policies_for_one_workshop_are_ambiguous_never_a_silent_pick() {
+        let on = AutoScaling {
+            enabled: Some(true),
+            ..AutoScaling::default()
+        };
+        let policies = [policy("zeta", on.clone()), policy("alpha", on.clone())];
+        let sources = Sources {
+            policies: &policies,
+            ..Sources::default()
+        };
+        let settings = settings_of(&sources);
+        assert_eq!(
+            settings,
+            Settings::Ambiguous(vec!["alpha".into(), "zeta".into()])
+        );
+        // Even with full demand and the Workshop's own block enabling: nothing scales.
+        let with_workshop = settings_of(&Sources {
+            workshop: Some(&on),
+            ..sources
+        });
+        assert!(matches!(with_workshop, Settings::Ambiguous(_)));
+        let d = decide(&settings, &observed(10, 10, 10), t0());
+        assert_eq!(
+            d,
+            Decision::Ambiguous {
+                policies: vec!["alpha".into(), "zeta".into()]
+            }
+        );
+        assert!(!d.scales());
+        let conds = conditions(&d, None, 10, None);
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].type_, CONDITION_CONFIG_VALID);
+        assert!(!conds[0].status);
+        assert_eq!(conds[0].reason, "AmbiguousPolicies");
+        assert!(
+            conds[0].message.contains("alpha, zeta"),
+            "{}",
+            conds[0].message
+        );
+        // An explicit opt-out on the Workshop or provision still means: write nothing.
+        let off = AutoScaling {
+            enabled: Some(false),
+            ..AutoScaling::default()
+        };
+        assert_eq!(
+            settings_of(&Sources {
+                provision: Some(&off),
+                ..sources
+            }),
+            Settings::Disabled
+        );
+    }
+
+    #[test]
+    fn a_policy_reports_the_workshops_others_also_select() {
+        let unique = policy_conditions(&PolicyReport {
+            workshops: vec!["a".into()],
+            contested: vec![],
+        });
+        assert_eq!(
+            (unique[0].status, unique[0].reason.as_str()),
+            (false, "Unique")
+        );
+        let contested = policy_conditions(&PolicyReport {
+            workshops: vec!["a".into(), "b".into()],
+            contested: vec![("b".into(), vec!["other".into()])],
+        });
+        assert!(contested[0].status);
+        assert!(
+            contested[0].message.ends_with("b (also other)"),
+            "{}",
+            contested[0].message
+        );
+    }
+
+    // --- provisionDisabled, lifespan, early releases, the from-count guard ---
+
+    fn in_flight_observed() -> Observed {
+        // 10 -> 15 applied, 15 claims of which 3 still provisioning.
+        let mut claims = claims(12, true);
+        claims.extend((0..3).map(|i| claim(&format!("p{i}"), false)));
+        Observed {
+            in_flight: Some(in_flight(10, 15)),
+            claims,
+            ..observed(15, 10, 10)
+        }
+    }
+
+    #[test]
+    fn provision_disabled_means_no_scaling() {
+        let o = Observed {
+            provision_disabled: true,
+            ..observed(10, 10, 10)
+        };
+        let d = decide(&enabled_settings(), &o, t0());
+        assert_eq!(d, Decision::Hold(Hold::ProvisionDisabled));
+        let conds = conditions(&d, Some(&config()), 10, None);
+        let active = conds
+            .iter()
+            .find(|c| c.type_ == CONDITION_AUTO_SCALING)
+            .unwrap();
+        assert_eq!(
+            (active.status, active.reason.as_str()),
+            (false, "ProvisionDisabled")
+        );
+    }
+
+    #[test]
+    fn an_ended_lifespan_means_no_scaling() {
+        let end = t0() - TimeDelta::minutes(1);
+        let o = Observed {
+            lifespan_end: Some(end),
+            ..observed(10, 10, 10)
+        };
+        assert_eq!(
+            decide(&enabled_settings(), &o, t0()),
+            Decision::Hold(Hold::LifespanEnded { end })
+        );
+        // Before the end it scales as usual.
+        assert!(decide(&enabled_settings(), &o, end - TimeDelta::seconds(1)).scales());
+    }
+
+    #[test]
+    fn each_early_release_reason_releases_with_its_reason() {
+        let s = enabled_settings();
+        let base = in_flight_observed();
+        assert!(matches!(decide(&s, &base, t0()), Decision::Wait { .. }));
+        let end = t0() - TimeDelta::minutes(5);
+        let cases: Vec<(Observed, EarlyRelease, &str)> = vec![
+            (
+                Observed {
+                    provision_disabled: true,
+                    ..base.clone()
+                },
+                EarlyRelease::ProvisionDisabled,
+                "ProvisionDisabled",
+            ),
+            (
+                Observed {
+                    lifespan_end: Some(end),
+                    ..base.clone()
+                },
+                EarlyRelease::LifespanEnded { end },
+                "LifespanEnded",
+            ),
+            (
+                Observed {
+                    count: 12,
+                    ..base.clone()
+                },
+                EarlyRelease::CountLowered {
+                    count: 12,
+                    target: 15,
+                },
+                "CountLowered",
+            ),
+            (
+                Observed {
+                    count: 8,
+                    ..base.clone()
+                },
+                EarlyRelease::CountLowered {
+                    count: 8,
+                    target: 15,
+                },
+                "CountLowered",
+            ),
+            (
+                Observed {
+                    claims: base
+                        .claims
+                        .iter()
+                        .map(|c| Claim {
+                            deleting: !c.settled,
+                            ..c.clone()
+                        })
+                        .collect(),
+                    ..base.clone()
+                },
+                EarlyRelease::ClaimsDeleted {
+                    claims: vec!["p0".into(), "p1".into(), "p2".into()],
+                },
+                "ClaimsDeleted",
+            ),
+            (
+                Observed {
+                    release_requested: true,
+                    ..base.clone()
+                },
+                EarlyRelease::Requested,
+                "ReleaseRequested",
+            ),
+        ];
+        for (o, cause, reason) in cases {
+            let d = decide(&s, &o, t0());
+            assert_eq!(
+                d,
+                Decision::ReleaseEarly {
+                    cause: cause.clone()
+                },
+                "{reason}"
+            );
+            assert!(!d.scales());
+            let conds = conditions(&d, Some(&config()), o.count, o.in_flight.as_ref());
+            let active = conds
+                .iter()
+                .find(|c| c.type_ == CONDITION_AUTO_SCALING)
+                .unwrap();
+            assert_eq!((active.status, active.reason.as_str()), (false, reason));
+            assert!(
+                active.message.contains(&cause.describe()),
+                "{}",
+                active.message
+            );
+        }
+    }
+
+    #[test]
+    fn a_timer_alone_never_releases() {
+        // Far past activeTimeout, nothing provably gone, nobody asked: still reported, not released.
+        let d = decide(
+            &enabled_settings(),
+            &in_flight_observed(),
+            t0() + TimeDelta::days(30),
+        );
+        assert!(matches!(d, Decision::Stuck { .. }), "{d:?}");
+        // A claim being deleted while others still provision: wait for the others.
+        let mut o = in_flight_observed();
+        o.claims[12].deleting = true;
+        assert!(matches!(
+            decide(&enabled_settings(), &o, t0()),
+            Decision::Wait { .. }
+        ));
+        // Claims deleted and gone: Babylon may create them again, so they can still appear.
+        let gone = Observed {
+            claims: claims(12, true),
+            ..in_flight_observed()
+        };
+        assert!(matches!(
+            decide(&enabled_settings(), &gone, t0()),
+            Decision::Wait { .. }
+        ));
+        // Someone raised the count above the target: more claims will come, keep waiting.
+        let raised = Observed {
+            count: 20,
+            ..in_flight_observed()
+        };
+        assert!(matches!(
+            decide(&enabled_settings(), &raised, t0()),
+            Decision::Wait { .. }
+        ));
+    }
+
+    #[test]
+    fn a_release_never_allows_a_second_increase_from_the_same_count() {
+        let s = enabled_settings();
+        // Released early at 10 (e.g. the count lowered back to where it started): demand stays.
+        let o = Observed {
+            last_from: Some(10),
+            ..observed(10, 10, 10)
+        };
+        let d = decide(&s, &o, t0());
+        assert_eq!(d, Decision::Hold(Hold::AlreadyScaledFrom { count: 10 }));
+        let conds = conditions(&d, Some(&config()), 10, None);
+        assert_eq!(
+            conds
+                .iter()
+                .find(|c| c.type_ == CONDITION_AUTO_SCALING)
+                .unwrap()
+                .reason,
+            "AlreadyScaledFrom"
+        );
+        // From any other count, demand scales as usual.
+        let other = Observed {
+            last_from: Some(10),
+            ..observed(15, 10, 10)
+        };
+        assert_eq!(
+            decide(&s, &other, t0()),
+            Decision::Start {
+                from: 15,
+                to: 22,
+                utilization: 1.0
+            }
+        );
+    }
+
     // --- properties ---
 
     fn any_config() -> impl Strategy<Value = Config> {
@@ -1368,6 +2106,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, s)| claim(&format!("c{i}"), s))
                     .collect(),
+                ..Observed::default()
             })
     }
 
@@ -1411,6 +2150,21 @@ mod tests {
                 prop_assert!(to <= f.target.unwrap());
                 prop_assert!(to > from);
             }
+        }
+
+        #[test]
+        fn prop_never_starts_from_the_released_from_count(c in any_config(), o in any_observed(), dt in 0i64..200_000) {
+            let o = Observed { last_from: Some(o.count), ..o };
+            let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+            prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
+        }
+
+        #[test]
+        fn prop_an_early_release_never_scales(c in any_config(), o in any_observed(), disabled in any::<bool>(), asked in any::<bool>(), dt in 0i64..200_000) {
+            prop_assume!(o.in_flight.is_some() && (disabled || asked));
+            let o = Observed { provision_disabled: disabled, release_requested: asked, ..o };
+            let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+            prop_assert!(matches!(d, Decision::ReleaseEarly { .. }), "{d:?}");
         }
 
         #[test]

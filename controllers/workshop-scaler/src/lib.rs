@@ -3,18 +3,25 @@
 //! When the share of a workshop's seats (WorkshopUserAssignments) that users hold reaches
 //! `autoScaling.threshold`, each WorkshopProvision of the workshop raises its `spec.count` to
 //! `min(maxProvisions, max(count + 1, floor(count * scaleFactor)))`, one scale-up in flight at a
-//! time, released only when every ResourceClaim of the provision has settled.
+//! time, released only when every ResourceClaim of the provision has settled (or, with a reason,
+//! when those claims provably can no longer appear).
+//!
+//! Configuration comes from the provision's and the Workshop's `spec.autoScaling` where Babylon's
+//! installed CRDs keep it, and from ebb's own namespaced `WorkshopScalingPolicy`, which survives
+//! Babylon's published CRDs (they prune unknown `spec` fields).
 //!
 //! - [`decide`]: every rule, pure.
 //! - [`reconcile`]: observe -> decide -> apply, with resourceVersion preconditions.
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
+//! - [`policy`]: the status of WorkshopScalingPolicies (selected and contested Workshops).
 //!
 //! See `controllers/workshop-scaler/README.md` for users.
 
 pub mod decide;
 pub mod metrics;
 pub mod plan;
+pub mod policy;
 pub mod reconcile;
 
 use std::sync::Arc;
@@ -23,6 +30,7 @@ use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
 };
 use ebb_crds::poolboy::ResourceClaim;
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{Runtime, WarmUp, scoped_apis, watcher_config};
 use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
@@ -70,15 +78,44 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             &client, common,
         ))
         .zip(scoped_apis::<Guarded<Workshop>>(&client, common))
-        .zip(scoped_apis::<Guarded<ResourceClaim>>(&client, common));
+        .zip(scoped_apis::<Guarded<ResourceClaim>>(&client, common))
+        .zip(scoped_apis::<Guarded<WorkshopScalingPolicy>>(
+            &client, common,
+        ))
+        .zip(scoped_apis::<Guarded<WorkshopScalingPolicy>>(
+            &client, common,
+        ))
+        .zip(scoped_apis::<Guarded<Workshop>>(&client, common));
     let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
-    for (((provisions, assignments), workshops), claims) in scopes {
+    for (
+        (((((provisions, assignments), workshops), claims), policies), own_policies),
+        policy_workshops,
+    ) in scopes
+    {
+        let statuses = policy_controller(own_policies, policy_workshops, &runtime.shutdown);
+        controllers.push(
+            statuses
+                .run(
+                    policy::reconcile_policy_guarded,
+                    policy::policy_error_policy,
+                    ctx.clone(),
+                )
+                .for_each(|result| async move {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "policy controller event");
+                    }
+                })
+                .boxed(),
+        );
         let controller = controller(
             provisions,
-            assignments,
-            workshops,
-            claims,
+            Related {
+                assignments,
+                workshops,
+                claims,
+                policies,
+            },
             watcher_config(common),
             &runtime.shutdown,
             &warm_up,
@@ -90,7 +127,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                     if let Err(error) = result {
                         tracing::debug!(%error, "controller event");
                     }
-                }),
+                })
+                .boxed(),
         );
     }
     runtime
@@ -99,21 +137,48 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The APIs of one scope whose objects are mapped onto the reconciled WorkshopProvisions.
+pub struct Related {
+    /// Seats: mapped to the provisions of their workshop.
+    pub assignments: Api<Guarded<WorkshopUserAssignment>>,
+    /// Workshops: mapped to their provisions.
+    pub workshops: Api<Guarded<Workshop>>,
+    /// ResourceClaims: mapped to their provision.
+    pub claims: Api<Guarded<ResourceClaim>>,
+    /// WorkshopScalingPolicies: mapped to every provision of their namespace.
+    pub policies: Api<Guarded<WorkshopScalingPolicy>>,
+}
+
 /// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
-/// assignments, Workshops and claims mapped to the provisions they affect.
-fn controller(
+/// assignments, Workshops, claims and policies mapped to the provisions they affect.
+pub fn controller(
     provisions: Api<Guarded<WorkshopProvision>>,
-    assignments: Api<Guarded<WorkshopUserAssignment>>,
-    workshops: Api<Guarded<Workshop>>,
-    claims: Api<Guarded<ResourceClaim>>,
+    related: Related,
     provisions_wc: watcher::Config,
     shutdown: &Shutdown,
     warm_up: &WarmUp,
 ) -> Controller<Guarded<WorkshopProvision>> {
     // /readyz turns green once every provision cache holds its first full list.
     let controller = ebb_runtime::app::controller(provisions, provisions_wc, warm_up);
+    relate(controller, related, shutdown)
+}
+
+/// Adds to `controller` (over WorkshopProvisions) the watches of the related kinds and graceful
+/// shutdown.
+pub fn relate(
+    controller: Controller<Guarded<WorkshopProvision>>,
+    related: Related,
+    shutdown: &Shutdown,
+) -> Controller<Guarded<WorkshopProvision>> {
+    let Related {
+        assignments,
+        workshops,
+        claims,
+        policies,
+    } = related;
     let store = controller.store();
     let by_assignment = store.clone();
+    let by_policy = store.clone();
     let by_workshop = store;
     let token = shutdown.token();
     // The related kinds are not label-selected: the selector is about the provisions. Every
@@ -133,6 +198,14 @@ fn controller(
             provisions_of(&by_workshop, &ns, &workshop.name_any())
         })
         .watches(claims, all(), |claim| provision_of_claim(&claim))
+        .watches(policies, all(), move |policy| {
+            // Every provision of the namespace, not only those of the Workshops the policy now
+            // selects: a changed or deleted policy also concerns the Workshops it used to select
+            // (and makes or ends an ambiguity there), which the new object cannot name. Metadata
+            // is enough, so a malformed policy maps too.
+            let ns = policy.namespace().unwrap_or_default();
+            provisions_in(&by_policy, &ns)
+        })
         .graceful_shutdown_on(async move { token.cancelled().await })
 }
 
@@ -149,6 +222,49 @@ pub fn provisions_of(
             p.namespace().as_deref() == Some(namespace)
                 && p.0.as_ref().is_ok_and(|p| p.spec.workshop_name == workshop)
         })
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}
+
+/// The controller of WorkshopScalingPolicy statuses for one scope: a Workshop change maps to
+/// every policy of its namespace (any of them may select it, or have selected it). Not part of
+/// readiness: where the WorkshopScalingPolicy CRD is not installed this watch keeps retrying
+/// while provisions are served from `spec.autoScaling` alone.
+pub fn policy_controller(
+    policies: Api<Guarded<WorkshopScalingPolicy>>,
+    workshops: Api<Guarded<Workshop>>,
+    shutdown: &Shutdown,
+) -> Controller<Guarded<WorkshopScalingPolicy>> {
+    let controller = Controller::new(policies, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let token = shutdown.token();
+    controller
+        .watches(
+            workshops,
+            watcher::Config::default().any_semantic(),
+            move |workshop| {
+                let ns = workshop.namespace().unwrap_or_default();
+                store
+                    .state()
+                    .iter()
+                    .filter(|p| p.namespace().as_deref() == Some(ns.as_str()))
+                    .map(|p| ObjectRef::from_obj(p.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(async move { token.cancelled().await })
+}
+
+/// Every provision of `namespace`, from the controller's cache (malformed ones too: their
+/// reconcile reports them).
+pub fn provisions_in(
+    store: &Store<Guarded<WorkshopProvision>>,
+    namespace: &str,
+) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
+    store
+        .state()
+        .iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace))
         .map(|p| ObjectRef::from_obj(p.as_ref()))
         .collect()
 }
@@ -223,6 +339,14 @@ mod tests {
         names.sort();
         assert_eq!(names, ["p1", "p2"]);
         assert!(provisions_of(&store, "c", "w").is_empty());
+        // A policy maps to every provision of its namespace, malformed ones included.
+        let mut in_a: Vec<String> = provisions_in(&store, "a")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        in_a.sort();
+        assert_eq!(in_a, ["broken", "p1", "p2", "p3"]);
+        assert!(provisions_in(&store, "c").is_empty());
     }
 
     #[test]

@@ -128,6 +128,7 @@ pub fn decide_offline(
             target: None,
         }),
         claims: Vec::new(),
+        ..Observed::default()
     };
     let decision = decide::decide(&settings, &observed, now);
     if let decide::Decision::Invalid(error) = decision {

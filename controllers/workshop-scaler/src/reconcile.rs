@@ -22,6 +22,7 @@ use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
 };
 use ebb_crds::poolboy::ResourceClaim;
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::{is_condition_true, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::guard;
@@ -31,12 +32,14 @@ use ebb_runtime::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::DeserializeGuard;
+use kube::core::{DeserializeGuard, Selector, SelectorExt};
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
 
-use crate::decide::{self, Claim, Config, Decision, Hold, InFlight, Observed, Seats, Settings};
+use crate::decide::{
+    self, Claim, Config, Decision, EarlyRelease, Hold, InFlight, Observed, Seats, Settings, Sources,
+};
 use crate::metrics::{Observation, ProvisionLabels, ScalerMetrics, WorkshopLabels};
 
 /// The controller's name: binary, chart, Lease, Event reporter.
@@ -127,6 +130,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// Writing the status of a WorkshopScalingPolicy failed.
+    #[error("writing the status of WorkshopScalingPolicy {name}: {source}")]
+    WritePolicyStatus {
+        /// `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// Every attempt met a conflict.
     #[error("WorkshopProvision {name} kept changing: {attempts} conflicting writes in a row")]
     Conflicts {
@@ -145,6 +157,7 @@ impl Error {
             Error::Observe { .. } => "observe",
             Error::WriteStatus { .. } => "write_status",
             Error::WriteCount { .. } => "write_count",
+            Error::WritePolicyStatus { .. } => "write_policy_status",
             Error::Conflicts { .. } => "conflict",
         }
     }
@@ -287,10 +300,16 @@ async fn pass(
             what: format!("Workshop {namespace}/{workshop_name}"),
             source,
         })?;
-    let settings = decide::settings(
-        workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
-        provision.spec.auto_scaling.as_ref(),
-    );
+    // Policies select Workshops: without the Workshop none applies.
+    let policies = match &workshop {
+        Some(w) => observe_policies(ctx, namespace, w).await?,
+        None => Vec::new(),
+    };
+    let settings = decide::settings_of(&Sources {
+        provision: provision.spec.auto_scaling.as_ref(),
+        workshop: workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
+        policies: &policies,
+    });
     if settings == Settings::Disabled {
         // Backward compatible: not one write, not even status.
         forget(ctx, namespace, name);
@@ -333,6 +352,24 @@ async fn pass(
         _ => None,
     };
     let in_flight = in_flight_of(provision);
+    let release_annotation = provision
+        .annotations()
+        .get(decide::RELEASE_ANNOTATION)
+        .cloned();
+    // A release annotation with nothing in flight is stale: left in place it would release the
+    // next scale-up at once. Removed (and otherwise ignored) before anything else is decided.
+    let fresh;
+    let provision = if release_annotation.is_some() && in_flight.is_none() && !ctx.dry_run {
+        match remove_release_annotation(ctx, namespace, name, provision).await? {
+            Written::Conflict => return Ok(Pass::Conflict),
+            Written::Done(p) => {
+                fresh = p;
+                fresh.as_ref()
+            }
+        }
+    } else {
+        provision
+    };
     let seats = match config {
         Some(_) => observe_seats(ctx, namespace, workshop_name).await?,
         None => Seats::default(),
@@ -347,6 +384,20 @@ async fn pass(
         seats,
         in_flight: in_flight.clone(),
         claims,
+        provision_disabled: workshop
+            .as_ref()
+            .is_some_and(|w| w.spec.provision_disabled == Some(true)),
+        lifespan_end: [
+            workshop
+                .as_ref()
+                .and_then(|w| lifespan_end(w.spec.lifespan.as_ref())),
+            lifespan_end(provision.spec.lifespan.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .min(),
+        last_from: status.auto_scaling_last_from_count,
+        release_requested: in_flight.is_some() && release_annotation.as_deref() == Some("true"),
     };
 
     // --- decide ---
@@ -390,6 +441,7 @@ async fn pass(
             | Decision::Finish { .. }
             | Decision::Release { .. }
             | Decision::Cancel { .. }
+            | Decision::ReleaseEarly { .. }
     );
     if ctx.dry_run && acts {
         // Dry run: the status says what would happen; the flag and the count stay as they are.
@@ -485,14 +537,18 @@ async fn pass(
                 now,
             )
         }
-        Decision::Release { .. } | Decision::Cancel { .. } => {
+        Decision::Release { .. } | Decision::Cancel { .. } | Decision::ReleaseEarly { .. } => {
             let mut fields = Map::new();
             fields.insert("autoScalingActive".into(), json!(false));
             // Merge-patch nulls remove the fields: they only mean something while in flight.
             fields.insert("autoScalingStartedAt".into(), Value::Null);
             fields.insert("autoScalingFromCount".into(), Value::Null);
             fields.insert("autoScalingTargetCount".into(), Value::Null);
-            if let Written::Conflict = write_status(
+            // The from-count guard outlives the scale-up: no second one from the same count.
+            if let Some(from) = in_flight.as_ref().and_then(|f| f.from) {
+                fields.insert("autoScalingLastFromCount".into(), json!(from));
+            }
+            let released = match write_status(
                 ctx,
                 namespace,
                 name,
@@ -501,13 +557,26 @@ async fn pass(
             )
             .await?
             {
-                return Ok(Pass::Conflict);
-            }
-            let (event_reason, kind) = match decision {
+                Written::Conflict => return Ok(Pass::Conflict),
+                Written::Done(p) => p,
+            };
+            let (event_reason, kind) = match &decision {
                 Decision::Release { .. } => ("ScaleUpComplete", EventKind::Normal),
+                Decision::ReleaseEarly {
+                    cause: EarlyRelease::Requested,
+                } => ("ScaleUpReleased", EventKind::Normal),
+                Decision::ReleaseEarly { .. } => ("ScaleUpReleased", EventKind::Warning),
                 _ => ("ScaleUpCancelled", EventKind::Warning),
             };
             record(ctx, provision, kind, event_reason, "Release", &reason).await;
+            // The annotation has done its work; a conflict here re-reads, finds nothing in
+            // flight, and removes it as stale.
+            if release_annotation.is_some()
+                && let Written::Conflict =
+                    remove_release_annotation(ctx, namespace, name, &released).await?
+            {
+                return Ok(Pass::Conflict);
+            }
             Action::await_change()
         }
         Decision::Wait { deadline, .. } => {
@@ -522,7 +591,10 @@ async fn pass(
                 None => Action::await_change(),
             }
         }
-        Decision::Stuck { .. } | Decision::Hold(_) | Decision::Invalid(_) => {
+        Decision::Stuck { .. }
+        | Decision::Hold(_)
+        | Decision::Invalid(_)
+        | Decision::Ambiguous { .. } => {
             if changed {
                 if let Written::Conflict =
                     write_conditions(ctx, namespace, name, provision, &conditions).await?
@@ -547,6 +619,17 @@ async fn pass(
                             provision,
                             EventKind::Warning,
                             "InvalidConfig",
+                            "Validate",
+                            &reason,
+                        )
+                        .await;
+                    }
+                    Decision::Ambiguous { .. } => {
+                        record(
+                            ctx,
+                            provision,
+                            EventKind::Warning,
+                            "AmbiguousPolicies",
                             "Validate",
                             &reason,
                         )
@@ -715,6 +798,75 @@ pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
     })
 }
 
+/// The `spec.autoScaling` of every WorkshopScalingPolicy of the namespace whose
+/// `workshopSelector` selects `workshop`, by name. A policy that does not deserialize or whose
+/// selector cannot be evaluated selects nothing (the API server's schema rejects most such
+/// selectors). Without the CRD installed there are no policies.
+pub async fn observe_policies(
+    ctx: &Context,
+    namespace: &str,
+    workshop: &Workshop,
+) -> Result<Vec<(String, ebb_crds::babylon::AutoScaling)>, Error> {
+    let api: Api<DeserializeGuard<WorkshopScalingPolicy>> =
+        Api::namespaced(ctx.client.clone(), namespace);
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(s)) if s.is_not_found() => Vec::new(),
+        Err(source) => {
+            return Err(Error::Observe {
+                what: format!("WorkshopScalingPolicies in {namespace}"),
+                source,
+            });
+        }
+    };
+    let mut out: Vec<(String, ebb_crds::babylon::AutoScaling)> = list
+        .into_iter()
+        .filter_map(|p| {
+            let name = p.name_any();
+            match p.0 {
+                Ok(policy) if policy_selects(&policy, workshop) => {
+                    Some((name, policy.spec.auto_scaling))
+                }
+                Ok(_) => None,
+                Err(invalid) => {
+                    tracing::warn!(policy = %name, %namespace, error = %invalid,
+                        "WorkshopScalingPolicy does not deserialize; it selects nothing");
+                    None
+                }
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Whether `policy` selects `workshop`: same namespace, and its `workshopSelector` (absent or
+/// empty: everything) matches the Workshop's labels.
+pub fn policy_selects(policy: &WorkshopScalingPolicy, workshop: &Workshop) -> bool {
+    if policy.namespace() != workshop.namespace() {
+        return false;
+    }
+    let Some(selector) = policy.spec.workshop_selector.clone() else {
+        return true;
+    };
+    match Selector::try_from(selector) {
+        Ok(selector) => selector.matches(workshop.labels()),
+        Err(error) => {
+            tracing::warn!(policy = %policy.name_any(), %error,
+                "WorkshopScalingPolicy selector cannot be evaluated; it selects nothing");
+            false
+        }
+    }
+}
+
+/// `spec.lifespan.end` (Babylon's free-form `{start, end}`), when it is an RFC 3339 instant.
+pub fn lifespan_end(lifespan: Option<&Value>) -> Option<DateTime<Utc>> {
+    let end = lifespan?.get("end")?.as_str()?;
+    DateTime::parse_from_rfc3339(end)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
 async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
     let api: Api<DeserializeGuard<WorkshopUserAssignment>> =
         Api::namespaced(ctx.client.clone(), namespace);
@@ -786,6 +938,7 @@ async fn observe_claims(
         .filter(|c| claim_belongs_to(*c, provision))
         .map(|c| Claim {
             name: c.name_any(),
+            deleting: c.meta().deletion_timestamp.is_some(),
             // A claim whose status cannot be read has not visibly settled: it holds the flag
             // (fail-safe), and the hold-down reports it by name if it stays so.
             settled: c.0.as_ref().is_ok_and(|c| c.settlement().is_settled()),
@@ -855,6 +1008,30 @@ async fn write_status(
         Ok(p) => Ok(Written::Done(Box::new(p))),
         Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
         Err(source) => Err(Error::WriteStatus {
+            name: format!("{namespace}/{name}"),
+            source,
+        }),
+    }
+}
+
+/// Removes [`decide::RELEASE_ANNOTATION`] from the provision, preconditioned on `base`'s
+/// resourceVersion.
+async fn remove_release_annotation(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    base: &WorkshopProvision,
+) -> Result<Written, Error> {
+    let Some(rv) = base.resource_version() else {
+        return Ok(Written::Conflict);
+    };
+    let body = json!({"metadata": {"resourceVersion": rv,
+        "annotations": {decide::RELEASE_ANNOTATION: null}}});
+    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
+        Ok(p) => Ok(Written::Done(Box::new(p))),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
+        Err(source) => Err(Error::WriteCount {
             name: format!("{namespace}/{name}"),
             source,
         }),

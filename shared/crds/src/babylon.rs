@@ -1,8 +1,10 @@
 //! Typed views of Babylon's `babylon.gpte.redhat.com/v1` kinds, with the fields ebb uses.
 //!
-//! Babylon owns these kinds; ebb ships CRD manifests for them so workshop-scaler runs (and is
-//! tested) on clusters without Babylon. Free-form parts stay free-form
-//! (`x-kubernetes-preserve-unknown-fields`) so nothing Babylon writes is pruned.
+//! Babylon owns these kinds and installs their CRDs; ebb only reads (and writes `spec.count` and
+//! `status` of) objects through these types and never ships their CRDs. Babylon's published CRDs
+//! prune unknown fields under `spec`, so `spec.autoScaling` exists there only where the installed
+//! CRD keeps it; [`crate::workshop_policy::WorkshopScalingPolicy`] is the source that survives.
+//! Free-form parts stay free-form in the test-only schemas ([`crate::third_party_views`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
@@ -215,6 +217,12 @@ pub struct WorkshopProvisionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub auto_scaling_target_count: Option<i32>,
+    /// `spec.count` when the last released scale-up started. Kept after it ends: no new
+    /// scale-up starts from this count again (a release never allows a second increase from the
+    /// same starting count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub auto_scaling_last_from_count: Option<i32>,
     /// `AutoScaling`, `AtMaxProvisions`, `ClaimsStuck`, `AutoScalingConfigValid`, `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]

@@ -10,9 +10,12 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// ebb's own CRDs and the test-only schemas of its Babylon/Poolboy views: what examples and
+/// objects are validated against.
 fn crd_schemas() -> Vec<(String, String, Value)> {
     ebb_crds::all_crds()
         .into_iter()
+        .chain(ebb_crds::third_party_views())
         .map(|crd| {
             let group = crd.spec.group.clone();
             let kind = crd.spec.names.kind.clone();
@@ -299,7 +302,7 @@ fn every_example_is_valid_against_its_crd() {
 
 #[test]
 fn every_example_deserializes_into_its_rust_type() {
-    use ebb_crds::{babylon, poolboy, scaledown, service_scaler, stackable};
+    use ebb_crds::{babylon, poolboy, scaledown, service_scaler, stackable, workshop_policy};
     for (file, example) in examples() {
         let kind = example["kind"].as_str().unwrap().to_string();
         let result = match kind.as_str() {
@@ -320,6 +323,9 @@ fn every_example_deserializes_into_its_rust_type() {
                 serde_json::from_value::<babylon::WorkshopUserAssignment>(example).map(drop)
             }
             "ResourceClaim" => serde_json::from_value::<poolboy::ResourceClaim>(example).map(drop),
+            "WorkshopScalingPolicy" => {
+                serde_json::from_value::<workshop_policy::WorkshopScalingPolicy>(example).map(drop)
+            }
             other => panic!("{file}: unknown kind {other}"),
         };
         result.unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -443,6 +449,68 @@ fn autoscaling_bounds_are_enforced_by_the_schema() {
         assert!(
             validate("WorkshopProvision", &provision(bad.clone())).is_err(),
             "{bad} accepted"
+        );
+    }
+}
+
+#[test]
+fn workshop_scaling_policy_validates_like_auto_scaling() {
+    let policy = |spec: Value| {
+        json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+               "metadata": {"name": "p", "namespace": "n"}, "spec": spec})
+    };
+    validate(
+        "WorkshopScalingPolicy",
+        &policy(
+            json!({"autoScaling": {"enabled": true, "threshold": 1.0, "scaleFactor": 1.01,
+                                        "maxProvisions": 1, "activeTimeout": "1h30m"}}),
+        ),
+    )
+    .unwrap();
+    validate(
+        "WorkshopScalingPolicy",
+        &policy(json!({"workshopSelector": {"matchLabels": {"team": "ops"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
+            "autoScaling": {}})),
+    )
+    .unwrap();
+    for bad in [
+        json!({}),
+        json!({"autoScaling": {"threshold": 0.0}}),
+        json!({"autoScaling": {"threshold": 1.2}}),
+        json!({"autoScaling": {"scaleFactor": 1.0}}),
+        json!({"autoScaling": {"maxProvisions": 0}}),
+        json!({"autoScaling": {"activeTimeout": "soon"}}),
+        json!({"autoScaling": {}, "workshopSelector": {"matchLabels": "team=ops"}}),
+    ] {
+        assert!(
+            validate("WorkshopScalingPolicy", &policy(bad.clone())).is_err(),
+            "{bad} accepted"
+        );
+    }
+}
+
+/// `crds/` holds ebb's own CRDs and nothing else: never Babylon's or Poolboy's, whose thinner
+/// copies would prune users' fields if a GitOps tool applied the folder.
+#[test]
+fn crds_holds_only_ebbs_own_kinds() {
+    let mut expected: Vec<String> = ebb_crds::all_crds()
+        .iter()
+        .map(ebb_crds::crd_file_name)
+        .collect();
+    expected.sort();
+    let mut on_disk: Vec<String> = std::fs::read_dir(repo_root().join("crds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, expected);
+    for crd in ebb_crds::all_crds() {
+        assert!(
+            !crd.spec.group.ends_with(".gpte.redhat.com"),
+            "{} is Babylon's or Poolboy's to install",
+            crd.spec.group
         );
     }
 }

@@ -76,6 +76,34 @@ impl Harness {
         }));
     }
 
+    /// A Workshop as a stock Babylon cluster stores it: Babylon's CRD prunes `spec.autoScaling`,
+    /// so there is none; `labels` select it for policies; `spec` fields merged in (e.g.
+    /// `provisionDisabled`, `lifespan`).
+    pub fn stock_workshop(&self, labels: Value, spec: Value) {
+        let mut full = json!({"displayName": "Ansible 101"});
+        for (k, v) in spec.as_object().into_iter().flatten() {
+            full[k] = v.clone();
+        }
+        self.fake.insert(json!({
+            "apiVersion": API, "kind": "Workshop",
+            "metadata": {"name": WORKSHOP, "namespace": NS, "labels": labels},
+            "spec": full,
+        }));
+    }
+
+    /// A WorkshopScalingPolicy in the namespace.
+    pub fn policy(&self, name: &str, selector: Option<Value>, auto_scaling: Value) {
+        let mut spec = json!({"autoScaling": auto_scaling});
+        if let Some(s) = selector {
+            spec["workshopSelector"] = s;
+        }
+        self.fake.insert(json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        }));
+    }
+
     pub fn provision(&self, name: &str, count: i32, auto_scaling: Option<Value>) {
         self.provision_with_status(name, count, auto_scaling, None);
     }

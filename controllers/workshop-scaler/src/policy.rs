@@ -1,0 +1,132 @@
+//! The status of WorkshopScalingPolicies: which Workshops each selects, and which of those other
+//! policies also select (ambiguous: they do not scale). Status only; the provisions' reconciler
+//! reads policies itself ([`crate::reconcile::observe_policies`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ebb_crds::babylon::Workshop;
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::conditions::set_condition;
+use ebb_runtime::guard;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use crate::decide::{self, POLICY_STATUS_MAX_LISTED, PolicyReport};
+use crate::reconcile::{Context, Error, FIELD_MANAGER, policy_selects};
+
+/// When a replica that does not lead looks again.
+const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+
+/// Reconciles one policy's status; a policy that does not deserialize waits for a change.
+pub async fn reconcile_policy_guarded(
+    policy: Arc<DeserializeGuard<WorkshopScalingPolicy>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    guard::reconcile(policy, ctx, reconcile_policy).await
+}
+
+/// Error policy of the policy controller: retry API trouble after a while.
+pub fn policy_error_policy(
+    policy: Arc<DeserializeGuard<WorkshopScalingPolicy>>,
+    error: &Error,
+    _ctx: Arc<Context>,
+) -> Action {
+    tracing::warn!(policy = %policy.name_any(), category = error.category(), %error,
+        "reconciling the policy's status failed");
+    Action::requeue(Duration::from_secs(30))
+}
+
+/// Writes `status.workshopCount`, `status.workshops` and the `Ambiguous` condition of `policy`,
+/// when they changed.
+pub async fn reconcile_policy(
+    policy: Arc<WorkshopScalingPolicy>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    if !ctx.leader.is_leader() {
+        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    let namespace = policy
+        .namespace()
+        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
+    let name = policy.name_any();
+    let workshops: Api<DeserializeGuard<Workshop>> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    let workshops = workshops
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| Error::Observe {
+            what: format!("Workshops in {namespace}"),
+            source,
+        })?;
+    let policies: Api<DeserializeGuard<WorkshopScalingPolicy>> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    let others: Vec<WorkshopScalingPolicy> = policies
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| Error::Observe {
+            what: format!("WorkshopScalingPolicies in {namespace}"),
+            source,
+        })?
+        .items
+        .into_iter()
+        .filter_map(|p| p.0.ok())
+        .filter(|p| p.name_any() != name)
+        .collect();
+
+    let mut report = PolicyReport::default();
+    for workshop in workshops.items.iter().filter_map(|w| w.0.as_ref().ok()) {
+        if !policy_selects(&policy, workshop) {
+            continue;
+        }
+        let workshop_name = workshop.name_any();
+        let mut also: Vec<String> = others
+            .iter()
+            .filter(|p| policy_selects(p, workshop))
+            .map(ResourceExt::name_any)
+            .collect();
+        also.sort();
+        if !also.is_empty() {
+            report.contested.push((workshop_name.clone(), also));
+        }
+        report.workshops.push(workshop_name);
+    }
+    report.workshops.sort();
+    report.contested.sort();
+
+    let now = ctx.clock.now();
+    let status = policy.status.clone().unwrap_or_default();
+    let mut conditions = status.conditions.clone();
+    let mut changed = false;
+    for update in decide::policy_conditions(&report) {
+        changed |= set_condition(&mut conditions, update, now);
+    }
+    let count = i32::try_from(report.workshops.len()).unwrap_or(i32::MAX);
+    let listed: Vec<String> = report
+        .workshops
+        .iter()
+        .take(POLICY_STATUS_MAX_LISTED)
+        .cloned()
+        .collect();
+    changed |= status.workshop_count != Some(count) || status.workshops != listed;
+    // Status only: written in dry-run mode too.
+    if changed {
+        let body = json!({"status": {"workshopCount": count, "workshops": listed,
+                                     "conditions": conditions}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        let api: Api<WorkshopScalingPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
+        api.patch_status(&name, &params, &Patch::Merge(&body))
+            .await
+            .map_err(|source| Error::WritePolicyStatus {
+                name: format!("{namespace}/{name}"),
+                source,
+            })?;
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,437 @@
+//! Configuration from WorkshopScalingPolicies (the source that survives Babylon's published CRDs,
+//! which prune `spec.autoScaling`), ambiguity, and the early releases of a scale-up in flight,
+//! against the in-memory API.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use ebb_crds::babylon::WorkshopProvision;
+use ebb_runtime::Shutdown;
+use futures::StreamExt;
+use kube::core::DeserializeGuard;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use workshop_scaler::reconcile::{error_policy_guarded, reconcile_guarded};
+use workshop_scaler::{Related, relate};
+
+const P: &str = "ansible-101-rhel";
+
+fn standard() -> Value {
+    json!({"enabled": true, "threshold": 0.8, "scaleFactor": 1.5, "maxProvisions": 60})
+}
+
+fn team_ops() -> Value {
+    json!({"matchLabels": {"team": "ops"}})
+}
+
+/// A stock-shaped Workshop labelled team=ops (no spec.autoScaling), one provision of 20 without
+/// spec.autoScaling, 17 of 20 seats taken.
+fn stock() -> Harness {
+    let h = Harness::new();
+    h.stock_workshop(json!({"team": "ops"}), json!({}));
+    h.provision(P, 20, None);
+    h.seats(17, 20);
+    h
+}
+
+fn in_flight_status(from: i32, to: i32) -> Value {
+    json!({"autoScalingActive": true, "autoScalingStartedAt": "2026-03-10T09:00:00Z",
+           "autoScalingFromCount": from, "autoScalingTargetCount": to})
+}
+
+#[tokio::test]
+async fn a_policy_scales_a_provision_of_a_stock_workshop() {
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 30);
+    let s = h.status(P);
+    assert_eq!(s.auto_scaling_active, Some(true));
+    assert_eq!(
+        (s.auto_scaling_from_count, s.auto_scaling_target_count),
+        (Some(20), Some(30))
+    );
+    assert_eq!(h.events(), ["ScaledUp"]);
+    assert_eq!(h.condition(P, "AutoScalingConfigValid").unwrap().0, "True");
+}
+
+#[tokio::test]
+async fn an_empty_selector_selects_every_workshop_of_the_namespace_only() {
+    let h = stock();
+    // Another namespace's policy never applies.
+    h.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+        "metadata": {"name": "elsewhere", "namespace": "other"},
+        "spec": {"autoScaling": {"enabled": true}},
+    }));
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "{:?}", h.fake.writes());
+    h.policy("everything", Some(json!({})), json!({"enabled": true}));
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 30);
+}
+
+#[tokio::test]
+async fn a_policy_selecting_other_labels_writes_nothing() {
+    let h = stock();
+    h.policy(
+        "gold",
+        Some(json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]})),
+        standard(),
+    );
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "{:?}", h.fake.writes());
+    assert_eq!(h.count(P), 20);
+}
+
+#[tokio::test]
+async fn the_workshops_own_block_overrides_the_policy_where_the_crd_keeps_it() {
+    let h = Harness::new();
+    // As with Babylon's CRD variant that keeps spec.autoScaling.
+    h.fake.insert(json!({
+        "apiVersion": API, "kind": "Workshop",
+        "metadata": {"name": WORKSHOP, "namespace": NS, "labels": {"team": "ops"}},
+        "spec": {"autoScaling": {"maxProvisions": 25}},
+    }));
+    h.provision(P, 20, None);
+    h.seats(17, 20);
+    h.policy("standard", Some(team_ops()), standard());
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 25, "the Workshop's maxProvisions wins");
+    assert_eq!(h.events(), ["ScaledUp", "ReachedMaxProvisions"]);
+}
+
+#[tokio::test]
+async fn two_matching_policies_are_reported_and_nothing_scales() {
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    h.policy(
+        "everything",
+        None,
+        json!({"enabled": true, "maxProvisions": 100}),
+    );
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 20);
+    assert_eq!(h.count_writes(P).len(), 0);
+    let (status, reason, message) = h.condition(P, "AutoScalingConfigValid").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "AmbiguousPolicies")
+    );
+    assert!(message.contains("everything, standard"), "{message}");
+    assert_eq!(h.events(), ["AmbiguousPolicies"]);
+    let event = &h.replica.events.events()[0];
+    assert!(
+        event.note.contains("everything, standard"),
+        "{}",
+        event.note
+    );
+    assert_eq!(h.status(P).auto_scaling_active, None);
+    // Reported once: the same state again writes nothing and publishes nothing.
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(h.events().len(), 1);
+    // Resolving the ambiguity (deleting one policy) scales.
+    h.fake.remove_json(
+        "scaling.ebb.dev/v1alpha1",
+        "WorkshopScalingPolicy",
+        NS,
+        "everything",
+    );
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 30);
+    assert_eq!(h.condition(P, "AutoScalingConfigValid").unwrap().0, "True");
+}
+
+#[tokio::test]
+async fn provision_disabled_means_no_scaling() {
+    let h = Harness::new();
+    h.stock_workshop(json!({"team": "ops"}), json!({"provisionDisabled": true}));
+    h.provision(P, 20, None);
+    h.seats(20, 20);
+    h.policy("standard", Some(team_ops()), standard());
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 20);
+    assert_eq!(h.count_writes(P).len(), 0);
+    assert_eq!(
+        h.condition(P, "AutoScaling").unwrap().1,
+        "ProvisionDisabled"
+    );
+}
+
+/// A scale-up 20 -> 30 in flight with 20 ready claims and 10 still provisioning.
+fn stuck_in_flight(workshop_spec: Value) -> Harness {
+    let h = Harness::new();
+    h.stock_workshop(json!({"team": "ops"}), workshop_spec);
+    h.provision_with_status(P, 30, None, Some(in_flight_status(20, 30)));
+    h.seats(30, 30);
+    h.policy("standard", Some(team_ops()), standard());
+    h.claims(P, "ready", 20, ready());
+    h.claims(P, "new", 10, pending());
+    h
+}
+
+async fn assert_released(h: &Harness, reason: &str) {
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    let s = h.status(P);
+    assert_eq!(s.auto_scaling_active, Some(false), "{reason}");
+    assert_eq!(s.auto_scaling_from_count, None, "{reason}");
+    assert_eq!(
+        s.auto_scaling_last_from_count,
+        Some(20),
+        "{reason}: the guard"
+    );
+    assert_eq!(h.condition(P, "AutoScaling").unwrap().1, reason);
+    assert_eq!(h.events(), ["ScaleUpReleased"], "{reason}");
+    let spec_writes: Vec<_> = h
+        .count_writes(P)
+        .into_iter()
+        .filter(|r| r.body.as_ref().is_some_and(|b| b.get("spec").is_some()))
+        .collect();
+    assert!(spec_writes.is_empty(), "{reason}: a release never scales");
+}
+
+#[tokio::test]
+async fn provisioning_disabled_releases_the_flag_with_a_reason() {
+    let h = stuck_in_flight(json!({}));
+    h.fake.modify_json(API, "Workshop", NS, WORKSHOP, |w| {
+        w["spec"]["provisionDisabled"] = json!(true);
+    });
+    assert_released(&h, "ProvisionDisabled").await;
+}
+
+#[tokio::test]
+async fn an_ended_lifespan_releases_the_flag_with_a_reason() {
+    let h = stuck_in_flight(
+        json!({"lifespan": {"start": "2026-03-10T08:00:00Z", "end": "2026-03-10T08:59:00Z"}}),
+    );
+    assert_released(&h, "LifespanEnded").await;
+}
+
+#[tokio::test]
+async fn a_count_lowered_by_someone_releases_the_flag_with_a_reason() {
+    let h = stuck_in_flight(json!({}));
+    h.fake
+        .modify::<WorkshopProvision>(NS, P, |p| p.spec.count = 25);
+    assert_released(&h, "CountLowered").await;
+    assert_eq!(h.count(P), 25);
+}
+
+#[tokio::test]
+async fn deleted_claims_release_the_flag_with_a_reason() {
+    let h = stuck_in_flight(json!({}));
+    for i in 0..10 {
+        h.fake.modify_json(
+            "poolboy.gpte.redhat.com/v1",
+            "ResourceClaim",
+            NS,
+            &format!("new-{i:02}"),
+            |c| {
+                c["metadata"]["deletionTimestamp"] = json!("2026-03-10T09:00:00Z");
+                c["metadata"]["finalizers"] = json!(["poolboy.gpte.redhat.com"]);
+            },
+        );
+    }
+    assert_released(&h, "ClaimsDeleted").await;
+}
+
+#[tokio::test]
+async fn the_release_annotation_releases_and_is_removed() {
+    let h = stuck_in_flight(json!({}));
+    h.fake.modify::<WorkshopProvision>(NS, P, |p| {
+        p.annotations_mut()
+            .insert("scaling.ebb.dev/release-scale-up".into(), "true".into());
+    });
+    assert_released(&h, "ReleaseRequested").await;
+    assert!(
+        !h.get(P)
+            .annotations()
+            .contains_key("scaling.ebb.dev/release-scale-up"),
+        "the annotation is removed once acted on"
+    );
+}
+
+#[tokio::test]
+async fn a_stale_release_annotation_is_removed_before_a_scale_up() {
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    h.fake.modify::<WorkshopProvision>(NS, P, |p| {
+        p.annotations_mut()
+            .insert("scaling.ebb.dev/release-scale-up".into(), "true".into());
+    });
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 30);
+    assert!(
+        !h.get(P)
+            .annotations()
+            .contains_key("scaling.ebb.dev/release-scale-up")
+    );
+    // The scale-up just started is not released by the stale annotation.
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.status(P).auto_scaling_active, Some(true));
+}
+
+#[tokio::test]
+async fn after_activetimeout_stuck_claims_are_reported_not_released() {
+    let h = stuck_in_flight(json!({}));
+    h.clock.advance(chrono::TimeDelta::hours(5));
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.status(P).auto_scaling_active, Some(true));
+    let (status, _, message) = h.condition(P, "ClaimsStuck").unwrap();
+    assert_eq!(status, "True");
+    assert!(message.contains("new-00"), "{message}");
+    assert_eq!(h.events(), ["ClaimsStuck"]);
+}
+
+#[tokio::test]
+async fn a_release_never_allows_a_second_increase_from_the_same_count() {
+    // Someone set the count back to where the scale-up started, then it was released by hand:
+    // demand is still there, but no second 20 -> 30.
+    let h = stuck_in_flight(json!({}));
+    h.fake.modify::<WorkshopProvision>(NS, P, |p| {
+        p.annotations_mut()
+            .insert("scaling.ebb.dev/release-scale-up".into(), "true".into());
+    });
+    h.reconcile(P).await.unwrap();
+    h.fake
+        .modify::<WorkshopProvision>(NS, P, |p| p.spec.count = 20);
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 20);
+    assert_eq!(h.count_writes(P).len(), 0);
+    assert_eq!(
+        h.condition(P, "AutoScaling").unwrap().1,
+        "AlreadyScaledFrom"
+    );
+}
+
+/// The real controller on the in-memory API: creating a policy reconciles the provisions of its
+/// namespace, which then scale.
+#[tokio::test]
+async fn a_policy_change_triggers_a_reconcile() {
+    let h = stock();
+    let client = h.fake.client();
+    let guarded = |c: &kube::Client| -> Api<DeserializeGuard<WorkshopProvision>> {
+        Api::namespaced(c.clone(), NS)
+    };
+    let shutdown = Shutdown::new();
+    let controller = relate(
+        Controller::new(guarded(&client), watcher::Config::default()),
+        Related {
+            assignments: Api::namespaced(client.clone(), NS),
+            workshops: Api::namespaced(client.clone(), NS),
+            claims: Api::namespaced(client.clone(), NS),
+            policies: Api::namespaced(client.clone(), NS),
+        },
+        &shutdown,
+    );
+    let ctx = h.replica.ctx.clone();
+    let run = tokio::spawn(
+        controller
+            .run(reconcile_guarded, error_policy_guarded, ctx)
+            .for_each(|_| async {}),
+    );
+    // Without a policy the provision is reconciled (its Workshop read) and left alone.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !h
+        .fake
+        .reads()
+        .iter()
+        .any(|r| r.path.ends_with(&format!("/workshops/{WORKSHOP}")))
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no first reconcile");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(h.count(P), 20);
+    assert_eq!(h.fake.write_count(), 0);
+
+    h.policy("standard", Some(team_ops()), standard());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while h.count(P) != 30 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the policy did not trigger a reconcile"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the controller stops on shutdown")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
+    use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+    use workshop_scaler::policy::reconcile_policy;
+
+    let h = stock();
+    h.fake.insert(json!({
+        "apiVersion": API, "kind": "Workshop",
+        "metadata": {"name": "other-workshop", "namespace": NS, "labels": {"team": "dev"}},
+        "spec": {},
+    }));
+    h.policy("standard", Some(team_ops()), standard());
+    h.policy("everything", None, json!({"enabled": true}));
+    let get = |name: &str| h.fake.get::<WorkshopScalingPolicy>(NS, name).unwrap();
+    h.fake.clear_requests();
+    for name in ["standard", "everything"] {
+        reconcile_policy(Arc::new(get(name)), h.replica.ctx.clone())
+            .await
+            .unwrap();
+    }
+    let everything = get("everything").status.unwrap();
+    assert_eq!(everything.workshop_count, Some(2));
+    assert_eq!(everything.workshops, [WORKSHOP, "other-workshop"]);
+    let ambiguous = &everything.conditions[0];
+    assert_eq!(
+        (ambiguous.type_.as_str(), ambiguous.status.as_str()),
+        ("Ambiguous", "True")
+    );
+    assert!(
+        ambiguous.message.ends_with("ansible-101 (also standard)"),
+        "{}",
+        ambiguous.message
+    );
+    let standard = get("standard").status.unwrap();
+    assert_eq!(standard.workshops, [WORKSHOP]);
+    assert_eq!(standard.conditions[0].status, "True");
+    assert_eq!(h.fake.write_count(), 2);
+    // Nothing changed: nothing written.
+    h.fake.clear_requests();
+    reconcile_policy(Arc::new(get("standard")), h.replica.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+    // The overlap resolved: Ambiguous turns False.
+    h.fake.remove_json(
+        "scaling.ebb.dev/v1alpha1",
+        "WorkshopScalingPolicy",
+        NS,
+        "everything",
+    );
+    reconcile_policy(Arc::new(get("standard")), h.replica.ctx.clone())
+        .await
+        .unwrap();
+    let standard = get("standard").status.unwrap();
+    assert_eq!(
+        (
+            standard.conditions[0].status.as_str(),
+            standard.conditions[0].reason.as_str()
+        ),
+        ("False", "Unique")
+    );
+}
