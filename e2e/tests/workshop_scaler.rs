@@ -156,14 +156,33 @@ async fn stock_babylon_crds_prune_spec_auto_scaling() {
     assert_eq!(status.data["status"]["autoScalingActive"], json!(true));
 }
 
+/// Where the scenario's auto-scaling configuration comes from.
+#[derive(Clone, Copy, Debug)]
+enum Config {
+    /// `Workshop.spec.autoScaling`, on the CRDs of Babylon's auto-scaling pull request.
+    WorkshopSpec,
+    /// A `WorkshopScalingPolicy` selecting the Workshop by label, on Babylon's published CRDs.
+    Policy,
+}
+
 /// Seats filling past the threshold scale the provision up exactly once, through the status
 /// flag; a `kill -9` right after the flag is written and a restart lose nothing and repeat
 /// nothing; the flag holds further scaling while the claims are unsettled.
 #[tokio::test]
 async fn seats_filling_scale_up_exactly_once_across_a_kill() {
+    scale_up_exactly_once(Config::WorkshopSpec).await;
+}
+
+/// The same on a stock Babylon cluster, configured by a WorkshopScalingPolicy.
+#[tokio::test]
+async fn a_policy_scales_a_stock_babylon_workshop_exactly_once_across_a_kill() {
+    scale_up_exactly_once(Config::Policy).await;
+}
+
+async fn scale_up_exactly_once(config: Config) {
     let _crds = CRDS.lock().await;
     let setup = Setup::new(CHART, "e2e-ws", true, &[]).await.unwrap();
-    install_crds(&setup.admin, true).await;
+    install_crds(&setup.admin, matches!(config, Config::WorkshopSpec)).await;
     let ns = setup.namespace.clone();
     let admin = setup.admin.clone();
     let provisions: Api<DynamicObject> = Api::namespaced_with(
@@ -173,12 +192,37 @@ async fn seats_filling_scale_up_exactly_once_across_a_kill() {
             .await
             .unwrap(),
     );
-    eventually(Duration::from_secs(10), || async {
-        let w = setup.apply(workshop("ws")).await.ok()?;
-        w.data["spec"]["autoScaling"]["enabled"].as_bool()
-    })
-    .await
-    .unwrap();
+    match config {
+        Config::WorkshopSpec => {
+            eventually(Duration::from_secs(10), || async {
+                let w = setup.apply(workshop("ws")).await.ok()?;
+                w.data["spec"]["autoScaling"]["enabled"].as_bool()
+            })
+            .await
+            .unwrap();
+        }
+        Config::Policy => {
+            let mut stock = workshop("ws");
+            stock["spec"].as_object_mut().unwrap().remove("autoScaling");
+            stock["metadata"]["labels"] = json!({"ebb.dev/auto-scaling": "standard"});
+            eventually(Duration::from_secs(10), || async {
+                setup.apply(stock.clone()).await.ok()
+            })
+            .await
+            .unwrap();
+            setup
+                .apply(json!({
+                    "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+                    "metadata": {"name": "standard"},
+                    "spec": {
+                        "workshopSelector": {"matchLabels": {"ebb.dev/auto-scaling": "standard"}},
+                        "autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 1.5, "maxProvisions": 10}
+                    }
+                }))
+                .await
+                .unwrap();
+        }
+    }
     setup.apply(provision("wp", "ws", 2)).await.unwrap();
     for (i, email) in [Some("ada@example.com"), None, None, None]
         .iter()
