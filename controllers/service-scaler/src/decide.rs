@@ -23,9 +23,13 @@
 //!   applied as a whole); `scaleTargetRef` only when ebb creates the HPA. Nothing is written when
 //!   they already match.
 //! - **Kill switch.** `service-scaler.kubernetes.io/managed: "false"` on the HPA stops every write
-//!   to it; no other annotation on the HPA matters.
-//! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler: only the `Paused`
-//!   condition is written, until the pause ends.
+//!   to it; apart from the pause annotations below, no other annotation on the HPA matters.
+//! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler *or on the HPA*
+//!   (DESIGN §3: on every object ebb manages): nothing is written to the HPA and only the `Paused`
+//!   condition is written to the ServiceScaler, naming the paused object and the annotation, with
+//!   an Event when the pause starts; the ServiceScaler's annotation is reported when both carry
+//!   one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
+//!   (fail-safe). A paused HPA is not restored on deletion either.
 //! - **Adoption.** An HPA ebb did not create is adopted: the ServiceScaler then carries
 //!   [`FINALIZER`], and on deletion the HPA is restored to the defaults (`spec.hpa`) before the
 //!   finalizer goes. An HPA ebb created is owned by the ServiceScaler and garbage collected with it.
@@ -40,9 +44,8 @@ use ebb_crds::service_scaler::{
     HpaDefaults, HpaOverride, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerSpec, ServiceScalerStatus, TimeRange, TimeRangeKind, Weekday,
 };
-use ebb_runtime::{
-    ConditionUpdate, EventKind, PauseState, from_k8s_time, pause_state, set_condition, to_k8s_time,
-};
+use ebb_runtime::pause::{ObjectPause, PauseState, first_pause};
+use ebb_runtime::{ConditionUpdate, EventKind, from_k8s_time, set_condition, to_k8s_time};
 use ebb_schedule::{DEFAULT_HORIZON, FirstMatch, ScheduleError, Window, parse_duration};
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
@@ -73,7 +76,7 @@ pub const READY: &str = "Ready";
 pub const SPEC_VALID: &str = "SpecValid";
 /// Condition: some ranges can be in force at the same instant.
 pub const RANGES_OVERLAP: &str = "RangesOverlap";
-/// Condition: the ServiceScaler carries a pause annotation.
+/// Condition: the ServiceScaler or its HPA carries a pause annotation.
 pub const PAUSED: &str = "Paused";
 /// Condition: the HPA carries the kill-switch annotation.
 pub const UNMANAGED: &str = "Unmanaged";
@@ -1199,6 +1202,25 @@ fn finish_status(
     Some(next)
 }
 
+/// The pause in force at `now`: the ServiceScaler's own, else the HPA's (DESIGN §3: the pause
+/// annotations count on every object ebb manages). `None` when neither is paused.
+pub fn pause_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<ObjectPause> {
+    let scaler = ("ServiceScaler", &observed.scaler.metadata);
+    let hpa = observed
+        .hpa
+        .map(|hpa| ("HorizontalPodAutoscaler", &hpa.metadata));
+    first_pause(std::iter::once(scaler).chain(hpa), now)
+}
+
+/// The Event of a pause that starts (or changes): a warning when `paused-until` is unreadable.
+fn pause_notice(pause: &ObjectPause) -> Notice {
+    let note = pause.to_string();
+    match pause.state {
+        PauseState::InvalidPausedUntil(_) => Notice::warning(pause.reason(), "Pause", note),
+        _ => Notice::normal(pause.reason(), "Pause", note),
+    }
+}
+
 /// Decides everything for a ServiceScaler that is not being deleted.
 pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
     let scaler = observed.scaler;
@@ -1212,24 +1234,19 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
         scaler.name_any()
     );
 
-    // Pause: the Paused condition and nothing else.
-    let pause = pause_state(&scaler.metadata, now);
-    if pause.is_paused() {
-        let reason = match pause {
-            PauseState::InvalidPausedUntil(_) => "InvalidPausedUntil",
-            _ => "Paused",
-        };
+    // Pause, on the ServiceScaler or on the HPA: the Paused condition and nothing else.
+    if let Some(pause) = pause_of(observed, now) {
         let message = pause.to_string();
         if condition(
             &mut status.conditions,
             PAUSED,
             true,
-            reason,
+            pause.reason(),
             &message,
             generation,
             now,
         ) {
-            notices.push(Notice::normal("Paused", "Pause", message));
+            notices.push(pause_notice(&pause));
         }
         return Decision {
             hpa: HpaPlan::Leave,
@@ -1574,8 +1591,7 @@ pub fn decide_deletion(observed: &Observed<'_>, now: DateTime<Utc>) -> DeletionP
         plan.notices
             .push(Notice::normal("NotRestored", "RestoreHPA", why));
     };
-    let pause = pause_state(&scaler.metadata, now);
-    if pause.is_paused() {
+    if let Some(pause) = pause_of(observed, now) {
         skip(format!("HPA {name} left as it is: {pause}"));
         return plan;
     }

@@ -1073,6 +1073,192 @@ fn pause_writes_only_the_paused_condition_and_requeues_at_its_end() {
     );
 }
 
+/// An HPA at the defaults (2..10 cpu 60, so 09:00 inside the office range wants min 5), adopted,
+/// carrying `annotations`.
+fn paused_hpa(annotations: Value) -> HorizontalPodAutoscaler {
+    hpa_with(
+        &OwnedFields::from_settings(&settings(2, 10, Some(60), None)),
+        None,
+        annotations,
+    )
+}
+
+#[test]
+fn hpa_paused_by_annotation_is_left_alone_until_the_annotation_goes() {
+    let s = scaler(office());
+    let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
+    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.finalizer, FinalizerPlan::Keep);
+    assert_eq!(d.state, ManagedState::Paused);
+    assert_eq!(d.hpa_notice, None);
+    // No end: only a change (the HPA watch) brings it back.
+    assert_eq!(d.requeue_after, None);
+    let status = d.status.clone().unwrap();
+    assert_eq!(
+        condition_of(&status, PAUSED),
+        (
+            "True",
+            "Paused",
+            "HorizontalPodAutoscaler shop/web: paused by annotation scaling.ebb.dev/paused"
+        )
+    );
+    assert_eq!(status.last_known_config, None, "nothing else is written");
+    assert_eq!(d.notices.len(), 1);
+    assert_eq!(
+        (d.notices[0].kind, d.notices[0].reason, d.notices[0].action),
+        (EventKind::Normal, "Paused", "Pause")
+    );
+    // Reported once: the next reconcile writes nothing and records nothing.
+    let again = decide_at(&with_status(&s, &d), Some(&h), "2026-05-04T09:05:00Z");
+    assert_eq!(
+        (again.hpa, again.status, again.notices),
+        (HpaPlan::Leave, None, vec![])
+    );
+    // `paused: "false"` is no pause.
+    let h = paused_hpa(json!({PAUSED_ANNOTATION: "false"}));
+    assert!(matches!(
+        decide_at(&s, Some(&h), "2026-05-04T09:00:00Z").hpa,
+        HpaPlan::Apply { .. }
+    ));
+}
+
+#[test]
+fn hpa_paused_until_a_future_instant_requeues_exactly_then() {
+    let s = scaler(office());
+    let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}));
+    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.state, ManagedState::Paused);
+    // 90 minutes away: requeued at the safety cap, then exactly at the end.
+    assert_eq!(d.requeue_after, Some(MAX_REQUEUE));
+    assert_eq!(
+        decide_at(&s, Some(&h), "2026-05-04T10:00:00Z").requeue_after,
+        Some(Duration::from_secs(1800))
+    );
+    let status = d.status.unwrap();
+    assert_eq!(
+        condition_of(&status, PAUSED),
+        (
+            "True",
+            "Paused",
+            "HorizontalPodAutoscaler shop/web: paused until 2026-05-04T10:30:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+        )
+    );
+    // One second before the end: still paused, requeued in one second.
+    let d = decide_at(&s, Some(&h), "2026-05-04T10:29:59Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.requeue_after, Some(Duration::from_secs(1)));
+}
+
+#[test]
+fn hpa_pause_that_has_expired_writes_again_and_clears_the_condition() {
+    let s = scaler(office());
+    let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}));
+    let paused = decide_at(&s, Some(&h), "2026-05-04T10:29:59Z");
+    let s = with_status(&s, &paused);
+    // At exactly `paused-until` the pause is over.
+    let d = decide_at(&s, Some(&h), "2026-05-04T10:30:00Z");
+    assert_eq!(d.state, ManagedState::Active);
+    let HpaPlan::Apply { fields, reason } = &d.hpa else {
+        panic!("{:?}", d.hpa)
+    };
+    assert_eq!((fields.min_replicas, fields.max_replicas), (5, 10));
+    assert_eq!(*reason, WriteReason::Transition);
+    let status = d.status.unwrap();
+    assert_eq!(condition_of(&status, PAUSED).0, "False");
+    assert_eq!(condition_of(&status, READY).0, "True");
+}
+
+#[test]
+fn hpa_with_an_invalid_paused_until_counts_as_paused() {
+    let s = scaler(office());
+    let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "after the sale"}));
+    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.state, ManagedState::Paused);
+    assert_eq!(d.requeue_after, None, "no end known: wait for a fix");
+    let status = d.status.unwrap();
+    let (st, reason, message) = condition_of(&status, PAUSED);
+    assert_eq!((st, reason), ("True", "InvalidPausedUntil"));
+    assert!(
+        message.starts_with(
+            "HorizontalPodAutoscaler shop/web: annotation scaling.ebb.dev/paused-until is not an \
+             RFC 3339 instant (\"after the sale\")"
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        (d.notices[0].kind, d.notices[0].reason),
+        (EventKind::Warning, "InvalidPausedUntil")
+    );
+}
+
+#[test]
+fn scaler_pause_is_reported_before_an_hpa_pause() {
+    let mut s = scaler(office());
+    s.metadata.annotations = Some([(PAUSED_ANNOTATION.to_owned(), "true".to_owned())].into());
+    let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}));
+    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    let status = d.status.unwrap();
+    assert_eq!(
+        condition_of(&status, PAUSED).2,
+        "ServiceScaler shop/web: paused by annotation scaling.ebb.dev/paused"
+    );
+}
+
+#[test]
+fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
+    let s = scaler(office());
+    let h = paused_hpa(json!({PAUSED_ANNOTATION: "true", MANAGED_ANNOTATION: "false"}));
+    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    assert_eq!((d.hpa, d.state), (HpaPlan::Leave, ManagedState::Paused));
+    let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
+    let d = decide(
+        &Observed {
+            scaler: &s,
+            hpa: Some(&h),
+            dry_run: true,
+        },
+        utc("2026-05-04T09:00:00Z"),
+    );
+    assert_eq!((d.hpa, d.state), (HpaPlan::Leave, ManagedState::Paused));
+}
+
+#[test]
+fn deletion_leaves_a_paused_hpa_as_it_is() {
+    let mut s = scaler(office());
+    s.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+    let adopted = hpa_with(
+        &OwnedFields::from_settings(&settings(5, 10, Some(60), None)),
+        None,
+        json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}),
+    );
+    let observed = Observed {
+        scaler: &s,
+        hpa: Some(&adopted),
+        dry_run: false,
+    };
+    let plan = decide_deletion(&observed, utc("2026-05-04T09:00:00Z"));
+    assert_eq!((plan.restore, plan.remove_finalizer), (None, true));
+    assert_eq!(plan.notices[0].reason, "NotRestored");
+    assert!(
+        plan.notices[0]
+            .note
+            .contains("HorizontalPodAutoscaler shop/web: paused until 2026-05-04T10:30:00Z"),
+        "{}",
+        plan.notices[0].note
+    );
+    // Once the pause has expired, the defaults are restored.
+    let plan = decide_deletion(&observed, utc("2026-05-04T10:30:00Z"));
+    assert_eq!(
+        plan.restore,
+        Some(OwnedFields::from_settings(&settings(2, 10, Some(60), None)))
+    );
+}
+
 #[test]
 fn invalid_spec_leaves_the_hpa_and_reports_field_and_rule() {
     let mut value = office();

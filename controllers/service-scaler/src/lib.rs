@@ -78,8 +78,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
     for (scalers, hpas) in scopes {
-        // `--label-selector` selects ServiceScalers; every HPA is watched, so drift and the
-        // kill-switch annotation reach the ServiceScaler of the same name.
+        // `--label-selector` selects ServiceScalers; every HPA is watched (any change, metadata
+        // included), so drift, the kill-switch and the pause annotations reach the ServiceScaler
+        // of the same name.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
         let controller = ebb_runtime::app::controller(scalers, watcher_config(common), &warm_up);
         let store = controller.store();

@@ -543,6 +543,104 @@ async fn paused_scaler_gets_only_the_paused_condition() {
 }
 
 #[tokio::test]
+async fn paused_hpa_gets_no_write_until_its_pause_expires() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    // A user's HPA at the defaults; 09:00 is inside the office range (min 5).
+    h.hpa(
+        2,
+        10,
+        Some(60),
+        None,
+        None,
+        json!({"scaling.ebb.dev/paused-until": "2026-05-04T09:30:00Z"}),
+    );
+    let action = h.reconcile().await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(1800)));
+    assert!(h.hpa_writes().is_empty(), "{:?}", h.hpa_writes());
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 1, "the Paused condition only: {writes:?}");
+    assert!(writes[0].path.ends_with("/servicescalers/web/status"));
+    let (status, reason, message) = h.condition("Paused");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Paused"));
+    assert_eq!(
+        message,
+        "HorizontalPodAutoscaler shop/web: paused until 2026-05-04T09:30:00Z by annotation \
+         scaling.ebb.dev/paused-until"
+    );
+    assert_eq!(h.events.reasons(), ["Paused"]);
+    assert!(
+        h.stored_scaler().unwrap().finalizers().is_empty(),
+        "not adopted while paused"
+    );
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_managed_objects{state=\"paused\"} 1")
+    );
+
+    // Still paused a minute later: nothing written, no second Event.
+    h.fake.clear_requests();
+    h.clock.set(utc("2026-05-04T09:01:00Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(h.events.reasons(), ["Paused"]);
+
+    // At paused-until the writes resume.
+    h.clock.set(utc("2026-05-04T09:30:00Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    assert_eq!(h.successful_hpa_writes(), 1);
+    assert_eq!(h.condition("Paused").0, "False");
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+}
+
+#[tokio::test]
+async fn hpa_paused_indefinitely_or_with_a_bad_instant_waits_for_the_annotation_to_change() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    h.hpa(
+        2,
+        10,
+        Some(60),
+        None,
+        None,
+        json!({"scaling.ebb.dev/paused-until": "tomorrow"}),
+    );
+    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert!(h.hpa_writes().is_empty());
+    let (status, reason, _) = h.condition("Paused");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InvalidPausedUntil")
+    );
+
+    // Fixed to an indefinite pause: the message changes, still no HPA write.
+    h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+        hpa.metadata.annotations =
+            Some([("scaling.ebb.dev/paused".to_owned(), "true".to_owned())].into());
+    });
+    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert!(h.hpa_writes().is_empty());
+    assert_eq!(
+        h.condition("Paused").2,
+        "HorizontalPodAutoscaler shop/web: paused by annotation scaling.ebb.dev/paused"
+    );
+
+    // The annotation removed (the HPA watch brings this reconcile): writes resume.
+    h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+        hpa.metadata.annotations = None;
+    });
+    h.reconcile().await.unwrap();
+    assert_eq!(h.successful_hpa_writes(), 1);
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+    assert_eq!(h.condition("Paused").0, "False");
+}
+
+#[tokio::test]
 async fn dry_run_records_the_intended_change_and_writes_only_status() {
     let h = Harness::new("2026-05-04T09:00:00Z", true);
     h.scaler(office_spec());

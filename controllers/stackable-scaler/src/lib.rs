@@ -122,7 +122,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         );
         let store = controller.store();
         // The workload owns the scaler, not the other way round: map a workload to the scalers
-        // whose owner references name it.
+        // whose owner references name it. Every change of the workload counts (no predicate), so
+        // its pause annotations reach the scaler as soon as they are set or removed.
         let by_owner = move |uid: Option<String>| {
             let store = store.clone();
             move || -> Vec<ObjectRef<DeserializeGuard<StackableScaler>>> {

@@ -3,8 +3,27 @@
 //! observe (the owning workload) -> [`reconcile_scaler`] (decide, persist, hooks as Jobs, set the
 //! workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause annotations,
 //! `--dry-run` and leader election are honoured here, before anything is written.
+//!
+//! # Pause
+//! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
+//! StackableScaler *and* on the StatefulSet or Deployment that owns it (DESIGN §3: on every object
+//! ebb manages); one rule, [`pause_plan`], serves both. While either is paused:
+//! - nothing is written to the workload and no hook Job is created or deleted: the state machine
+//!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
+//!   where it is; `spec.replicas` changes wait);
+//! - only the scaler's `Paused` condition is written, naming the paused object and the annotation
+//!   (the scaler's own pause is named when both are paused), with an Event when the pause starts
+//!   or changes; an unparseable `paused-until` counts as paused (fail-safe);
+//! - the reconcile is requeued at `paused-until`; an indefinite pause waits for a change (the
+//!   scaler and workload watches bring it);
+//! - a hook Job already running keeps running, and the stage deadline keeps counting wall-clock
+//!   time from the stage's entry, but it is not acted on while paused. On resume the state
+//!   machine runs as usual: a hook's answer or a converged workload wins, and only a stage still
+//!   unfinished past its deadline fails (then `autoscaling.stackable.tech/retry` as for any
+//!   failure). Pausing longer than a stage may last is a reason to raise
+//!   `spec.stageTimeoutSeconds` first.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,12 +31,12 @@ use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::guard;
-use ebb_runtime::pause::{PauseState, pause_state};
+use ebb_runtime::pause::{ObjectPause, PauseState, first_pause};
 use ebb_runtime::time::from_k8s_time;
 use ebb_runtime::{Clock, ErrorBackoff, Leader, object_key};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::Patch;
 use kube::core::{DeserializeGuard, Selector};
 use kube::runtime::controller::Action;
@@ -130,6 +149,16 @@ pub enum WorkloadKind {
     Deployment,
 }
 
+impl WorkloadKind {
+    /// The API kind (`StatefulSet`), for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StatefulSet => "StatefulSet",
+            Self::Deployment => "Deployment",
+        }
+    }
+}
+
 /// The workload a scaler belongs to, from its owner references.
 pub fn owning_workload(scaler: &StackableScaler) -> Result<(WorkloadKind, String), Error> {
     let owners = scaler.owner_references();
@@ -177,6 +206,9 @@ pub struct WorkloadTarget {
     namespace: String,
     kind: WorkloadKind,
     name: String,
+    /// What the reconciler already read this pass (for the pause check): the first
+    /// [`ScaleTarget::observe`] returns it instead of reading again.
+    observed: Mutex<Option<Option<WorkloadState>>>,
 }
 
 impl WorkloadTarget {
@@ -187,17 +219,28 @@ impl WorkloadTarget {
             namespace: namespace.to_owned(),
             kind,
             name: name.to_owned(),
+            observed: Mutex::new(None),
         }
     }
 
+    /// Hands the state just read to the next [`ScaleTarget::observe`].
+    fn remember(&self, state: Option<WorkloadState>) {
+        *self.observed.lock().unwrap_or_else(PoisonError::into_inner) = Some(state);
+    }
+
     async fn observe_workload(&self) -> Result<Option<WorkloadState>, kube::Error> {
+        Ok(self.read_workload().await?.map(|(_, state)| state))
+    }
+
+    /// The workload's metadata (its annotations: the pause) and state, when it exists.
+    async fn read_workload(&self) -> Result<Option<(ObjectMeta, WorkloadState)>, kube::Error> {
         Ok(match self.kind {
             WorkloadKind::StatefulSet => {
                 let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
                 api.get_opt(&self.name).await?.map(|s| {
                     let spec = s.spec.unwrap_or_default();
                     let status = s.status.unwrap_or_default();
-                    WorkloadState {
+                    let state = WorkloadState {
                         replicas: spec.replicas.unwrap_or(1),
                         status_replicas: status.replicas,
                         ready_replicas: status.ready_replicas.unwrap_or(0),
@@ -205,7 +248,8 @@ impl WorkloadTarget {
                         observed_generation: status.observed_generation,
                         selector: selector_string(Some(&spec.selector)),
                         reference: Some(format!("StatefulSet/{}", self.name)),
-                    }
+                    };
+                    (s.metadata, state)
                 })
             }
             WorkloadKind::Deployment => {
@@ -213,7 +257,7 @@ impl WorkloadTarget {
                 api.get_opt(&self.name).await?.map(|d| {
                     let spec = d.spec.unwrap_or_default();
                     let status = d.status.unwrap_or_default();
-                    WorkloadState {
+                    let state = WorkloadState {
                         replicas: spec.replicas.unwrap_or(1),
                         status_replicas: status.replicas.unwrap_or(0),
                         ready_replicas: status.ready_replicas.unwrap_or(0),
@@ -221,7 +265,8 @@ impl WorkloadTarget {
                         observed_generation: status.observed_generation,
                         selector: selector_string(Some(&spec.selector)),
                         reference: Some(format!("Deployment/{}", self.name)),
-                    }
+                    };
+                    (d.metadata, state)
                 })
             }
         })
@@ -230,7 +275,15 @@ impl WorkloadTarget {
 
 impl ScaleTarget for WorkloadTarget {
     async fn observe(&self) -> Result<Option<WorkloadState>, TargetError> {
-        Ok(self.observe_workload().await?)
+        let remembered = self
+            .observed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match remembered {
+            Some(state) => Ok(state),
+            None => Ok(self.observe_workload().await?),
+        }
     }
 
     async fn set_replicas(&self, replicas: i32) -> Result<(), TargetError> {
@@ -298,37 +351,31 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: Arc<Context>) -> Resul
         return Ok(Action::requeue(FOLLOWER_REQUEUE));
     }
 
-    let pause = pause_state(&scaler.metadata, now);
-    if pause.is_paused() {
-        return paused(&api, &scaler, &pause, now).await;
+    // The scaler's own pause needs no workload (nor a valid owner).
+    if let Some(plan) = pause_plan(&scaler, None, now) {
+        return paused(&ctx, &api, &scaler, plan).await;
     }
-    // Resuming: drop the Paused condition, then carry on with the written object.
-    let scaler = match &scaler.status {
-        Some(status) if find_condition(&status.conditions, CONDITION_PAUSED).is_some() => {
-            let mut status = status.clone();
-            remove_condition(&mut status.conditions, CONDITION_PAUSED);
-            Arc::new(
-                write_status(&api, &scaler, &status)
-                    .await
-                    .map_err(Error::WriteStatus)?,
-            )
-        }
-        _ => scaler,
-    };
-
     let (kind, workload_name) = match owning_workload(&scaler) {
         Ok(found) => found,
         Err(error) => {
+            let scaler = resume(&api, scaler).await?;
             invalid(&ctx, &api, &scaler, &error, now).await?;
             return Err(error);
         }
     };
     let target = WorkloadTarget::new(ctx.client.clone(), &namespace, kind, &workload_name);
+    let workload = target.read_workload().await.map_err(Error::Observe)?;
+    let workload_meta = workload.as_ref().map(|(meta, _)| (kind.as_str(), meta));
+    if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
+        return paused(&ctx, &api, &scaler, plan).await;
+    }
+    let scaler = resume(&api, scaler).await?;
+    let workload = workload.map(|(_, state)| state);
 
     if ctx.dry_run {
-        let workload = target.observe_workload().await.map_err(Error::Observe)?;
         return dry_run(&ctx, &api, &scaler, workload.as_ref(), now).await;
     }
+    target.remember(workload);
 
     let tracker = JobTracker::new(Api::<Job>::namespaced(ctx.client.clone(), &namespace));
     let hooks = JobHooks {
@@ -399,33 +446,83 @@ async fn report(
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
 }
 
-async fn paused(
-    api: &Api<StackableScaler>,
+/// What a pause asks for: the scaler's status with the `Paused` condition, the Event when the
+/// pause starts or changes, and when to look again. Nothing else is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PausePlan {
+    /// The paused object and why.
+    pub pause: ObjectPause,
+    /// The scaler's status to hold (written only when it differs).
+    pub status: StackableScalerStatus,
+    /// The Event to record: `(kind, reason, note)`; `None` when the condition was already there.
+    pub event: Option<(EventKind, &'static str, String)>,
+    /// At `paused-until`; an indefinite (or unreadable) pause waits for a change.
+    pub requeue: Action,
+}
+
+/// The pause rule, pure, for the scaler and its workload alike: the scaler's own pause first,
+/// then the workload's (`kind` and metadata, when it was read). `None` when neither is paused.
+pub fn pause_plan(
     scaler: &StackableScaler,
-    pause: &PauseState,
+    workload: Option<(&str, &ObjectMeta)>,
     now: DateTime<Utc>,
-) -> Result<Action, Error> {
-    let message = match pause {
-        PauseState::PausedUntil(until) => format!("paused until {}", until.to_rfc3339()),
-        PauseState::InvalidPausedUntil(raw) => {
-            format!(
-                "paused: {} is not an RFC 3339 instant ({raw:?}); remove or fix it",
-                ebb_runtime::PAUSED_UNTIL_ANNOTATION
-            )
-        }
-        _ => format!("paused by {}", ebb_runtime::PAUSED_ANNOTATION),
-    };
+) -> Option<PausePlan> {
+    let own = ("StackableScaler", &scaler.metadata);
+    let pause = first_pause(std::iter::once(own).chain(workload), now)?;
+    let message = pause.to_string();
     let mut status = scaler.status.clone().unwrap_or_default();
-    set_condition(
+    let changed = set_condition(
         &mut status.conditions,
-        ConditionUpdate::new(CONDITION_PAUSED, true, "Paused", message),
+        ConditionUpdate::new(CONDITION_PAUSED, true, pause.reason(), message.clone()),
         now,
     );
-    write_if_changed(api, scaler, status).await?;
-    Ok(match pause.resume_at() {
+    let kind = match pause.state {
+        PauseState::InvalidPausedUntil(_) => EventKind::Warning,
+        _ => EventKind::Normal,
+    };
+    let requeue = match pause.resume_at() {
         Some(at) => Action::requeue(at.signed_duration_since(now).to_std().unwrap_or_default()),
         None => Action::await_change(),
+    };
+    Some(PausePlan {
+        event: changed.then(|| (kind, pause.reason(), message)),
+        pause,
+        status,
+        requeue,
     })
+}
+
+async fn paused(
+    ctx: &Context,
+    api: &Api<StackableScaler>,
+    scaler: &StackableScaler,
+    plan: PausePlan,
+) -> Result<Action, Error> {
+    write_if_changed(api, scaler, plan.status).await?;
+    if let Some((kind, reason, note)) = &plan.event {
+        record(ctx, scaler, *kind, reason, "Pause", note).await;
+    }
+    tracing::debug!(pause = %plan.pause, "paused");
+    Ok(plan.requeue)
+}
+
+/// Resuming (or never paused): drops the `Paused` condition, returning the scaler as written.
+async fn resume(
+    api: &Api<StackableScaler>,
+    scaler: Arc<StackableScaler>,
+) -> Result<Arc<StackableScaler>, Error> {
+    match &scaler.status {
+        Some(status) if find_condition(&status.conditions, CONDITION_PAUSED).is_some() => {
+            let mut status = status.clone();
+            remove_condition(&mut status.conditions, CONDITION_PAUSED);
+            Ok(Arc::new(
+                write_status(api, &scaler, &status)
+                    .await
+                    .map_err(Error::WriteStatus)?,
+            ))
+        }
+        _ => Ok(scaler),
+    }
 }
 
 async fn invalid(

@@ -404,6 +404,223 @@ async fn a_paused_scaler_gets_a_condition_and_nothing_else() {
     assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
 }
 
+fn annotate_statefulset(fake: &FakeApi, annotations: Value) {
+    fake.modify_json(
+        "apps/v1",
+        "StatefulSet",
+        "data",
+        "nifi-node-default",
+        |sts: &mut Value| {
+            sts["metadata"]["annotations"] = annotations;
+        },
+    );
+}
+
+fn sts_replicas(fake: &FakeApi) -> Option<i32> {
+    fake.get::<StatefulSet>("data", "nifi-node-default")
+        .unwrap()
+        .spec
+        .unwrap()
+        .replicas
+}
+
+fn paused_condition(fake: &FakeApi) -> Option<(String, String, String)> {
+    let status = scaler(fake).status.clone().unwrap_or_default();
+    find_condition(&status.conditions, CONDITION_PAUSED)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[test]
+fn one_pause_rule_serves_the_scaler_and_its_workload() {
+    let scaler: StackableScaler = serde_json::from_value(scaler_json(1, false)).unwrap();
+    let meta = |annotations: Value| -> ObjectMeta {
+        serde_json::from_value(json!({"name": "nifi-node-default", "namespace": "data",
+            "annotations": annotations}))
+        .unwrap()
+    };
+    let until = json!({"scaling.ebb.dev/paused-until": "2025-01-01T00:30:00Z"});
+    // Paused until a future instant: requeued exactly then, with an Event.
+    let sts = meta(until.clone());
+    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Action::requeue(Duration::from_secs(1800)));
+    let paused = find_condition(&plan.status.conditions, CONDITION_PAUSED).unwrap();
+    assert_eq!(
+        (
+            paused.status.as_str(),
+            paused.reason.as_str(),
+            paused.message.as_str()
+        ),
+        (
+            "True",
+            "Paused",
+            "StatefulSet data/nifi-node-default: paused until 2025-01-01T00:30:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+        )
+    );
+    assert_eq!(
+        plan.event
+            .as_ref()
+            .map(|(kind, reason, _)| (*kind, *reason)),
+        Some((EventKind::Normal, "Paused"))
+    );
+    // Expired at exactly `paused-until`; one second before, still paused.
+    let at = |t: &str| DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc);
+    assert!(
+        pause_plan(
+            &scaler,
+            Some(("StatefulSet", &sts)),
+            at("2025-01-01T00:30:00Z")
+        )
+        .is_none()
+    );
+    assert_eq!(
+        pause_plan(
+            &scaler,
+            Some(("StatefulSet", &sts)),
+            at("2025-01-01T00:29:59Z")
+        )
+        .unwrap()
+        .requeue,
+        Action::requeue(Duration::from_secs(1))
+    );
+    // Indefinite: waits for a change.
+    let sts = meta(json!({"scaling.ebb.dev/paused": "true"}));
+    let plan = pause_plan(&scaler, Some(("Deployment", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Action::await_change());
+    assert_eq!(
+        plan.pause.to_string(),
+        "Deployment data/nifi-node-default: paused by annotation scaling.ebb.dev/paused"
+    );
+    // Unreadable `paused-until`: paused (fail-safe), a warning, no end.
+    let sts = meta(json!({"scaling.ebb.dev/paused-until": "after the upgrade"}));
+    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Action::await_change());
+    assert_eq!(
+        plan.event
+            .as_ref()
+            .map(|(kind, reason, _)| (*kind, *reason)),
+        Some((EventKind::Warning, "InvalidPausedUntil"))
+    );
+    // Neither paused.
+    assert!(pause_plan(&scaler, Some(("StatefulSet", &meta(json!({})))), start()).is_none());
+    assert!(pause_plan(&scaler, None, start()).is_none());
+    // The scaler's own pause is named first.
+    let mut own = scaler.clone();
+    own.metadata.annotations = Some([("scaling.ebb.dev/paused".into(), "true".into())].into());
+    let plan = pause_plan(&own, Some(("StatefulSet", &meta(until))), start()).unwrap();
+    assert_eq!(
+        plan.pause.to_string(),
+        "StackableScaler data/nifi-default: paused by annotation scaling.ebb.dev/paused"
+    );
+    // Already reported: same status, no second Event.
+    own.status = Some(plan.status.clone());
+    let again = pause_plan(&own, None, start() + chrono::Duration::minutes(5)).unwrap();
+    assert_eq!((again.status, again.event), (plan.status, None));
+}
+
+#[tokio::test]
+async fn a_paused_workload_gets_no_write_until_the_pause_expires() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    annotate_statefulset(
+        &e.fake,
+        json!({"scaling.ebb.dev/paused-until": "2025-01-01T01:00:00Z"}),
+    );
+    e.fake.insert(scaler_json(1, false));
+    e.fake.clear_requests();
+    let action = run(&e).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    let writes = e.fake.writes();
+    assert_eq!(writes.len(), 1, "the Paused condition only: {writes:?}");
+    assert!(
+        writes[0]
+            .path
+            .ends_with("/stackablescalers/nifi-default/status")
+    );
+    assert!(
+        e.fake
+            .writes_matching(&Matcher::any("/statefulsets/nifi-node-default"))
+            .is_empty()
+    );
+    assert_eq!(
+        paused_condition(&e.fake),
+        Some((
+            "True".into(),
+            "Paused".into(),
+            "StatefulSet data/nifi-node-default: paused until 2025-01-01T01:00:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+                .into()
+        ))
+    );
+    assert_eq!(e.events.reasons(), vec!["Paused"]);
+    assert!(
+        scaler(&e.fake)
+            .status
+            .clone()
+            .unwrap()
+            .current_state
+            .is_none()
+    );
+
+    // Still paused: nothing at all.
+    e.fake.clear_requests();
+    e.clock.advance(chrono::Duration::minutes(59));
+    run(&e).await.unwrap();
+    assert_eq!(e.fake.write_count(), 0);
+    assert_eq!(e.events.reasons(), vec!["Paused"]);
+    assert_eq!(sts_replicas(&e.fake), Some(3));
+
+    // At paused-until: the condition goes and the state machine scales the StatefulSet.
+    e.clock.advance(chrono::Duration::minutes(1));
+    run(&e).await.unwrap();
+    assert_eq!(paused_condition(&e.fake), None);
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(sts_replicas(&e.fake), Some(1));
+}
+
+#[tokio::test]
+async fn a_workload_paused_mid_operation_holds_the_stage_and_the_deadline_waits() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(3, true));
+    run(&e).await.unwrap();
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 1);
+    run(&e).await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+    assert_eq!(e.fake.list::<Job>().len(), 1);
+
+    // Paused indefinitely; the drain Job completes meanwhile and the stage deadline passes.
+    annotate_statefulset(&e.fake, json!({"scaling.ebb.dev/paused": "true"}));
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
+    e.events.clear();
+    e.fake.clear_requests();
+    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    e.clock.advance(chrono::Duration::hours(2));
+    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    // The Paused condition is the only write: no StatefulSet patch, no Job created or deleted,
+    // the stage did not move (not even to Failed past its deadline).
+    let writes = e.fake.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(
+        writes[0]
+            .path
+            .ends_with("/stackablescalers/nifi-default/status")
+    );
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
+    assert_eq!(e.fake.list::<Job>().len(), 1);
+    assert_eq!(sts_replicas(&e.fake), Some(3));
+    assert_eq!(e.events.reasons(), vec!["Paused"]);
+
+    // The annotation removed (the StatefulSet watch brings this reconcile): the Job's answer wins
+    // over the passed deadline, and the StatefulSet is scaled.
+    annotate_statefulset(&e.fake, Value::Null);
+    run(&e).await.unwrap();
+    assert_eq!(paused_condition(&e.fake), None);
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(sts_replicas(&e.fake), Some(1));
+}
+
 #[tokio::test]
 async fn dry_run_records_the_intent_and_writes_nothing_else() {
     let e = env_with(true);

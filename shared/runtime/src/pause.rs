@@ -89,6 +89,65 @@ pub fn pause_state(meta: &ObjectMeta, now: DateTime<Utc>) -> PauseState {
     }
 }
 
+/// A pause found on one named object: what a controller reports when it leaves that object alone.
+///
+/// Displays as `HorizontalPodAutoscaler shop/web: paused until 2026-12-24T08:00:00Z by annotation
+/// scaling.ebb.dev/paused-until`, for condition messages and Events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectPause {
+    /// The object's kind (`HorizontalPodAutoscaler`, `StatefulSet`, ...).
+    pub kind: String,
+    /// `namespace/name` (or `name` for a cluster-scoped object).
+    pub key: String,
+    /// Why and how long; never [`PauseState::Active`].
+    pub state: PauseState,
+}
+
+impl ObjectPause {
+    /// The condition / Event reason: `InvalidPausedUntil` for an unparseable `paused-until`,
+    /// `Paused` otherwise.
+    pub fn reason(&self) -> &'static str {
+        match self.state {
+            PauseState::InvalidPausedUntil(_) => "InvalidPausedUntil",
+            _ => "Paused",
+        }
+    }
+
+    /// When the pause ends by itself.
+    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+        self.state.resume_at()
+    }
+}
+
+impl std::fmt::Display for ObjectPause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.kind, self.key, self.state)
+    }
+}
+
+/// The first of `objects` (kind and metadata, in the controller's order of precedence) that is
+/// paused at `now`, or `None` when none is. A controller lists its own object first, then the
+/// objects it writes, so one rule (and one message shape) serves every pause it honours.
+pub fn first_pause<'a>(
+    objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
+    now: DateTime<Utc>,
+) -> Option<ObjectPause> {
+    objects.into_iter().find_map(|(kind, meta)| {
+        let state = pause_state(meta, now);
+        state.is_paused().then(|| {
+            let name = meta.name.clone().unwrap_or_default();
+            ObjectPause {
+                kind: kind.to_owned(),
+                key: meta
+                    .namespace
+                    .as_ref()
+                    .map_or_else(|| name.clone(), |ns| format!("{ns}/{name}")),
+                state,
+            }
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -215,5 +274,46 @@ mod tests {
                 .contains("scaling.ebb.dev/paused-until")
         );
         assert!(PauseState::Paused.to_string().contains(PAUSED_ANNOTATION));
+    }
+
+    #[test]
+    fn first_pause_names_the_first_paused_object_and_its_annotation() {
+        let now = utc(NOW);
+        let mut own = meta(&[]);
+        own.name = Some("web".into());
+        own.namespace = Some("shop".into());
+        let mut hpa = meta(&[(PAUSED_UNTIL_ANNOTATION, "2026-12-24T08:00:00Z")]);
+        hpa.name = Some("web".into());
+        hpa.namespace = Some("shop".into());
+        let mut node = meta(&[(PAUSED_ANNOTATION, "true")]);
+        node.name = Some("n1".into());
+
+        assert_eq!(first_pause([("ServiceScaler", &own)], now), None);
+        let pause = first_pause(
+            [
+                ("ServiceScaler", &own),
+                ("HorizontalPodAutoscaler", &hpa),
+                ("Node", &node),
+            ],
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            pause.to_string(),
+            "HorizontalPodAutoscaler shop/web: paused until 2026-12-24T08:00:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+        );
+        assert_eq!(pause.reason(), "Paused");
+        assert_eq!(pause.resume_at(), Some(utc("2026-12-24T08:00:00Z")));
+        // Cluster-scoped: the name alone.
+        let pause = first_pause([("Node", &node)], now).unwrap();
+        assert_eq!(
+            pause.to_string(),
+            "Node n1: paused by annotation scaling.ebb.dev/paused"
+        );
+        let invalid = meta(&[(PAUSED_UNTIL_ANNOTATION, "soon")]);
+        let pause = first_pause([("StatefulSet", &invalid)], now).unwrap();
+        assert_eq!(pause.reason(), "InvalidPausedUntil");
+        assert_eq!(pause.resume_at(), None);
     }
 }
