@@ -9,7 +9,10 @@
 //! 3. Per target kind, the minimal change that brings one object to the decision, touching only
 //!    what ebb set: [`plan_cluster_autoscaler`], [`plan_node`], [`plan_machine_autoscaler`],
 //!    [`plan_node_pool`], gathered for a whole target by [`plan_target`].
-//! 4. [`conditions`]: the status conditions that report all of the above, and whether the
+//! 4. Pause on the managed objects themselves: an object carrying `scaling.ebb.dev/paused` /
+//!    `paused-until` ([`PauseMarks`]) gets no change at all from [`plan_target`], whichever way
+//!    the decision goes, and is listed in [`TargetPlan::paused`].
+//! 5. [`conditions`]: the status conditions that report all of the above, and whether the
 //!    ClusterAutoscaler a `machineAutoscalers` target depends on allows scale-down.
 
 use std::collections::BTreeMap;
@@ -18,8 +21,9 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec};
 use ebb_runtime::conditions::ConditionUpdate;
+use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, ScheduleError, Window};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
 
@@ -519,6 +523,64 @@ pub fn claim(me: &str, claimants: &[Claimant], object: &ObjectId<'_>) -> Claim {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Pause on a managed object
+// ------------------------------------------------------------------------------------------------
+
+/// The uniform pause annotations (DESIGN §3) of one target object, as read. Evaluated at the
+/// reconcile's `now` by [`PauseMarks::state`], with the same rule as a paused schedule: an
+/// unparseable `paused-until` counts as paused (fail-safe).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PauseMarks {
+    /// The value of `scaling.ebb.dev/paused`.
+    pub paused: Option<String>,
+    /// The value of `scaling.ebb.dev/paused-until`.
+    pub paused_until: Option<String>,
+}
+
+impl PauseMarks {
+    /// `scaling.ebb.dev/paused: "true"`.
+    pub fn paused() -> Self {
+        Self {
+            paused: Some("true".into()),
+            paused_until: None,
+        }
+    }
+
+    /// `scaling.ebb.dev/paused-until: <until>` (any text: it may not parse).
+    pub fn until(until: &str) -> Self {
+        Self {
+            paused: None,
+            paused_until: Some(until.into()),
+        }
+    }
+
+    /// Whether the object is paused at `now` (the shared rule of `ebb_runtime::pause`).
+    pub fn state(&self, now: DateTime<Utc>) -> PauseState {
+        let annotations = [
+            (PAUSED_ANNOTATION, &self.paused),
+            (PAUSED_UNTIL_ANNOTATION, &self.paused_until),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_owned(), value.clone()?)))
+        .collect();
+        let meta = ObjectMeta {
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        };
+        pause_state(&meta, now)
+    }
+}
+
+/// A managed object left alone because it is paused by its own annotations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PausedObject {
+    /// `Kind name` or `Kind namespace/name`.
+    pub object: String,
+    /// Its pause, for messages and the requeue.
+    pub state: PauseState,
+}
+
+// ------------------------------------------------------------------------------------------------
 // Per-object plans
 // ------------------------------------------------------------------------------------------------
 
@@ -552,6 +614,8 @@ pub struct NodeView {
     pub scale_down_disabled: Option<String>,
     /// The value of [`DISABLED_BY_ANNOTATION`].
     pub disabled_by: Option<String>,
+    /// Its pause annotations.
+    pub pause: PauseMarks,
 }
 
 /// A change of one Node's annotations.
@@ -628,6 +692,8 @@ pub struct MachineAutoscalerView {
     pub pinned_min: Option<String>,
     /// The value of [`DISABLED_BY_ANNOTATION`].
     pub disabled_by: Option<String>,
+    /// Its pause annotations.
+    pub pause: PauseMarks,
 }
 
 impl MachineAutoscalerView {
@@ -772,6 +838,8 @@ pub struct NodePoolView {
     pub budgets: Option<Vec<Value>>,
     /// The value of [`DISABLED_BY_ANNOTATION`]: ebb added one [`ebb_budget`] to the list.
     pub disabled_by: Option<String>,
+    /// Its pause annotations.
+    pub pause: PauseMarks,
 }
 
 /// A change of one NodePool.
@@ -860,6 +928,8 @@ pub enum Observed {
         name: String,
         /// `None`: not found; `Some(None)`: found without `spec.scaleDown.enabled`.
         enabled: Option<Option<bool>>,
+        /// Its pause annotations (none when not found).
+        pause: PauseMarks,
     },
     /// Every node.
     Nodes(Vec<NodeView>),
@@ -1014,18 +1084,49 @@ pub struct TargetPlan {
     pub problems: Vec<String>,
     /// For a target that depends on the ClusterAutoscaler (`machineAutoscalers`): what it allows.
     pub cluster_autoscaler: Option<ClusterAutoscalerScaleDown>,
+    /// The objects it manages but leaves exactly as they are because they carry a pause
+    /// annotation (counted in `managed`).
+    pub paused: Vec<PausedObject>,
+}
+
+impl TargetPlan {
+    /// The earliest instant a managed object's `paused-until` expires: the reconcile looks again
+    /// then, so the pause ends on time.
+    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+        self.paused.iter().filter_map(|p| p.state.resume_at()).min()
+    }
 }
 
 /// Plans one schedule's target: `desired_enabled` is its decision, `None` while it is being
 /// deleted (then `me` is not among `claimants`, and what it set is released unless another
 /// schedule takes over).
+///
+/// An object paused at `now` by its own `scaling.ebb.dev/paused` / `paused-until` gets no change
+/// at all, neither enabling nor disabling scale-down, nor a release on deletion: the user's
+/// explicit exception, above the fail-safe. The ones this schedule manages are listed in
+/// [`TargetPlan::paused`].
 pub fn plan_target(
     me: &str,
     claimants: &[Claimant],
     desired_enabled: Option<bool>,
     observed: &Observed,
+    now: DateTime<Utc>,
 ) -> TargetPlan {
     let mut plan = TargetPlan::default();
+    // Whether the object is paused (then it is left alone), recording it when it is ours.
+    let paused = |plan: &mut TargetPlan, claim: &Claim, object: &str, marks: &PauseMarks| {
+        let state = marks.state(now);
+        if !state.is_paused() {
+            return false;
+        }
+        if *claim == Claim::Ours {
+            plan.paused.push(PausedObject {
+                object: object.to_owned(),
+                state,
+            });
+        }
+        true
+    };
     let desired = desired_enabled.unwrap_or(true);
     let no_labels = BTreeMap::new();
     let claim_of = |plan: &mut TargetPlan, id: ObjectId<'_>, label: String| {
@@ -1047,7 +1148,11 @@ pub fn plan_target(
         claim
     };
     match observed {
-        Observed::ClusterAutoscaler { name, enabled } => {
+        Observed::ClusterAutoscaler {
+            name,
+            enabled,
+            pause,
+        } => {
             // Not found: nothing is selected, so nothing is claimed either.
             if let Some(enabled) = enabled {
                 let id = ObjectId {
@@ -1056,8 +1161,11 @@ pub fn plan_target(
                     name,
                     labels: &no_labels,
                 };
-                let claim = claim_of(&mut plan, id, format!("ClusterAutoscaler {name}"));
-                if let Some(set) = plan_cluster_autoscaler(&claim, desired, *enabled) {
+                let label = format!("ClusterAutoscaler {name}");
+                let claim = claim_of(&mut plan, id, label.clone());
+                if !paused(&mut plan, &claim, &label, pause)
+                    && let Some(set) = plan_cluster_autoscaler(&claim, desired, *enabled)
+                {
                     plan.changes.push(Change::ClusterAutoscaler {
                         name: name.clone(),
                         enabled: set,
@@ -1073,7 +1181,11 @@ pub fn plan_target(
                     name: &node.name,
                     labels: &node.labels,
                 };
-                let claim = claim_of(&mut plan, id, format!("Node {}", node.name));
+                let label = format!("Node {}", node.name);
+                let claim = claim_of(&mut plan, id, label.clone());
+                if paused(&mut plan, &claim, &label, &node.pause) {
+                    continue;
+                }
                 if let Some(change) = plan_node(me, &claim, desired, node) {
                     plan.changes.push(Change::Node {
                         name: node.name.clone(),
@@ -1097,7 +1209,10 @@ pub fn plan_target(
                     labels: &ma.labels,
                 };
                 let label = format!("MachineAutoscaler {}/{}", ma.namespace, ma.name);
-                let claim = claim_of(&mut plan, id, label);
+                let claim = claim_of(&mut plan, id, label.clone());
+                if paused(&mut plan, &claim, &label, &ma.pause) {
+                    continue;
+                }
                 let replicas = ma
                     .machine_set()
                     .and_then(|ms| machine_sets.get(ms).copied());
@@ -1121,7 +1236,11 @@ pub fn plan_target(
                     name: &pool.name,
                     labels: &pool.labels,
                 };
-                let claim = claim_of(&mut plan, id, format!("NodePool {}", pool.name));
+                let label = format!("NodePool {}", pool.name);
+                let claim = claim_of(&mut plan, id, label.clone());
+                if paused(&mut plan, &claim, &label, &pool.pause) {
+                    continue;
+                }
                 if let Some(change) = plan_node_pool(me, &claim, desired, pool) {
                     plan.changes.push(Change::NodePool {
                         name: pool.name.clone(),
@@ -1145,8 +1264,11 @@ pub const READY: &str = "Ready";
 pub const SCHEDULE_VALID: &str = "ScheduleValid";
 /// Condition type: another schedule manages some of the selected objects.
 pub const TARGET_CONFLICT: &str = "TargetConflict";
-/// Condition type: the schedule is paused by annotation.
+/// Condition type: the schedule is paused by annotation (reason `Paused`), or some of the objects
+/// it manages are, and are left as they are (reason [`OBJECTS_PAUSED`]).
 pub const PAUSED: &str = "Paused";
+/// `Paused` reason (and Event reason): managed objects carry their own pause annotation.
+pub const OBJECTS_PAUSED: &str = "TargetObjectsPaused";
 /// Condition type: the target selects nothing.
 pub const TARGET_NOT_FOUND: &str = "TargetNotFound";
 /// Condition type: the ClusterAutoscaler a `machineAutoscalers` target depends on allows
@@ -1236,6 +1358,15 @@ pub fn conditions(
 
     out.push(match outcome {
         TargetOutcome::Paused(why) => cond(PAUSED, true, "Paused", why.clone()),
+        TargetOutcome::Planned { plan, .. } if !plan.paused.is_empty() => cond(
+            PAUSED,
+            true,
+            OBJECTS_PAUSED,
+            format!(
+                "the schedule is not paused; paused by their own annotation, left as they are: {}",
+                paused_list(plan)
+            ),
+        ),
         _ => cond(PAUSED, false, "NotPaused", "not paused".into()),
     });
 
@@ -1274,12 +1405,23 @@ pub fn conditions(
             if let Some(found) = plan.cluster_autoscaler {
                 out.push(cluster_autoscaler_condition(*kind, found, &cond));
             }
+            let written = plan.managed.saturating_sub(plan.paused.len());
             let objects = format!(
-                "{} {}{}",
-                plan.managed,
+                "{written} {}{}",
                 kind.object_kind(),
-                if plan.managed == 1 { "" } else { "s" }
+                if written == 1 { "" } else { "s" }
             );
+            // Partly paused: said in every message below (the Paused condition says it too).
+            let note = if plan.paused.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} of {} paused by annotation, left as they are: {}",
+                    plan.paused.len(),
+                    plan.managed,
+                    paused_list(plan)
+                )
+            };
             let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
             if plan.selected == 0 {
                 cond(
@@ -1295,26 +1437,38 @@ pub fn conditions(
                     "TargetConflict",
                     format!("{summary}; every selected object is managed by another schedule"),
                 )
+            } else if plan.paused.len() == plan.managed {
+                cond(
+                    READY,
+                    false,
+                    "TargetPaused",
+                    format!(
+                        "{summary}; nothing written: every managed {} is paused by its own \
+                         annotation: {}",
+                        kind.object_kind(),
+                        paused_list(plan)
+                    ),
+                )
             } else if !plan.problems.is_empty() {
                 cond(
                     READY,
                     false,
                     "TargetInvalid",
-                    format!("{summary}; {}", summarize(&plan.problems, 3)),
+                    format!("{summary}; {}{note}", summarize(&plan.problems, 3)),
                 )
             } else if *dry_run && !changes.is_empty() {
                 cond(
                     READY,
                     false,
                     "DryRun",
-                    format!("{summary}; dry-run, would {}", summarize(&changes, 3)),
+                    format!("{summary}; dry-run, would {}{note}", summarize(&changes, 3)),
                 )
             } else if let Reason::InvalidSchedule(_) = decision.reason {
                 cond(
                     READY,
                     false,
                     "InvalidSchedule",
-                    format!("{summary}; applied to {objects}"),
+                    format!("{summary}; applied to {objects}{note}"),
                 )
             } else {
                 let reason = if decision.scale_down_enabled {
@@ -1326,13 +1480,23 @@ pub fn conditions(
                     READY,
                     true,
                     reason,
-                    format!("{summary}; applied to {objects}"),
+                    format!("{summary}; applied to {objects}{note}"),
                 )
             }
         }
     };
     out.push(ready);
     out
+}
+
+/// The first few paused objects and why, e.g. `Node w1 (paused by annotation ...)`.
+fn paused_list(plan: &TargetPlan) -> String {
+    let paused: Vec<String> = plan
+        .paused
+        .iter()
+        .map(|p| format!("{} ({})", p.object, p.state))
+        .collect();
+    summarize(&paused, 3)
 }
 
 fn cluster_autoscaler_condition(

@@ -19,6 +19,9 @@ fn utc(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
 
+/// An instant for plans whose objects carry no pause: any would do.
+const T0: DateTime<Utc> = DateTime::UNIX_EPOCH;
+
 /// Maintenance seen through the ClusterVersion only: `Progressing` or not, no pool updating.
 fn cv(progressing: bool) -> ClusterMaintenance {
     ClusterMaintenance::cluster_version(progressing)
@@ -1289,6 +1292,7 @@ fn node_named(name: &str, pairs: &[(&str, &str)], by: Option<&str>) -> NodeView 
         resource_version: Some("7".into()),
         scale_down_disabled: by.map(|_| "true".into()),
         disabled_by: by.map(Into::into),
+        pause: PauseMarks::default(),
     }
 }
 
@@ -1302,7 +1306,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
         node_named("cpu-1", &[("pool", "cpu")], None),
         node_named("gpu-1", &[("pool", "gpu")], None),
     ]);
-    let all = plan_target("all-nodes", &claimants, Some(false), &observed);
+    let all = plan_target("all-nodes", &claimants, Some(false), &observed, T0);
     assert_eq!(
         all.changes,
         vec![Change::Node {
@@ -1319,7 +1323,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
             managed_by: "gpu".into(),
         }]
     );
-    let gpu = plan_target("gpu", &claimants, Some(false), &observed);
+    let gpu = plan_target("gpu", &claimants, Some(false), &observed, T0);
     assert_eq!(gpu.changes.len(), 1);
     assert!(gpu.conflicts.is_empty());
 }
@@ -1338,7 +1342,7 @@ fn deleting_a_schedule_releases_only_what_it_set() {
         node_named("cpu-2", &[("pool", "cpu")], Some("someone")),
         node_named("cpu-3", &[("pool", "cpu")], None),
     ]);
-    let plan = plan_target("me", &claimants, None, &observed);
+    let plan = plan_target("me", &claimants, None, &observed, T0);
     assert_eq!(
         plan.changes,
         vec![Change::Node {
@@ -1359,7 +1363,9 @@ fn missing_cluster_autoscaler_selects_nothing() {
         &Observed::ClusterAutoscaler {
             name: "default".into(),
             enabled: None,
+            pause: PauseMarks::default(),
         },
+        T0,
     );
     assert_eq!(plan, TargetPlan::default());
 }
@@ -1551,6 +1557,7 @@ fn machine_autoscaler_targets_report_whether_the_cluster_autoscaler_allows_scale
             &claimants,
             Some(true),
             &machine_autoscalers_with(found),
+            T0,
         );
         assert_eq!(plan.cluster_autoscaler, Some(found));
         // It changes nothing about what is written.
@@ -1588,4 +1595,370 @@ fn summaries_are_bounded() {
     let items: Vec<String> = (0..5).map(|i| format!("n{i}")).collect();
     assert_eq!(summarize(&items, 3), "n0, n1, n2 and 2 more");
     assert_eq!(summarize(&items[..2], 3), "n0, n1");
+}
+
+// ----- pause on the managed objects --------------------------------------------------------------
+
+/// Friday noon in Zurich, the instant every pause below is judged at.
+const PAUSE_NOW: &str = "2026-03-27T11:00:00Z";
+
+/// The pause cases at [`PAUSE_NOW`]: marks, whether they pause, and when the pause ends by itself.
+fn pause_cases() -> Vec<(&'static str, PauseMarks, bool, Option<&'static str>)> {
+    vec![
+        ("none", PauseMarks::default(), false, None),
+        ("paused true", PauseMarks::paused(), true, None),
+        (
+            "paused false",
+            PauseMarks {
+                paused: Some("false".into()),
+                paused_until: None,
+            },
+            false,
+            None,
+        ),
+        (
+            "until in the future",
+            PauseMarks::until("2026-03-27T13:00:00Z"),
+            true,
+            Some("2026-03-27T13:00:00Z"),
+        ),
+        (
+            "until one second ahead, with an offset",
+            PauseMarks::until("2026-03-27T12:00:01+01:00"),
+            true,
+            Some("2026-03-27T11:00:01Z"),
+        ),
+        (
+            "until exactly now has expired",
+            PauseMarks::until(PAUSE_NOW),
+            false,
+            None,
+        ),
+        (
+            "until in the past",
+            PauseMarks::until("2026-03-27T10:59:59Z"),
+            false,
+            None,
+        ),
+        (
+            "until invalid (fail-safe)",
+            PauseMarks::until("tomorrow"),
+            true,
+            None,
+        ),
+    ]
+}
+
+/// The names of the objects a plan writes.
+fn written(plan: &TargetPlan) -> Vec<String> {
+    plan.changes
+        .iter()
+        .map(|c| match c {
+            Change::ClusterAutoscaler { name, .. }
+            | Change::Node { name, .. }
+            | Change::MachineAutoscaler { name, .. }
+            | Change::NodePool { name, .. } => name.clone(),
+        })
+        .collect()
+}
+
+/// Checks one kind: `plan(marks, desired)` plans a target holding the object `paused` (with those
+/// marks) and, for kinds of many objects, an unpaused one that needs a change too.
+fn check_pause_rules(
+    kind: &str,
+    paused: &str,
+    others: &[&str],
+    plan: impl Fn(&PauseMarks, bool) -> TargetPlan,
+) {
+    let now = utc(PAUSE_NOW);
+    for desired in [false, true] {
+        for (case, marks, is_paused, resume) in pause_cases() {
+            let p = plan(&marks, desired);
+            let mut expected: Vec<String> = others.iter().map(|o| (*o).to_owned()).collect();
+            if !is_paused {
+                expected.insert(0, paused.to_owned());
+            }
+            let mut got = written(&p);
+            got.sort();
+            expected.sort();
+            assert_eq!(got, expected, "{kind} {case}, desired {desired}");
+            assert_eq!(p.paused.len(), usize::from(is_paused), "{kind} {case}");
+            if is_paused {
+                assert!(p.paused[0].object.ends_with(paused), "{kind} {case}");
+                assert_eq!(p.paused[0].state, marks.state(now), "{kind} {case}");
+                // Still managed: the paused object is this schedule's, only left alone.
+                assert_eq!(p.managed, 1 + others.len(), "{kind} {case}");
+                assert!(p.problems.is_empty(), "{kind} {case}");
+            }
+            assert_eq!(p.resume_at(), resume.map(utc), "{kind} {case}");
+        }
+    }
+}
+
+#[test]
+fn a_paused_cluster_autoscaler_is_left_as_it_is_whichever_way_the_decision_goes() {
+    let claimants = vec![ca_claimant("me", None)];
+    check_pause_rules("ClusterAutoscaler", "default", &[], |marks, desired| {
+        plan_target(
+            "me",
+            &claimants,
+            Some(desired),
+            &Observed::ClusterAutoscaler {
+                name: "default".into(),
+                // Always the opposite of the decision: a change is due unless paused.
+                enabled: Some(Some(!desired)),
+                pause: marks.clone(),
+            },
+            utc(PAUSE_NOW),
+        )
+    });
+}
+
+#[test]
+fn a_paused_node_is_neither_annotated_nor_released_while_others_are() {
+    let claimants = vec![node_claimant("me", "2026-01-01T00:00:00Z", &[])];
+    check_pause_rules("Node", "w1", &["w2"], |marks, desired| {
+        // Outside windows both need the annotation; inside, both carry ebb's.
+        let by = (desired).then_some("me");
+        let mut paused = node_named("w1", &[], by);
+        paused.pause = marks.clone();
+        let observed = Observed::Nodes(vec![paused, node_named("w2", &[], by)]);
+        plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+    });
+}
+
+#[test]
+fn a_paused_machine_autoscaler_is_neither_pinned_nor_restored_while_others_are() {
+    let claimants = vec![Claimant {
+        name: "me".into(),
+        created: None,
+        target: ResolvedTarget::MachineAutoscalers {
+            namespace: "openshift-machine-api".into(),
+            selector: None,
+        },
+    }];
+    check_pause_rules(
+        "MachineAutoscaler",
+        "worker-a",
+        &["worker-b"],
+        |marks, desired| {
+            let view = |name: &str| {
+                let mut m = ma(1, 6);
+                m.name = name.into();
+                m.target.as_mut().unwrap().name = name.into();
+                if desired {
+                    // Pinned earlier; inside windows it is due to be restored.
+                    m.min_replicas = Some(3);
+                    pinned(m, "1", "3", "me")
+                } else {
+                    m
+                }
+            };
+            let mut paused = view("worker-a");
+            paused.pause = marks.clone();
+            let observed = Observed::MachineAutoscalers {
+                autoscalers: vec![paused, view("worker-b")],
+                machine_sets: BTreeMap::from([
+                    ("worker-a".to_owned(), 3),
+                    ("worker-b".to_owned(), 3),
+                ]),
+                cluster_autoscaler: ClusterAutoscalerScaleDown::On,
+            };
+            plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+        },
+    );
+}
+
+#[test]
+fn a_paused_machine_autoscaler_with_a_problem_is_left_alone_unreported() {
+    let claimants = vec![Claimant {
+        name: "me".into(),
+        created: None,
+        target: ResolvedTarget::MachineAutoscalers {
+            namespace: "openshift-machine-api".into(),
+            selector: None,
+        },
+    }];
+    let mut m = ma(1, 6);
+    m.pause = PauseMarks::paused();
+    // Its MachineSet is missing: a problem, were it not paused.
+    let observed = Observed::MachineAutoscalers {
+        autoscalers: vec![m],
+        machine_sets: BTreeMap::new(),
+        cluster_autoscaler: ClusterAutoscalerScaleDown::On,
+    };
+    let plan = plan_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
+    assert!(plan.changes.is_empty());
+    assert!(plan.problems.is_empty());
+    assert_eq!(plan.paused.len(), 1);
+}
+
+#[test]
+fn a_paused_node_pool_neither_gets_nor_loses_ebbs_budget_while_others_do() {
+    let claimants = vec![Claimant {
+        name: "me".into(),
+        created: None,
+        target: ResolvedTarget::NodePools(None),
+    }];
+    check_pause_rules("NodePool", "batch", &["gpu"], |marks, desired| {
+        let view = |name: &str| {
+            let mut p = if desired {
+                pool(vec![json!({"nodes": "10%"}), ebb_budget()], Some("me"))
+            } else {
+                pool(vec![json!({"nodes": "10%"})], None)
+            };
+            p.name = name.into();
+            p
+        };
+        let mut paused = view("batch");
+        paused.pause = marks.clone();
+        let observed = Observed::NodePools(vec![paused, view("gpu")]);
+        plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+    });
+}
+
+#[test]
+fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
+    // "me" is being deleted: no claimants; what it set is released except on paused objects.
+    let mut paused = node_named("w1", &[], Some("me"));
+    paused.pause = PauseMarks::until("2026-03-27T13:00:00Z");
+    let observed = Observed::Nodes(vec![paused, node_named("w2", &[], Some("me"))]);
+    let plan = plan_target("me", &[], None, &observed, utc(PAUSE_NOW));
+    assert_eq!(written(&plan), ["w2"]);
+    // Not this schedule's any more: not listed as its paused object.
+    assert!(plan.paused.is_empty());
+    let ca = Observed::ClusterAutoscaler {
+        name: "default".into(),
+        enabled: Some(Some(false)),
+        pause: PauseMarks::paused(),
+    };
+    assert!(
+        plan_target("me", &[], None, &ca, utc(PAUSE_NOW))
+            .changes
+            .is_empty()
+    );
+}
+
+#[test]
+fn objects_paused_elsewhere_are_not_reported_by_a_schedule_that_does_not_manage_them() {
+    let claimants = vec![
+        node_claimant("older", "2026-01-01T00:00:00Z", &[]),
+        node_claimant("me", "2026-01-02T00:00:00Z", &[]),
+    ];
+    let mut n = node_named("w1", &[], None);
+    n.pause = PauseMarks::paused();
+    let plan = plan_target(
+        "me",
+        &claimants,
+        Some(false),
+        &Observed::Nodes(vec![n]),
+        utc(PAUSE_NOW),
+    );
+    assert!(plan.changes.is_empty());
+    assert!(plan.paused.is_empty());
+    assert_eq!(plan.conflicts.len(), 1);
+}
+
+#[test]
+fn the_earliest_paused_until_is_when_to_look_again() {
+    let claimants = vec![node_claimant("me", "2026-01-01T00:00:00Z", &[])];
+    let node = |name: &str, marks: PauseMarks| {
+        let mut n = node_named(name, &[], None);
+        n.pause = marks;
+        n
+    };
+    let observed = Observed::Nodes(vec![
+        node("w1", PauseMarks::until("2026-03-27T15:00:00Z")),
+        node("w2", PauseMarks::until("2026-03-27T13:30:00+01:00")),
+        node("w3", PauseMarks::paused()),
+        node("w4", PauseMarks::until("garbage")),
+    ]);
+    let plan = plan_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
+    assert_eq!(plan.resume_at(), Some(utc("2026-03-27T12:30:00Z")));
+    assert!(plan.changes.is_empty());
+    assert_eq!(plan.paused.len(), 4);
+}
+
+#[test]
+fn conditions_list_the_paused_objects() {
+    let decision = decide(&workday_nights(), utc(PAUSE_NOW), &cv(false));
+    let paused = |name: &str, state: PauseState| PausedObject {
+        object: format!("Node {name}"),
+        state,
+    };
+    let outcome = |plan: TargetPlan| TargetOutcome::Planned {
+        kind: TargetKind::NodeAnnotation,
+        plan,
+        dry_run: false,
+    };
+    // Some paused: Ready stays True for the rest, and says which are left alone.
+    let some = TargetPlan {
+        selected: 3,
+        managed: 3,
+        paused: vec![paused(
+            "w1",
+            PauseState::PausedUntil(utc("2026-03-27T13:00:00Z")),
+        )],
+        ..TargetPlan::default()
+    };
+    let c = conditions(&decision, &outcome(some), Some(4));
+    assert_eq!(c.len(), 5, "no new condition type");
+    let ready = find(&c, READY);
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        (true, "ScaleDownDisabled")
+    );
+    assert_eq!(
+        ready.message,
+        "scale-down disabled: no window is open; applied to 2 Nodes; 1 of 3 paused by \
+         annotation, left as they are: Node w1 (paused until 2026-03-27T13:00:00Z by annotation \
+         scaling.ebb.dev/paused-until)"
+    );
+    let p = find(&c, PAUSED);
+    assert_eq!((p.status, p.reason.as_str()), (true, OBJECTS_PAUSED));
+    assert_eq!(
+        p.message,
+        "the schedule is not paused; paused by their own annotation, left as they are: Node w1 \
+         (paused until 2026-03-27T13:00:00Z by annotation scaling.ebb.dev/paused-until)"
+    );
+
+    // All paused: nothing written, not Ready; a few named, the rest counted.
+    let all = TargetPlan {
+        selected: 4,
+        managed: 4,
+        paused: (1..=4)
+            .map(|i| paused(&format!("w{i}"), PauseState::Paused))
+            .collect(),
+        ..TargetPlan::default()
+    };
+    let c = conditions(&decision, &outcome(all), None);
+    let ready = find(&c, READY);
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        (false, "TargetPaused")
+    );
+    assert!(
+        ready.message.starts_with(
+            "scale-down disabled: no window is open; nothing written: every managed Node is \
+             paused by its own annotation: Node w1 (paused by annotation scaling.ebb.dev/paused)"
+        ),
+        "{}",
+        ready.message
+    );
+    assert!(ready.message.ends_with("and 1 more"), "{}", ready.message);
+
+    // An invalid paused-until is named as such.
+    let invalid = TargetPlan {
+        selected: 2,
+        managed: 2,
+        paused: vec![paused("w1", PauseState::InvalidPausedUntil("soon".into()))],
+        ..TargetPlan::default()
+    };
+    let c = conditions(&decision, &outcome(invalid), None);
+    assert!(
+        find(&c, PAUSED)
+            .message
+            .contains("Node w1 (annotation scaling.ebb.dev/paused-until is not an RFC 3339")
+    );
+    assert!(find(&c, READY).message.contains("applied to 1 Node;"));
 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::app::{Runtime, scoped_apis_with, watcher_config};
+use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
@@ -139,8 +140,9 @@ fn of_kind(kind: TargetKind) -> impl Fn(&ScaleDownSchedule) -> bool + Clone {
     move |s| decide::target_kind(&s.spec.target) == Ok(kind)
 }
 
-/// Node changes that matter: labels (selection) and the two annotations ebb reads; heartbeats
-/// and other annotations do not wake every schedule.
+/// Node changes that matter: labels (selection), the two annotations ebb writes and the pause
+/// annotations (so lifting a node's pause takes effect at once); heartbeats and other annotations
+/// do not wake every schedule.
 fn node_marks(node: &PartialObjectMeta<Node>) -> Option<u64> {
     let annotation = |key: &str| node.annotations().get(key).cloned();
     let mut hasher = DefaultHasher::new();
@@ -148,13 +150,17 @@ fn node_marks(node: &PartialObjectMeta<Node>) -> Option<u64> {
         node.labels(),
         annotation(SCALE_DOWN_DISABLED_ANNOTATION),
         annotation(DISABLED_BY_ANNOTATION),
+        annotation(PAUSED_ANNOTATION),
+        annotation(PAUSED_UNTIL_ANNOTATION),
     )
         .hash(&mut hasher);
     Some(hasher.finish())
 }
 
 /// Adds the watches that wake schedules when their target objects change: only for enabled
-/// kinds, so a cluster without a kind's CRD (and the RBAC for it) never watches it.
+/// kinds, so a cluster without a kind's CRD (and the RBAC for it) never watches it. The dynamic
+/// watches have no predicate, so any change, the pause annotations included, wakes them: lifting
+/// an object's pause takes effect at once.
 fn watch_targets(
     mut controller: Controller<Guarded>,
     client: &Client,
@@ -366,5 +372,27 @@ mod tests {
                 &[(SCALE_DOWN_DISABLED_ANNOTATION, "true")]
             ))
         );
+    }
+
+    #[test]
+    fn node_watch_wakes_when_a_node_is_paused_or_its_pause_lifted() {
+        let node = |annotations: &[(&str, &str)]| {
+            let mut meta = PartialObjectMeta::<Node>::default();
+            meta.metadata.annotations = Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            );
+            meta
+        };
+        let unpaused = node_marks(&node(&[]));
+        let paused = node_marks(&node(&[(PAUSED_ANNOTATION, "true")]));
+        let until = node_marks(&node(&[(PAUSED_UNTIL_ANNOTATION, "2026-03-27T13:00:00Z")]));
+        let later = node_marks(&node(&[(PAUSED_UNTIL_ANNOTATION, "2026-03-27T14:00:00Z")]));
+        assert_ne!(unpaused, paused);
+        assert_ne!(unpaused, until);
+        assert_ne!(until, later);
+        assert_ne!(paused, node_marks(&node(&[(PAUSED_ANNOTATION, "false")])));
     }
 }

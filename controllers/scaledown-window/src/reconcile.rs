@@ -7,7 +7,9 @@
 //! manager [`MANAGER`]; Nodes, MachineAutoscalers and NodePools by merge patches carrying the
 //! `metadata.resourceVersion` they were planned from, so a concurrent change is a 409 (read again,
 //! decide again), never a lost update. A reconcile that changes nothing writes nothing. Pause
-//! annotations and `--dry-run` stop every target write; leader election gates all writes.
+//! annotations on the schedule and `--dry-run` stop every target write; pause annotations on a
+//! target object stop the writes to that object (decided in [`decide::plan_target`]), and the
+//! reconcile wakes when the earliest `paused-until` expires. Leader election gates all writes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -305,6 +307,7 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
                 &claimants,
                 Some(decision.scale_down_enabled),
                 &observed,
+                now,
             );
             if !ctx.dry_run {
                 write_changes(ctx, &name, &plan.changes).await?;
@@ -332,7 +335,12 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         ctx.metrics.flip(&name, decision.scale_down_enabled);
     }
 
-    let wake = [decision.requeue_at, pause.resume_at()]
+    // The schedule's own pause and its objects' pauses end by themselves: look again then.
+    let objects_resume = match &outcome {
+        TargetOutcome::Planned { plan, .. } => plan.resume_at(),
+        _ => None,
+    };
+    let wake = [decision.requeue_at, pause.resume_at(), objects_resume]
         .into_iter()
         .flatten()
         .min();
@@ -367,7 +375,8 @@ async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, 
     }
     let observed = observe(ctx, &target).await?;
     let claimants = claimants(ctx, schedule, None).await?;
-    let plan = decide::plan_target(&name, &claimants, None, &observed);
+    // Objects paused by their own annotation are not released either.
+    let plan = decide::plan_target(&name, &claimants, None, &observed, now);
     write_changes(ctx, &name, &plan.changes).await?;
     if !plan.changes.is_empty() {
         let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
@@ -420,7 +429,10 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
             let found = api.get_opt(name).await.map_err(Error::Observe)?;
             Observed::ClusterAutoscaler {
                 name: name.clone(),
-                enabled: found.map(|ca| targets::cluster_autoscaler_enabled(&ca)),
+                enabled: found.as_ref().map(targets::cluster_autoscaler_enabled),
+                pause: found
+                    .map(|ca| targets::pause_marks(&ca.metadata))
+                    .unwrap_or_default(),
             }
         }
         ResolvedTarget::Nodes(_) => {
@@ -719,6 +731,22 @@ async fn publish(
             .any(|(t, v)| t == type_ && *v == value)
     };
     let updates = decide::conditions(decision, outcome, None);
+    // A managed object's own pause starting (or the set of paused objects changing).
+    if became(decide::PAUSED, true)
+        && let Some(c) = updates
+            .iter()
+            .find(|c| c.type_ == decide::PAUSED && c.reason == decide::OBJECTS_PAUSED)
+    {
+        ctx.events
+            .record(
+                &reference,
+                EventKind::Normal,
+                &c.reason,
+                "Pause",
+                &c.message,
+            )
+            .await;
+    }
     let warnings = [
         (decide::SCHEDULE_VALID, false, "Validate"),
         (decide::TARGET_CONFLICT, true, "Yield"),

@@ -1417,3 +1417,251 @@ async fn requeue_is_capped_and_a_schedule_without_flips_resyncs_daily() {
     assert_eq!(t.reconcile(ME).await.unwrap(), Action::requeue(RESYNC));
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
 }
+
+// ----- pause on the managed objects --------------------------------------------------------------
+
+const PAUSED: &str = "scaling.ebb.dev/paused";
+const PAUSED_UNTIL: &str = "scaling.ebb.dev/paused-until";
+
+#[tokio::test]
+async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
+    let t = Test::new(FRIDAY_NOON);
+    let mut ca = cluster_autoscaler(true);
+    ca["metadata"]["annotations"] = json!({ PAUSED_UNTIL: "2026-03-27T13:00:00Z" });
+    t.fake.insert(ca);
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+
+    let action = t.reconcile(ME).await.unwrap();
+    assert!(t.target_writes().is_empty(), "{:?}", t.target_writes());
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+    // Woken when the pause ends (13:00), before the window opens (19:00).
+    assert_eq!(action, secs(TimeDelta::hours(2)));
+    let (status, reason, message) = t.condition(ME, decide::PAUSED);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "TargetObjectsPaused")
+    );
+    assert_eq!(
+        message,
+        "the schedule is not paused; paused by their own annotation, left as they are: \
+         ClusterAutoscaler default (paused until 2026-03-27T13:00:00Z by annotation \
+         scaling.ebb.dev/paused-until)"
+    );
+    let (status, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "TargetPaused")
+    );
+    assert!(
+        message.starts_with(
+            "scale-down disabled: no window is open; nothing written: every managed \
+             ClusterAutoscaler is paused"
+        ),
+        "{message}"
+    );
+    let paused_event = t
+        .events
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "TargetObjectsPaused")
+        .unwrap();
+    assert_eq!(paused_event.kind, EventKind::Normal);
+    assert!(paused_event.note.contains("ClusterAutoscaler default"));
+
+    // Again before expiry: nothing written, nothing new said.
+    t.set("2026-03-27T12:00:00Z");
+    t.fake.clear_requests();
+    t.events.clear();
+    assert_eq!(t.reconcile(ME).await.unwrap(), secs(TimeDelta::hours(1)));
+    assert_eq!(t.fake.write_count(), 0);
+    assert!(t.events.events().is_empty());
+
+    // At the instant it expires, writes resume.
+    t.set("2026-03-27T13:00:00Z");
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    assert_eq!(
+        t.fake
+            .writes_matching(&Matcher::patch("/clusterautoscalers/"))
+            .len(),
+        1
+    );
+    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
+    assert_eq!(t.condition(ME, decide::READY).1, "ScaleDownDisabled");
+}
+
+#[tokio::test]
+async fn a_cluster_autoscaler_with_an_invalid_paused_until_counts_as_paused() {
+    let t = Test::new(FRIDAY_NIGHT);
+    let mut ca = cluster_autoscaler(false);
+    ca["metadata"]["annotations"] = json!({ PAUSED_UNTIL: "after the release" });
+    t.fake.insert(ca);
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    let action = t.reconcile(ME).await.unwrap();
+    assert!(t.target_writes().is_empty());
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    // No expiry to wait for: the window's end is the next instant to look.
+    assert_eq!(action, secs(utc(SATURDAY_MORNING) - utc(FRIDAY_NIGHT)));
+    assert!(
+        t.condition(ME, decide::PAUSED)
+            .2
+            .contains("is not an RFC 3339 instant (\"after the release\")")
+    );
+}
+
+#[tokio::test]
+async fn a_paused_node_gets_no_write_while_the_others_do_and_lifting_the_pause_resumes() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(node("w1", "workers", json!({ PAUSED: "true" })));
+    t.fake.insert(node("w2", "workers", json!({})));
+    t.fake
+        .insert(node("w3", "workers", json!({ PAUSED_UNTIL: "never" })));
+    t.fake.insert(schedule(ME, node_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/api/v1/nodes/w2"]);
+    assert_eq!(node_annotations(&t, "w1"), json!({ PAUSED: "true" }));
+    assert_eq!(node_annotations(&t, "w3"), json!({ PAUSED_UNTIL: "never" }));
+    let (status, reason, message) = t.condition(ME, decide::READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "ScaleDownDisabled")
+    );
+    assert!(
+        message.starts_with(
+            "scale-down disabled: no window is open; applied to 1 Node; 2 of 3 paused by \
+             annotation, left as they are: Node w1 (paused by annotation scaling.ebb.dev/paused), \
+             Node w3 (annotation scaling.ebb.dev/paused-until is not an RFC 3339 instant"
+        ),
+        "{message}"
+    );
+    assert_eq!(t.condition(ME, decide::PAUSED).1, "TargetObjectsPaused");
+
+    // Lifting w1's pause (the node watch wakes the schedule on it): w1 is annotated at once.
+    t.fake.modify_json("v1", "Node", "", "w1", |n| {
+        n["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(PAUSED);
+    });
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/api/v1/nodes/w1"]);
+    assert_eq!(
+        node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+
+    // Pausing w2 (annotated by ebb) before the window opens: its annotation stays inside it.
+    t.fake.modify_json("v1", "Node", "", "w2", |n| {
+        n["metadata"]["annotations"][PAUSED_UNTIL] = json!("2026-03-27T21:00:00+01:00");
+    });
+    t.set(FRIDAY_NIGHT);
+    t.fake.clear_requests();
+    let action = t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/api/v1/nodes/w1"], "only w1 released");
+    assert_eq!(
+        node_annotations(&t, "w2")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+    // Woken when w2's pause ends, 21:00 CET, an hour after the window opened.
+    assert_eq!(action, secs(TimeDelta::hours(1)));
+
+    // Then w2 is released.
+    t.set("2026-03-27T20:00:00Z");
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/api/v1/nodes/w2"]);
+    assert_eq!(
+        node_annotations(&t, "w2"),
+        json!({ PAUSED_UNTIL: "2026-03-27T21:00:00+01:00" })
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_schedule_does_not_release_a_paused_node() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(node("w1", "workers", json!({})));
+    t.fake.insert(node("w2", "workers", json!({})));
+    t.fake.insert(schedule(ME, node_target(), nights()));
+    t.reconcile(ME).await.unwrap();
+    t.fake.modify_json("v1", "Node", "", "w1", |n| {
+        n["metadata"]["annotations"][PAUSED] = json!("true");
+    });
+    t.fake.modify::<ScaleDownSchedule>("", ME, |s| {
+        s.metadata.deletion_timestamp = Some(ebb_runtime::to_k8s_time(utc(FRIDAY_NOON)));
+    });
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    let node_writes: Vec<String> = t
+        .target_writes()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/api/v1/nodes/"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(node_writes, ["/api/v1/nodes/w2"]);
+    assert_eq!(
+        node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+}
+
+#[tokio::test]
+async fn a_paused_node_pool_gets_no_write_until_its_pause_expires() {
+    let t = Test::new(FRIDAY_NOON);
+    let mut batch = node_pool("batch", json!([{ "nodes": "10%" }]));
+    batch["metadata"]["annotations"] = json!({ PAUSED_UNTIL: "2026-03-27T14:00:00+01:00" });
+    t.fake.insert(batch);
+    t.fake.insert(node_pool("gpu", json!([])));
+    t.fake
+        .insert(schedule(ME, json!({ "karpenterNodePools": {} }), nights()));
+    let action = t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/apis/karpenter.sh/v1/nodepools/gpu"]);
+    assert_eq!(budgets(&t, "batch"), json!([{ "nodes": "10%" }]));
+    assert_eq!(action, secs(TimeDelta::hours(2)));
+    assert!(
+        t.condition(ME, decide::READY)
+            .2
+            .contains("1 of 2 paused by annotation, left as they are: NodePool batch (paused until 2026-03-27T13:00:00Z")
+    );
+
+    t.set("2026-03-27T13:00:00Z");
+    t.fake.clear_requests();
+    t.reconcile(ME).await.unwrap();
+    let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/apis/karpenter.sh/v1/nodepools/batch"]);
+    assert_eq!(
+        budgets(&t, "batch"),
+        json!([{ "nodes": "10%" }, { "nodes": "0" }])
+    );
+    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
+}
+
+#[tokio::test]
+async fn a_paused_machine_autoscaler_is_not_pinned() {
+    let t = Test::new(FRIDAY_NOON);
+    let mut a = machine_autoscaler("worker-a", 1, 6, json!({}));
+    a["metadata"]["annotations"] = json!({ PAUSED: "TRUE" });
+    t.fake.insert(a);
+    t.fake
+        .insert(machine_autoscaler("worker-b", 1, 6, json!({})));
+    t.fake.insert(machine_set("worker-a", 3));
+    t.fake.insert(machine_set("worker-b", 3));
+    t.fake
+        .insert(schedule(ME, json!({ "machineAutoscalers": {} }), nights()));
+    t.reconcile(ME).await.unwrap();
+    let writes = t.target_writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].path.ends_with("/machineautoscalers/worker-b"));
+    assert_eq!(ma_json(&t, "worker-a")["spec"]["minReplicas"], json!(1));
+    assert!(
+        t.condition(ME, decide::PAUSED)
+            .2
+            .contains("MachineAutoscaler openshift-machine-api/worker-a (paused by annotation")
+    );
+}

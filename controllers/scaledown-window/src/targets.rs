@@ -13,8 +13,10 @@ use serde_json::{Map, Value, json};
 
 use crate::decide::{
     CONFIGURED_MIN_ANNOTATION, Change, DISABLED_BY_ANNOTATION, MachineAutoscalerView, NodeChange,
-    NodePoolView, NodeView, PINNED_MIN_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, ScaleTargetRef,
+    NodePoolView, NodeView, PINNED_MIN_ANNOTATION, PauseMarks, SCALE_DOWN_DISABLED_ANNOTATION,
+    ScaleTargetRef,
 };
+use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 
 /// `autoscaling.openshift.io/v1` ClusterAutoscaler (cluster-scoped).
 pub fn cluster_autoscaler() -> ApiResource {
@@ -82,6 +84,14 @@ fn annotation(meta: &ObjectMeta, key: &str) -> Option<String> {
     meta.annotations.as_ref().and_then(|a| a.get(key)).cloned()
 }
 
+/// An object's pause annotations (`scaling.ebb.dev/paused`, `paused-until`), as they are.
+pub fn pause_marks(meta: &ObjectMeta) -> PauseMarks {
+    PauseMarks {
+        paused: annotation(meta, PAUSED_ANNOTATION),
+        paused_until: annotation(meta, PAUSED_UNTIL_ANNOTATION),
+    }
+}
+
 fn labels(meta: &ObjectMeta) -> BTreeMap<String, String> {
     meta.labels.clone().unwrap_or_default()
 }
@@ -132,6 +142,7 @@ pub fn node_view(meta: &ObjectMeta) -> NodeView {
         resource_version: meta.resource_version.clone(),
         scale_down_disabled: annotation(meta, SCALE_DOWN_DISABLED_ANNOTATION),
         disabled_by: annotation(meta, DISABLED_BY_ANNOTATION),
+        pause: pause_marks(meta),
     }
 }
 
@@ -175,6 +186,7 @@ pub fn machine_autoscaler_view(ma: &DynamicObject) -> MachineAutoscalerView {
         configured_min: annotation(meta, CONFIGURED_MIN_ANNOTATION),
         pinned_min: annotation(meta, PINNED_MIN_ANNOTATION),
         disabled_by: annotation(meta, DISABLED_BY_ANNOTATION),
+        pause: pause_marks(meta),
     }
 }
 
@@ -200,6 +212,7 @@ pub fn node_pool_view(pool: &DynamicObject) -> NodePoolView {
             .and_then(Value::as_array)
             .cloned(),
         disabled_by: annotation(meta, DISABLED_BY_ANNOTATION),
+        pause: pause_marks(meta),
     }
 }
 
