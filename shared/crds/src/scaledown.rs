@@ -156,8 +156,10 @@ fn default_time_zone() -> String {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Maintenance {
-    /// Also allow scale-down while the `config.openshift.io/v1` ClusterVersion `version`
-    /// reports `Progressing=True` (an upgrade is running).
+    /// Also allow scale-down while OpenShift maintenance runs: the `config.openshift.io/v1`
+    /// ClusterVersion `version` reports `Progressing=True` (an upgrade is running), or any
+    /// `machineconfiguration.openshift.io/v1` MachineConfigPool reports `Updating=True` (its
+    /// nodes are still being drained and rebooted after the upgrade).
     #[serde(default)]
     pub follow_cluster_upgrade: bool,
 }
