@@ -1022,20 +1022,8 @@ async fn remove_release_annotation(
     name: &str,
     base: &WorkshopProvision,
 ) -> Result<Written, Error> {
-    let Some(rv) = base.resource_version() else {
-        return Ok(Written::Conflict);
-    };
-    let body = json!({"metadata": {"resourceVersion": rv,
-        "annotations": {decide::RELEASE_ANNOTATION: null}}});
-    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
-    match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
-        Ok(p) => Ok(Written::Done(Box::new(p))),
-        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
-        Err(source) => Err(Error::WriteCount {
-            name: format!("{namespace}/{name}"),
-            source,
-        }),
-    }
+    let body = json!({"metadata": {"annotations": {decide::RELEASE_ANNOTATION: null}}});
+    patch_provision(ctx, namespace, name, base, body).await
 }
 
 /// `spec.count = to` as a merge patch preconditioned on `base`'s resourceVersion. Absolute, never
@@ -1047,10 +1035,22 @@ async fn write_count(
     base: &WorkshopProvision,
     to: i32,
 ) -> Result<Written, Error> {
+    patch_provision(ctx, namespace, name, base, json!({"spec": {"count": to}})).await
+}
+
+/// A merge patch of the provision's main resource carrying `base`'s resourceVersion: a 409 means
+/// someone else wrote in between, and the caller re-reads and decides again.
+async fn patch_provision(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    base: &WorkshopProvision,
+    mut body: serde_json::Value,
+) -> Result<Written, Error> {
     let Some(rv) = base.resource_version() else {
         return Ok(Written::Conflict);
     };
-    let body = json!({"metadata": {"resourceVersion": rv}, "spec": {"count": to}});
+    body["metadata"]["resourceVersion"] = json!(rv);
     let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
     match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
         Ok(p) => Ok(Written::Done(Box::new(p))),
