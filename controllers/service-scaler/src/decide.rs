@@ -8,11 +8,19 @@
 //!   `minReplicas > maxReplicas` is an invalid spec naming the range; `minReplicas ==
 //!   maxReplicas` is a fixed size.
 //! - **Ranges** are half-open `[from, to)`; windows come from `ebb-schedule` (DST rules there).
-//!   Overlapping ranges are legal: the first in list order wins, and a condition names them.
+//!   Overlapping ranges are legal: the first in list order wins (the last with
+//!   `spec.rangeSelection: Last`, udaan's behaviour), and a condition names them.
 //! - **Transitions** are the instants at which the *effective settings* change, not merely the
 //!   matched range: two back-to-back ranges with identical settings are no transition.
-//! - **Ramp.** With `spec.ramp`, a change of `minReplicas` at a schedule boundary is spread
-//!   linearly over the ramp duration in one-replica steps, the first at the boundary. The state
+//! - **Lead time** ([`crate::lead`]). With `spec.leadTime` (default 30m, `0s`: off), an increase
+//!   of `minReplicas` or `maxReplicas` at a boundary is stepped up ahead of it in six equal steps,
+//!   the last one step before the boundary, so capacity is never below the schedule; then
+//!   `minReplicas` is capped at `maxReplicas`. Path-independent: it follows from the spec and `now`.
+//! - **Ramp.** With `spec.ramp`, a *decrease* of `minReplicas` at a schedule boundary is spread
+//!   linearly over the ramp duration in one-replica steps, the first at the boundary (an increase
+//!   spread after its boundary would leave capacity below the schedule: it applies at once, or
+//!   ahead of the boundary by the lead time). The ramped and the led value are both lower bounds
+//!   of `minReplicas`: the HPA gets the larger, capped at `maxReplicas`. The state
 //!   (`status.ramp`: from, to, startedAt) is all that is kept; the current step follows from `now`.
 //!   A target change mid-ramp starts a new ramp from the value the old one had reached. A change
 //!   that is not a boundary within the last ramp duration (a spec edit, a restart long after the
@@ -20,8 +28,9 @@
 //!   ramped `minReplicas` never exceeds the effective `maxReplicas`.
 //! - **Writes.** The HPA gets exactly the owned fields (`minReplicas`, `maxReplicas`, and the cpu
 //!   and memory entries of `metrics`; other metrics are sent back as they are, since the list is
-//!   applied as a whole); `scaleTargetRef` only when ebb creates the HPA. Nothing is written when
-//!   they already match.
+//!   applied as a whole, except that `metricTargets` set the target of those named; a write
+//!   carrying them is preconditioned on the `resourceVersion` read, [`OwnedFields::precondition`]);
+//!   `scaleTargetRef` only when ebb creates the HPA. Nothing is written when they already match.
 //! - **Kill switch.** `service-scaler.kubernetes.io/managed: "false"` on the HPA stops every write
 //!   to it; apart from the pause annotations below, no other annotation on the HPA matters.
 //! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler *or on the HPA*
@@ -30,10 +39,15 @@
 //!   an Event when the pause starts; the ServiceScaler's annotation is reported when both carry
 //!   one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
 //!   (fail-safe). A paused HPA is not restored on deletion either.
-//! - **Adoption.** An HPA ebb did not create is adopted: the ServiceScaler then carries
-//!   [`FINALIZER`], and on deletion the HPA is restored to the defaults (`spec.hpa`) before the
-//!   finalizer goes. An HPA ebb created is owned by the ServiceScaler and garbage collected with it.
-//! - **Requeue** at the next transition or ramp step, computed from `now`, and at most
+//! - **Adoption and deletion.** An HPA ebb creates is owned by the ServiceScaler (garbage
+//!   collected with it); any other is adopted. On deletion `spec.deletionPolicy` decides
+//!   ([`deletion_action`]): `Delete`, `Restore` (to `spec.hpa`) or `Orphan` (kept as it is);
+//!   unset, HPAs ebb or udaan created (udaan's carry [`MANAGED_ANNOTATION`]) are deleted, as udaan
+//!   did, and other adopted ones restored. Whenever that needs more than the garbage collector
+//!   ([`needs_finalizer`]: a delete or restore of an adopted HPA, a restore or orphan of an owned
+//!   one, which is disowned first), the ServiceScaler carries [`FINALIZER`] until it is done.
+//!   udaan's [`UDAAN_FINALIZER`] is honoured the same way, then removed.
+//! - **Requeue** at the next transition, ramp step or lead step, computed from `now`, and at most
 //!   [`MAX_REQUEUE`] later: a safety net against clock steps and missed watch events.
 
 use std::fmt;
@@ -41,8 +55,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use ebb_crds::service_scaler::{
-    HpaDefaults, HpaOverride, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
-    ServiceScalerSpec, ServiceScalerStatus, TimeRange, TimeRangeKind, Weekday,
+    DeletionPolicy, HpaDefaults, HpaOverride, HpaSettings, MetricTargetSpec, RampStatus,
+    RangeSelection, ScheduledTransition, ServiceScaler, ServiceScalerSpec, ServiceScalerStatus,
+    TimeRange, TimeRangeKind, Weekday,
 };
 use ebb_runtime::pause::{ObjectPause, PauseState, first_pause};
 use ebb_runtime::{ConditionUpdate, EventKind, from_k8s_time, set_condition, to_k8s_time};
@@ -51,14 +66,19 @@ use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
     MetricTarget, ResourceMetricSource,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 /// The kill switch: this annotation on the HPA with the value `"false"` stops all writes to it.
 pub const MANAGED_ANNOTATION: &str = "service-scaler.kubernetes.io/managed";
-/// Held on a ServiceScaler whose HPA was adopted, until the HPA is restored to the defaults.
+/// Held on a ServiceScaler whose deletion must do something to its HPA that the garbage collector
+/// would not (see [`needs_finalizer`]), until it is done.
 pub const FINALIZER: &str = "scaling.ebb.dev/service-scaler-restore-hpa";
+/// udaan's finalizer: on a ServiceScaler udaan created. ebb does what it stood for (the HPA's
+/// clean-up, per [`deletion_action`]) and then removes it, so such ServiceScalers can be deleted.
+pub const UDAAN_FINALIZER: &str = "servicescalers.scaler.udaan.io/finalizer";
 /// Label on HPAs ebb creates.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`]: the field manager's name.
@@ -147,11 +167,13 @@ pub struct Transition {
 pub struct Schedule {
     defaults: HpaSettings,
     ranges: Vec<HpaSettings>,
-    windows: FirstMatch,
+    windows: Ranked,
     /// Indices of one-off and cron ranges: the only ones that can change anything after a year
     /// without change.
     non_daily: Vec<usize>,
     ramp: Option<TimeDelta>,
+    /// `spec.leadTime`, parsed (zero: off); see [`crate::lead`].
+    lead_time: TimeDelta,
 }
 
 impl Schedule {
@@ -190,6 +212,11 @@ impl Schedule {
                 ranges.push(merged);
             }
         }
+        let lead_time =
+            crate::lead::parse_lead_time(spec.lead_time.as_deref()).unwrap_or_else(|e| {
+                errors.push(SpecError::new("spec.leadTime", e.to_string()));
+                TimeDelta::zero()
+            });
         let ramp = match spec.ramp.as_deref() {
             None => None,
             Some(text) => match parse_duration(text) {
@@ -218,9 +245,10 @@ impl Schedule {
             Some(defaults) if errors.is_empty() => Ok(Self {
                 defaults,
                 ranges,
-                windows: FirstMatch::new(windows),
+                windows: Ranked::new(windows, spec.range_selection.unwrap_or_default()),
                 non_daily,
                 ramp,
+                lead_time,
             }),
             _ => Err(SpecErrors(errors)),
         }
@@ -236,6 +264,11 @@ impl Schedule {
         self.ramp
     }
 
+    /// `spec.leadTime`, parsed: the default 30m when absent, zero when off.
+    pub fn lead_time(&self) -> TimeDelta {
+        self.lead_time
+    }
+
     /// The settings while range `index` is in force (`None`: the defaults).
     pub fn settings(&self, index: Option<usize>) -> &HpaSettings {
         index
@@ -243,7 +276,8 @@ impl Schedule {
             .unwrap_or(&self.defaults)
     }
 
-    /// The range in force at `t`: the first in list order containing it.
+    /// The range in force at `t`: the first in list order containing it (the last with
+    /// `spec.rangeSelection: Last`).
     pub fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
         self.windows.matched_at(t)
     }
@@ -345,6 +379,88 @@ impl Schedule {
     pub fn overlaps(&self) -> Vec<(usize, usize)> {
         self.windows.overlaps()
     }
+
+    /// [`overlap_message`] for this schedule's overlaps, naming the range that wins.
+    pub fn overlap_message(&self) -> Option<String> {
+        let message = overlap_message(&self.overlaps())?;
+        Some(if self.windows.last {
+            message.replace(
+                "the first in list order wins",
+                "the last in list order wins",
+            )
+        } else {
+            message
+        })
+    }
+}
+
+/// The ranges' windows with the priority `spec.rangeSelection` gives them, indices always in list
+/// order: `Last` is [`FirstMatch`] over the reversed list.
+#[derive(Clone, Debug)]
+struct Ranked {
+    ranked: FirstMatch,
+    listed: Vec<Window>,
+    last: bool,
+}
+
+impl Ranked {
+    fn new(windows: Vec<Window>, selection: RangeSelection) -> Self {
+        let last = selection == RangeSelection::Last;
+        let mut ranked = windows.clone();
+        if last {
+            ranked.reverse();
+        }
+        Self {
+            ranked: FirstMatch::new(ranked),
+            listed: windows,
+            last,
+        }
+    }
+
+    /// The list index of the window at `i` in priority order.
+    fn listed_index(&self, i: usize) -> usize {
+        if self.last {
+            self.listed.len() - 1 - i
+        } else {
+            i
+        }
+    }
+
+    /// The windows in list order.
+    fn windows(&self) -> &[Window] {
+        &self.listed
+    }
+
+    fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        self.ranked.matched_at(t).map(|i| self.listed_index(i))
+    }
+
+    fn transitions(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+        horizon: TimeDelta,
+    ) -> Vec<(DateTime<Utc>, Option<usize>)> {
+        self.ranked
+            .transitions(now, limit, horizon)
+            .into_iter()
+            .map(|(at, i)| (at, i.map(|i| self.listed_index(i))))
+            .collect()
+    }
+
+    fn overlaps(&self) -> Vec<(usize, usize)> {
+        let mut pairs: Vec<(usize, usize)> = self
+            .ranked
+            .overlaps()
+            .into_iter()
+            .map(|(a, b)| {
+                let (a, b) = (self.listed_index(a), self.listed_index(b));
+                (a.min(b), a.max(b))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs
+    }
 }
 
 /// How many overlapping pairs a message names (a condition message has a size limit).
@@ -396,6 +512,7 @@ fn defaults_settings(hpa: &HpaDefaults, errors: &mut Vec<SpecError>) -> Option<H
         "spec.hpa.targetMemoryUtilization",
         errors,
     );
+    check_metric_targets(&hpa.metric_targets, "spec.hpa", errors);
     if errors.len() == before && min > hpa.max_replicas {
         errors.push(SpecError::new(
             "spec.hpa",
@@ -407,7 +524,48 @@ fn defaults_settings(hpa: &HpaDefaults, errors: &mut Vec<SpecError>) -> Option<H
         max_replicas: hpa.max_replicas,
         target_cpu_utilization: hpa.target_cpu_utilization.filter(|t| *t != 0),
         target_memory_utilization: hpa.target_memory_utilization.filter(|t| *t != 0),
+        metric_targets: merge_metric_targets(&[], &hpa.metric_targets),
     })
+}
+
+/// `base` with `overrides` replacing the targets of the same name, sorted by name.
+fn merge_metric_targets(
+    base: &[MetricTargetSpec],
+    overrides: &[MetricTargetSpec],
+) -> Vec<MetricTargetSpec> {
+    let mut merged: Vec<MetricTargetSpec> = base.to_vec();
+    for o in overrides {
+        // A name given twice: the last one counts.
+        merged.retain(|m| m.name != o.name);
+        merged.push(o.clone());
+    }
+    merged.sort();
+    merged
+}
+
+fn check_metric_targets(targets: &[MetricTargetSpec], path: &str, errors: &mut Vec<SpecError>) {
+    for (i, t) in targets.iter().enumerate() {
+        let given = [
+            t.value.is_some(),
+            t.average_value.is_some(),
+            t.average_utilization.is_some(),
+        ]
+        .into_iter()
+        .filter(|g| *g)
+        .count();
+        if given != 1 {
+            errors.push(SpecError::new(
+                format!("{path}.metricTargets[{i}]"),
+                "give exactly one of value, averageValue, averageUtilization",
+            ));
+        }
+        if t.name.trim().is_empty() {
+            errors.push(SpecError::new(
+                format!("{path}.metricTargets[{i}].name"),
+                "must not be empty",
+            ));
+        }
+    }
 }
 
 fn check_override(hpa: &HpaOverride, path: &str, errors: &mut Vec<SpecError>) {
@@ -433,6 +591,7 @@ fn check_override(hpa: &HpaOverride, path: &str, errors: &mut Vec<SpecError>) {
         &format!("{path}.targetMemoryUtilization"),
         errors,
     );
+    check_metric_targets(&hpa.metric_targets, path, errors);
 }
 
 fn check_target(target: Option<i32>, field: &str, errors: &mut Vec<SpecError>) {
@@ -463,6 +622,7 @@ pub fn merge(defaults: &HpaSettings, overrides: &HpaOverride) -> HpaSettings {
             overrides.target_memory_utilization,
             defaults.target_memory_utilization,
         ),
+        metric_targets: merge_metric_targets(&defaults.metric_targets, &overrides.metric_targets),
     }
 }
 
@@ -738,7 +898,7 @@ pub fn resolve_ramp(
             })
         }
         None => match (current_min, boundary) {
-            (Some(from), Some(boundary)) if from != target_min => Some(Ramp {
+            (Some(from), Some(boundary)) if from > target_min => Some(Ramp {
                 from,
                 to: target_min,
                 start: whole_second(boundary),
@@ -747,7 +907,9 @@ pub fn resolve_ramp(
             _ => None,
         },
     };
-    ramp.filter(|r| r.from != r.to && !r.is_complete(now))
+    // Decreases only: an increase spread after its boundary would leave capacity below the
+    // schedule (increases are stepped up *ahead* of the boundary by the lead time instead).
+    ramp.filter(|r| r.from > r.to && !r.is_complete(now))
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -762,6 +924,66 @@ pub struct OwnedFields {
     pub max_replicas: i32,
     /// `spec.metrics`: Resource cpu/memory Utilization for every non-zero target.
     pub metrics: Vec<MetricSpec>,
+    /// Targets of other metrics already on the HPA, by name ([`Self::keeping_foreign_metrics`]
+    /// sets them).
+    pub metric_targets: Vec<MetricTargetSpec>,
+}
+
+/// The name of an External, Pods or Object metric.
+fn metric_name(m: &MetricSpec) -> Option<&str> {
+    m.external
+        .as_ref()
+        .map(|e| e.metric.name.as_str())
+        .or_else(|| m.pods.as_ref().map(|p| p.metric.name.as_str()))
+        .or_else(|| m.object.as_ref().map(|o| o.metric.name.as_str()))
+}
+
+/// The metric target `t` asks for.
+fn metric_target(t: &MetricTargetSpec) -> MetricTarget {
+    let (type_, value, average_value, average_utilization) =
+        match (&t.value, &t.average_value, t.average_utilization) {
+            (Some(v), _, _) => ("Value", Some(Quantity(v.clone())), None, None),
+            (None, Some(v), _) => ("AverageValue", None, Some(Quantity(v.clone())), None),
+            (None, None, u) => ("Utilization", None, None, u),
+        };
+    MetricTarget {
+        type_: type_.into(),
+        value,
+        average_value,
+        average_utilization,
+    }
+}
+
+/// The target of an External, Pods or Object metric, mutably.
+fn target_mut(m: &mut MetricSpec) -> Option<&mut MetricTarget> {
+    if let Some(e) = m.external.as_mut() {
+        return Some(&mut e.target);
+    }
+    if let Some(p) = m.pods.as_mut() {
+        return Some(&mut p.target);
+    }
+    m.object.as_mut().map(|o| &mut o.target)
+}
+
+/// `m` with the target `targets` names for it, if any.
+fn retargeted(m: &MetricSpec, targets: &[MetricTargetSpec]) -> MetricSpec {
+    let mut m = m.clone();
+    let wanted = metric_name(&m).and_then(|name| targets.iter().find(|t| t.name == name));
+    if let (Some(t), Some(target)) = (wanted, target_mut(&mut m)) {
+        *target = metric_target(t);
+    }
+    m
+}
+
+fn describe_target(t: &MetricTarget) -> String {
+    let value = t
+        .value
+        .as_ref()
+        .or(t.average_value.as_ref())
+        .map(|q| q.0.clone())
+        .or_else(|| t.average_utilization.map(|u| format!("{u}%")))
+        .unwrap_or_default();
+    format!("{} {value}", t.type_)
 }
 
 fn utilization_metric(resource: &str, utilization: i32) -> MetricSpec {
@@ -823,7 +1045,16 @@ impl OwnedFields {
             min_replicas: settings.min_replicas,
             max_replicas: settings.max_replicas,
             metrics,
+            metric_targets: settings.metric_targets.clone(),
         }
+    }
+
+    /// Whether every metric of `metrics` named in [`Self::metric_targets`] has that target.
+    fn metric_targets_match(&self, metrics: &[MetricSpec]) -> bool {
+        metrics
+            .iter()
+            .filter(|m| !is_owned_metric(m))
+            .all(|m| retargeted(m, &self.metric_targets) == *m)
     }
 
     /// Whether `spec` already has these values. Metrics other than cpu/memory are not compared.
@@ -845,6 +1076,7 @@ impl OwnedFields {
         spec.min_replicas.unwrap_or(DEFAULT_MIN_REPLICAS) == self.min_replicas
             && spec.max_replicas == self.max_replicas
             && metrics_match
+            && self.metric_targets_match(metrics)
     }
 
     /// These fields plus the metrics of `current` that are not cpu/memory: `spec.metrics` is one
@@ -857,9 +1089,27 @@ impl OwnedFields {
                 .iter()
                 .flatten()
                 .filter(|m| !is_owned_metric(m))
-                .cloned(),
+                .map(|m| retargeted(m, &self.metric_targets)),
         );
         self
+    }
+
+    /// The `resourceVersion` a write of these fields to `current` is preconditioned on. Every
+    /// write carries `spec.metrics`, an atomic list under server-side apply: without the
+    /// precondition a metric another actor added after the read would be dropped. With it the
+    /// write fails with a 409 instead, and ebb reads again and decides again.
+    pub fn precondition(&self, current: &HorizontalPodAutoscaler) -> Option<String> {
+        current.resource_version()
+    }
+
+    /// [`Self::apply_patch`] with `metadata.resourceVersion` set when `resource_version` is given
+    /// (see [`Self::precondition`]).
+    pub fn apply_patch_at(&self, name: &str, resource_version: Option<&str>) -> Value {
+        let mut patch = self.apply_patch(name);
+        if let Some(rv) = resource_version {
+            patch["metadata"]["resourceVersion"] = json!(rv);
+        }
+        patch
     }
 
     /// The server-side apply body: only the owned fields.
@@ -904,6 +1154,22 @@ impl OwnedFields {
         let after = describe_metrics(&self.metrics);
         if before != after {
             parts.push(format!("metrics {before} -> {after}"));
+        }
+        for m in spec
+            .metrics
+            .iter()
+            .flatten()
+            .filter(|m| !is_owned_metric(m))
+        {
+            let new = retargeted(m, &self.metric_targets);
+            if let (Some(name), Some(old_t), Some(new_t)) = (
+                metric_name(m),
+                target_mut(&mut m.clone()).map(|t| describe_target(t)),
+                target_mut(&mut new.clone()).map(|t| describe_target(t)),
+            ) && old_t != new_t
+            {
+                parts.push(format!("{name} {old_t} -> {new_t}"));
+            }
         }
         if parts.is_empty() {
             "no change".into()
@@ -1009,6 +1275,90 @@ fn has_finalizer(scaler: &ServiceScaler) -> bool {
     scaler.finalizers().iter().any(|f| f == FINALIZER)
 }
 
+/// Whether the ServiceScaler still carries udaan's finalizer ([`UDAAN_FINALIZER`]).
+pub fn has_udaan_finalizer(scaler: &ServiceScaler) -> bool {
+    scaler.finalizers().iter().any(|f| f == UDAAN_FINALIZER)
+}
+
+/// Whether the HPA has any owner reference to this ServiceScaler (controller or not).
+fn references(hpa: &HorizontalPodAutoscaler, scaler: &ServiceScaler) -> bool {
+    scaler
+        .uid()
+        .is_some_and(|uid| hpa.owner_references().iter().any(|r| r.uid == uid))
+}
+
+/// Who created the HPA, as far as its fate on deletion goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HpaOrigin {
+    /// ebb: it carries ebb's controller owner reference.
+    Ebb,
+    /// udaan: it carries [`MANAGED_ANNOTATION`] (udaan set it on every HPA it created or took
+    /// over, and deleted those with the ServiceScaler).
+    Udaan,
+    /// Someone else; ebb adopted it.
+    Adopted,
+}
+
+/// Who created `hpa` (see [`HpaOrigin`]).
+pub fn hpa_origin(hpa: &HorizontalPodAutoscaler, scaler: &ServiceScaler) -> HpaOrigin {
+    if owned_by(hpa, scaler) {
+        HpaOrigin::Ebb
+    } else if hpa.annotations().contains_key(MANAGED_ANNOTATION) {
+        HpaOrigin::Udaan
+    } else {
+        HpaOrigin::Adopted
+    }
+}
+
+/// What the deletion of the ServiceScaler does to an HPA of `origin`: `spec.deletionPolicy`, or
+/// when unset what udaan did to the HPAs it created (delete them, and ebb's with them) and a
+/// restore of any other.
+pub fn deletion_action(policy: Option<DeletionPolicy>, origin: HpaOrigin) -> DeletionPolicy {
+    policy.unwrap_or(match origin {
+        HpaOrigin::Ebb | HpaOrigin::Udaan => DeletionPolicy::Delete,
+        HpaOrigin::Adopted => DeletionPolicy::Restore,
+    })
+}
+
+/// Whether the ServiceScaler must hold [`FINALIZER`] while it manages `hpa`: whenever its
+/// deletion must do something the garbage collector would not do (or would do wrongly).
+pub fn needs_finalizer(
+    policy: Option<DeletionPolicy>,
+    hpa: &HorizontalPodAutoscaler,
+    scaler: &ServiceScaler,
+) -> bool {
+    let origin = hpa_origin(hpa, scaler);
+    match deletion_action(policy, origin) {
+        // The garbage collector deletes what ebb owns.
+        DeletionPolicy::Delete => origin != HpaOrigin::Ebb,
+        DeletionPolicy::Restore => true,
+        // Only an owner reference has to go, so that the garbage collector keeps the HPA.
+        DeletionPolicy::Orphan => references(hpa, scaler),
+    }
+}
+
+/// The merge patch that drops every owner reference to `scaler` from `hpa`, preconditioned on
+/// the HPA's `resourceVersion` (the list is replaced as a whole).
+pub fn disown_patch(hpa: &HorizontalPodAutoscaler, scaler: &ServiceScaler) -> Value {
+    let uid = scaler.uid().unwrap_or_default();
+    let kept: Vec<&OwnerReference> = hpa
+        .owner_references()
+        .iter()
+        .filter(|r| r.uid != uid)
+        .collect();
+    let kept = if kept.is_empty() {
+        Value::Null
+    } else {
+        json!(kept)
+    };
+    json!({
+        "metadata": {
+            "resourceVersion": hpa.resource_version(),
+            "ownerReferences": kept,
+        }
+    })
+}
+
 // ------------------------------------------------------------------------------------------------
 // The decision
 
@@ -1032,6 +1382,8 @@ pub enum WriteReason {
     Transition,
     /// A ramp step.
     Ramp,
+    /// A lead step ahead of a boundary that raises minReplicas or maxReplicas.
+    Lead,
     /// Someone else changed an owned field.
     Drift,
     /// The ServiceScaler is deleted: an adopted HPA gets the defaults back.
@@ -1045,6 +1397,7 @@ impl WriteReason {
             Self::Create => "create",
             Self::Transition => "transition",
             Self::Ramp => "ramp",
+            Self::Lead => "lead",
             Self::Drift => "drift",
             Self::Restore => "restore",
         }
@@ -1072,9 +1425,9 @@ pub enum HpaPlan {
 pub enum FinalizerPlan {
     /// Leave as is.
     Keep,
-    /// Add it (the HPA is adopted).
+    /// Add it (the deletion will need to act on the HPA: [`needs_finalizer`]).
     Add,
-    /// Remove it (not needed, or the adopted HPA is restored).
+    /// Remove it (no longer needed).
     Remove,
 }
 
@@ -1273,7 +1626,7 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
     let unmanaged = observed.hpa.is_some_and(kill_switch);
     let adopted = observed
         .hpa
-        .is_some_and(|hpa| !owned_by(hpa, scaler) && !unmanaged);
+        .is_some_and(|hpa| !unmanaged && needs_finalizer(scaler.spec.deletion_policy, hpa, scaler));
     let finalizer = match (adopted, has_finalizer(scaler)) {
         _ if observed.dry_run => FinalizerPlan::Keep,
         (true, false) => FinalizerPlan::Add,
@@ -1358,7 +1711,7 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
         && ebb_runtime::find_condition(&status.conditions, RANGES_OVERLAP)
             .is_some_and(|c| c.observed_generation == generation);
     if !overlaps_known {
-        let message = overlap_message(&schedule.overlaps());
+        let message = schedule.overlap_message();
         let (overlap, reason) = match &message {
             Some(_) => (true, "Overlap"),
             None => (false, "NoOverlap"),
@@ -1435,20 +1788,32 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
             now,
         )
     });
-    let mut applied = target.clone();
+    // The lead steps increases up ahead of their boundary (crate::lead); a ramp keeps a
+    // decrease above it: both are lower bounds on minReplicas, capped at maxReplicas.
+    let lead = crate::lead::lead_at(&schedule, now);
+    let leading = lead.settings != target;
+    let mut applied = lead.settings.clone();
     if let Some(ramp) = &ramp {
-        applied.min_replicas = ramp.value_at(now).clamp(1, target.max_replicas);
+        applied.min_replicas = ramp
+            .value_at(now)
+            .max(applied.min_replicas)
+            .clamp(1, applied.max_replicas);
     }
     let fields = OwnedFields::from_settings(&applied);
     let in_force = format!(
-        "{} in force{}",
+        "{} in force{}{}",
         describe_range(matched),
         ramp.map_or_else(String::new, |r| format!(
             "; minReplicas ramping {} -> {} from {}",
             r.from,
             r.to,
             r.start.to_rfc3339_opts(SecondsFormat::Secs, true)
-        ))
+        )),
+        if leading {
+            "; stepping up ahead of a coming increase (spec.leadTime)"
+        } else {
+            ""
+        }
     );
 
     let (hpa, note) = match observed.hpa {
@@ -1472,6 +1837,8 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
                     WriteReason::Ramp
                 } else if previous.last_known_config.as_ref() == Some(&applied) {
                     WriteReason::Drift
+                } else if leading {
+                    WriteReason::Lead
                 } else {
                     WriteReason::Transition
                 };
@@ -1483,7 +1850,10 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
     };
 
     let next_step = ramp.and_then(|r| r.next_step_after(now));
-    let wake = [next_transition, next_step].into_iter().flatten().min();
+    let wake = [next_transition, next_step, lead.next_step]
+        .into_iter()
+        .flatten()
+        .min();
     let requeue = Some(requeue_after(now, wake));
 
     if observed.dry_run {
@@ -1552,25 +1922,33 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
     }
 }
 
-/// What to do when a ServiceScaler is being deleted.
+/// What to do when a ServiceScaler is being deleted, in this order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeletionPlan {
-    /// Owned fields to give the adopted HPA back (the defaults); `None`: no HPA write.
+    /// Drop the HPA's owner references to the ServiceScaler ([`disown_patch`]), so that the
+    /// garbage collector keeps it.
+    pub disown: bool,
+    /// Owned fields to give the HPA back (the defaults); `None`: no HPA write.
     pub restore: Option<OwnedFields>,
-    /// Remove [`FINALIZER`] (after the restore).
+    /// Delete the HPA.
+    pub delete: bool,
+    /// Remove [`FINALIZER`] and [`UDAAN_FINALIZER`] (after the HPA writes).
     pub remove_finalizer: bool,
     /// Events to record.
     pub notices: Vec<Notice>,
 }
 
-/// Decides the deletion of a ServiceScaler: an adopted HPA is restored to the defaults (unless
-/// paused, dry run, or kill-switched, which leave it alone), then the finalizer goes. An HPA ebb
-/// created is left to the garbage collector.
+/// Decides the deletion of a ServiceScaler holding [`FINALIZER`] or [`UDAAN_FINALIZER`]: the HPA
+/// is deleted, restored to the defaults or kept as it is per [`deletion_action`] (unless paused,
+/// dry run, or kill-switched, which leave it alone), then the finalizers go. An HPA ebb created
+/// that is to be deleted is left to the garbage collector; one to be kept is disowned first.
 pub fn decide_deletion(observed: &Observed<'_>, now: DateTime<Utc>) -> DeletionPlan {
     let scaler = observed.scaler;
     let mut plan = DeletionPlan {
+        disown: false,
         restore: None,
-        remove_finalizer: has_finalizer(scaler),
+        delete: false,
+        remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
         notices: Vec::new(),
     };
     if !plan.remove_finalizer {
@@ -1584,12 +1962,18 @@ pub fn decide_deletion(observed: &Observed<'_>, now: DateTime<Utc>) -> DeletionP
         scaler.namespace().unwrap_or_default(),
         scaler.name_any()
     );
-    if owned_by(hpa, scaler) {
+    let origin = hpa_origin(hpa, scaler);
+    let action = deletion_action(scaler.spec.deletion_policy, origin);
+    if action == DeletionPolicy::Delete && origin == HpaOrigin::Ebb {
         return plan;
     }
+    let (reason, verb) = match action {
+        DeletionPolicy::Delete => ("NotDeleted", "DeleteHPA"),
+        DeletionPolicy::Restore => ("NotRestored", "RestoreHPA"),
+        DeletionPolicy::Orphan => ("NotOrphaned", "OrphanHPA"),
+    };
     let mut skip = |why: String| {
-        plan.notices
-            .push(Notice::normal("NotRestored", "RestoreHPA", why));
+        plan.notices.push(Notice::normal(reason, verb, why));
     };
     if let Some(pause) = pause_of(observed, now) {
         skip(format!("HPA {name} left as it is: {pause}"));
@@ -1601,38 +1985,77 @@ pub fn decide_deletion(observed: &Observed<'_>, now: DateTime<Utc>) -> DeletionP
         ));
         return plan;
     }
-    let mut errors = Vec::new();
-    let Some(defaults) = defaults_settings(&scaler.spec.hpa, &mut errors) else {
-        plan.notices.push(Notice::warning(
-            "NotRestored",
-            "RestoreHPA",
-            format!(
-                "HPA {name} left as it is: spec.hpa is invalid: {}",
-                SpecErrors(errors)
-            ),
-        ));
-        return plan;
-    };
-    let spec = hpa.spec.clone().unwrap_or_default();
-    let fields = OwnedFields::from_settings(&defaults).keeping_foreign_metrics(&spec);
-    if fields.matches(&spec) {
-        return plan;
-    }
-    let note = format!(
-        "HPA {name} restored to the defaults: {}",
-        fields.diff(&spec)
-    );
-    if observed.dry_run {
+    let disown = action != DeletionPolicy::Delete && references(hpa, scaler);
+    let dry_run = |plan: &mut DeletionPlan, note: String| {
         plan.notices.push(Notice::normal(
             "DryRun",
-            "RestoreHPA",
+            verb,
             format!("dry run: would have {note}"),
         ));
-        return plan;
+    };
+    match action {
+        DeletionPolicy::Delete => {
+            let note = format!(
+                "HPA {name} deleted with its ServiceScaler (deletionPolicy Delete; {})",
+                match origin {
+                    HpaOrigin::Udaan => "udaan created it",
+                    _ => "adopted",
+                }
+            );
+            if observed.dry_run {
+                dry_run(&mut plan, note);
+                return plan;
+            }
+            plan.notices.push(Notice::normal("Deleted", verb, note));
+            plan.delete = true;
+        }
+        DeletionPolicy::Orphan => {
+            if !disown {
+                return plan;
+            }
+            let note = format!("HPA {name} kept as it is (deletionPolicy Orphan)");
+            if observed.dry_run {
+                dry_run(&mut plan, note);
+                return plan;
+            }
+            plan.notices.push(Notice::normal("Orphaned", verb, note));
+            plan.disown = true;
+        }
+        DeletionPolicy::Restore => {
+            let mut errors = Vec::new();
+            let Some(defaults) = defaults_settings(&scaler.spec.hpa, &mut errors) else {
+                plan.notices.push(Notice::warning(
+                    "NotRestored",
+                    "RestoreHPA",
+                    format!(
+                        "HPA {name} left as it is: spec.hpa is invalid: {}",
+                        SpecErrors(errors)
+                    ),
+                ));
+                // Kept all the same: without the owner reference the garbage collector leaves it.
+                plan.disown = disown && !observed.dry_run;
+                return plan;
+            };
+            let spec = hpa.spec.clone().unwrap_or_default();
+            let fields = OwnedFields::from_settings(&defaults).keeping_foreign_metrics(&spec);
+            if fields.matches(&spec) {
+                plan.disown = disown && !observed.dry_run;
+                return plan;
+            }
+            let note = format!(
+                "HPA {name} restored to the defaults: {}",
+                fields.diff(&spec)
+            );
+            if observed.dry_run {
+                dry_run(&mut plan, note);
+                return plan;
+            }
+            plan.notices
+                .push(Notice::normal("Restored", "RestoreHPA", note));
+            plan.disown = disown;
+            plan.restore = Some(fields);
+        }
     }
-    plan.notices
-        .push(Notice::normal("Restored", "RestoreHPA", note));
-    plan.restore = Some(fields);
     plan
 }
 

@@ -39,6 +39,7 @@ fn settings(min: i32, max: i32, cpu: Option<i32>, memory: Option<i32>) -> HpaSet
         max_replicas: max,
         target_cpu_utilization: cpu,
         target_memory_utilization: memory,
+        metric_targets: Vec::new(),
     }
 }
 
@@ -162,6 +163,7 @@ fn override_strategy() -> impl Strategy<Value = HpaOverride> {
             max_replicas: max,
             target_cpu_utilization: cpu,
             target_memory_utilization: mem,
+            metric_targets: Vec::new(),
         })
 }
 
@@ -175,6 +177,7 @@ proptest! {
         let defaults = HpaDefaults {
             min_replicas: Some(dmin), max_replicas: dmax,
             target_cpu_utilization: dcpu, target_memory_utilization: dmem,
+            metric_targets: Vec::new(),
         };
         let spec = ServiceScalerSpec {
             hpa: defaults,
@@ -184,6 +187,9 @@ proptest! {
             })).unwrap()],
             scale_target_ref: None,
             ramp: None,
+            lead_time: None,
+            deletion_policy: None,
+            range_selection: None,
         };
         let result = Schedule::from_spec(&spec);
         let nonzero = |t: Option<i32>| t.filter(|t| *t != 0);
@@ -194,6 +200,7 @@ proptest! {
                 Some(t) => nonzero(Some(t)), None => nonzero(dcpu) },
             target_memory_utilization: match o.target_memory_utilization {
                 Some(t) => nonzero(Some(t)), None => nonzero(dmem) },
+            metric_targets: Vec::new(),
         };
         if dmin > dmax {
             let errors = result.unwrap_err().0;
@@ -776,21 +783,36 @@ fn resolve_ramp_starts_at_the_boundary_and_restarts_from_the_current_value() {
     let d = TimeDelta::minutes(10);
     let b = utc("2026-12-03T07:30:00Z");
     let now = b + TimeDelta::minutes(3);
-    // A fresh boundary: from the HPA's value.
-    let r = resolve_ramp(d, None, Some(2), 12, Some(b), now).unwrap();
-    assert_eq!((r.from, r.to, r.start), (2, 12, b));
+    // A fresh boundary lowering minReplicas: from the HPA's value.
+    let r = resolve_ramp(d, None, Some(12), 2, Some(b), now).unwrap();
+    assert_eq!((r.from, r.to, r.start), (12, 2, b));
     // No boundary within the ramp: at once.
-    assert_eq!(resolve_ramp(d, None, Some(2), 12, None, now), None);
+    assert_eq!(resolve_ramp(d, None, Some(12), 2, None, now), None);
     // No HPA yet: at once.
-    assert_eq!(resolve_ramp(d, None, None, 12, Some(b), now), None);
+    assert_eq!(resolve_ramp(d, None, None, 2, Some(b), now), None);
     // Continue the stored ramp.
-    assert_eq!(resolve_ramp(d, Some(r), Some(5), 12, Some(b), now), Some(r));
-    // Target moved mid-ramp (at b2): a new ramp from where the old one was then.
+    assert_eq!(resolve_ramp(d, Some(r), Some(9), 2, Some(b), now), Some(r));
+    // Target moved lower mid-ramp (at b2): a new ramp from where the old one was then.
     let b2 = b + TimeDelta::minutes(4);
     let r2 = resolve_ramp(d, Some(r), Some(7), 1, Some(b2), b2).unwrap();
     assert_eq!((r2.from, r2.to, r2.start), (r.value_at(b2), 1, b2));
+    // Target moved above the value reached: an increase, never ramped.
+    assert_eq!(resolve_ramp(d, Some(r), Some(7), 11, Some(b2), b2), None);
     // Done: nothing.
-    assert_eq!(resolve_ramp(d, Some(r), Some(12), 12, Some(b), b + d), None);
+    assert_eq!(resolve_ramp(d, Some(r), Some(2), 2, Some(b), b + d), None);
+}
+
+#[test]
+fn ramp_spreads_decreases_only() {
+    let d = TimeDelta::minutes(10);
+    let b = utc("2026-12-03T07:30:00Z");
+    // An increase spread after its boundary would leave capacity below the schedule.
+    assert_eq!(resolve_ramp(d, None, Some(2), 12, Some(b), b), None);
+    assert_eq!(
+        resolve_ramp(d, None, Some(2), 12, Some(b), b + TimeDelta::minutes(3)),
+        None
+    );
+    assert!(resolve_ramp(d, None, Some(12), 2, Some(b), b).is_some());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1435,18 +1457,19 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
 }
 
 #[test]
-fn ramp_spreads_min_replicas_from_the_boundary_and_requeues_at_each_step() {
+fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_step() {
+    // The workshop ends at 16:00Z: 12..40 -> 2..20, ramped over 10m.
     let s = scaler(json!({
         "hpa": {"minReplicas": 2, "maxReplicas": 20, "targetCPUUtilization": 70},
         "ramp": "10m",
         "timeRangeSpec": [{"kind": "ZonedDateTime", "from": "2026-12-03T08:30:00+01:00",
             "to": "2026-12-03T17:00:00+01:00", "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
     }));
-    let before = decide_at(&s, None, "2026-12-03T07:00:00Z");
+    let before = decide_at(&s, None, "2026-12-03T15:00:00Z");
     let mut s = with_status(&s, &before);
-    let mut h = hpa(&settings(2, 20, Some(70), None), true);
+    let mut h = hpa(&settings(12, 40, Some(70), None), true);
     let mut seen = Vec::new();
-    let mut now = utc("2026-12-03T07:30:00Z");
+    let mut now = utc("2026-12-03T16:00:00Z");
     for _ in 0..12 {
         let d = decide(
             &Observed {
@@ -1457,23 +1480,23 @@ fn ramp_spreads_min_replicas_from_the_boundary_and_requeues_at_each_step() {
             now,
         );
         if let HpaPlan::Apply { fields, reason } = &d.hpa {
-            assert_eq!(fields.max_replicas, 40, "max changes at once");
+            assert_eq!(fields.max_replicas, 20, "max changes at once");
             seen.push((now, fields.min_replicas, *reason));
             h = hpa_with(fields, Some("uid-1"), json!({}));
         }
         s = with_status(&s, &d);
         let Some(wait) = d.requeue_after else { break };
         now += TimeDelta::from_std(wait).unwrap();
-        if now >= utc("2026-12-03T08:00:00Z") {
+        if now >= utc("2026-12-03T16:30:00Z") {
             break;
         }
     }
-    let start = utc("2026-12-03T07:30:00Z");
+    let start = utc("2026-12-03T16:00:00Z");
     let expected: Vec<_> = (0..10)
         .map(|k| {
             (
                 start + TimeDelta::minutes(k),
-                3 + i32::try_from(k).unwrap(),
+                11 - i32::try_from(k).unwrap(),
                 if k < 9 {
                     WriteReason::Ramp
                 } else {
@@ -1492,8 +1515,111 @@ fn ramp_spreads_min_replicas_from_the_boundary_and_requeues_at_each_step() {
             .as_ref()
             .unwrap()
             .min_replicas,
-        12
+        2
     );
+}
+
+#[test]
+fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
+    // The workshop starts at 07:30Z: 2..20 -> 12..40, led over the default 30m; the ramp (10m)
+    // does not spread this increase after the boundary.
+    let s = scaler(json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 20, "targetCPUUtilization": 70},
+        "ramp": "10m",
+        "timeRangeSpec": [{"kind": "ZonedDateTime", "from": "2026-12-03T08:30:00+01:00",
+            "to": "2026-12-03T17:00:00+01:00", "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
+    }));
+    let before = decide_at(&s, None, "2026-12-03T06:00:00Z");
+    let mut s = with_status(&s, &before);
+    let mut h = hpa(&settings(2, 20, Some(70), None), true);
+    let mut seen = Vec::new();
+    let mut wakes = Vec::new();
+    let mut now = utc("2026-12-03T06:50:00Z");
+    while now <= utc("2026-12-03T07:45:00Z") {
+        let d = decide(
+            &Observed {
+                scaler: &s,
+                hpa: Some(&h),
+                dry_run: false,
+            },
+            now,
+        );
+        if let HpaPlan::Apply { fields, reason } = &d.hpa {
+            seen.push((now, fields.min_replicas, fields.max_replicas, *reason));
+            h = hpa_with(fields, Some("uid-1"), json!({}));
+        }
+        s = with_status(&s, &d);
+        let wait = d.requeue_after.unwrap();
+        now += TimeDelta::from_std(wait).unwrap();
+        wakes.push(now);
+    }
+    let at = |t: &str| utc(&format!("2026-12-03T{t}Z"));
+    assert_eq!(
+        seen,
+        [
+            (at("07:00:00"), 4, 24, WriteReason::Lead),
+            (at("07:05:00"), 6, 27, WriteReason::Lead),
+            (at("07:10:00"), 7, 30, WriteReason::Lead),
+            (at("07:15:00"), 9, 34, WriteReason::Lead),
+            (at("07:20:00"), 11, 37, WriteReason::Lead),
+            (at("07:25:00"), 12, 40, WriteReason::Lead),
+        ]
+    );
+    // Woken at each step, then at the boundary (no write: already there, and no ramp up).
+    assert_eq!(
+        wakes[..8],
+        [
+            at("07:00:00"),
+            at("07:05:00"),
+            at("07:10:00"),
+            at("07:15:00"),
+            at("07:20:00"),
+            at("07:25:00"),
+            at("07:30:00"),
+            at("08:30:00"),
+        ]
+    );
+    let status = s.status.unwrap();
+    assert_eq!(status.ramp, None);
+    assert_eq!(status.matched_range, Some(0));
+    // The preview names schedule boundaries only: lead steps are not transitions.
+    assert_eq!(
+        from_k8s_time(&before.status.unwrap().next_transitions[0].at),
+        at("07:30:00")
+    );
+}
+
+#[test]
+fn lead_is_path_independent_a_fresh_controller_writes_the_step_in_force() {
+    let spec = json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 20},
+        "timeRangeSpec": [{"kind": "ZonedTime", "from": "07:30Z", "to": "16:00Z",
+            "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
+    });
+    let h = hpa(&settings(2, 20, None, None), true);
+    // No status, 07:17: step 4 (k = floor(17 * 6 / 30) + 1), whatever happened before.
+    let d = decide_at(&scaler(spec.clone()), Some(&h), "2026-05-04T07:17:00Z");
+    let HpaPlan::Apply { fields, reason } = &d.hpa else {
+        panic!("{:?}", d.hpa)
+    };
+    assert_eq!((fields.min_replicas, fields.max_replicas), (9, 34));
+    assert_eq!(*reason, WriteReason::Lead);
+    assert_eq!(d.requeue_after, Some(Duration::from_secs(180)));
+    let status = d.status.unwrap();
+    assert!(
+        condition_of(&status, READY)
+            .2
+            .contains("stepping up ahead of a coming increase"),
+        "{:?}",
+        condition_of(&status, READY)
+    );
+    assert_eq!(status.last_known_config, Some(settings(9, 34, None, None)));
+    // leadTime 0s: the schedule alone, woken at the boundary.
+    let mut off = spec;
+    off["leadTime"] = json!("0s");
+    let d = decide_at(&scaler(off), Some(&h), "2026-05-04T07:17:00Z");
+    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.requeue_after, Some(Duration::from_secs(13 * 60)));
 }
 
 #[test]
@@ -1503,23 +1629,24 @@ fn ramp_state_is_in_status_and_a_restart_continues_it() {
         "timeRangeSpec": [{"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
             "replicaSpec": {"hpa": {"minReplicas": 12}}}]
     }));
-    let h = hpa(&settings(2, 20, None, None), true);
-    // A fresh controller 3 minutes after the boundary (no status): ramp from the HPA's value.
-    let d = decide_at(&s, Some(&h), "2026-05-04T08:03:00Z");
+    let h = hpa(&settings(12, 20, None, None), true);
+    // A fresh controller 3 minutes after the 12:00 boundary (no status): ramp down from the
+    // HPA's value.
+    let d = decide_at(&s, Some(&h), "2026-05-04T12:03:00Z");
     let HpaPlan::Apply { fields, .. } = &d.hpa else {
         panic!()
     };
-    assert_eq!(fields.min_replicas, 6);
+    assert_eq!(fields.min_replicas, 8);
     let ramp = d.status.as_ref().unwrap().ramp.clone().unwrap();
-    assert_eq!((ramp.from_min_replicas, ramp.to_min_replicas), (2, 12));
-    assert_eq!(from_k8s_time(&ramp.started_at), utc("2026-05-04T08:00:00Z"));
+    assert_eq!((ramp.from_min_replicas, ramp.to_min_replicas), (12, 2));
+    assert_eq!(from_k8s_time(&ramp.started_at), utc("2026-05-04T12:00:00Z"));
     assert_eq!(condition_of(d.status.as_ref().unwrap(), READY).1, "Ramping");
     // Long after the boundary: at once.
-    let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
+    let d = decide_at(&s, Some(&h), "2026-05-04T13:00:00Z");
     let HpaPlan::Apply { fields, .. } = &d.hpa else {
         panic!()
     };
-    assert_eq!(fields.min_replicas, 12);
+    assert_eq!(fields.min_replicas, 2);
     assert_eq!(d.status.unwrap().ramp, None);
 }
 
@@ -1653,7 +1780,7 @@ fn dst_boundaries_drive_the_hpa_writes_and_requeues() {
     // Nights in Zurich at minReplicas 1; across the spring-forward night the range closes at
     // 06:00 CEST (04:00Z), across the fall-back night at 06:00 CET (05:00Z).
     let s = scaler(
-        json!({"hpa": {"minReplicas": 4, "maxReplicas": 8}, "timeRangeSpec": [
+        json!({"hpa": {"minReplicas": 4, "maxReplicas": 8}, "leadTime": "0s", "timeRangeSpec": [
         {"kind": "LocalTime", "from": "22:00", "to": "06:00", "timeZone": "Europe/Zurich",
          "replicaSpec": {"hpa": {"minReplicas": 1}}}]}),
     );
@@ -1720,4 +1847,374 @@ proptest! {
             prop_assert_eq!(s.matched_at(*u).is_some(), expected, "{} {} at {} (wall {})", zone, date, u, wall(*u));
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Deletion policy, udaan's finalizer, range selection
+
+/// What a deletion plan does, in short: (disown, restore, delete, remove_finalizer).
+fn deletion_summary(plan: &DeletionPlan) -> (bool, bool, bool, bool) {
+    (
+        plan.disown,
+        plan.restore.is_some(),
+        plan.delete,
+        plan.remove_finalizer,
+    )
+}
+
+fn hpa_of(origin: HpaOrigin) -> HorizontalPodAutoscaler {
+    let fields = OwnedFields::from_settings(&settings(5, 10, Some(60), None));
+    match origin {
+        HpaOrigin::Ebb => hpa_with(&fields, Some("uid-1"), json!({})),
+        HpaOrigin::Udaan => hpa_with(&fields, None, json!({MANAGED_ANNOTATION: "true"})),
+        HpaOrigin::Adopted => hpa_with(&fields, None, json!({})),
+    }
+}
+
+#[test]
+fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
+    use DeletionPolicy::{Delete, Orphan, Restore};
+    use HpaOrigin::{Adopted, Ebb, Udaan};
+    // (policy, origin, needs the finalizer, (disown, restore, delete, remove_finalizer))
+    let table = [
+        // Unset: as udaan did for the HPAs it (or ebb) created, a restore for adopted ones.
+        (None, Ebb, false, (false, false, false, true)),
+        (None, Udaan, true, (false, false, true, true)),
+        (None, Adopted, true, (false, true, false, true)),
+        // Delete: the garbage collector deletes what ebb owns; ebb deletes the rest.
+        (Some(Delete), Ebb, false, (false, false, false, true)),
+        (Some(Delete), Udaan, true, (false, false, true, true)),
+        (Some(Delete), Adopted, true, (false, false, true, true)),
+        // Restore: even an HPA ebb created, disowned first so the garbage collector keeps it.
+        (Some(Restore), Ebb, true, (true, true, false, true)),
+        (Some(Restore), Udaan, true, (false, true, false, true)),
+        (Some(Restore), Adopted, true, (false, true, false, true)),
+        // Orphan: only ebb's owner reference goes.
+        (Some(Orphan), Ebb, true, (true, false, false, true)),
+        (Some(Orphan), Udaan, false, (false, false, false, true)),
+        (Some(Orphan), Adopted, false, (false, false, false, true)),
+    ];
+    for (policy, origin, needs, expected) in table {
+        let mut s = scaler(office());
+        s.spec.deletion_policy = policy;
+        let hpa = hpa_of(origin);
+        assert_eq!(hpa_origin(&hpa, &s), origin);
+        assert_eq!(
+            needs_finalizer(policy, &hpa, &s),
+            needs,
+            "{policy:?} {origin:?}"
+        );
+        // The live reconcile adds the finalizer exactly when it is needed.
+        let live = decide_at(&s, Some(&hpa), "2026-05-04T09:00:00Z");
+        let want = if needs {
+            FinalizerPlan::Add
+        } else {
+            FinalizerPlan::Keep
+        };
+        assert_eq!(live.finalizer, want, "{policy:?} {origin:?}");
+        s.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+        let plan = decide_deletion(
+            &Observed {
+                scaler: &s,
+                hpa: Some(&hpa),
+                dry_run: false,
+            },
+            utc("2026-05-04T09:00:00Z"),
+        );
+        assert_eq!(deletion_summary(&plan), expected, "{policy:?} {origin:?}");
+        if plan.restore.is_some() {
+            assert_eq!(
+                plan.restore,
+                Some(OwnedFields::from_settings(&settings(2, 10, Some(60), None)))
+            );
+        }
+        // A dry run only says what it would do.
+        let dry = decide_deletion(
+            &Observed {
+                scaler: &s,
+                hpa: Some(&hpa),
+                dry_run: true,
+            },
+            utc("2026-05-04T09:00:00Z"),
+        );
+        assert_eq!(
+            deletion_summary(&dry),
+            (false, false, false, true),
+            "{policy:?} {origin:?}"
+        );
+    }
+}
+
+#[test]
+fn deletion_notices_name_what_was_done_and_skipped() {
+    let mut s = scaler(office());
+    s.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+    s.spec.deletion_policy = Some(DeletionPolicy::Delete);
+    let observed = |s: &ServiceScaler, hpa: &HorizontalPodAutoscaler| {
+        decide_deletion(
+            &Observed {
+                scaler: s,
+                hpa: Some(hpa),
+                dry_run: false,
+            },
+            utc("2026-05-04T09:00:00Z"),
+        )
+    };
+    let plan = observed(&s, &hpa_of(HpaOrigin::Adopted));
+    assert_eq!(plan.notices[0].reason, "Deleted");
+    // The kill switch wins over every policy: the HPA is left as it is.
+    let killed = hpa_with(
+        &OwnedFields::from_settings(&settings(5, 10, None, None)),
+        None,
+        json!({MANAGED_ANNOTATION: "false"}),
+    );
+    let plan = observed(&s, &killed);
+    assert_eq!(deletion_summary(&plan), (false, false, false, true));
+    assert_eq!(plan.notices[0].reason, "NotDeleted");
+    s.spec.deletion_policy = Some(DeletionPolicy::Orphan);
+    let plan = observed(&s, &hpa_of(HpaOrigin::Ebb));
+    assert_eq!(plan.notices[0].reason, "Orphaned");
+}
+
+#[test]
+fn deletion_keeps_other_owner_references_of_a_disowned_hpa() {
+    let s = scaler(office());
+    let mut hpa = hpa_of(HpaOrigin::Ebb);
+    hpa.metadata.resource_version = Some("42".into());
+    let patch = disown_patch(&hpa, &s);
+    assert_eq!(
+        patch,
+        json!({"metadata": {"resourceVersion": "42", "ownerReferences": null}})
+    );
+    hpa.metadata
+        .owner_references
+        .get_or_insert_with(Vec::new)
+        .push(
+            serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-9",
+            }))
+            .unwrap(),
+        );
+    let patch = disown_patch(&hpa, &s);
+    assert_eq!(patch["metadata"]["ownerReferences"][0]["uid"], "uid-9");
+    assert_eq!(
+        patch["metadata"]["ownerReferences"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
+    let mut s = scaler(office());
+    s.metadata.finalizers = Some(vec![UDAAN_FINALIZER.to_owned()]);
+    // udaan's HPA: deleted, as udaan's finalizer stood for; then the finalizer goes.
+    let udaans = hpa_of(HpaOrigin::Udaan);
+    let plan = decide_deletion(
+        &Observed {
+            scaler: &s,
+            hpa: Some(&udaans),
+            dry_run: false,
+        },
+        utc("2026-05-04T09:00:00Z"),
+    );
+    assert_eq!(deletion_summary(&plan), (false, false, true, true));
+    // No HPA left: the finalizer goes all the same.
+    let plan = decide_deletion(
+        &Observed {
+            scaler: &s,
+            hpa: None,
+            dry_run: false,
+        },
+        utc("2026-05-04T09:00:00Z"),
+    );
+    assert_eq!(deletion_summary(&plan), (false, false, false, true));
+    // While the ServiceScaler lives, udaan's finalizer is no business of the live reconcile.
+    let owned = hpa(&settings(5, 10, Some(60), None), true);
+    assert_eq!(
+        decide_at(&s, Some(&owned), "2026-05-04T09:00:00Z").finalizer,
+        FinalizerPlan::Keep
+    );
+    assert!(has_udaan_finalizer(&s));
+}
+
+fn overlapping(selection: Option<&str>) -> Schedule {
+    let mut value = json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 10},
+        "timeRangeSpec": [
+            {"kind": "ZonedTime", "from": "08:00Z", "to": "18:00Z",
+             "replicaSpec": {"hpa": {"minReplicas": 3}}},
+            {"kind": "ZonedTime", "from": "12:00Z", "to": "14:00Z",
+             "replicaSpec": {"hpa": {"minReplicas": 5}}},
+        ]
+    });
+    if let Some(selection) = selection {
+        value["rangeSelection"] = json!(selection);
+    }
+    schedule(value)
+}
+
+#[test]
+fn range_selection_first_takes_the_first_overlapping_range_and_last_the_last() {
+    let first = overlapping(None);
+    assert_eq!(first.matched_at(utc("2026-05-04T13:00:00Z")), Some(0));
+    assert_eq!(
+        overlapping(Some("First")).matched_at(utc("2026-05-04T13:00:00Z")),
+        Some(0)
+    );
+    let last = overlapping(Some("Last"));
+    assert_eq!(last.matched_at(utc("2026-05-04T10:00:00Z")), Some(0));
+    assert_eq!(last.matched_at(utc("2026-05-04T13:00:00Z")), Some(1));
+    assert_eq!(
+        last.effective_at(utc("2026-05-04T13:00:00Z")).min_replicas,
+        5
+    );
+    assert_eq!(last.matched_at(utc("2026-05-04T19:00:00Z")), None);
+    // Transitions name ranges by list index either way.
+    let at = |s: &Schedule| {
+        s.transitions(utc("2026-05-04T09:00:00Z"), 3)
+            .into_iter()
+            .map(|t| (t.at, t.matched_range))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        at(&last),
+        vec![
+            (utc("2026-05-04T12:00:00Z"), Some(1)),
+            (utc("2026-05-04T14:00:00Z"), Some(0)),
+            (utc("2026-05-04T18:00:00Z"), None),
+        ]
+    );
+    assert_eq!(
+        at(&first),
+        vec![
+            (utc("2026-05-04T18:00:00Z"), None),
+            (utc("2026-05-05T08:00:00Z"), Some(0)),
+            (utc("2026-05-05T18:00:00Z"), None),
+        ]
+    );
+    // The overlap is reported either way, naming the winner.
+    assert_eq!(first.overlaps(), vec![(0, 1)]);
+    assert_eq!(last.overlaps(), vec![(0, 1)]);
+    assert!(
+        first
+            .overlap_message()
+            .unwrap()
+            .ends_with("the first in list order wins")
+    );
+    assert!(
+        last.overlap_message()
+            .unwrap()
+            .ends_with("the last in list order wins")
+    );
+}
+
+#[test]
+fn a_write_carrying_someone_elses_metrics_is_preconditioned_on_the_version_read() {
+    let mut h = hpa(&settings(5, 10, Some(60), None), true);
+    h.metadata.resource_version = Some("7".into());
+    let fields = OwnedFields::from_settings(&settings(2, 10, Some(60), None));
+    // Only cpu/memory as read: still preconditioned, since a metric someone adds after the read
+    // would be dropped by the atomic list.
+    let own = fields
+        .clone()
+        .keeping_foreign_metrics(h.spec.as_ref().unwrap());
+    assert_eq!(own.precondition(&h).as_deref(), Some("7"));
+    assert_eq!(own.apply_patch_at("web", None), own.apply_patch("web"));
+    h.spec.as_mut().unwrap().metrics.as_mut().unwrap().push(
+        serde_json::from_value(json!({"type": "External", "external": {
+                "metric": {"name": "queue_depth"},
+                "target": {"type": "AverageValue", "averageValue": "30"}}}))
+        .unwrap(),
+    );
+    let carrying = fields.keeping_foreign_metrics(h.spec.as_ref().unwrap());
+    assert_eq!(carrying.precondition(&h).as_deref(), Some("7"));
+    let patch = carrying.apply_patch_at("web", Some("7"));
+    assert_eq!(
+        patch["metadata"],
+        json!({"name": "web", "resourceVersion": "7"})
+    );
+    assert_eq!(patch["spec"]["metrics"][1]["type"], "External");
+}
+
+#[test]
+fn ranges_set_targets_of_metrics_already_on_the_hpa_by_name() {
+    // Queue depth 30 by day, 100 off-hours (outside 08:00-12:00Z); rps only named by day.
+    let s = scaler(json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60,
+                "metricTargets": [{"name": "queue_depth", "averageValue": "100"}]},
+        "timeRangeSpec": [
+            {"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
+             "replicaSpec": {"hpa": {"minReplicas": 5, "metricTargets": [
+                 {"name": "queue_depth", "averageValue": "30"},
+                 {"name": "missing", "value": "1"}]}}}
+        ]
+    }));
+    let schedule = Schedule::from_spec(&s.spec).unwrap();
+    let day = schedule.effective_at(utc("2026-05-04T09:00:00Z"));
+    assert_eq!(
+        day.metric_targets
+            .iter()
+            .map(|t| (
+                t.name.as_str(),
+                t.average_value.as_deref(),
+                t.value.as_deref()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            ("missing", None, Some("1")),
+            ("queue_depth", Some("30"), None)
+        ]
+    );
+    let queue = |value: &str| {
+        serde_json::from_value::<MetricSpec>(json!({"type": "External", "external": {
+            "metric": {"name": "queue_depth"},
+            "target": {"type": "AverageValue", "averageValue": value}}}))
+        .unwrap()
+    };
+    let rps: MetricSpec = serde_json::from_value(json!({"type": "Pods", "pods": {
+        "metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}))
+    .unwrap();
+    let with = |min: i32, q: &str| {
+        let mut h = hpa(&settings(min, 10, Some(60), None), true);
+        let metrics = h.spec.as_mut().unwrap().metrics.as_mut().unwrap();
+        metrics.push(queue(q));
+        metrics.push(rps.clone());
+        h
+    };
+    let first = decide_at(&s, None, "2026-05-04T09:00:00Z");
+    let s = with_status(&s, &first);
+    // In sync by day: nothing to write; a name not on the HPA adds nothing.
+    assert_eq!(
+        decide_at(&s, Some(&with(5, "30")), "2026-05-04T09:30:00Z").hpa,
+        HpaPlan::Leave
+    );
+    // Off-hours: queue depth back to 100, rps untouched, the whole list sent.
+    let d = decide_at(&s, Some(&with(5, "30")), "2026-05-04T12:00:00Z");
+    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+        panic!("{:?}", d.hpa)
+    };
+    let metrics = &fields.apply_patch("web")["spec"]["metrics"];
+    assert_eq!(metrics[1], serde_json::to_value(queue("100")).unwrap());
+    assert_eq!(metrics[2], serde_json::to_value(&rps).unwrap());
+    assert_eq!(metrics.as_array().map(Vec::len), Some(3));
+    let note = &d.hpa_notice.as_ref().unwrap().note;
+    assert!(
+        note.contains("queue_depth AverageValue 30 -> AverageValue 100"),
+        "{note}"
+    );
+    // Only the named target drifted: written back.
+    assert!(matches!(
+        decide_at(&s, Some(&with(5, "31")), "2026-05-04T09:30:00Z").hpa,
+        HpaPlan::Apply { .. }
+    ));
+    // A target must say exactly one thing.
+    let errors = errors_of(json!({
+        "hpa": {"maxReplicas": 3, "metricTargets": [{"name": "q", "value": "1", "averageValue": "2"}]}
+    }));
+    assert!(
+        errors.iter().any(|(f, _)| f == "spec.hpa.metricTargets[0]"),
+        "{errors:?}"
+    );
 }

@@ -6,6 +6,7 @@
 //! instead of polling.
 //!
 //! - [`decide`]: every rule, pure.
+//! - [`lead`]: the lead-time rule (stepping increases up ahead of their boundary), pure.
 //! - [`reconcile`]: observe -> decide -> apply, with server-side apply of the owned HPA fields.
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
@@ -13,6 +14,7 @@
 //! See `controllers/service-scaler/README.md` for users.
 
 pub mod decide;
+pub mod lead;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;

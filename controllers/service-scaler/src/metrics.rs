@@ -4,8 +4,8 @@
 //!
 //! - `managed_objects{state}`: ServiceScalers seen, by how they are handled (`active`, `paused`,
 //!   `unmanaged`, `invalid`, `dry_run`).
-//! - `transitions_total{reason}`: HPA writes, by why (`create`, `transition`, `ramp`, `drift`,
-//!   `restore`).
+//! - `transitions_total{reason}`: HPA writes, by why (`create`, `transition`, `lead`, `ramp`,
+//!   `drift`, `restore`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -57,7 +57,7 @@ impl ScalerMetrics {
         );
         sub.register(
             "transitions",
-            "HPA writes, by reason (create, transition, ramp, drift, restore)",
+            "HPA writes, by reason (create, transition, lead, ramp, drift, restore)",
             metrics.transitions.clone(),
         );
         for state in STATES {

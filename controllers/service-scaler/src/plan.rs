@@ -7,8 +7,10 @@
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
 //! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization"}, "nextTransition":
 //! RFC3339|null}`; a removed or unset metric target is `null`, `nextTransition` is the next
-//! instant the effective settings change. A ramp (`spec.ramp`) depends on the HPA's state, so
-//! `plan` shows the settings the schedule asks for, as if no ramp were configured.
+//! schedule boundary at which the scheduled settings change. `effective` includes the lead-time
+//! step in force at `--at` ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up
+//! ahead of their boundary); lead steps are not transitions. A ramp (`spec.ramp`, spreading a
+//! decrease after its boundary) depends on the HPA's state, so `plan` does not show it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -65,9 +67,9 @@ pub struct PlanOutput {
     pub name: String,
     /// Index of the range in force; `null`: the defaults.
     pub matched_range: Option<usize>,
-    /// The settings in force.
+    /// The settings in force, with the lead-time step in force.
     pub effective: Effective,
-    /// The next instant the effective settings change; `null`: never.
+    /// The next schedule boundary (lead steps are not transitions); `null`: never.
     pub next_transition: Option<String>,
 }
 
@@ -120,7 +122,7 @@ pub fn decide_plan(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutp
     Ok(PlanOutput {
         name: scaler.name_any(),
         matched_range: matched,
-        effective: schedule.settings(matched).into(),
+        effective: (&crate::lead::lead_at(&schedule, at).settings).into(),
         next_transition: schedule.next_transition(at).map(rfc3339),
     })
 }
@@ -144,11 +146,20 @@ pub fn render(
     let matched = answer.matched_range;
     let _ = writeln!(out, "ServiceScaler {name} at {}", rfc3339(at));
     let _ = writeln!(out, "  in force:   {}", decide::describe_range(matched));
+    let lead = crate::lead::lead_at(&schedule, at);
     let _ = writeln!(
         out,
         "  effective:  {}",
-        decide::describe_settings(schedule.settings(matched))
+        decide::describe_settings(&lead.settings)
     );
+    if lead.settings != *schedule.settings(matched) {
+        let _ = writeln!(
+            out,
+            "  lead:       stepping up ahead of a coming increase (scheduled now: {}); next step {}",
+            decide::describe_settings(schedule.settings(matched)),
+            lead.next_step.map_or_else(|| "none".to_owned(), rfc3339)
+        );
+    }
     let coming = schedule.transitions(at, TEXT_PREVIEW);
     if coming.is_empty() {
         let _ = writeln!(out, "  next:       none (the settings never change again)");
@@ -163,13 +174,13 @@ pub fn render(
             decide::describe_settings(&t.settings)
         );
     }
-    if let Some(message) = decide::overlap_message(&schedule.overlaps()) {
+    if let Some(message) = schedule.overlap_message() {
         let _ = writeln!(out, "  overlaps:   {message}");
     }
     if let Some(ramp) = &scaler.spec.ramp {
         let _ = writeln!(
             out,
-            "  ramp:       {ramp}: a minReplicas change is spread over {ramp} from its boundary (not shown)"
+            "  ramp:       {ramp}: a minReplicas decrease is spread over {ramp} from its boundary (not shown)"
         );
     }
     Ok(out)

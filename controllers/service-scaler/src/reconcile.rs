@@ -7,14 +7,21 @@
 //!    forced) of exactly `spec.minReplicas`, `spec.maxReplicas` and `spec.metrics`. Creating with
 //!    a POST rather than an apply keeps `scaleTargetRef` out of the apply set: a later apply
 //!    without it would otherwise remove the field ebb alone owned, which the API server rejects;
-//! 2. the finalizer (adopted HPAs only): a merge patch carrying `metadata.resourceVersion`;
+//! 2. the finalizer (when the deletion will need to act on the HPA, [`needs_finalizer`]): a merge
+//!    patch carrying `metadata.resourceVersion`;
 //! 3. the status: a merge patch of `.status` through the status subresource.
+//!
+//! On deletion ([`decide_deletion`]): drop the HPA's owner reference (a merge patch with its
+//! `resourceVersion`), restore it (server-side apply), or delete it (`uid` precondition), then
+//! remove ebb's and udaan's finalizers.
 //!
 //! A 409 at any step means someone else changed something: re-read both objects and decide
 //! again. Every write carries absolute values, so a retry after a lost answer finds the HPA in
 //! sync and writes nothing: never act twice.
 //!
 //! [`decide`]: crate::decide::decide
+//! [`decide_deletion`]: crate::decide::decide_deletion
+//! [`needs_finalizer`]: crate::decide::needs_finalizer
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +35,9 @@ use ebb_runtime::{
 };
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -36,7 +45,7 @@ use serde_json::{Value, json};
 
 use crate::decide::{
     self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields, READY,
-    SPEC_VALID, WriteReason,
+    SPEC_VALID, UDAAN_FINALIZER, WriteReason,
 };
 use crate::metrics::ScalerMetrics;
 
@@ -322,14 +331,30 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
 
     if scaler.metadata.deletion_timestamp.is_some() {
         let plan = decide::decide_deletion(&observed, now);
+        let mut current = hpa.clone();
+        if plan.disown
+            && let Some(hpa) = &hpa
+        {
+            match disown_hpa(&hpas, hpa, &scaler, &key).await? {
+                Some(disowned) => current = Some(disowned),
+                None => return Ok(Pass::Conflict),
+            }
+        }
         if let Some(fields) = &plan.restore {
-            if !apply_hpa(&hpas, name, fields, &key).await? {
+            let precondition = current.as_ref().and_then(|h| fields.precondition(h));
+            if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
                 return Ok(Pass::Conflict);
             }
             ctx.scaler_metrics.count_write(WriteReason::Restore);
         }
+        if plan.delete
+            && let Some(hpa) = &hpa
+            && !delete_hpa(&hpas, hpa, &key).await?
+        {
+            return Ok(Pass::Conflict);
+        }
         record(ctx, &reference, &plan.notices).await;
-        if plan.remove_finalizer && write_finalizer(&scalers, &scaler, false, &key).await? {
+        if plan.remove_finalizer && write_finalizer(&scalers, &scaler, false, true, &key).await? {
             return Ok(Pass::Conflict);
         }
         ctx.scaler_metrics.forget(&key);
@@ -357,7 +382,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
             ctx.scaler_metrics.count_write(WriteReason::Create);
         }
         HpaPlan::Apply { fields, reason } => {
-            if !apply_hpa(&hpas, name, fields, &key).await? {
+            let precondition = hpa.as_ref().and_then(|h| fields.precondition(h));
+            if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
                 return Ok(Pass::Conflict);
             }
             ctx.scaler_metrics.count_write(*reason);
@@ -368,8 +394,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
     }
     let conflict = match decision.finalizer {
         FinalizerPlan::Keep => false,
-        FinalizerPlan::Add => write_finalizer(&scalers, &scaler, true, &key).await?,
-        FinalizerPlan::Remove => write_finalizer(&scalers, &scaler, false, &key).await?,
+        FinalizerPlan::Add => write_finalizer(&scalers, &scaler, true, false, &key).await?,
+        FinalizerPlan::Remove => write_finalizer(&scalers, &scaler, false, false, &key).await?,
     };
     if conflict {
         return Ok(Pass::Conflict);
@@ -423,19 +449,19 @@ async fn record(
     }
 }
 
-/// Server-side applies the fields ebb owns on the HPA. `Ok(false)` on a conflict: re-read and
-/// decide again.
+/// Server-side applies the fields ebb owns on the HPA, preconditioned on `resource_version`
+/// when given ([`OwnedFields::precondition`]). `Ok(false)` on a conflict: re-read and decide
+/// again.
 async fn apply_hpa(
     hpas: &Api<HorizontalPodAutoscaler>,
     name: &str,
     fields: &OwnedFields,
+    resource_version: Option<&str>,
     key: &str,
 ) -> Result<bool, Error> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    match hpas
-        .patch(name, &params, &Patch::Apply(&fields.apply_patch(name)))
-        .await
-    {
+    let patch = fields.apply_patch_at(name, resource_version);
+    match hpas.patch(name, &params, &Patch::Apply(&patch)).await {
         Ok(_) => Ok(true),
         Err(source) if is_conflict(&source) => Ok(false),
         Err(source) => Err(Error::WriteHpa {
@@ -445,18 +471,70 @@ async fn apply_hpa(
     }
 }
 
-/// Adds or removes [`FINALIZER`], preconditioned on the resourceVersion read. Returns whether
-/// the write met a conflict.
+/// Drops the HPA's owner references to the ServiceScaler (so the garbage collector keeps it),
+/// preconditioned on the HPA's resourceVersion. The HPA as written, or `None` on a conflict.
+async fn disown_hpa(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    hpa: &HorizontalPodAutoscaler,
+    scaler: &ServiceScaler,
+    key: &str,
+) -> Result<Option<HorizontalPodAutoscaler>, Error> {
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let patch = decide::disown_patch(hpa, scaler);
+    match hpas
+        .patch(&hpa.name_any(), &params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(written) => Ok(Some(written)),
+        Err(source) if is_conflict(&source) => Ok(None),
+        Err(source) => Err(Error::WriteHpa {
+            name: key.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Deletes the HPA that was read (a `uid` precondition: never a successor of the same name).
+/// Already gone counts as done. `Ok(false)` on a conflict.
+async fn delete_hpa(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    hpa: &HorizontalPodAutoscaler,
+    key: &str,
+) -> Result<bool, Error> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: hpa.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match hpas.delete(&hpa.name_any(), &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
+        Err(source) if is_conflict(&source) => Ok(false),
+        Err(source) => Err(Error::WriteHpa {
+            name: key.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Adds or removes [`FINALIZER`] (and, with `drop_udaan`, udaan's [`UDAAN_FINALIZER`]),
+/// preconditioned on the resourceVersion read. Returns whether the write met a conflict.
 async fn write_finalizer(
     api: &Api<DynamicObject>,
     scaler: &ServiceScaler,
     add: bool,
+    drop_udaan: bool,
     key: &str,
 ) -> Result<bool, Error> {
     let mut finalizers: Vec<String> = scaler
         .finalizers()
         .iter()
-        .filter(|f| *f != FINALIZER)
+        .filter(|f| *f != FINALIZER && !(drop_udaan && *f == UDAAN_FINALIZER))
         .cloned()
         .collect();
     if add {

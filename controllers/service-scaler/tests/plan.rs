@@ -68,6 +68,83 @@ impl Drop for TempFile {
     }
 }
 
+/// A copy of the manifest at `path` with `spec.leadTime: 0s` (the lead turned off).
+fn without_lead(path: &str, name: &str) -> TempFile {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert_eq!(text.matches("\nspec:\n").count(), 1, "{path}");
+    TempFile::new(
+        name,
+        &text.replace("\nspec:\n", "\nspec:\n  leadTime: 0s\n"),
+    )
+}
+
+#[test]
+fn lead_time_steps_effective_up_before_the_workshop() {
+    // The workshop example (default leadTime 30m): 6..15 -> 12..20 at 08:00 -07:00 (15:00Z),
+    // stepped up from 07:30 in six steps; the memory target changes at the boundary only, and
+    // nextTransition stays the schedule boundary.
+    let file = example("service-scaler-workshop.yaml");
+    let name = "coder-provisioner-default";
+    let next = json!("2026-10-14T15:00:00Z");
+    let led = |min: i32, max: i32| [json!(min), json!(max), json!(70), json!(80)];
+    let cases = [
+        ("2026-10-14T07:29:59-07:00", led(6, 15)),
+        ("2026-10-14T07:30:00-07:00", led(7, 16)),
+        ("2026-10-14T07:35:00-07:00", led(8, 17)),
+        ("2026-10-14T07:45:00-07:00", led(10, 19)),
+        ("2026-10-14T07:55:00-07:00", led(12, 20)),
+        ("2026-10-14T07:59:59-07:00", led(12, 20)),
+    ];
+    for (at, effective) in cases {
+        assert_eq!(
+            plan_json(&file, at),
+            answer(name, Value::Null, effective, next.clone()),
+            "at {at}"
+        );
+    }
+    // At the boundary the schedule itself; the end (a decrease) is not led.
+    assert_eq!(
+        plan_json(&file, "2026-10-14T12:59:59-07:00"),
+        answer(
+            name,
+            json!(0),
+            [json!(12), json!(20), json!(70), Value::Null],
+            json!("2026-10-14T20:00:00Z")
+        )
+    );
+    // A 7m lead: steps every 70 s from 07:53:00.
+    let seven = TempFile::new(
+        "seven.yaml",
+        &std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("\nspec:\n", "\nspec:\n  leadTime: 7m\n"),
+    );
+    for (at, effective) in [
+        ("2026-10-14T07:52:59-07:00", led(6, 15)),
+        ("2026-10-14T07:53:00-07:00", led(7, 16)),
+        ("2026-10-14T07:54:10-07:00", led(8, 17)),
+        ("2026-10-14T07:58:50-07:00", led(12, 20)),
+    ] {
+        assert_eq!(
+            plan_json(seven.path(), at),
+            answer(name, Value::Null, effective, next.clone()),
+            "7m at {at}"
+        );
+    }
+    // Text output says the lead is in force.
+    let out = plan(&["--file", &file, "--at", "2026-10-14T07:45:00-07:00"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("effective:  minReplicas 10, maxReplicas 19,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lead:       stepping up ahead of a coming increase"),
+        "{text}"
+    );
+    assert!(text.contains("next step 2026-10-14T14:50:00Z"), "{text}");
+}
+
 #[test]
 fn udaan_readme_example_at_noon_evening_and_night_ist() {
     let file = example("service-scaler-udaan.yaml");
@@ -305,7 +382,10 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
 
 #[test]
 fn readme_worked_examples_workshop_and_off_hours() {
-    let workshop = example("service-scaler-workshop.yaml");
+    // The schedule alone: instants just before an increase would show the lead steps (see
+    // `lead_time_steps_effective_up_before_the_workshop`).
+    let workshop_file = without_lead(&example("service-scaler-workshop.yaml"), "workshop.yaml");
+    let workshop = workshop_file.path().to_owned();
     let name = "coder-provisioner-default";
     let normal = [json!(6), json!(15), json!(70), json!(80)];
     let event = [json!(12), json!(20), json!(70), Value::Null];
@@ -354,7 +434,8 @@ fn readme_worked_examples_workshop_and_off_hours() {
         assert_eq!(plan_json(&workshop, at), expected, "workshop at {at}");
     }
 
-    let off_hours = example("service-scaler-off-hours.yaml");
+    let off_hours_file = without_lead(&example("service-scaler-off-hours.yaml"), "off-hours.yaml");
+    let off_hours = off_hours_file.path().to_owned();
     let day = [json!(4), json!(20), json!(60), Value::Null];
     let small = [json!(1), json!(5), json!(60), Value::Null];
     let cases = [

@@ -19,7 +19,7 @@ use kube::{Api, ResourceExt};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
-use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION};
+use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
 use service_scaler::metrics::ScalerMetrics;
 use service_scaler::reconcile::{Context, Error, error_policy, reconcile};
 
@@ -290,8 +290,10 @@ async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
     assert_eq!(apply.query_param("force"), Some("true"));
     assert_eq!(
         apply.body.as_ref().unwrap(),
+        // The metrics list is atomic under server-side apply: the write is preconditioned on
+        // the HPA as read, so a metric someone added meanwhile cannot be dropped.
         &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": NAME},
+                "metadata": {"name": NAME, "resourceVersion": "2"},
                 "spec": {"minReplicas": 2, "maxReplicas": 10, "metrics": metrics_json(Some(60), None)}})
     );
     let hpa = h.stored_hpa().unwrap();
@@ -811,19 +813,20 @@ async fn unreadable_spec_is_reported_without_touching_anything_else() {
 
 #[tokio::test]
 async fn ramp_steps_are_written_one_per_requeue() {
-    let h = Harness::new("2026-12-03T07:00:00Z", false);
+    // The workshop ends at 16:00Z: minReplicas 12 -> 2 is ramped down over 10m.
+    let h = Harness::new("2026-12-03T15:30:00Z", false);
     let scaler = h.scaler(json!({
         "hpa": {"minReplicas": 2, "maxReplicas": 20, "targetCPUUtilization": 70},
         "ramp": "10m",
         "timeRangeSpec": [{"kind": "ZonedDateTime", "from": "2026-12-03T08:30:00+01:00",
             "to": "2026-12-03T17:00:00+01:00", "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
     }));
-    h.hpa(2, 20, Some(70), None, Some(&scaler), json!({}));
+    h.hpa(12, 40, Some(70), None, Some(&scaler), json!({}));
     assert_eq!(
         h.reconcile().await.unwrap(),
         Action::requeue(Duration::from_secs(1800))
     );
-    let boundary = utc("2026-12-03T07:30:00Z");
+    let boundary = utc("2026-12-03T16:00:00Z");
     let mut mins = Vec::new();
     for minute in 0..10 {
         h.clock.set(boundary + chrono::Duration::minutes(minute));
@@ -838,14 +841,395 @@ async fn ramp_steps_are_written_one_per_requeue() {
         let hpa = h.stored_hpa().unwrap();
         assert_eq!(
             hpa.spec.as_ref().unwrap().max_replicas,
-            40,
+            20,
             "max changes at once"
         );
         mins.push(hpa_settings(&hpa).0);
     }
-    assert_eq!(mins, (3..=12).collect::<Vec<_>>());
+    assert_eq!(mins, (2..=11).rev().collect::<Vec<_>>());
     assert_eq!(h.successful_hpa_writes(), 10);
     let status = h.stored_scaler().unwrap().status.unwrap();
     assert_eq!(status.ramp, None);
-    assert_eq!(status.last_known_config.unwrap().min_replicas, 12);
+    assert_eq!(status.last_known_config.unwrap().min_replicas, 2);
+}
+
+#[tokio::test]
+async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
+    // The workshop starts at 07:30Z: 2..20 -> 12..40, stepped up from 07:00 (default 30m lead).
+    let h = Harness::new("2026-12-03T06:50:00Z", false);
+    let scaler = h.scaler(json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 20, "targetCPUUtilization": 70},
+        "ramp": "10m",
+        "timeRangeSpec": [{"kind": "ZonedDateTime", "from": "2026-12-03T08:30:00+01:00",
+            "to": "2026-12-03T17:00:00+01:00", "replicaSpec": {"hpa": {"minReplicas": 12, "maxReplicas": 40}}}]
+    }));
+    h.hpa(2, 20, Some(70), None, Some(&scaler), json!({}));
+    // In sync; woken when the lead opens, before the boundary.
+    assert_eq!(
+        h.reconcile().await.unwrap(),
+        Action::requeue(Duration::from_secs(600))
+    );
+    assert_eq!(h.successful_hpa_writes(), 0);
+    let mut seen = Vec::new();
+    let mut now = utc("2026-12-03T07:00:00Z");
+    while now < utc("2026-12-03T07:30:00Z") {
+        h.clock.set(now);
+        let action = h.reconcile().await.unwrap();
+        // The next lead step (the last one wakes at the boundary).
+        assert_eq!(
+            action,
+            Action::requeue(Duration::from_secs(300)),
+            "at {now}"
+        );
+        let (min, max, _) = hpa_settings(&h.stored_hpa().unwrap());
+        seen.push((min, max));
+        now += chrono::Duration::minutes(5);
+    }
+    assert_eq!(
+        seen,
+        [(4, 24), (6, 27), (7, 30), (9, 34), (11, 37), (12, 40)]
+    );
+    assert_eq!(h.successful_hpa_writes(), 6);
+    let first = &h.hpa_writes()[0];
+    assert_eq!(
+        first.body.as_ref().unwrap()["spec"],
+        json!({"minReplicas": 4, "maxReplicas": 24, "metrics": metrics_json(Some(70), None)})
+    );
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_transitions_total{reason=\"lead\"} 6")
+    );
+    // At the boundary the HPA already has the new values: no write, no ramp.
+    h.clock.set(utc("2026-12-03T07:30:00Z"));
+    assert_eq!(
+        h.reconcile().await.unwrap(),
+        Action::requeue(Duration::from_secs(3600))
+    );
+    assert_eq!(h.successful_hpa_writes(), 6);
+    let status = h.stored_scaler().unwrap().status.unwrap();
+    assert_eq!((status.matched_range, status.ramp), (Some(0), None));
+    assert_eq!(
+        ebb_runtime::from_k8s_time(&status.next_transitions[0].at),
+        utc("2026-12-03T16:00:00Z")
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Deletion policy and udaan's finalizer
+
+/// `office_spec()` with `deletionPolicy`.
+fn office_with_policy(policy: &str) -> Value {
+    let mut spec = office_spec();
+    spec["deletionPolicy"] = json!(policy);
+    spec
+}
+
+impl Harness {
+    /// Deletes the ServiceScaler (it stays, with a deletionTimestamp, while it has finalizers)
+    /// and forgets the requests and Events so far.
+    async fn delete_scaler(&self) {
+        let scalers: Api<ServiceScaler> = Api::namespaced(self.fake.client(), NS);
+        scalers
+            .delete(NAME, &DeleteParams::default())
+            .await
+            .unwrap();
+        self.fake.clear_requests();
+        self.events.clear();
+    }
+}
+
+#[tokio::test]
+async fn deletion_policy_delete_deletes_an_adopted_hpa() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Delete"));
+    h.hpa(7, 12, Some(90), None, None, json!({}));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+    let uid = h.stored_hpa().unwrap().uid().unwrap();
+
+    h.delete_scaler().await;
+    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert!(h.stored_hpa().is_none());
+    assert!(h.stored_scaler().is_none());
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    assert_eq!(writes[0].method.as_str(), "DELETE");
+    assert!(writes[0].path.ends_with(HPA_PATH));
+    // Never a successor of the same name: the uid read is a precondition.
+    assert_eq!(
+        writes[0].body.as_ref().unwrap()["preconditions"]["uid"],
+        json!(uid)
+    );
+    assert!(writes[1].path.ends_with(SCALER_PATH));
+    assert_eq!(h.events.reasons(), ["Deleted"]);
+}
+
+#[tokio::test]
+async fn default_policy_deletes_an_hpa_udaan_created() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    h.hpa(
+        7,
+        12,
+        Some(90),
+        None,
+        None,
+        json!({MANAGED_ANNOTATION: "true"}),
+    );
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+
+    h.delete_scaler().await;
+    h.reconcile().await.unwrap();
+    assert!(h.stored_hpa().is_none());
+    assert!(h.stored_scaler().is_none());
+    assert_eq!(h.events.reasons(), ["Deleted"]);
+}
+
+#[tokio::test]
+async fn deletion_policy_restore_disowns_and_restores_an_hpa_ebb_created() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Restore"));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_hpa().unwrap().owner_references().len(), 1);
+    // Seeing the HPA it owns, with a policy the garbage collector cannot carry out: finalizer.
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+
+    h.delete_scaler().await;
+    h.reconcile().await.unwrap();
+    let hpa = h.stored_hpa().unwrap();
+    assert!(hpa.owner_references().is_empty(), "disowned, so kept");
+    assert_eq!(hpa_settings(&hpa), (2, 10, metrics_json(Some(60), None)));
+    assert!(h.stored_scaler().is_none());
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 3, "{writes:#?}");
+    // The owner reference goes first, with the HPA's resourceVersion as precondition.
+    assert!(writes[0].path.ends_with(HPA_PATH));
+    let disown = &writes[0].body.as_ref().unwrap()["metadata"];
+    assert_eq!(disown["ownerReferences"], Value::Null);
+    assert!(disown["resourceVersion"].is_string());
+    assert!(writes[1].path.ends_with(HPA_PATH));
+    assert!(writes[2].path.ends_with(SCALER_PATH));
+    assert_eq!(h.events.reasons(), ["Restored"]);
+}
+
+#[tokio::test]
+async fn deletion_policy_orphan_drops_the_owner_reference_and_keeps_the_settings() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Orphan"));
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+
+    h.delete_scaler().await;
+    h.reconcile().await.unwrap();
+    let hpa = h.stored_hpa().unwrap();
+    assert!(hpa.owner_references().is_empty());
+    assert_eq!(
+        hpa_settings(&hpa),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+    assert!(h.stored_scaler().is_none());
+    assert_eq!(h.fake.writes().len(), 2);
+    assert_eq!(h.events.reasons(), ["Orphaned"]);
+}
+
+#[tokio::test]
+async fn deletion_policy_orphan_leaves_an_adopted_hpa_without_a_finalizer() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Orphan"));
+    h.hpa(7, 12, Some(90), None, None, json!({}));
+    h.reconcile().await.unwrap();
+    assert!(h.stored_scaler().unwrap().finalizers().is_empty());
+    h.delete_scaler().await;
+    assert!(h.stored_scaler().is_none(), "nothing held it");
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+}
+
+#[tokio::test]
+async fn a_scaler_stuck_on_udaans_finalizer_is_cleaned_up_and_released() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    // Left by udaan: its finalizer, its HPA; deleted after udaan was stopped.
+    h.scaler_with(office_spec(), json!({"finalizers": [UDAAN_FINALIZER]}));
+    h.hpa(
+        4,
+        8,
+        Some(50),
+        None,
+        None,
+        json!({MANAGED_ANNOTATION: "true"}),
+    );
+    h.delete_scaler().await;
+    assert!(
+        h.stored_scaler()
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+
+    h.reconcile().await.unwrap();
+    // What udaan's finalizer stood for: the HPA udaan created goes, then the finalizer.
+    assert!(h.stored_hpa().is_none());
+    assert!(h.stored_scaler().is_none());
+    assert_eq!(h.events.reasons(), ["Deleted"]);
+
+    // With deletionPolicy Restore the HPA stays, at the defaults.
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler_with(
+        office_with_policy("Restore"),
+        json!({"finalizers": [UDAAN_FINALIZER, "example.com/other"]}),
+    );
+    h.hpa(
+        4,
+        8,
+        Some(50),
+        None,
+        None,
+        json!({MANAGED_ANNOTATION: "true"}),
+    );
+    h.delete_scaler().await;
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()),
+        (2, 10, metrics_json(Some(60), None))
+    );
+    // Someone else's finalizer stays.
+    assert_eq!(
+        h.stored_scaler().unwrap().finalizers(),
+        ["example.com/other"]
+    );
+}
+
+#[tokio::test]
+async fn deletion_conflicts_and_lost_answers_converge_without_acting_twice() {
+    // A 409 on dropping the owner reference: read again, then disown and restore once.
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Restore"));
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    h.delete_scaler().await;
+    h.fake.fail_next(Matcher::patch(HPA_PATH), 409);
+    h.reconcile().await.unwrap();
+    let statuses: Vec<_> = h.hpa_writes().iter().map(|w| w.status).collect();
+    assert_eq!(statuses, [Some(409), Some(200), Some(200)]);
+    let hpa = h.stored_hpa().unwrap();
+    assert!(hpa.owner_references().is_empty());
+    assert_eq!(hpa_settings(&hpa), (2, 10, metrics_json(Some(60), None)));
+    assert!(h.stored_scaler().is_none());
+    assert_eq!(h.events.reasons(), ["Restored"]);
+
+    // The answer to the delete is lost: the retry finds the HPA gone and only lets go.
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_with_policy("Delete"));
+    h.hpa(7, 12, Some(90), None, None, json!({}));
+    h.reconcile().await.unwrap();
+    h.delete_scaler().await;
+    h.fake
+        .inject(Matcher::delete(HPA_PATH), Fault::TimeoutAfterApply, 1);
+    assert!(h.reconcile().await.is_err());
+    assert!(h.stored_hpa().is_none());
+    assert!(h.stored_scaler().is_some(), "still held by the finalizer");
+    h.reconcile().await.unwrap();
+    assert!(h.stored_scaler().is_none());
+    let deletes = h.fake.writes_matching(&Matcher::delete(HPA_PATH));
+    assert_eq!(deletes.len(), 1, "{deletes:#?}");
+}
+
+#[tokio::test]
+async fn a_write_carrying_an_external_metric_is_preconditioned_and_keeps_it() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
+    h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+        hpa.spec.as_mut().unwrap().metrics.as_mut().unwrap().push(
+            serde_json::from_value(json!({"type": "External", "external": {
+                    "metric": {"name": "queue_depth"},
+                    "target": {"type": "AverageValue", "averageValue": "30"}}}))
+            .unwrap(),
+        );
+    });
+    h.reconcile().await.unwrap();
+    h.fake.clear_requests();
+    let read = h.stored_hpa().unwrap().resource_version().unwrap();
+    h.clock.set(utc("2026-05-04T12:00:00Z"));
+    h.reconcile().await.unwrap();
+    let writes = h.hpa_writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    let body = writes[0].body.as_ref().unwrap();
+    assert_eq!(body["metadata"]["resourceVersion"], json!(read));
+    let metrics = &hpa_settings(&h.stored_hpa().unwrap()).2;
+    assert_eq!(metrics.as_array().unwrap().len(), 2, "{metrics}");
+    assert_eq!(metrics[1]["external"]["metric"]["name"], "queue_depth");
+
+    // A version that moved meanwhile is a 409: read again, decide again, nothing dropped.
+    h.fake.fail_next(Matcher::patch(HPA_PATH), 409);
+    h.clock.set(utc("2026-05-05T08:00:00Z"));
+    h.reconcile().await.unwrap();
+    let statuses: Vec<_> = h.hpa_writes().iter().map(|w| w.status).collect();
+    assert_eq!(statuses.last(), Some(&Some(200)));
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap())
+            .2
+            .as_array()
+            .unwrap()
+            .len(),
+        3,
+        "cpu, memory and queue_depth"
+    );
+}
+
+#[tokio::test]
+async fn an_off_hours_queue_depth_target_is_written_to_the_metric_already_on_the_hpa() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let mut spec = office_spec();
+    spec["hpa"]["metricTargets"] = json!([{"name": "queue_depth", "averageValue": "100"}]);
+    spec["timeRangeSpec"][0]["replicaSpec"]["hpa"]["metricTargets"] =
+        json!([{"name": "queue_depth", "averageValue": "30"}]);
+    let scaler = h.scaler(spec);
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
+    h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+        hpa.spec.as_mut().unwrap().metrics.as_mut().unwrap().push(
+            serde_json::from_value(json!({"type": "External", "external": {
+                    "metric": {"name": "queue_depth"},
+                    "target": {"type": "AverageValue", "averageValue": "100"}}}))
+            .unwrap(),
+        );
+    });
+    // By day: 30.
+    h.reconcile().await.unwrap();
+    let queue = |h: &Harness| {
+        let metrics = hpa_settings(&h.stored_hpa().unwrap()).2;
+        let external = metrics
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["type"] == "External");
+        external.unwrap()["external"]["target"].clone()
+    };
+    assert_eq!(
+        queue(&h),
+        json!({"type": "AverageValue", "averageValue": "30"})
+    );
+    let writes = h.hpa_writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert!(writes[0].body.as_ref().unwrap()["metadata"]["resourceVersion"].is_string());
+    // Off-hours: 100 again.
+    h.clock.set(utc("2026-05-04T12:00:00Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        queue(&h),
+        json!({"type": "AverageValue", "averageValue": "100"})
+    );
+    assert!(
+        h.events.events().iter().any(|e| e
+            .note
+            .contains("queue_depth AverageValue 30 -> AverageValue 100")),
+        "{:?}",
+        h.events.events()
+    );
 }

@@ -1,8 +1,10 @@
 //! `scaler.udaan.io/v1` `ServiceScaler`: time-window overrides of an HPA's settings.
 //!
 //! The group, kind, spec and status are udaan's, so manifests written for udaan's Service Scaler
-//! apply unchanged. ebb adds the `LocalTime` and `Cron` range kinds (DST-correct), `scaleTargetRef`,
-//! `ramp`, and the status fields `matchedRange`, `nextTransitions` and `conditions`.
+//! apply unchanged (short name `ss` as udaan's, and its `status.lastAction`). ebb adds the
+//! `LocalTime` and `Cron` range kinds (DST-correct), `scaleTargetRef`, `ramp`, `deletionPolicy`,
+//! `rangeSelection`, `metricTargets`, and the status fields `matchedRange`, `nextTransitions` and
+//! `conditions`.
 
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -22,6 +24,7 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$";
     plural = "servicescalers",
     namespaced,
     status = "ServiceScalerStatus",
+    shortname = "ss",
     shortname = "svcscaler",
     category = "ebb",
     derive = "PartialEq",
@@ -53,7 +56,8 @@ pub struct ServiceScalerSpec {
     pub hpa: HpaDefaults,
 
     /// Time ranges with overrides of the defaults. The first range in list order that contains the
-    /// current instant wins; overlapping ranges are reported in a status condition.
+    /// current instant wins (the last with `rangeSelection: Last`); overlapping ranges are
+    /// reported in a status condition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub time_range_spec: Vec<TimeRange>,
@@ -63,17 +67,59 @@ pub struct ServiceScalerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_target_ref: Option<CrossVersionObjectReference>,
 
-    /// Spreads a change of `minReplicas` over this duration in steps (`10m`, `1h`), instead of
-    /// applying it at once. Empty: changes apply at once.
+    /// Spreads a decrease of `minReplicas` over this duration in steps after its boundary
+    /// (`10m`, `1h`), instead of applying it at once; increases are never spread after their
+    /// boundary (`leadTime` steps them up ahead of it). Empty: decreases apply at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = 32), regex(pattern = DURATION_PATTERN))]
     pub ramp: Option<String>,
+
+    /// How long before a boundary that raises `minReplicas` or `maxReplicas` the HPA starts
+    /// stepping up to the new value, in six equal steps (the last one step before the boundary),
+    /// so capacity is never below the schedule (`30m`, `1h`). Default `30m`; `0s` turns it off.
+    /// Decreases and utilization targets change at the boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 32), regex(pattern = DURATION_PATTERN))]
+    pub lead_time: Option<String>,
+
+    /// What happens to the HPA when the ServiceScaler is deleted. Unset: HPAs ebb created, and
+    /// HPAs udaan created (they carry the annotation `service-scaler.kubernetes.io/managed`), are
+    /// deleted as udaan did; other adopted HPAs are restored to `spec.hpa`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+
+    /// Which range is in force when several contain the instant: `First` (default) in list
+    /// order, or `Last`, as udaan's code did. Overlaps are reported in a condition either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_selection: Option<RangeSelection>,
+}
+
+/// What happens to the HPA when its ServiceScaler is deleted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete the HPA, whoever created it.
+    Delete,
+    /// Give the HPA the defaults (`spec.hpa`) back and keep it, whoever created it.
+    Restore,
+    /// Keep the HPA with the settings it has; ebb only drops its owner reference.
+    Orphan,
+}
+
+/// Which of several ranges containing the same instant is in force.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default, JsonSchema)]
+pub enum RangeSelection {
+    /// The first in list order (ebb's default).
+    #[default]
+    First,
+    /// The last in list order (what udaan's code did).
+    Last,
 }
 
 /// Default HPA settings.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.minReplicas) || self.minReplicas <= self.maxReplicas").message("hpa.minReplicas must not exceed hpa.maxReplicas"))]
+#[x_kube(validation = Rule::new("!has(self.metricTargets) || self.metricTargets.all(t, (has(t.value) ? 1 : 0) + (has(t.averageValue) ? 1 : 0) + (has(t.averageUtilization) ? 1 : 0) == 1)").message("each of metricTargets gives exactly one of value, averageValue, averageUtilization"))]
 pub struct HpaDefaults {
     /// Lower bound of the HPA. Default 1. `minReplicas == maxReplicas` is a fixed size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,12 +143,19 @@ pub struct HpaDefaults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub target_memory_utilization: Option<i32>,
+
+    /// Targets of metrics already on the HPA (External, Pods, Object), by metric name. A target
+    /// naming no metric on the HPA does nothing: ebb sets targets, it does not add metrics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub metric_targets: Vec<MetricTargetSpec>,
 }
 
 /// Overrides of the defaults while a time range is in force; a field left out keeps the default's value.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas").message("minReplicas must not exceed maxReplicas"))]
+#[x_kube(validation = Rule::new("!has(self.metricTargets) || self.metricTargets.all(t, (has(t.value) ? 1 : 0) + (has(t.averageValue) ? 1 : 0) + (has(t.averageUtilization) ? 1 : 0) == 1)").message("each of metricTargets gives exactly one of value, averageValue, averageUtilization"))]
 pub struct HpaOverride {
     /// Lower bound while the range is in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +180,37 @@ pub struct HpaOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub target_memory_utilization: Option<i32>,
+
+    /// Metric targets while the range is in force, replacing the defaults' target of the same
+    /// name (e.g. a higher queue-depth target off-hours); other names keep the defaults'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub metric_targets: Vec<MetricTargetSpec>,
+}
+
+/// The target of a metric already on the HPA, found by name: `external.metric.name`,
+/// `pods.metric.name` or `object.metric.name`. Exactly one of `value`, `averageValue`,
+/// `averageUtilization`.
+///
+/// The rule is checked on the lists in `spec` (bounded there); the status repeats targets unchecked.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricTargetSpec {
+    /// The metric's name on the HPA.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Target `Value` (a quantity, `100`, `500m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub value: Option<String>,
+    /// Target `AverageValue` (a quantity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub average_value: Option<String>,
+    /// Target `Utilization` in percent (Resource-like Pods metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub average_utilization: Option<i32>,
 }
 
 /// The settings a time range brings.
@@ -233,6 +317,10 @@ pub struct HpaSettings {
     /// Memory target in percent; absent when the metric is removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_memory_utilization: Option<i32>,
+    /// Targets of metrics on the HPA by name, sorted by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub metric_targets: Vec<MetricTargetSpec>,
 }
 
 /// A coming boundary and the settings it brings.
@@ -276,6 +364,10 @@ pub struct ServiceScalerStatus {
     /// Whether a time range is in force.
     #[serde(default)]
     pub time_range_match: bool,
+    /// udaan's record of its last action, kept so a status udaan wrote stays readable; ebb does
+    /// not write it (`conditions` and Events say what ebb did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<String>,
     /// Index of the range in force; absent when the defaults apply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matched_range: Option<i32>,
@@ -289,4 +381,120 @@ pub struct ServiceScalerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use kube::CustomResourceExt;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// Every name and field of udaan's `servicescalers.scaler.udaan.io`, so that a live migration
+    /// keeps every stored object readable.
+    #[test]
+    fn keeps_every_name_and_field_of_udaans_crd() {
+        let crd = serde_json::to_value(ServiceScaler::crd()).unwrap();
+        let names = &crd["spec"]["names"];
+        assert_eq!(names["plural"], "servicescalers");
+        assert_eq!(names["singular"], "servicescaler");
+        assert_eq!(names["kind"], "ServiceScaler");
+        assert!(
+            names["shortNames"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("ss")),
+            "{names}"
+        );
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1");
+        assert!(version["subresources"]["status"].is_object());
+        let root = &version["schema"]["openAPIV3Schema"];
+        let hpa_fields = [
+            "minReplicas",
+            "maxReplicas",
+            "targetCPUUtilization",
+            "targetMemoryUtilization",
+        ];
+        let mut paths: Vec<Vec<&str>> = Vec::new();
+        for field in hpa_fields {
+            paths.push(vec!["spec", "hpa", field]);
+            paths.push(vec!["status", "lastKnownConfig", field]);
+        }
+        for field in ["kind", "from", "to"] {
+            paths.push(vec!["spec", "timeRangeSpec", "[]", field]);
+        }
+        for field in hpa_fields {
+            paths.push(vec![
+                "spec",
+                "timeRangeSpec",
+                "[]",
+                "replicaSpec",
+                "hpa",
+                field,
+            ]);
+        }
+        for field in [
+            "timeRangeMatch",
+            "lastAction",
+            "lastObservedGeneration",
+            "lastUpdatedTime",
+        ] {
+            paths.push(vec!["status", field]);
+        }
+        for path in paths {
+            let mut node: &Value = root;
+            for step in &path {
+                node = if *step == "[]" {
+                    &node["items"]
+                } else {
+                    &node["properties"][*step]
+                };
+            }
+            assert!(!node.is_null(), "{} missing", path.join("."));
+        }
+    }
+
+    /// The CEL rule on `metricTargets`, as the API server applies it.
+    #[test]
+    fn metric_targets_need_exactly_one_target_each() {
+        let crd = serde_json::to_value(ServiceScaler::crd()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let object = |targets: Value| {
+            json!({
+                "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+                "metadata": {"name": "web"},
+                "spec": {"hpa": {"maxReplicas": 3, "metricTargets": targets},
+                         "timeRangeSpec": [{"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
+                             "replicaSpec": {"hpa": {"metricTargets": targets}}}]},
+            })
+        };
+        let validate = |targets: Value| {
+            kube_cel::Validator::new()
+                .validate(schema, &object(targets), None)
+                .map_err(|e| e.to_string())
+        };
+        validate(json!([{"name": "queue_depth", "averageValue": "30"}])).unwrap();
+        let err = validate(json!([{"name": "q", "value": "1", "averageValue": "2"}])).unwrap_err();
+        assert!(err.contains("exactly one"), "{err}");
+        let err = validate(json!([{"name": "q"}])).unwrap_err();
+        assert!(err.contains("exactly one"), "{err}");
+    }
+
+    #[test]
+    fn deletion_policy_and_range_selection_are_optional_with_udaans_spelling() {
+        let spec: ServiceScalerSpec = serde_json::from_value(json!({
+            "hpa": {"minReplicas": 1, "maxReplicas": 2},
+            "deletionPolicy": "Orphan", "rangeSelection": "Last",
+        }))
+        .unwrap();
+        assert_eq!(spec.deletion_policy, Some(DeletionPolicy::Orphan));
+        assert_eq!(spec.range_selection, Some(RangeSelection::Last));
+        let spec: ServiceScalerSpec =
+            serde_json::from_value(json!({"hpa": {"maxReplicas": 2}})).unwrap();
+        assert_eq!((spec.deletion_policy, spec.range_selection), (None, None));
+        assert_eq!(RangeSelection::default(), RangeSelection::First);
+    }
 }
