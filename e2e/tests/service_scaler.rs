@@ -20,6 +20,8 @@ fn scaler(name: &str, window_from: &str, window_to: &str) -> serde_json::Value {
         "kind": "ServiceScaler",
         "metadata": {"name": name},
         "spec": {
+            // No lead: the window is to reach the HPA at its boundary, not in steps before it.
+            "leadTime": "0s",
             "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60},
             "timeRangeSpec": [{
                 "kind": "ZonedDateTime",

@@ -365,6 +365,14 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
     let decision = decide::decide(&observed, now);
 
     // --- apply ---
+    // The finalizer first: an adopted HPA is never changed while nothing guarantees that a
+    // deletion of the ServiceScaler restores it (deleting it between the two writes would leave
+    // the HPA at the range's settings for good; the end-to-end suite caught that order).
+    if matches!(decision.finalizer, FinalizerPlan::Add)
+        && write_finalizer(&scalers, &scaler, true, false, &key).await?
+    {
+        return Ok(Pass::Conflict);
+    }
     match &decision.hpa {
         HpaPlan::Leave => {}
         HpaPlan::Create(hpa) => {
@@ -393,8 +401,7 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
         record(ctx, &reference, std::slice::from_ref(notice)).await;
     }
     let conflict = match decision.finalizer {
-        FinalizerPlan::Keep => false,
-        FinalizerPlan::Add => write_finalizer(&scalers, &scaler, true, false, &key).await?,
+        FinalizerPlan::Keep | FinalizerPlan::Add => false,
         FinalizerPlan::Remove => write_finalizer(&scalers, &scaler, false, false, &key).await?,
     };
     if conflict {
