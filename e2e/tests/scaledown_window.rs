@@ -357,3 +357,195 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
 
     controller.stop().await;
 }
+
+/// Sets MachineConfigPool `pool`'s Updating condition, as the machine-config operator does.
+async fn set_pool_updating(pools: &Api<DynamicObject>, pool: &str, updating: bool) {
+    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let status = |b: bool| if b { "True" } else { "False" };
+    pools
+        .patch_status(
+            pool,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"conditions": [
+                {"type": "Updating", "status": status(updating), "lastTransitionTime": now,
+                 "reason": "", "message": ""},
+                {"type": "Updated", "status": status(!updating), "lastTransitionTime": now,
+                 "reason": "", "message": ""}
+            ]}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// OpenShift maintenance, the way OpenShift does it: with `followClusterUpgrade`, a
+/// MachineConfigPool that is `Updating` (worker drains after the cluster-version operator is done)
+/// keeps scale-down enabled outside every window, and its end disables it again. A schedule with
+/// a MachineAutoscalers target reports whether the ClusterAutoscaler it depends on allows
+/// scale-down (`ClusterAutoscalerReady`), following the ClusterAutoscaler. The pause annotation
+/// on the ClusterAutoscaler stops every write to it.
+#[tokio::test]
+async fn machine_config_pool_updates_keep_scale_down_open_and_a_paused_autoscaler_is_left_alone() {
+    let _turn = CLUSTER_SCOPED.lock().await;
+    let setup = Setup::new(
+        CHART,
+        "e2e-sdm",
+        true,
+        &["targets.machineAutoscalers.enabled=true"],
+    )
+    .await
+    .unwrap();
+    let admin = setup.admin.clone();
+    let ns = setup.namespace.clone();
+    let autoscalers = dynamic(
+        &admin,
+        "autoscaling.openshift.io",
+        "v1",
+        "ClusterAutoscaler",
+    )
+    .await;
+    let schedules = dynamic(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule").await;
+    let pools = dynamic(
+        &admin,
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfigPool",
+    )
+    .await;
+    apply(
+        &admin,
+        &json!({"apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler",
+                "metadata": {"name": "default"}, "spec": {"scaleDown": {"enabled": false}}}),
+    )
+    .await
+    .unwrap();
+    let pool = format!("{ns}-worker");
+    apply(
+        &admin,
+        &json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                "metadata": {"name": pool}, "spec": {}}),
+    )
+    .await
+    .unwrap();
+    set_pool_updating(&pools, &pool, false).await;
+    // A MachineSet and its MachineAutoscaler in the test's namespace.
+    apply(
+        &admin,
+        &json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+                "metadata": {"name": "worker-a", "namespace": ns}, "spec": {"replicas": 3}}),
+    )
+    .await
+    .unwrap();
+    apply(
+        &admin,
+        &json!({"apiVersion": "autoscaling.openshift.io/v1beta1", "kind": "MachineAutoscaler",
+                "metadata": {"name": "worker-a", "namespace": ns},
+                "spec": {"minReplicas": 1, "maxReplicas": 6, "scaleTargetRef": {
+                    "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+                    "name": "worker-a"}}}),
+    )
+    .await
+    .unwrap();
+    // Windows far from now: only maintenance can open scale-down.
+    let far = Utc::now() + chrono::Duration::hours(12);
+    let mut ca_schedule = schedule(
+        &format!("{ns}-ca"),
+        json!({"clusterAutoscaler": {"name": "default"}}),
+        far,
+    );
+    ca_schedule["spec"]["maintenance"] = json!({"followClusterUpgrade": true});
+    apply(&admin, &ca_schedule).await.unwrap();
+    let ma_name = format!("{ns}-ma");
+    apply(
+        &admin,
+        &schedule(
+            &ma_name,
+            json!({"machineAutoscalers": {"namespace": ns}}),
+            far,
+        ),
+    )
+    .await
+    .unwrap();
+
+    let controller = Controller::ready(
+        "scaledown-window",
+        &setup.identity,
+        "sdm-0",
+        &[
+            "--leader-election=false",
+            "--enable-machine-autoscalers",
+            "--namespace",
+            &ns,
+        ],
+    )
+    .await;
+    let enabled = || async {
+        let ca = autoscalers.get("default").await.ok()?;
+        ca.data["spec"]["scaleDown"]["enabled"].as_bool()
+    };
+    let ca_ready = || async {
+        let s = schedules.get(&ma_name).await.ok()?;
+        condition(&s, "ClusterAutoscalerReady").map(|c| c["status"] == "True")
+    };
+    let reach = |want: bool, what: &'static str| {
+        let log = controller.log_tail();
+        async move {
+            if let Err(e) = eventually(Duration::from_secs(15), || async {
+                (enabled().await == Some(want) && ca_ready().await == Some(want)).then_some(())
+            })
+            .await
+            {
+                panic!(
+                    "{what}: {e}: enabled {:?}, ClusterAutoscalerReady {:?}\n{log}",
+                    enabled().await,
+                    ca_ready().await
+                );
+            }
+        }
+    };
+    reach(false, "no window, no maintenance").await;
+    set_pool_updating(&pools, &pool, true).await;
+    reach(true, "a MachineConfigPool is updating").await;
+    let s = schedules.get(&format!("{ns}-ca")).await.unwrap();
+    let message = condition(&s, "ScaleDownEnabled")
+        .or_else(|| condition(&s, "Ready"))
+        .map(|c| c["message"].to_string())
+        .unwrap_or_default();
+    println!("while the pool updates: {message}");
+    set_pool_updating(&pools, &pool, false).await;
+    reach(false, "the pool finished").await;
+
+    // Paused on the ClusterAutoscaler itself: the next update is not written to it.
+    autoscalers
+        .patch(
+            "default",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"metadata": {"annotations": {"scaling.ebb.dev/paused": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    set_pool_updating(&pools, &pool, true).await;
+    settle(Duration::from_secs(4), || async {
+        anyhow::ensure!(
+            enabled().await == Some(false),
+            "the ClusterAutoscaler's pause did not hold"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    for name in [format!("{ns}-ca"), ma_name] {
+        schedules
+            .delete(&name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    autoscalers
+        .delete("default", &DeleteParams::default())
+        .await
+        .unwrap();
+    pools.delete(&pool, &DeleteParams::default()).await.unwrap();
+    controller.stop().await;
+}

@@ -292,3 +292,204 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
 
     controller.stop().await;
 }
+
+fn external_metric(name: &str, average_value: &str) -> serde_json::Value {
+    json!({"type": "External", "external": {"metric": {"name": name},
+        "target": {"type": "AverageValue", "averageValue": average_value}}})
+}
+
+fn external_target(hpa: &HorizontalPodAutoscaler, name: &str) -> Option<String> {
+    hpa.spec
+        .as_ref()?
+        .metrics
+        .iter()
+        .flatten()
+        .filter_map(|m| m.external.as_ref())
+        .find(|e| e.metric.name == name)
+        .and_then(|e| e.target.average_value.as_ref())
+        .map(|q| q.0.clone())
+}
+
+/// udaan's gradual scaling on a real server: with a 30 s lead the increase 2 -> 8 reaches the
+/// HPA in steps before its boundary and is complete one step ahead of it. A metric target given
+/// as `2000m` is stored by the server as `2`: ebb sees the same amount and writes nothing more.
+/// A pause annotation on the HPA itself stops every write to it.
+#[tokio::test]
+async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync() {
+    let setup = Setup::new(CHART, "e2e-ssl", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    // Someone's HPA scaling on queue depth (and CPU).
+    setup
+        .apply(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "workers"},
+            "spec": {"minReplicas": 1, "maxReplicas": 20,
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "workers"},
+                     "metrics": [external_metric("queue_depth", "10")]}
+        }))
+        .await
+        .unwrap();
+    let boundary = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(45);
+    let until = boundary + chrono::Duration::hours(1);
+    let mut doc = scaler("workers", &boundary.to_rfc3339(), &until.to_rfc3339());
+    doc["spec"]["leadTime"] = json!("30s");
+    doc["spec"]["hpa"] = json!({"minReplicas": 2, "maxReplicas": 20,
+        "metricTargets": [{"name": "queue_depth", "averageValue": "2000m"}]});
+    doc["spec"]["timeRangeSpec"][0]["replicaSpec"]["hpa"]["minReplicas"] = json!(8);
+    setup.apply(doc.clone()).await.unwrap();
+
+    let controller = Controller::ready(
+        "service-scaler",
+        &setup.identity,
+        "ssl-0",
+        &["--namespace", &ns, "--leader-election=false"],
+    )
+    .await;
+
+    // Every minReplicas the HPA takes, with when.
+    let mut changes = watcher(
+        hpas.clone(),
+        watcher::Config::default().fields("metadata.name=workers"),
+    )
+    .applied_objects()
+    .boxed();
+    let mut seen: Vec<(chrono::DateTime<Utc>, i32)> = Vec::new();
+    let reached = tokio::time::timeout(Duration::from_secs(70), async {
+        while let Some(hpa) = changes.try_next().await.unwrap() {
+            let min = min_replicas(&hpa).unwrap_or(1);
+            if min == 1 {
+                continue; // the user's value, before ebb's first write
+            }
+            if seen.last().map(|(_, m)| *m) != Some(min) {
+                seen.push((Utc::now(), min));
+            }
+            if min == 8 {
+                return hpa;
+            }
+        }
+        panic!("watch ended")
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{seen:?}:\n{}", controller.log_tail()));
+    let steps: Vec<i32> = seen.iter().map(|(_, m)| *m).collect();
+    println!("service-scaler lead steps: {seen:?}");
+    // The defaults first (2), then the six steps of one each: 3..=8, increasing, ahead of time.
+    assert_eq!(steps.first(), Some(&2), "{seen:?}");
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert!(steps.len() >= 5, "stepped, not one jump: {seen:?}");
+    let (at_eight, _) = seen.last().copied().unwrap();
+    assert!(
+        at_eight < boundary - chrono::Duration::seconds(3),
+        "8 reached at {at_eight}, boundary {boundary}"
+    );
+    // The server stored the target canonically.
+    assert_eq!(
+        external_target(&reached, "queue_depth").as_deref(),
+        Some("2")
+    );
+
+    // In sync: a reconcile (triggered by a label on the scaler) writes nothing to the HPA.
+    let settled = boundary + chrono::Duration::seconds(2);
+    let wait = (settled - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait).await;
+    let since = Utc::now();
+    doc["metadata"]["labels"] = json!({"touched": "yes"});
+    setup.apply(doc.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    if let Some(log) = &ebb_e2e::cluster().audit_log {
+        let hpa_writes: Vec<_> = ebb_e2e::audit::writes(log, &setup.identity.username(), since)
+            .unwrap()
+            .into_iter()
+            .filter(|w| w.describe().contains("horizontalpodautoscalers"))
+            .map(|w| w.describe())
+            .collect();
+        assert!(hpa_writes.is_empty(), "in sync, yet: {hpa_writes:?}");
+    }
+
+    // Paused on the HPA: a change of the schedule does not reach it.
+    hpas.patch(
+        "workers",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {"scaling.ebb.dev/paused": "true"}}})),
+    )
+    .await
+    .unwrap();
+    doc["spec"]["timeRangeSpec"][0]["replicaSpec"]["hpa"]["minReplicas"] = json!(9);
+    setup.apply(doc.clone()).await.unwrap();
+    settle(Duration::from_secs(4), || async {
+        let hpa = hpas.get("workers").await?;
+        anyhow::ensure!(
+            min_replicas(&hpa) == Some(8),
+            "the HPA's pause did not hold"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+    controller.stop().await;
+}
+
+/// Migrating from udaan: a ServiceScaler still carrying udaan's finalizer, whose HPA udaan
+/// created (it carries udaan's annotation), is deleted as udaan did: the HPA goes with it, and
+/// the finalizer is removed so the ServiceScaler does not hang in deletion.
+#[tokio::test]
+async fn a_scaler_with_udaans_finalizer_deletes_udaans_hpa_and_is_released() {
+    let setup = Setup::new(CHART, "e2e-ssu", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    setup
+        .apply(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "legacy",
+                         "annotations": {"service-scaler.kubernetes.io/managed": "true"}},
+            "spec": {"minReplicas": 2, "maxReplicas": 10,
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "legacy"}}
+        }))
+        .await
+        .unwrap();
+    let now = Utc::now().trunc_subsecs(0);
+    let mut doc = scaler(
+        "legacy",
+        &(now - chrono::Duration::hours(1)).to_rfc3339(),
+        &(now + chrono::Duration::hours(1)).to_rfc3339(),
+    );
+    doc["metadata"]["finalizers"] = json!(["servicescalers.scaler.udaan.io/finalizer"]);
+    setup.apply(doc).await.unwrap();
+
+    let controller = Controller::ready(
+        "service-scaler",
+        &setup.identity,
+        "ssu-0",
+        &["--namespace", &ns, "--leader-election=false"],
+    )
+    .await;
+    eventually(Duration::from_secs(15), || async {
+        (min_replicas(&hpas.get("legacy").await.ok()?) == Some(5)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
+
+    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+        .await
+        .unwrap();
+    let scalers: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
+    scalers
+        .delete("legacy", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        let scaler_gone = scalers.get_opt("legacy").await.ok()?.is_none();
+        let hpa_gone = hpas.get_opt("legacy").await.ok()?.is_none();
+        (scaler_gone && hpa_gone).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "udaan's HPA and its ServiceScaler should both be gone: {e}\n{}",
+            controller.log_tail()
+        )
+    });
+    controller.stop().await;
+}

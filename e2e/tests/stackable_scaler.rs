@@ -405,3 +405,127 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
 
     controller.stop().await;
 }
+
+/// A stage that never converges does not freeze the scaler: past `stageTimeoutSeconds` it moves
+/// to Failed with a reason naming what it waited for; after a retry, the abort annotation moves
+/// the new attempt to Failed at once and is stripped.
+#[tokio::test]
+async fn a_stage_that_never_converges_fails_and_an_abort_fails_at_once() {
+    let setup = Setup::new(CHART, "e2e-skt", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let admin = setup.admin.clone();
+    let statefulsets: Api<StatefulSet> = Api::namespaced(admin.clone(), &ns);
+    setup
+        .apply(json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "kafka-broker"},
+            "spec": {
+                "replicas": 3, "serviceName": "kafka",
+                "selector": {"matchLabels": {"app": "kafka"}},
+                "template": {"metadata": {"labels": {"app": "kafka"}},
+                             "spec": {"containers": [{"name": "kafka", "image": "kafka:3"}]}}
+            }
+        }))
+        .await
+        .unwrap();
+    settle_workload(&statefulsets, "kafka-broker", 3).await;
+    let sts = statefulsets.get("kafka-broker").await.unwrap();
+    let doc = |timeout: i64| {
+        json!({
+            "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+            "metadata": {"name": "kafka", "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "kafka-broker",
+                "uid": sts.uid().unwrap(), "controller": true
+            }]},
+            "spec": {"replicas": 3, "stageTimeoutSeconds": timeout}
+        })
+    };
+    setup.apply(doc(3)).await.unwrap();
+    let args = ["--namespace", ns.as_str(), "--leader-election=false"];
+    let controller = Controller::ready("stackable-scaler", &setup.identity, "skt-0", &args).await;
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        &ns,
+        &resource(
+            &admin,
+            "autoscaling.stackable.tech",
+            "v1alpha1",
+            "StackableScaler",
+        )
+        .await
+        .unwrap(),
+    );
+    let wait_stage = |want: &'static str, within: u64| {
+        let scalers = scalers.clone();
+        async move {
+            eventually(Duration::from_secs(within), || async {
+                let s = scalers.get("kafka").await.ok()?;
+                (stage(&s) == Some(want)).then_some(s)
+            })
+            .await
+        }
+    };
+    wait_stage("Idle", 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+
+    // Scale down to 2; the workload is written but never reports 2 ready replicas.
+    scalers
+        .patch_scale(
+            "kafka",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    let failed = wait_stage("Failed", 30)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    let state = &failed.data["status"]["currentState"];
+    assert_eq!(state["failedIn"], json!("Scaling"), "{state}");
+    let reason = state["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("after 3s"), "names the deadline: {reason}");
+    assert!(
+        reason.contains("kafka-broker"),
+        "names what it waited for: {reason}"
+    );
+
+    // A longer deadline and a retry: a new attempt, which the abort annotation fails at once.
+    setup.apply(doc(600)).await.unwrap();
+    let annotate = |key: &'static str| {
+        let scalers = scalers.clone();
+        async move {
+            scalers
+                .patch(
+                    "kafka",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": {key: "true"}}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    annotate("autoscaling.stackable.tech/retry").await;
+    wait_stage("Scaling", 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    annotate("autoscaling.stackable.tech/abort").await;
+    let aborted = eventually(Duration::from_secs(20), || async {
+        let s = scalers.get("kafka").await.ok()?;
+        let reason = s.data["status"]["currentState"]["reason"]
+            .as_str()?
+            .to_owned();
+        let stripped = !s
+            .annotations()
+            .contains_key("autoscaling.stackable.tech/abort");
+        (stage(&s) == Some("Failed") && reason.contains("aborted by annotation") && stripped)
+            .then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    assert_eq!(
+        aborted.data["status"]["currentState"]["failedIn"],
+        json!("Scaling")
+    );
+    controller.stop().await;
+}

@@ -1,11 +1,11 @@
 //! workshop-scaler as a process against a real API server, on Babylon CRDs shaped like
 //! upstream's (e2e/crds/).
 //!
-//! Babylon's published CRDs prune `spec.autoScaling`: the first test shows it, so workshop-scaler
-//! cannot be configured there through `spec` (the configuration source that survives them is the
-//! fidelity issue's). The scale-up scenario runs on the variant CRDs that carry `spec.autoScaling`
-//! as Babylon's auto-scaling pull request adds it; this test binary has a cluster of its own, so
-//! replacing the CRDs here touches no other test.
+//! Babylon's published CRDs prune `spec.autoScaling`: the first test shows it. The scale-up
+//! scenario runs twice: on the variant CRDs that carry `spec.autoScaling` as Babylon's auto-scaling
+//! pull request adds it, and on the stock CRDs configured by a WorkshopScalingPolicy (the source
+//! that survives them). This test binary has a cluster of its own, so replacing the CRDs here
+//! touches no other test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -69,6 +69,7 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
+use kube_quantity::ParsedQuantity;
 use serde_json::{Value, json};
 
 /// The kill switch: this annotation on the HPA with the value `"false"` stops all writes to it.
@@ -565,6 +566,16 @@ fn check_metric_targets(targets: &[MetricTargetSpec], path: &str, errors: &mut V
                 "must not be empty",
             ));
         }
+        for (field, value) in [("value", &t.value), ("averageValue", &t.average_value)] {
+            if let Some(v) = value
+                && ParsedQuantity::try_from(v.as_str()).is_err()
+            {
+                errors.push(SpecError::new(
+                    format!("{path}.metricTargets[{i}].{field}"),
+                    format!("{v:?} is not a quantity (e.g. 100, 500m, 1.5k)"),
+                ));
+            }
+        }
     }
 }
 
@@ -965,12 +976,36 @@ fn target_mut(m: &mut MetricSpec) -> Option<&mut MetricTarget> {
     m.object.as_mut().map(|o| &mut o.target)
 }
 
-/// `m` with the target `targets` names for it, if any.
+/// Whether two quantities are the same amount: the API server stores `2000m` as `2`, so a
+/// string comparison would see a change after every write. Unparseable strings compare as text.
+fn same_quantity(a: Option<&Quantity>, b: Option<&Quantity>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => match (ParsedQuantity::try_from(a), ParsedQuantity::try_from(b)) {
+            (Ok(pa), Ok(pb)) => pa == pb,
+            _ => a == b,
+        },
+        (a, b) => a == b,
+    }
+}
+
+/// Whether `a` and `b` are the same target, quantities compared by amount.
+fn same_target(a: &MetricTarget, b: &MetricTarget) -> bool {
+    a.type_ == b.type_
+        && a.average_utilization == b.average_utilization
+        && same_quantity(a.value.as_ref(), b.value.as_ref())
+        && same_quantity(a.average_value.as_ref(), b.average_value.as_ref())
+}
+
+/// `m` with the target `targets` names for it, if any. A target that is already the same
+/// amount is left as the server wrote it.
 fn retargeted(m: &MetricSpec, targets: &[MetricTargetSpec]) -> MetricSpec {
     let mut m = m.clone();
     let wanted = metric_name(&m).and_then(|name| targets.iter().find(|t| t.name == name));
     if let (Some(t), Some(target)) = (wanted, target_mut(&mut m)) {
-        *target = metric_target(t);
+        let desired = metric_target(t);
+        if !same_target(target, &desired) {
+            *target = desired;
+        }
     }
     m
 }
@@ -1196,16 +1231,25 @@ fn describe_metrics(metrics: &[MetricSpec]) -> String {
     parts.join(", ")
 }
 
-/// `minReplicas 3, maxReplicas 8, targetCPUUtilization 50, targetMemoryUtilization none`.
+/// `minReplicas 3, maxReplicas 8, targetCPUUtilization 50, targetMemoryUtilization none`, then
+/// the metric targets by name when there are any (`, queue_depth AverageValue 100`).
 pub fn describe_settings(settings: &HpaSettings) -> String {
     let target = |t: Option<i32>| t.map_or_else(|| "none".to_owned(), |t| t.to_string());
-    format!(
+    let mut out = format!(
         "minReplicas {}, maxReplicas {}, targetCPUUtilization {}, targetMemoryUtilization {}",
         settings.min_replicas,
         settings.max_replicas,
         target(settings.target_cpu_utilization),
         target(settings.target_memory_utilization)
-    )
+    );
+    for t in &settings.metric_targets {
+        out.push_str(&format!(
+            ", {} {}",
+            t.name,
+            describe_target(&metric_target(t))
+        ));
+    }
+    out
 }
 
 /// `timeRangeSpec[1]` or `defaults`.

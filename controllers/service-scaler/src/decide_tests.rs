@@ -2218,3 +2218,78 @@ fn ranges_set_targets_of_metrics_already_on_the_hpa_by_name() {
         "{errors:?}"
     );
 }
+
+/// The API server stores quantities canonically (`2000m` comes back as `2`, `0.5` as `500m`):
+/// a target of the same amount is in sync, so a non-canonical spec never loops on writes.
+#[test]
+fn metric_targets_compare_quantities_by_amount() {
+    let s = scaler(json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60,
+                "metricTargets": [{"name": "queue_depth", "averageValue": "2000m"},
+                                  {"name": "rps", "value": "0.5"}]}
+    }));
+    let first = decide_at(&s, None, "2026-05-04T09:00:00Z");
+    let s = with_status(&s, &first);
+    let with = |queue: &str, rps: &str| {
+        let mut h = hpa(&settings(2, 10, Some(60), None), true);
+        let metrics = h.spec.as_mut().unwrap().metrics.as_mut().unwrap();
+        metrics.push(
+            serde_json::from_value(json!({"type": "External", "external": {
+                "metric": {"name": "queue_depth"},
+                "target": {"type": "AverageValue", "averageValue": queue}}}))
+            .unwrap(),
+        );
+        metrics.push(
+            serde_json::from_value(json!({"type": "Object", "object": {
+                "metric": {"name": "rps"},
+                "describedObject": {"kind": "Service", "name": "web", "apiVersion": "v1"},
+                "target": {"type": "Value", "value": rps}}}))
+            .unwrap(),
+        );
+        h
+    };
+    // What the server stored after ebb wrote `2000m` and `0.5`.
+    assert_eq!(
+        decide_at(&s, Some(&with("2", "500m")), "2026-05-04T09:30:00Z").hpa,
+        HpaPlan::Leave
+    );
+    // A different amount is still a change, and the note shows only that metric.
+    let d = decide_at(&s, Some(&with("3", "500m")), "2026-05-04T09:30:00Z");
+    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+        panic!("{:?}", d.hpa)
+    };
+    let metrics = &fields.apply_patch("web")["spec"]["metrics"];
+    assert_eq!(metrics[1]["external"]["target"]["averageValue"], "2000m");
+    // The rps target already has the amount: sent back exactly as the server wrote it.
+    assert_eq!(metrics[2]["object"]["target"]["value"], "500m");
+    let note = &d.hpa_notice.as_ref().unwrap().note;
+    assert!(
+        note.contains("queue_depth AverageValue 3 -> AverageValue 2000m"),
+        "{note}"
+    );
+    assert!(!note.contains("rps"), "{note}");
+}
+
+#[test]
+fn metric_target_quantities_must_parse() {
+    let errors = errors_of(json!({
+        "hpa": {"maxReplicas": 3, "metricTargets": [{"name": "q", "averageValue": "ten"}]},
+        "timeRangeSpec": [{"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
+            "replicaSpec": {"hpa": {"metricTargets": [{"name": "q", "value": "1.5.0"}]}}}]
+    }));
+    let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
+    assert!(
+        fields.contains(&"spec.hpa.metricTargets[0].averageValue"),
+        "{errors:?}"
+    );
+    assert!(
+        fields.contains(&"spec.timeRangeSpec[0].replicaSpec.hpa.metricTargets[0].value"),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|(_, m)| m.contains("\"ten\" is not a quantity")),
+        "{errors:?}"
+    );
+}

@@ -10,7 +10,8 @@
 //! schedule boundary at which the scheduled settings change. `effective` includes the lead-time
 //! step in force at `--at` ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up
 //! ahead of their boundary); lead steps are not transitions. A ramp (`spec.ramp`, spreading a
-//! decrease after its boundary) depends on the HPA's state, so `plan` does not show it.
+//! decrease after its boundary) depends on the HPA's state, so `plan` does not show it. The text
+//! output also names the metric targets (`metricTargets`) in force; the JSON keeps its contract.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -226,6 +227,33 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("then:").count(), 4, "{text}");
+    }
+
+    #[test]
+    fn text_shows_metric_targets_and_json_keeps_its_contract() {
+        let scaler: ServiceScaler = parse_manifest(
+            "coder.yaml",
+            "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: provisioners}\nspec:\n  hpa: {minReplicas: 1, maxReplicas: 20, metricTargets: [{name: queue_depth, averageValue: '10'}]}\n  timeRangeSpec:\n  - {kind: ZonedTime, from: '08:00Z', to: '18:00Z', replicaSpec: {hpa: {metricTargets: [{name: queue_depth, averageValue: '2'}]}}}\n",
+        )
+        .unwrap();
+        let text = render(&scaler, at("2026-03-27T09:00:00Z"), OutputFormat::Text).unwrap();
+        assert!(
+            text.contains("effective:  minReplicas 1, maxReplicas 20, targetCPUUtilization none, targetMemoryUtilization none, queue_depth AverageValue 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("timeRangeSpec[0]") && text.contains("queue_depth AverageValue 10"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(
+            &render(&scaler, at("2026-03-27T09:00:00Z"), OutputFormat::Json).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            json["effective"].as_object().map(|o| o.len()),
+            Some(4),
+            "{json}"
+        );
     }
 
     #[test]

@@ -719,6 +719,34 @@ async fn adopted_hpa_is_restored_to_the_defaults_when_its_scaler_is_deleted() {
     );
 }
 
+/// The finalizer is what guarantees an adopted HPA is restored: it is on the scaler before the
+/// first write to the HPA, and when it cannot be written the HPA is not touched. (Found by the
+/// end-to-end suite: a scaler deleted between the two writes left the HPA at the range's values.)
+#[tokio::test]
+async fn finalizer_is_written_before_the_first_write_to_an_adopted_hpa() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.scaler(office_spec());
+    h.hpa(7, 12, Some(90), None, None, json!({}));
+    h.fake.fail_next(Matcher::patch(SCALER_PATH), 500);
+    assert!(h.reconcile().await.is_err());
+    assert_eq!(h.successful_hpa_writes(), 0, "{:#?}", h.fake.writes());
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 7);
+
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    let order: Vec<String> = h
+        .fake
+        .writes()
+        .into_iter()
+        .filter(|w| w.succeeded() && !w.path.ends_with("/status"))
+        .map(|w| w.path)
+        .collect();
+    assert_eq!(order.len(), 2, "{order:#?}");
+    assert!(order[0].ends_with(SCALER_PATH), "{order:#?}");
+    assert!(order[1].ends_with(HPA_PATH), "{order:#?}");
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [FINALIZER]);
+}
+
 #[tokio::test]
 async fn a_created_hpa_needs_no_finalizer_and_a_stale_one_is_removed() {
     let h = Harness::new("2026-05-04T09:00:00Z", false);
