@@ -36,6 +36,9 @@ crds:
 crds-check:
 	$(CARGO) run --quiet -p ebb-crds --bin crdgen -- --check crds
 	.ci/chart-crds check
+	@# The CRD types need kube's derive only (issue #12): no client, runtime or tokio.
+	@if $(CARGO) tree --quiet -p ebb-crds -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime) '; then \
+		echo "ebb-crds must not depend on the above"; exit 1; fi
 
 ## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
 ## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
