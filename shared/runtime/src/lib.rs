@@ -1,5 +1,7 @@
 //! What every ebb controller binary needs, and nothing else.
 //!
+//! - [`frame`]: the reconcile frame every controller runs in ([`frame::Reconciler`], [`frame::Context`]).
+//! - [`cli`]: every binary's command line (run, or `plan` offline) and `main` ([`cli::main`]).
 //! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
 //! - [`backoff`]: per-object exponential retry delays for `error_policy` ([`ErrorBackoff`]).
 //! - [`args`]: the flags (and env fallbacks) every controller takes ([`CommonArgs`]).
@@ -23,9 +25,11 @@
 pub mod app;
 pub mod args;
 pub mod backoff;
+pub mod cli;
 pub mod clock;
 pub mod conditions;
 pub mod events;
+pub mod frame;
 pub mod guard;
 pub mod leader;
 pub mod metrics;
@@ -48,4 +52,4 @@ pub use pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_st
 pub use server::{Health, MetricsServer, serve};
 pub use shutdown::Shutdown;
 pub use telemetry::LogFormat;
-pub use time::{from_k8s_time, to_k8s_time};
+pub use time::{from_k8s_time, rfc3339, to_k8s_time};

@@ -8,7 +8,11 @@
 //! the annotation.
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use kube::runtime::controller::Action;
+
+use crate::conditions::{ConditionUpdate, find_condition, set_condition};
+use crate::events::EventKind;
 
 /// Pauses indefinitely when `"true"`.
 pub const PAUSED_ANNOTATION: &str = "scaling.ebb.dev/paused";
@@ -145,6 +149,60 @@ pub fn first_pause<'a>(
                 state,
             }
         })
+    })
+}
+
+/// The condition type every controller sets while it leaves something alone because of a pause.
+pub const PAUSED_CONDITION: &str = "Paused";
+
+/// How a controller reports a pause, the same in all four: the `Paused` condition (reason
+/// `Paused` or `InvalidPausedUntil`, the message naming the object and the annotation), an Event
+/// when the pause starts or changes, and when to look again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PauseReport {
+    /// The paused object and why.
+    pub pause: ObjectPause,
+    /// The `Paused` condition to set (status `True`).
+    pub condition: ConditionUpdate,
+    /// The Event to record, when the condition is new or says something new: `(kind, reason,
+    /// note)`; a Warning for an unreadable `paused-until`.
+    pub event: Option<(EventKind, &'static str, String)>,
+    /// At `paused-until`; an indefinite (or unreadable) pause waits for a change.
+    pub requeue: Action,
+}
+
+/// The pause report for the first of `objects` (the controller's own object first, then those it
+/// writes, see [`first_pause`]) paused at `now`, given the object's current `conditions`; `None`
+/// when none is paused. `generation` is the own object's `metadata.generation`.
+pub fn pause_report<'a>(
+    objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
+    conditions: &[Condition],
+    generation: Option<i64>,
+    now: DateTime<Utc>,
+) -> Option<PauseReport> {
+    let pause = first_pause(objects, now)?;
+    let message = pause.to_string();
+    let condition = ConditionUpdate::new(PAUSED_CONDITION, true, pause.reason(), message.clone())
+        .observed_generation(generation);
+    let mut after = conditions.to_vec();
+    let mut compared = condition.clone();
+    // A new generation alone is no news for people: the Event follows what the condition says.
+    compared.observed_generation =
+        find_condition(conditions, PAUSED_CONDITION).map_or(generation, |c| c.observed_generation);
+    let news = set_condition(&mut after, compared, now);
+    let kind = match pause.state {
+        PauseState::InvalidPausedUntil(_) => EventKind::Warning,
+        _ => EventKind::Normal,
+    };
+    let requeue = match pause.resume_at() {
+        Some(at) => Action::requeue(at.signed_duration_since(now).to_std().unwrap_or_default()),
+        None => Action::await_change(),
+    };
+    Some(PauseReport {
+        event: news.then(|| (kind, pause.reason(), message)),
+        pause,
+        condition,
+        requeue,
     })
 }
 
@@ -315,5 +373,49 @@ mod tests {
         let pause = first_pause([("StatefulSet", &invalid)], now).unwrap();
         assert_eq!(pause.reason(), "InvalidPausedUntil");
         assert_eq!(pause.resume_at(), None);
+    }
+
+    #[test]
+    fn pause_report_names_the_object_events_only_news_and_wakes_at_the_end() {
+        let now = utc(NOW);
+        let own = ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            ..meta(&[(PAUSED_UNTIL_ANNOTATION, "2025-03-30T02:00:00Z")])
+        };
+        let active = meta(&[]);
+        assert_eq!(pause_report([("X", &active)], &[], Some(1), now), None);
+
+        let report = pause_report([("ServiceScaler", &own)], &[], Some(1), now).unwrap();
+        assert_eq!(report.condition.type_, PAUSED_CONDITION);
+        assert!(report.condition.status);
+        assert_eq!(report.condition.reason, "Paused");
+        assert_eq!(report.condition.observed_generation, Some(1));
+        assert_eq!(
+            report.condition.message,
+            "ServiceScaler shop/web: paused until 2025-03-30T02:00:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+        );
+        let (kind, reason, note) = report.event.clone().unwrap();
+        assert_eq!((kind, reason), (EventKind::Normal, "Paused"));
+        assert_eq!(note, report.condition.message);
+        assert_eq!(
+            report.requeue,
+            Action::requeue(std::time::Duration::from_secs(30 * 60))
+        );
+
+        // Already reported (even at an older generation): no second Event.
+        let mut conditions = Vec::new();
+        set_condition(&mut conditions, report.condition.clone(), now);
+        let again = pause_report([("ServiceScaler", &own)], &conditions, Some(2), now).unwrap();
+        assert_eq!(again.event, None);
+        assert_eq!(again.condition.observed_generation, Some(2));
+
+        // An unreadable instant: a Warning, and a wait for the annotation to change.
+        let bad = meta(&[(PAUSED_UNTIL_ANNOTATION, "soon")]);
+        let report = pause_report([("StatefulSet", &bad)], &conditions, None, now).unwrap();
+        assert_eq!(report.event.unwrap().0, EventKind::Warning);
+        assert_eq!(report.condition.reason, "InvalidPausedUntil");
+        assert_eq!(report.requeue, Action::await_change());
     }
 }

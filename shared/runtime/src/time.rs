@@ -10,6 +10,12 @@ use chrono::{DateTime, Utc};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+/// An instant as every ebb output writes it (`plan` JSON and text, messages): RFC 3339 in UTC
+/// with whole seconds and `Z`, e.g. `2026-03-27T18:30:00Z` (as Kubernetes writes `Time`).
+pub fn rfc3339(instant: DateTime<Utc>) -> String {
+    instant.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 /// Converts a chrono instant into a Kubernetes `Time`, truncated to the whole second.
 ///
 /// Instants outside jiff's range (years -9999..=9999) saturate to its ends; no cluster object

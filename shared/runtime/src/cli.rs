@@ -1,0 +1,154 @@
+//! The command line every controller binary has: no subcommand runs the controller (its flags
+//! `R`), `plan` decides for one manifest offline (flags `P`). A controller's `main.rs` is one
+//! call:
+//!
+//! ```ignore
+//! #[tokio::main]
+//! async fn main() -> std::process::ExitCode {
+//!     ebb_runtime::cli::main(ABOUT, PLAN_ABOUT, service_scaler::run, |args| plan(&args)).await
+//! }
+//! ```
+
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::plan::finish;
+
+/// Both ways to start a controller binary.
+#[derive(clap::Parser, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli<R: clap::Args, P: clap::Args> {
+    /// The controller's flags.
+    #[command(flatten)]
+    pub run: R,
+    /// `plan`, or nothing to run the controller.
+    #[command(subcommand)]
+    pub command: Option<Command<P>>,
+}
+
+/// The subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command<P: clap::Args> {
+    /// Decide for one manifest, offline (no cluster).
+    Plan(P),
+}
+
+/// Describes a binary for `--help` and `--version`.
+#[derive(Clone, Copy, Debug)]
+pub struct About {
+    /// The binary's (and controller's) name.
+    pub name: &'static str,
+    /// One line on what the controller does.
+    pub about: &'static str,
+    /// One line on what `plan` decides.
+    pub plan: &'static str,
+}
+
+impl About {
+    /// The clap command for `R` and `P`, named and described.
+    pub fn command<R: clap::Args, P: clap::Args>(&self) -> clap::Command {
+        Cli::<R, P>::command()
+            .name(self.name)
+            .bin_name(self.name)
+            .about(self.about)
+            .version(env!("CARGO_PKG_VERSION"))
+            .mut_subcommand("plan", |c| c.about(self.plan))
+    }
+
+    /// Parses `args` (the program name first).
+    pub fn parse_from<R, P, I, T>(&self, args: I) -> Result<Cli<R, P>, clap::Error>
+    where
+        R: clap::Args,
+        P: clap::Args,
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut command = self.command::<R, P>();
+        let matches = command.try_get_matches_from_mut(args)?;
+        Cli::<R, P>::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+    }
+}
+
+/// Parses the process's arguments, then runs the controller or `plan`, printing `plan`'s output
+/// or the error (`<name>: <error>`) and exiting accordingly.
+pub async fn main<R, P, Run, RunError, Plan, PlanError>(
+    about: About,
+    run: impl FnOnce(R) -> Run,
+    plan: impl FnOnce(P) -> Result<String, PlanError>,
+) -> ExitCode
+where
+    R: clap::Args,
+    P: clap::Args,
+    Run: Future<Output = Result<(), RunError>>,
+    RunError: Display,
+    PlanError: Display,
+{
+    let cli = match about.parse_from::<R, P, _, _>(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Some(Command::Plan(args)) => finish(&format!("{} plan", about.name), plan(args)),
+        None => finish(about.name, run(cli.run).await.map(|()| String::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[derive(clap::Args, Debug, PartialEq)]
+    struct Run {
+        #[arg(long)]
+        dry_run: bool,
+    }
+
+    #[derive(clap::Args, Debug, PartialEq)]
+    struct Plan {
+        #[arg(long)]
+        file: String,
+    }
+
+    const ABOUT: About = About {
+        name: "demo-scaler",
+        about: "Scales demos.",
+        plan: "Decide for one Demo file, offline (no cluster).",
+    };
+
+    #[test]
+    fn no_subcommand_runs_and_plan_takes_its_own_flags() {
+        let cli = ABOUT
+            .parse_from::<Run, Plan, _, _>(["demo-scaler", "--dry-run"])
+            .unwrap();
+        assert_eq!(cli.run, Run { dry_run: true });
+        assert!(cli.command.is_none());
+        let cli = ABOUT
+            .parse_from::<Run, Plan, _, _>(["demo-scaler", "plan", "--file", "x.yaml"])
+            .unwrap();
+        assert!(matches!(cli.command, Some(Command::Plan(Plan { file })) if file == "x.yaml"));
+        // The controller's flags do not mix with plan's.
+        assert!(
+            ABOUT
+                .parse_from::<Run, Plan, _, _>(["demo-scaler", "--dry-run", "plan", "--file", "x"])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn help_names_the_binary_and_describes_both() {
+        let help = ABOUT.command::<Run, Plan>().render_long_help().to_string();
+        assert!(help.contains("Scales demos."), "{help}");
+        assert!(help.contains("demo-scaler"), "{help}");
+        assert!(help.contains("Decide for one Demo file"), "{help}");
+        let version = ABOUT.command::<Run, Plan>().render_version();
+        assert_eq!(
+            version.trim(),
+            format!("demo-scaler {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}

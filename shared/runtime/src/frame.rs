@@ -1,0 +1,390 @@
+//! The reconcile frame every controller runs in: one context, one error contract, one guarded
+//! reconcile and one error policy.
+//!
+//! A controller implements [`Reconciler`] (its object kind, its own part of the context, its
+//! error type, and one `reconcile` pass: read, decide once, execute the plan) and hands
+//! [`reconcile`]`::<R>` and [`error_policy`]`::<R>` to `kube::runtime::Controller::run`, usually
+//! through [`run`]. The frame does the rest, the same way for every controller:
+//!
+//! - a tracing span per object (`controller`, `namespace`, `name`);
+//! - the reconcile metrics ([`ControllerMetrics`]: count, duration, errors by category);
+//! - followers write nothing: a replica that does not hold the Lease looks again after
+//!   [`FOLLOWER_REQUEUE`];
+//! - a malformed object (one that does not deserialize into the controller's type) goes to
+//!   [`Reconciler::malformed`]: by default logged, counted under `malformed` and left alone until
+//!   it changes, while every other object is served;
+//! - a conflict ([`ReconcileError::is_conflict`], a 409) means the object was stale: it is read
+//!   again and the pass runs again, at most [`MAX_ATTEMPTS`] times per reconcile;
+//! - the error policy: an error that retrying cannot fix waits for a change of the object; any
+//!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject};
+use kube::core::DeserializeGuard;
+use kube::runtime::Controller;
+use kube::runtime::controller::{Action, Error as ControllerError};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+
+use crate::{Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
+
+/// When a replica that does not lead looks again (the lease duration).
+pub const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+/// How many passes one reconcile makes when each meets a conflict, before it fails (and backs
+/// off).
+pub const MAX_ATTEMPTS: usize = 4;
+
+/// Declares a controller's names, all derived from the one given: `CONTROLLER_NAME` (binary,
+/// chart, Lease, Event reporter, metric prefix) and `FIELD_MANAGER` (`ebb-<name>`, the field
+/// manager of every write).
+#[macro_export]
+macro_rules! controller_names {
+    ($name:literal) => {
+        /// The controller's name: binary, chart, Lease, Event reporter, metric prefix.
+        pub const CONTROLLER_NAME: &str = $name;
+        /// The field manager of every write: `ebb-` and the controller's name.
+        pub const FIELD_MANAGER: &str = concat!("ebb-", $name);
+    };
+}
+
+/// What every reconcile of a controller shares, plus the controller's own part `T` (its metrics,
+/// enabled target kinds, hook ledger ...).
+pub struct Context<T> {
+    /// The API client.
+    pub client: Client,
+    /// The source of "now": read once per pass, every decision takes that instant.
+    pub clock: Arc<dyn Clock>,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// Reconcile counters and durations.
+    pub metrics: ControllerMetrics,
+    /// `--dry-run`: decide and report (status, Events), write nothing else.
+    pub dry_run: bool,
+    /// Only the leader writes.
+    pub leader: Leader,
+    /// Retry delays after transient failures, per object.
+    pub backoff: ErrorBackoff,
+    /// The controller's own part.
+    pub own: T,
+}
+
+/// The shared parts of a [`Context`], as a controller's `run` (or a test harness) has them.
+pub struct Shared {
+    /// The API client.
+    pub client: Client,
+    /// The source of "now".
+    pub clock: Arc<dyn Clock>,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// Reconcile counters and durations.
+    pub metrics: ControllerMetrics,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// Whether this replica may write.
+    pub leader: Leader,
+}
+
+impl<T> Context<T> {
+    /// A context of `shared` and the controller's own part, with no failures recorded.
+    pub fn new(shared: Shared, own: T) -> Self {
+        Self {
+            client: shared.client,
+            clock: shared.clock,
+            events: shared.events,
+            metrics: shared.metrics,
+            dry_run: shared.dry_run,
+            leader: shared.leader,
+            backoff: ErrorBackoff::new(),
+            own,
+        }
+    }
+}
+
+/// What the frame needs to know about a controller's error.
+pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
+    /// The metric label (`reconcile_errors_total{category}`) and log field, snake_case.
+    fn category(&self) -> &'static str;
+    /// Whether retrying without a change of the object can help. Default: yes.
+    fn is_transient(&self) -> bool {
+        true
+    }
+    /// Someone else changed what this pass read (a 409): the frame reads the object again and
+    /// runs the pass again. Default: no.
+    fn is_conflict(&self) -> bool {
+        false
+    }
+}
+
+/// Whether `error` is the API server's 409 Conflict.
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+/// Why a reconcile failed: the controller's own error, or the frame's.
+#[derive(Debug, thiserror::Error)]
+pub enum Error<E: ReconcileError> {
+    /// The controller's pass failed.
+    #[error(transparent)]
+    Reconcile(E),
+    /// Reading the object again after a conflict failed.
+    #[error("reading {key} again after a conflict: {source}")]
+    Reread {
+        /// `namespace/name`.
+        key: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Every pass met a conflict.
+    #[error("{key} kept changing: {attempts} conflicting writes in a row")]
+    Conflicts {
+        /// `namespace/name`.
+        key: String,
+        /// How many passes.
+        attempts: usize,
+    },
+}
+
+impl<E: ReconcileError> Error<E> {
+    /// The controller's error, when it is one.
+    pub fn inner(&self) -> Option<&E> {
+        match self {
+            Self::Reconcile(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<E: ReconcileError> ReconcileError for Error<E> {
+    fn category(&self) -> &'static str {
+        match self {
+            Self::Reconcile(e) => e.category(),
+            Self::Reread { .. } => "observe",
+            Self::Conflicts { .. } => "conflict",
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::Reconcile(e) => e.is_transient(),
+            _ => true,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Conflicts { .. })
+    }
+}
+
+/// One controller, as the frame runs it.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The kind the controller reconciles.
+    type Object: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+    /// The controller's own part of the [`Context`].
+    type Own: Send + Sync + 'static;
+    /// Why a pass fails.
+    type Error: ReconcileError;
+
+    /// The controller's name (binary, chart, Lease, Event reporter, metric prefix).
+    const NAME: &'static str;
+
+    /// One pass: read what the decision needs, decide once with one `now`, execute the plan.
+    /// `object` is the cached object on the first pass and a fresh read after a conflict.
+    fn reconcile(
+        object: Arc<Self::Object>,
+        ctx: &Context<Self::Own>,
+    ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
+
+    /// An object of this kind that does not deserialize (`error` says which field and why).
+    /// Default: logged, counted under `malformed`, left alone until it changes (ebb cannot know
+    /// what it asks for). A controller that owns the kind reports it in a status condition.
+    fn malformed(
+        meta: &ObjectMeta,
+        error: &str,
+        ctx: &Context<Self::Own>,
+    ) -> impl Future<Output = Result<Action, Self::Error>> + Send {
+        let key = meta_key(meta);
+        tracing::warn!(
+            kind = %<Self::Object as Resource>::kind(&()),
+            object = %key,
+            %error,
+            "does not deserialize; left alone until it changes"
+        );
+        ctx.metrics.record_error("malformed");
+        std::future::ready(Ok(Action::await_change()))
+    }
+}
+
+/// `namespace/name` of `meta` (or `name` when cluster-scoped).
+pub fn meta_key(meta: &ObjectMeta) -> String {
+    let name = meta.name.clone().unwrap_or_default();
+    match &meta.namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name,
+    }
+}
+
+/// The object as last seen: typed, or malformed (its metadata and why).
+enum Seen<K> {
+    Typed(Arc<K>),
+    Malformed(Box<ObjectMeta>, String),
+}
+
+impl<K: Clone> Seen<K> {
+    fn of(guard: &DeserializeGuard<K>) -> Self {
+        match &guard.0 {
+            Ok(typed) => Self::Typed(Arc::new(typed.clone())),
+            Err(invalid) => {
+                Self::Malformed(Box::new(invalid.metadata.clone()), invalid.error.clone())
+            }
+        }
+    }
+}
+
+/// The frame's reconcile for controller `R`: hand it to `Controller::run` (see the module docs).
+pub async fn reconcile<R: Reconciler>(
+    object: Arc<DeserializeGuard<R::Object>>,
+    ctx: Arc<Context<R::Own>>,
+) -> Result<Action, Error<R::Error>> {
+    let meta = object.meta();
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = R::NAME,
+        namespace = meta.namespace.as_deref().unwrap_or_default(),
+        name = meta.name.as_deref().unwrap_or_default(),
+    );
+    let key = object_key(object.as_ref());
+    let passes = passes::<R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
+    let result = ControllerMetrics::instrument(&ctx.metrics, passes, ReconcileError::category)
+        .instrument(span)
+        .await;
+    if result.is_ok() {
+        ctx.backoff.succeeded(&key);
+    }
+    result
+}
+
+async fn passes<R: Reconciler>(
+    mut seen: Seen<R::Object>,
+    meta: ObjectMeta,
+    ctx: &Context<R::Own>,
+) -> Result<Action, Error<R::Error>> {
+    if !ctx.leader.is_leader() {
+        // Followers keep their caches warm and write nothing.
+        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    let key = meta_key(&meta);
+    for attempt in 1..=MAX_ATTEMPTS {
+        let result = match &seen {
+            Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
+            Seen::Malformed(meta, error) => R::malformed(meta, error, ctx).await,
+        };
+        match result {
+            Err(e) if e.is_conflict() => {
+                tracing::debug!(attempt, error = %e, "conflict; reading again");
+                if attempt == MAX_ATTEMPTS {
+                    break;
+                }
+                match reread::<R::Object>(&ctx.client, &meta)
+                    .await
+                    .map_err(|source| Error::Reread {
+                        key: key.clone(),
+                        source,
+                    })? {
+                    Some(fresh) => seen = fresh,
+                    None => return Ok(Action::await_change()),
+                }
+            }
+            other => return other.map_err(Error::Reconcile),
+        }
+    }
+    Err(Error::Conflicts {
+        key,
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// The object as stored now, typed or malformed; `None` when it is gone.
+async fn reread<K>(client: &Client, meta: &ObjectMeta) -> Result<Option<Seen<K>>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned,
+{
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match &meta.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let Some(found) = api
+        .get_opt(meta.name.as_deref().unwrap_or_default())
+        .await?
+    else {
+        return Ok(None);
+    };
+    let value = serde_json::to_value(&found).map_err(kube::Error::SerdeError)?;
+    Ok(Some(match serde_json::from_value::<K>(value) {
+        Ok(typed) => Seen::Typed(Arc::new(typed)),
+        Err(error) => Seen::Malformed(Box::new(found.metadata), error.to_string()),
+    }))
+}
+
+/// The frame's error policy for controller `R`: an error retrying cannot fix waits for a change
+/// of the object; any other retries after the object's backoff delay.
+pub fn error_policy<R: Reconciler>(
+    object: Arc<DeserializeGuard<R::Object>>,
+    error: &Error<R::Error>,
+    ctx: Arc<Context<R::Own>>,
+) -> Action {
+    let key = object_key(object.as_ref());
+    if !error.is_transient() {
+        tracing::info!(controller = R::NAME, object = %key, category = error.category(), %error,
+            "waiting for the object to change");
+        return Action::await_change();
+    }
+    tracing::warn!(controller = R::NAME, object = %key, category = error.category(), %error,
+        "reconcile failed");
+    Action::requeue(ctx.backoff.failed(&key))
+}
+
+/// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
+/// `namespace/name` of each object that was deleted before its reconcile ran (to drop its
+/// gauges, say).
+pub async fn run<R, F>(
+    controller: Controller<DeserializeGuard<R::Object>>,
+    ctx: Arc<Context<R::Own>>,
+    gone: F,
+) where
+    R: Reconciler,
+    <DeserializeGuard<R::Object> as Resource>::DynamicType: Eq + Hash + Clone + Debug + Unpin,
+    F: Fn(&str) + Send,
+{
+    controller
+        .run(reconcile::<R>, error_policy::<R>, ctx)
+        .for_each(|result| {
+            match result {
+                Err(ControllerError::ObjectNotFound(reference)) => {
+                    gone(&match &reference.namespace {
+                        Some(ns) => format!("{ns}/{}", reference.name),
+                        None => reference.name.clone(),
+                    });
+                }
+                Err(error) => tracing::debug!(controller = R::NAME, %error, "controller event"),
+                Ok(_) => {}
+            }
+            futures::future::ready(())
+        })
+        .await;
+}

@@ -1,0 +1,302 @@
+//! The reconcile frame, on FakeApi: the same guarantees for every controller.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ebb_runtime::Leader;
+use ebb_runtime::frame::{
+    self, Context, FOLLOWER_REQUEUE, MAX_ATTEMPTS, ReconcileError, Reconciler,
+};
+use ebb_testkit::{Harness, Matcher};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+ebb_runtime::controller_names!("demo-scaler");
+
+#[derive(Debug, thiserror::Error)]
+enum DemoError {
+    #[error("conflict")]
+    Conflict,
+    #[error("spec.x is wrong")]
+    Invalid,
+    #[error("server error")]
+    Server,
+}
+
+impl ReconcileError for DemoError {
+    fn category(&self) -> &'static str {
+        match self {
+            Self::Conflict => "conflict",
+            Self::Invalid => "invalid_spec",
+            Self::Server => "write",
+        }
+    }
+    fn is_transient(&self) -> bool {
+        !matches!(self, Self::Invalid)
+    }
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Conflict)
+    }
+}
+
+/// A controller that writes `data.seen` = the value of `data.v` it was given, through a patch
+/// preconditioned on the resourceVersion it read; `own` scripts failures and records passes.
+struct Demo;
+
+#[derive(Default)]
+struct Own {
+    /// Errors the next passes return, in order.
+    script: Mutex<Vec<DemoError>>,
+    /// The `data.v` each pass saw.
+    passes: Mutex<Vec<String>>,
+    /// Names of malformed objects reported.
+    malformed: Mutex<Vec<String>>,
+}
+
+impl Reconciler for Demo {
+    type Object = ConfigMap;
+    type Own = Own;
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(object: Arc<ConfigMap>, ctx: &Context<Own>) -> Result<Action, DemoError> {
+        let v = object
+            .data
+            .as_ref()
+            .and_then(|d| d.get("v"))
+            .cloned()
+            .unwrap_or_default();
+        ctx.own.passes.lock().unwrap().push(v.clone());
+        let scripted = {
+            let mut script = ctx.own.script.lock().unwrap();
+            (!script.is_empty()).then(|| script.remove(0))
+        };
+        if let Some(error) = scripted {
+            return Err(error);
+        }
+        let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "ns");
+        let patch = json!({"metadata": {"resourceVersion": object.metadata.resource_version},
+                           "data": {"seen": v}});
+        match api
+            .patch("cm", &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Err(e) if frame::is_conflict(&e) => Err(DemoError::Conflict),
+            Err(_) => Err(DemoError::Server),
+            Ok(_) => Ok(Action::requeue(Duration::from_secs(60))),
+        }
+    }
+
+    async fn malformed(
+        meta: &ObjectMeta,
+        _error: &str,
+        ctx: &Context<Own>,
+    ) -> Result<Action, DemoError> {
+        ctx.own
+            .malformed
+            .lock()
+            .unwrap()
+            .push(meta.name.clone().unwrap_or_default());
+        Ok(Action::await_change())
+    }
+}
+
+/// The default `malformed`: logged, counted, left alone.
+struct Quiet;
+
+impl Reconciler for Quiet {
+    type Object = ConfigMap;
+    type Own = ();
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(_: Arc<ConfigMap>, _: &Context<()>) -> Result<Action, DemoError> {
+        Ok(Action::await_change())
+    }
+}
+
+fn setup() -> (Harness, Arc<Context<Own>>) {
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}, "data": {"v": "1"}}));
+    let ctx = h.context(false, Own::default());
+    (h, ctx)
+}
+
+fn guard(h: &Harness) -> Arc<DeserializeGuard<ConfigMap>> {
+    let value = h.fake.get_json("v1", "ConfigMap", "ns", "cm").unwrap();
+    Arc::new(serde_json::from_value(value).unwrap())
+}
+
+fn seen(h: &Harness) -> Option<String> {
+    let cm: ConfigMap = h.fake.get("ns", "cm").unwrap();
+    cm.data.unwrap().get("seen").cloned()
+}
+
+#[test]
+fn names_derive_from_the_controller_name() {
+    assert_eq!(CONTROLLER_NAME, "demo-scaler");
+    assert_eq!(FIELD_MANAGER, "ebb-demo-scaler");
+}
+
+#[tokio::test]
+async fn a_pass_runs_once_and_is_counted() {
+    let (h, ctx) = setup();
+    let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
+    assert_eq!(seen(&h).as_deref(), Some("1"));
+    assert!(
+        h.metrics_text()
+            .contains("ebb_demo_scaler_reconciles_total 1")
+    );
+}
+
+/// A 409 means the object was stale: it is read again and the pass decides again on what is
+/// stored now, within the same reconcile.
+#[tokio::test]
+async fn a_conflict_reads_the_object_again_and_decides_again() {
+    let (h, ctx) = setup();
+    let cached = guard(&h);
+    // Someone changes the object after the cache saw it.
+    h.fake.modify::<ConfigMap>("ns", "cm", |cm| {
+        cm.data.as_mut().unwrap().insert("v".into(), "2".into());
+    });
+    let action = frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(*ctx.own.passes.lock().unwrap(), ["1", "2"]);
+    assert_eq!(
+        seen(&h).as_deref(),
+        Some("2"),
+        "never acted on the stale value"
+    );
+    let patches = h.fake.writes_matching(&Matcher::patch("/configmaps/cm"));
+    let statuses: Vec<_> = patches.iter().map(|w| w.status).collect();
+    assert_eq!(statuses, [Some(409), Some(200)]);
+}
+
+#[tokio::test]
+async fn conflicts_on_every_pass_fail_and_back_off() {
+    let (h, ctx) = setup();
+    ctx.own
+        .script
+        .lock()
+        .unwrap()
+        .extend((0..MAX_ATTEMPTS).map(|_| DemoError::Conflict));
+    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, frame::Error::Conflicts { attempts, .. } if attempts == MAX_ATTEMPTS));
+    assert_eq!(error.category(), "conflict");
+    assert_eq!(ctx.own.passes.lock().unwrap().len(), MAX_ATTEMPTS);
+    assert!(h.metrics_text().contains("category=\"conflict\"} 1"));
+    // Transient: backs off per object, 1 s then 2 s; a success resets it.
+    let policy =
+        |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(guard(&h), e, ctx.clone());
+    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(1)));
+    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(2)));
+    frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(1)));
+}
+
+#[tokio::test]
+async fn an_error_retrying_cannot_fix_waits_for_a_change() {
+    let (h, ctx) = setup();
+    ctx.own.script.lock().unwrap().push(DemoError::Invalid);
+    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(matches!(error.inner(), Some(DemoError::Invalid)));
+    assert_eq!(
+        frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
+        Action::await_change()
+    );
+    assert!(h.metrics_text().contains("category=\"invalid_spec\"} 1"));
+    // A server error is transient.
+    ctx.own.script.lock().unwrap().push(DemoError::Server);
+    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+}
+
+#[tokio::test]
+async fn a_follower_writes_nothing_and_looks_again_later() {
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}, "data": {"v": "1"}}));
+    let ctx = Arc::new(Context::new(
+        h.shared_with(false, Leader::following()),
+        Own::default(),
+    ));
+    h.fake.clear_requests();
+    let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::requeue(FOLLOWER_REQUEUE));
+    assert!(ctx.own.passes.lock().unwrap().is_empty());
+    assert_eq!(h.fake.write_count(), 0);
+}
+
+/// A malformed object goes to `malformed`, not to the pass; by default it is counted and left
+/// alone, with no request at all.
+#[tokio::test]
+async fn a_malformed_object_is_reported_and_every_other_is_served() {
+    let (h, ctx) = setup();
+    let bad: Arc<DeserializeGuard<ConfigMap>> = Arc::new(
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "bad", "namespace": "ns"}, "data": {"v": [1]}}))
+        .unwrap(),
+    );
+    assert_eq!(
+        frame::reconcile::<Demo>(bad.clone(), ctx.clone())
+            .await
+            .unwrap(),
+        Action::await_change()
+    );
+    assert_eq!(*ctx.own.malformed.lock().unwrap(), ["bad"]);
+    assert!(ctx.own.passes.lock().unwrap().is_empty());
+    frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
+
+    let quiet = h.context(false, ());
+    h.fake.clear_requests();
+    assert_eq!(
+        frame::reconcile::<Quiet>(bad, quiet).await.unwrap(),
+        Action::await_change()
+    );
+    assert_eq!(h.fake.requests().len(), 0);
+    assert!(h.metrics_text().contains("category=\"malformed\"} 1"));
+}
+
+/// After a conflict the object is gone: nothing left to do.
+#[tokio::test]
+async fn an_object_deleted_during_a_conflict_ends_the_reconcile() {
+    let (h, ctx) = setup();
+    ctx.own.script.lock().unwrap().push(DemoError::Conflict);
+    let cached = guard(&h);
+    h.fake.remove::<ConfigMap>("ns", "cm");
+    assert_eq!(
+        frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap(),
+        Action::await_change()
+    );
+    assert_eq!(ctx.own.passes.lock().unwrap().len(), 1);
+}
