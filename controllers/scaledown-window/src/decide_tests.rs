@@ -9,15 +9,12 @@ use ebb_crds::scaledown::{
     NodeAnnotationTarget, ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec,
 };
 use ebb_schedule::Tz;
+use ebb_testkit::utc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-
-fn utc(s: &str) -> DateTime<Utc> {
-    s.parse().unwrap()
-}
 
 /// An instant for plans whose objects carry no pause: any would do.
 const T0: DateTime<Utc> = DateTime::UNIX_EPOCH;

@@ -8,9 +8,12 @@
 //! pinned MachineAutoscalers, or a `nodes: "0"` disruption budget on Karpenter NodePools.
 //!
 //! - [`decide`]: every rule, pure.
-//! - [`reconcile`]: observe -> decide -> minimal writes -> status, Events, metrics.
+//! - [`reconcile`]: observe -> decide -> minimal writes -> status, Events, metrics, as the
+//!   [`reconcile::Reconcile`] pass of the shared reconcile frame (`ebb_runtime::frame`).
 //! - [`targets`]: the target kinds as dynamic resources, their views and patch bodies.
 //! - [`plan`]: the offline `plan` subcommand.
+
+ebb_runtime::controller_names!("scaledown-window");
 
 pub mod decide;
 pub mod metrics;
@@ -24,6 +27,7 @@ use std::sync::Arc;
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::app::{Runtime, scoped_apis_with, watcher_config};
+use ebb_runtime::frame::{self, Shared};
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
 use futures::StreamExt;
@@ -35,8 +39,8 @@ use kube::{Api, Client, ResourceExt};
 use prometheus_client::registry::Registry;
 
 use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
-use crate::metrics::{CONTROLLER, Metrics};
-use crate::reconcile::{Context, EnabledTargets, Error};
+use crate::metrics::Metrics;
+use crate::reconcile::{Context, EnabledTargets, Own, Reconcile};
 
 /// Flags of the controller (`scaledown-window` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -245,19 +249,24 @@ fn watch_targets(
 /// Runs the controller until SIGTERM or a lost lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER);
+    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
     let metrics = Metrics::new(&mut registry);
-    let rt = Runtime::start(CONTROLLER, &args.common, registry).await?;
+    let rt = Runtime::start(CONTROLLER_NAME, &args.common, registry).await?;
     let client = rt.client.clone();
     tracing::info!(targets = ?args.targets(), "target kinds");
     let ctx = Arc::new(Context::new(
-        client.clone(),
-        rt.clock.clone(),
-        Arc::new(EventPublisher::new(client.clone(), CONTROLLER)),
-        metrics,
-        args.common.dry_run,
-        rt.leader.clone(),
-        args.targets(),
+        Shared {
+            client: client.clone(),
+            clock: rt.clock.clone(),
+            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+            metrics: controller_metrics,
+            dry_run: args.common.dry_run,
+            leader: rt.leader.clone(),
+        },
+        Own {
+            metrics,
+            targets: args.targets(),
+        },
     ));
 
     let schedules: Api<Guarded> = Api::all(client.clone());
@@ -268,25 +277,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let store = controller.store();
     let controller = watch_targets(controller, &client, &args, &store);
     let shutdown = rt.shutdown.clone();
-    let controllers = controller
-        .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(
-            move |obj, ctx| {
-                let metrics = controller_metrics.clone();
-                async move {
-                    metrics
-                        .instrument(reconcile::reconcile(obj, ctx), Error::category)
-                        .await
-                }
-            },
-            reconcile::error_policy,
-            ctx,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "controller");
-            }
-        });
+    let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
+    // A schedule deleted before its reconcile ran drops its gauges here.
+    let gauges = ctx.own.metrics.clone();
+    let controllers = frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name));
     rt.run(controllers).await?;
     Ok(())
 }

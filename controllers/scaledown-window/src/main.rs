@@ -2,43 +2,20 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use ebb_runtime::cli::About;
 use scaledown_window::RunArgs;
 use scaledown_window::plan::{PlanArgs, plan};
 
-/// Cluster scale-down only inside time windows (ScaleDownSchedule).
-#[derive(Parser, Debug)]
-#[command(
-    name = "scaledown-window",
-    version,
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Whether a ScaleDownSchedule file allows scale-down at an instant, offline (no cluster).
-    Plan(PlanArgs),
-}
+const ABOUT: About = About {
+    name: scaledown_window::CONTROLLER_NAME,
+    about: "Cluster scale-down only inside time windows (ScaleDownSchedule)",
+    plan: "Whether a ScaleDownSchedule file allows scale-down at an instant, offline (no cluster)",
+};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Plan(args)) => {
-            ebb_runtime::plan::finish("scaledown-window plan", plan(&args, chrono::Utc::now()))
-        }
-        None => match scaledown_window::run(cli.run).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("scaledown-window: {error:#}");
-                ExitCode::FAILURE
-            }
-        },
-    }
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, scaledown_window::run, |args| {
+        plan(&args, chrono::Utc::now())
+    })
+    .await
 }

@@ -7,10 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::CONTROLLER_NAME;
 use crate::decide::TargetKind;
-
-/// The controller's name: binary, Lease, field manager suffix and metric prefix.
-pub const CONTROLLER: &str = "scaledown-window";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScheduleLabels {
@@ -43,7 +41,7 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
         let sub =
-            registry.sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(CONTROLLER));
+            registry.sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(CONTROLLER_NAME));
         sub.register(
             "scale_down_enabled",
             "1 while the schedule allows scale-down, 0 otherwise",

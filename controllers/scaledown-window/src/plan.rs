@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
 use serde::Serialize;
@@ -79,10 +79,6 @@ pub struct PlanReport {
     pub next_transition: Option<String>,
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
 /// Decides `schedule` at `at`. Unlike the controller, which holds scale-down disabled on an
 /// invalid schedule (fail-safe), `plan` reports the field and the rule broken.
 ///
@@ -102,7 +98,7 @@ pub fn plan_schedule(
         name: schedule.metadata.name.clone().unwrap_or_default(),
         scale_down_enabled: decision.scale_down_enabled,
         active_window: decision.active_window,
-        next_transition: decision.next_transition.map(rfc3339),
+        next_transition: decision.next_transition.map(ebb_runtime::rfc3339),
     };
     Ok((report, decision))
 }
@@ -148,7 +144,12 @@ fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
         Reason::OutsideWindows => "no window is open".to_owned(),
         Reason::InvalidSchedule(invalid) => invalid.to_string(),
     };
-    let _ = writeln!(out, "ScaleDownSchedule {} at {}", report.name, rfc3339(at));
+    let _ = writeln!(
+        out,
+        "ScaleDownSchedule {} at {}",
+        report.name,
+        ebb_runtime::rfc3339(at)
+    );
     let _ = writeln!(out, "  scale-down: {state} ({why})");
     match (
         &report.next_transition,
@@ -168,7 +169,7 @@ fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
         let _ = writeln!(out, "  coming flips:");
         for (when, enabled) in &decision.next_transitions {
             let to = if *enabled { "enabled" } else { "disabled" };
-            let _ = writeln!(out, "    {}  scale-down {to}", rfc3339(*when));
+            let _ = writeln!(out, "    {}  scale-down {to}", ebb_runtime::rfc3339(*when));
         }
     }
     out
@@ -180,10 +181,7 @@ mod tests {
 
     use super::*;
     use ebb_crds::scaledown::ScaleDownScheduleSpec;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        s.parse().unwrap()
-    }
+    use ebb_testkit::utc;
 
     fn none() -> ClusterMaintenance {
         ClusterMaintenance::default()

@@ -1,15 +1,20 @@
-//! One ScaleDownSchedule: observe (ClusterVersion and MachineConfigPools, the target's objects, the
-//! other schedules) ->
-//! [`decide`] -> apply (the minimal writes, only what ebb owns) -> status, Events, metrics ->
-//! requeue at the next boundary.
+//! One ScaleDownSchedule, as one [`Reconcile`] pass in the shared reconcile frame
+//! (`ebb_runtime::frame`: span, metrics, leader gate, malformed objects, re-read and re-run on a
+//! conflict, backoff): observe (ClusterVersion and MachineConfigPools, the target's objects, the
+//! other schedules) -> [`decide`] -> apply (the minimal writes, only what ebb owns) -> status,
+//! Events, metrics -> requeue at the next boundary.
 //!
 //! Writes: the ClusterAutoscaler's `spec.scaleDown.enabled` by server-side apply under field
-//! manager [`MANAGER`]; Nodes, MachineAutoscalers and NodePools by merge patches carrying the
-//! `metadata.resourceVersion` they were planned from, so a concurrent change is a 409 (read again,
-//! decide again), never a lost update. A reconcile that changes nothing writes nothing. Pause
-//! annotations on the schedule and `--dry-run` stop every target write; pause annotations on a
-//! target object stop the writes to that object (decided in [`decide::plan_target`]), and the
-//! reconcile wakes when the earliest `paused-until` expires. Leader election gates all writes.
+//! manager [`FIELD_MANAGER`] (`ebb-scaledown-window`, the name the Argo CD
+//! `managedFieldsManagers` entry uses); Nodes, MachineAutoscalers and NodePools by merge patches
+//! carrying the `metadata.resourceVersion` they were planned from, so a concurrent change is a 409
+//! (read again, decide again: the frame re-runs the pass on the schedule read afresh), never a
+//! lost update. A reconcile that changes nothing writes nothing. Pause annotations on the schedule
+//! and `--dry-run` stop every target write; pause annotations on a target object stop the writes
+//! to that object (decided in [`decide::plan_target`]), and the reconcile wakes when the earliest
+//! `paused-until` expires. The schedule's own pause is reported with
+//! `ebb_runtime::pause::pause_report` (the shared `Paused` condition and Event). Leader election
+//! (in the frame) gates all writes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,17 +22,17 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownTransition};
 use ebb_runtime::conditions::set_condition;
-use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::events::EventKind;
+use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::patch::merge_diff;
-use ebb_runtime::pause::pause_state;
+use ebb_runtime::pause::{PauseReport, pause_report, pause_state};
 use ebb_runtime::time::{from_k8s_time, to_k8s_time};
-use ebb_runtime::{Clock, ErrorBackoff, Leader};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{DeserializeGuard, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 use crate::decide::{
     self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Decision, Observed,
@@ -35,14 +40,11 @@ use crate::decide::{
 };
 use crate::metrics::Metrics;
 use crate::targets;
+use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-/// The field manager of every write, and the name the Argo CD `managedFieldsManagers` entry uses.
-pub const MANAGER: &str = "ebb-scaledown-window";
 /// Held on a ScaleDownSchedule while ebb may have changed its target, so deleting it first
 /// releases what ebb set.
 pub const FINALIZER: &str = "scaling.ebb.dev/scaledown-window";
-/// Requeue while another replica leads.
-const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
 /// Look again at least this often, and never schedule further ahead (the work queue has a limit).
 pub const RESYNC: Duration = Duration::from_secs(24 * 3600);
 
@@ -85,61 +87,23 @@ impl EnabledTargets {
     }
 }
 
-/// What a reconcile needs.
-pub struct Context {
-    /// The API client.
-    pub client: Client,
-    /// The source of "now".
-    pub clock: Arc<dyn Clock>,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
+/// scaledown-window's own part of the frame's context.
+pub struct Own {
     /// This controller's metrics.
     pub metrics: Metrics,
-    /// `--dry-run`: decide and report, write nothing to targets.
-    pub dry_run: bool,
-    /// Whether this replica may write.
-    pub leader: Leader,
     /// The target kinds served.
     pub targets: EnabledTargets,
-    /// Retry delays after transient failures, per schedule.
-    pub backoff: ErrorBackoff,
 }
 
-impl Context {
-    /// A context with no failures recorded.
-    pub fn new(
-        client: Client,
-        clock: Arc<dyn Clock>,
-        events: Arc<dyn EventSink>,
-        metrics: Metrics,
-        dry_run: bool,
-        leader: Leader,
-        targets: EnabledTargets,
-    ) -> Self {
-        Self {
-            client,
-            clock,
-            events,
-            metrics,
-            dry_run,
-            leader,
-            targets,
-            backoff: ErrorBackoff::new(),
-        }
-    }
-}
+/// What a reconcile needs: the frame's context around [`Own`].
+pub type Context = ebb_runtime::frame::Context<Own>;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The object does not deserialise as a ScaleDownSchedule: waits for a change.
-    #[error("malformed ScaleDownSchedule {name}: {message}")]
-    Malformed {
-        /// Its name.
-        name: String,
-        /// The deserialisation error.
-        message: String,
-    },
+    /// The finalizer could not be handled for a reason retrying cannot fix (an unnamed object).
+    #[error("finalizer: {0}")]
+    Unhandled(String),
     /// Reading the ClusterVersion failed.
     #[error("reading ClusterVersion version: {0}")]
     ClusterVersion(#[source] kube::Error),
@@ -178,11 +142,10 @@ pub enum Error {
     Serialize(#[from] serde_json::Error),
 }
 
-impl Error {
-    /// Label for metrics and Events.
-    pub fn category(&self) -> &'static str {
+impl ReconcileError for Error {
+    fn category(&self) -> &'static str {
         match self {
-            Self::Malformed { .. } => "invalid",
+            Self::Unhandled(_) => "invalid",
             Self::ClusterVersion(_)
             | Self::MachineConfigPools(_)
             | Self::Schedules(_)
@@ -195,6 +158,22 @@ impl Error {
         }
     }
 
+    fn is_transient(&self) -> bool {
+        !matches!(self, Self::Unhandled(_))
+    }
+
+    /// A target object, the status or the finalizer list changed under this pass: the frame
+    /// reads the schedule again and decides again.
+    fn is_conflict(&self) -> bool {
+        match self {
+            Self::Conflict { .. } => true,
+            Self::Status(e) | Self::Finalizer(e) => frame::is_conflict(e),
+            _ => false,
+        }
+    }
+}
+
+impl Error {
     fn from_finalizer(error: finalizer::Error<Self>) -> Self {
         match error {
             finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
@@ -202,80 +181,48 @@ impl Error {
                 Self::Finalizer(e)
             }
             finalizer::Error::UnnamedObject | finalizer::Error::InvalidFinalizer => {
-                Self::Malformed {
-                    name: String::new(),
-                    message: error.to_string(),
-                }
+                Self::Unhandled(error.to_string())
             }
         }
     }
 }
 
-/// A malformed object waits for a change; a conflict is retried at once (with the object read
-/// again); anything else is retried with exponential backoff.
-pub fn error_policy(
-    obj: Arc<DeserializeGuard<ScaleDownSchedule>>,
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    tracing::warn!(schedule = %obj.name_any(), %error, category = error.category(), "reconcile failed");
-    match error {
-        Error::Malformed { .. } => Action::await_change(),
-        Error::Conflict { .. } => Action::requeue(Duration::from_millis(500)),
-        _ => Action::requeue(ctx.backoff.failed(&obj.name_any())),
-    }
-}
+/// scaledown-window in the reconcile frame: the frame runs [`Reconcile::reconcile`] per
+/// ScaleDownSchedule (span, metrics, leader gate, malformed objects, re-read and re-run on a
+/// conflict, backoff).
+pub struct Reconcile;
 
-/// Reconciles one watched object; one that does not deserialise is reported and left alone.
-pub async fn reconcile(
-    obj: Arc<DeserializeGuard<ScaleDownSchedule>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    match &obj.0 {
-        Ok(schedule) => reconcile_schedule(Arc::new(schedule.clone()), ctx).await,
-        Err(invalid) => Err(Error::Malformed {
-            name: invalid.metadata.name.clone().unwrap_or_default(),
-            message: invalid.error.clone(),
-        }),
-    }
-}
+impl Reconciler for Reconcile {
+    type Object = ScaleDownSchedule;
+    type Own = Own;
+    type Error = Error;
+    const NAME: &'static str = CONTROLLER_NAME;
 
-/// Reconciles one ScaleDownSchedule.
-///
-/// While the schedule may write to its target (not dry-run, not paused, target kind enabled), the
-/// finalizer is added first (that write alone ends the pass; the watch brings the next); a
-/// schedule being deleted releases what it set, then lets go of the finalizer.
-pub async fn reconcile_schedule(
-    schedule: Arc<ScaleDownSchedule>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    if !ctx.leader.is_leader() {
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    /// Reconciles one ScaleDownSchedule.
+    ///
+    /// While the schedule may write to its target (not dry-run, not paused, target kind
+    /// enabled), the finalizer is added first (that write alone ends the pass; the watch brings
+    /// the next); a schedule being deleted releases what it set, then lets go of the finalizer.
+    async fn reconcile(schedule: Arc<ScaleDownSchedule>, ctx: &Context) -> Result<Action, Error> {
+        let now = ctx.clock.now();
+        let paused = pause_state(&schedule.metadata, now).is_paused();
+        let kind_served = decide::target_kind(&schedule.spec.target)
+            .is_ok_and(|kind| ctx.own.targets.allows(kind));
+        let deleting = schedule.metadata.deletion_timestamp.is_some();
+        if deleting || (kind_served && !paused && !ctx.dry_run) {
+            let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
+            finalizer(&api, FINALIZER, schedule, |event| async move {
+                match event {
+                    FinalizerEvent::Apply(schedule) => apply(&schedule, ctx).await,
+                    FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, ctx).await,
+                }
+            })
+            .await
+            .map_err(Error::from_finalizer)
+        } else {
+            apply(&schedule, ctx).await
+        }
     }
-    let name = schedule.name_any();
-    let now = ctx.clock.now();
-    let paused = pause_state(&schedule.metadata, now).is_paused();
-    let kind_served =
-        decide::target_kind(&schedule.spec.target).is_ok_and(|kind| ctx.targets.allows(kind));
-    let deleting = schedule.metadata.deletion_timestamp.is_some();
-    let result = if deleting || (kind_served && !paused && !ctx.dry_run) {
-        let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
-        let inner = ctx.clone();
-        finalizer(&api, FINALIZER, schedule, |event| async move {
-            match event {
-                FinalizerEvent::Apply(schedule) => apply(&schedule, &inner).await,
-                FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, &inner).await,
-            }
-        })
-        .await
-        .map_err(Error::from_finalizer)
-    } else {
-        apply(&schedule, &ctx).await
-    };
-    if result.is_ok() {
-        ctx.backoff.succeeded(&name);
-    }
-    result
 }
 
 /// Decides, applies and reports.
@@ -287,18 +234,30 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         .maintenance
         .as_ref()
         .is_some_and(|m| m.follow_cluster_upgrade);
-    let maintenance = if follows_upgrades && ctx.targets.cluster_version {
+    let maintenance = if follows_upgrades && ctx.own.targets.cluster_version {
         cluster_maintenance(ctx).await?
     } else {
         ClusterMaintenance::default()
     };
     let decision = decide::decide(spec, now, &maintenance);
-    let pause = pause_state(&schedule.metadata, now);
+    // The schedule's own pause, reported the shared way (condition, Event, wake-up).
+    let pause = pause_report(
+        [("ScaleDownSchedule", &schedule.metadata)],
+        schedule
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default(),
+        schedule.metadata.generation,
+        now,
+    );
 
     let outcome = match decide::resolve_target(&spec.target) {
         Err(invalid) => TargetOutcome::Invalid(invalid),
-        Ok(target) if !ctx.targets.allows(target.kind()) => TargetOutcome::Disabled(target.kind()),
-        Ok(_) if pause.is_paused() => TargetOutcome::Paused(pause.to_string()),
+        Ok(target) if !ctx.own.targets.allows(target.kind()) => {
+            TargetOutcome::Disabled(target.kind())
+        }
+        Ok(_) if let Some(report) = &pause => TargetOutcome::Paused(report.pause.to_string()),
         Ok(target) => {
             let observed = observe(ctx, &target).await?;
             let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
@@ -320,19 +279,20 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         }
     };
 
-    let report = write_status(ctx, schedule, &decision, &outcome, now).await?;
-    publish(ctx, schedule, &decision, &outcome, &report).await;
+    let report = write_status(ctx, schedule, &decision, &outcome, pause.as_ref(), now).await?;
+    publish(ctx, schedule, &decision, &outcome, pause.as_ref(), &report).await;
 
     let invalid = matches!(decision.reason, Reason::InvalidSchedule(_))
         || matches!(outcome, TargetOutcome::Invalid(_));
     let conflict =
         matches!(&outcome, TargetOutcome::Planned { plan, .. } if !plan.conflicts.is_empty());
-    ctx.metrics
+    ctx.own
+        .metrics
         .observe(&name, decision.scale_down_enabled, invalid, conflict);
     if let Some(previous) = report.previous_enabled
         && previous != decision.scale_down_enabled
     {
-        ctx.metrics.flip(&name, decision.scale_down_enabled);
+        ctx.own.metrics.flip(&name, decision.scale_down_enabled);
     }
 
     // The schedule's own pause and its objects' pauses end by themselves: look again then.
@@ -340,7 +300,8 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         TargetOutcome::Planned { plan, .. } => plan.resume_at(),
         _ => None,
     };
-    let wake = [decision.requeue_at, pause.resume_at(), objects_resume]
+    let schedule_resume = pause.as_ref().and_then(|p| p.pause.resume_at());
+    let wake = [decision.requeue_at, schedule_resume, objects_resume]
         .into_iter()
         .flatten()
         .min();
@@ -363,11 +324,11 @@ pub fn requeue_after(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
 async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Error> {
     let name = schedule.name_any();
     let now = ctx.clock.now();
-    ctx.metrics.forget(&name);
+    ctx.own.metrics.forget(&name);
     let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
         return Ok(Action::await_change());
     };
-    if !ctx.targets.allows(target.kind())
+    if !ctx.own.targets.allows(target.kind())
         || pause_state(&schedule.metadata, now).is_paused()
         || ctx.dry_run
     {
@@ -528,7 +489,7 @@ async fn claimants(
 
 fn merge_params() -> PatchParams {
     PatchParams {
-        field_manager: Some(MANAGER.to_owned()),
+        field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     }
 }
@@ -555,7 +516,7 @@ async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<()
                 Api::<DynamicObject>::all_with(client, &targets::cluster_autoscaler())
                     .patch(
                         name,
-                        &PatchParams::apply(MANAGER).force(),
+                        &PatchParams::apply(FIELD_MANAGER).force(),
                         &Patch::Apply(&body),
                     )
                     .await
@@ -584,14 +545,16 @@ async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<()
         };
         match result {
             Ok(()) => {
-                ctx.metrics.write(change.kind());
+                ctx.own.metrics.write(change.kind());
                 tracing::info!(schedule = me, change = %change.describe(), "applied");
             }
             Err(error) => {
                 let object = object_name(change);
                 tracing::warn!(schedule = me, %object, %error, "write failed");
                 let error = match &error {
-                    kube::Error::Api(status) if status.is_conflict() || status.is_not_found() => {
+                    kube::Error::Api(status)
+                        if frame::is_conflict(&error) || status.is_not_found() =>
+                    {
                         Error::Conflict { object }
                     }
                     _ => Error::Apply {
@@ -620,6 +583,7 @@ async fn write_status(
     schedule: &ScaleDownSchedule,
     decision: &Decision,
     outcome: &TargetOutcome,
+    pause: Option<&PauseReport>,
     now: DateTime<Utc>,
 ) -> Result<StatusReport, Error> {
     let generation = schedule.metadata.generation;
@@ -638,7 +602,14 @@ async fn write_status(
         .collect();
     status.observed_generation = generation;
     let mut changed = Vec::new();
-    for update in decide::conditions(decision, outcome, generation) {
+    for mut update in decide::conditions(decision, outcome, generation) {
+        // The schedule's own pause: the shared `Paused` condition (reason `Paused` or
+        // `InvalidPausedUntil`, the message naming the schedule and the annotation).
+        if let Some(report) = pause
+            && update.type_ == decide::PAUSED
+        {
+            update = report.condition.clone();
+        }
         let (type_, value) = (update.type_.clone(), update.status);
         if set_condition(&mut status.conditions, update, now) {
             changed.push((type_, value));
@@ -672,6 +643,7 @@ async fn publish(
     schedule: &ScaleDownSchedule,
     decision: &Decision,
     outcome: &TargetOutcome,
+    pause: Option<&PauseReport>,
     report: &StatusReport,
 ) {
     let reference = schedule.object_ref(&());
@@ -731,6 +703,12 @@ async fn publish(
             .any(|(t, v)| t == type_ && *v == value)
     };
     let updates = decide::conditions(decision, outcome, None);
+    // The schedule's own pause starting or changing.
+    if let Some((kind, reason, note)) = pause.and_then(|p| p.event.as_ref()) {
+        ctx.events
+            .record(&reference, *kind, reason, "Pause", note)
+            .await;
+    }
     // A managed object's own pause starting (or the set of paused objects changing).
     if became(decide::PAUSED, true)
         && let Some(c) = updates

@@ -3,17 +3,18 @@
 //! twice, what ebb did not set left alone, the fail-safe, conflicts, pause, dry-run, deletion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::{EventKind, Leader, ManualClock};
-use ebb_testkit::{FakeApi, Fault, Matcher, PatchKind, RecordedRequest, RecordingEvents};
+use ebb_runtime::frame::{FOLLOWER_REQUEUE, MAX_ATTEMPTS, Shared};
+use ebb_runtime::{ControllerMetrics, EventKind, Leader};
+use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
-use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
@@ -26,16 +27,18 @@ const SATURDAY_MORNING: &str = "2026-03-28T06:00:00Z";
 const ME: &str = "workday-nights";
 const MA_NS: &str = "openshift-machine-api";
 
-fn utc(s: &str) -> DateTime<Utc> {
-    s.parse().unwrap()
+/// The harness (`fake`, `clock`, `events`, through `Deref`) and the frame's context.
+struct Test {
+    h: Harness,
+    ctx: Arc<Context>,
 }
 
-struct Test {
-    fake: FakeApi,
-    clock: ManualClock,
-    events: RecordingEvents,
-    registry: Registry,
-    ctx: Arc<Context>,
+impl Deref for Test {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        &self.h
+    }
 }
 
 impl Test {
@@ -48,35 +51,32 @@ impl Test {
     }
 
     fn with_leader(at: &str, targets: EnabledTargets, dry_run: bool, leader: Leader) -> Self {
-        let clock = ManualClock::new(utc(at));
-        let fake = FakeApi::with_clock(clock.clone());
-        let mut registry = Registry::default();
-        let metrics = Metrics::new(&mut registry);
-        let events = RecordingEvents::new();
+        let h = Harness::new(at, CONTROLLER_NAME);
+        let metrics = h.register(Metrics::new);
         let ctx = Arc::new(Context::new(
-            fake.client(),
-            Arc::new(clock.clone()),
-            Arc::new(events.clone()),
-            metrics,
-            dry_run,
-            leader,
-            targets,
+            h.shared_with(dry_run, leader),
+            Own { metrics, targets },
         ));
-        Self {
-            fake,
-            clock,
-            events,
-            registry,
-            ctx,
-        }
+        Self { h, ctx }
     }
 
     fn schedule(&self, name: &str) -> ScaleDownSchedule {
         self.fake.get("", name).unwrap()
     }
 
-    async fn reconcile(&self, name: &str) -> Result<Action, Error> {
-        reconcile_schedule(Arc::new(self.schedule(name)), self.ctx.clone()).await
+    /// One reconcile as the controller runs it: through the frame (a conflict re-reads the
+    /// schedule and runs the pass again).
+    async fn reconcile(&self, name: &str) -> Result<Action, frame::Error<Error>> {
+        frame::reconcile::<Reconcile>(self.guard(name), self.ctx.clone()).await
+    }
+
+    /// One pass alone, without the frame: what a pass that meets a conflict returns.
+    async fn pass(&self, name: &str) -> Result<Action, Error> {
+        Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx).await
+    }
+
+    fn guard(&self, name: &str) -> Arc<DeserializeGuard<ScaleDownSchedule>> {
+        Arc::new(DeserializeGuard(Ok(self.schedule(name))))
     }
 
     /// Reconciles until a pass succeeds (at most five), as the controller retries.
@@ -118,9 +118,7 @@ impl Test {
     }
 
     fn metrics(&self) -> String {
-        let mut out = String::new();
-        encode(&mut out, &self.registry).unwrap();
-        out
+        self.h.metrics_text()
     }
 
     fn condition(&self, name: &str, type_: &str) -> (String, String, String) {
@@ -184,7 +182,7 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
         "/apis/autoscaling.openshift.io/v1/clusterautoscalers/default"
     );
     assert_eq!(apply.patch, Some(PatchKind::Apply));
-    assert_eq!(apply.query_param("fieldManager"), Some(MANAGER));
+    assert_eq!(apply.query_param("fieldManager"), Some(FIELD_MANAGER));
     assert_eq!(apply.query_param("force"), Some("true"));
     assert_eq!(
         apply.body,
@@ -299,7 +297,9 @@ async fn injected_faults_on_the_target_converge_without_acting_twice() {
         t.fake
             .inject(Matcher::patch("/clusterautoscalers/default"), fault, 1);
 
-        let error = t.reconcile(ME).await.unwrap_err();
+        // One pass alone: the frame re-runs a pass that met a conflict (see
+        // `a_conflict_on_the_target_is_read_again_and_decided_again_within_one_reconcile`).
+        let error = t.pass(ME).await.unwrap_err();
         let expected = if fault == Fault::Status(409) {
             "conflict"
         } else {
@@ -350,24 +350,60 @@ async fn status_write_failures_retry_without_writing_the_target_again() {
     assert_eq!(t.events.reasons(), ["ScaleDownDisabled"]);
 }
 
+/// The frame's error policy: transient errors back off per schedule (1 s, 2 s ...); a conflict
+/// is no longer retried after a fixed 500 ms: the frame reads the schedule again and runs the
+/// pass again within the reconcile, and conflicts on every pass back off like any failure.
 #[tokio::test]
-async fn error_policy_backs_off_and_conflicts_retry_at_once() {
+async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
     let t = Test::new(FRIDAY_NOON);
     t.fake.insert(schedule(ME, ca_target(), nights()));
-    let obj = Arc::new(DeserializeGuard(Ok(t.schedule(ME))));
-    let apply = || Error::Status(kube::Error::LinesCodecMaxLineLengthExceeded);
-    assert_eq!(
-        error_policy(obj.clone(), &apply(), t.ctx.clone()),
-        Action::requeue(Duration::from_secs(1))
-    );
-    assert_eq!(
-        error_policy(obj.clone(), &apply(), t.ctx.clone()),
-        Action::requeue(Duration::from_secs(2))
-    );
+    let obj = t.guard(ME);
+    let apply =
+        || frame::Error::Reconcile(Error::Status(kube::Error::LinesCodecMaxLineLengthExceeded));
+    let policy =
+        |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx.clone());
+    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
+    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(2)));
     let conflict = Error::Conflict { object: "x".into() };
-    assert_eq!(
-        error_policy(obj, &conflict, t.ctx.clone()),
-        Action::requeue(Duration::from_millis(500))
+    assert!(conflict.is_conflict());
+    let conflicts = frame::Error::<Error>::Conflicts {
+        key: ME.into(),
+        attempts: MAX_ATTEMPTS,
+    };
+    assert_eq!(conflicts.category(), "conflict");
+    assert_eq!(policy(&conflicts), Action::requeue(Duration::from_secs(4)));
+    // A success resets the backoff.
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
+}
+
+/// A 409 on the target: the frame reads the schedule again and decides again in the same
+/// reconcile, so one reconcile converges and writes the status once.
+#[tokio::test]
+async fn a_conflict_on_the_target_is_read_again_and_decided_again_within_one_reconcile() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake.inject(
+        Matcher::patch("/clusterautoscalers/default"),
+        Fault::Status(409),
+        1,
+    );
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    let statuses: Vec<_> = t
+        .fake
+        .writes_matching(&Matcher::patch("/clusterautoscalers/"))
+        .iter()
+        .map(|w| w.status)
+        .collect();
+    assert_eq!(statuses, [Some(409), Some(200)]);
+    assert_eq!(t.status_writes().len(), 1);
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled"]);
+    assert!(
+        !t.metrics().contains("category=\"conflict\""),
+        "{}",
+        t.metrics()
     );
 }
 
@@ -624,7 +660,10 @@ async fn a_missing_pool_api_reads_as_no_pools_and_other_failures_change_nothing(
     t.fake.fail_next(Matcher::get("/machineconfigpools"), 500);
     let error = t.reconcile(ME).await.unwrap_err();
     assert_eq!(error.category(), "observe");
-    assert!(matches!(error, Error::MachineConfigPools(_)), "{error}");
+    assert!(
+        matches!(error.inner(), Some(Error::MachineConfigPools(_))),
+        "{error}"
+    );
     assert_eq!(t.fake.write_count(), 0);
     t.converge(ME).await;
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
@@ -750,6 +789,22 @@ async fn paused_schedules_write_nothing_but_status_and_wake_at_expiry() {
     assert_eq!(action, secs(TimeDelta::hours(2)));
     assert_eq!(t.condition(ME, decide::PAUSED).0, "True");
     assert_eq!(t.condition(ME, decide::READY).1, "Paused");
+    // Reported the shared way (`ebb_runtime::pause::pause_report`): the condition names the
+    // schedule and the annotation, and an Event says the pause started.
+    assert_eq!(
+        t.condition(ME, decide::PAUSED),
+        (
+            "True".to_owned(),
+            "Paused".to_owned(),
+            "ScaleDownSchedule workday-nights: paused until 2026-03-27T13:00:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+                .to_owned()
+        )
+    );
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled", "Paused"]);
+    // Again: nothing new to say.
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled", "Paused"]);
 
     t.set("2026-03-27T13:00:00Z");
     t.reconcile(ME).await.unwrap();
@@ -851,6 +906,7 @@ async fn a_standby_replica_writes_nothing() {
         Action::await_change(),
         "a standby looks again later"
     );
+    assert_eq!(action, Action::requeue(FOLLOWER_REQUEUE));
     assert_eq!(t.fake.write_count(), 0);
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
 }
@@ -880,11 +936,16 @@ async fn malformed_objects_wait_for_a_change() {
     }))
     .unwrap();
     let guard = Arc::new(guard);
-    let error = reconcile(guard.clone(), t.ctx.clone()).await.unwrap_err();
-    assert_eq!(error.category(), "invalid");
-    assert_eq!(
-        error_policy(guard, &error, t.ctx.clone()),
-        Action::await_change()
+    // The frame's default: logged, counted under `malformed`, left alone until it changes.
+    let action = frame::reconcile::<Reconcile>(guard, t.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    assert!(
+        t.metrics()
+            .contains("ebb_scaledown_window_reconcile_errors_total{category=\"malformed\"} 1"),
+        "{}",
+        t.metrics()
     );
     assert_eq!(t.fake.write_count(), 0);
 }
@@ -926,7 +987,7 @@ async fn nodes_are_annotated_outside_windows_and_only_ebbs_annotations_removed_i
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(writes[0].path, "/api/v1/nodes/w1");
     assert_eq!(writes[0].patch, Some(PatchKind::Merge));
-    assert_eq!(writes[0].query_param("fieldManager"), Some(MANAGER));
+    assert_eq!(writes[0].query_param("fieldManager"), Some(FIELD_MANAGER));
     let rv = writes[0].body.as_ref().unwrap()["metadata"]["resourceVersion"].clone();
     assert!(rv.is_string());
     assert_eq!(
@@ -987,7 +1048,8 @@ async fn node_writes_race_and_faults_converge() {
         });
     });
     t.fake.fail_next(Matcher::patch("/nodes/w2"), 500);
-    let error = t.reconcile(ME).await.unwrap_err();
+    // One pass alone (through the frame, the conflict is read again and decided again at once).
+    let error = t.pass(ME).await.unwrap_err();
     assert_eq!(error.category(), "conflict");
     t.converge(ME).await;
     for n in ["w1", "w2"] {
@@ -1141,16 +1203,21 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
 
     // A restart loses nothing: a fresh context restores the configured minimum inside the window.
     let restarted = Context::new(
-        t.fake.client(),
-        Arc::new(t.clock.clone()),
-        Arc::new(t.events.clone()),
-        Metrics::default(),
-        false,
-        Leader::disabled(),
-        EnabledTargets::all(),
+        Shared {
+            client: t.fake.client(),
+            clock: Arc::new(t.clock.clone()),
+            events: Arc::new(t.events.clone()),
+            metrics: ControllerMetrics::new(&mut Registry::default(), CONTROLLER_NAME),
+            dry_run: false,
+            leader: Leader::disabled(),
+        },
+        Own {
+            metrics: Metrics::default(),
+            targets: EnabledTargets::all(),
+        },
     );
     t.set(FRIDAY_NIGHT);
-    reconcile_schedule(Arc::new(t.schedule(ME)), Arc::new(restarted))
+    frame::reconcile::<Reconcile>(t.guard(ME), Arc::new(restarted))
         .await
         .unwrap();
     let ma = ma_json(&t, "worker-a");
@@ -1383,7 +1450,8 @@ async fn a_budget_added_concurrently_survives_the_conflict() {
                     .push(json!({ "nodes": "1", "reasons": ["Drifted"] }));
             });
         });
-    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "conflict");
+    // One pass alone (through the frame, the conflict is read again and decided again at once).
+    assert_eq!(t.pass(ME).await.unwrap_err().category(), "conflict");
     t.converge(ME).await;
     assert_eq!(
         budgets(&t, "batch"),

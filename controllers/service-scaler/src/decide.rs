@@ -36,8 +36,9 @@
 //! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler *or on the HPA*
 //!   (DESIGN §3: on every object ebb manages): nothing is written to the HPA and only the `Paused`
 //!   condition is written to the ServiceScaler, naming the paused object and the annotation, with
-//!   an Event when the pause starts; the ServiceScaler's annotation is reported when both carry
-//!   one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
+//!   an Event when the pause starts or changes (both from the shared
+//!   [`ebb_runtime::pause::pause_report`], worded as by every controller); the ServiceScaler's
+//!   annotation is reported when both carry one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
 //!   (fail-safe). A paused HPA is not restored on deletion either.
 //! - **Adoption and deletion.** An HPA ebb creates is owned by the ServiceScaler (garbage
 //!   collected with it); any other is adopted. On deletion `spec.deletionPolicy` decides
@@ -59,7 +60,7 @@ use ebb_crds::service_scaler::{
     RangeSelection, ScheduledTransition, ServiceScaler, ServiceScalerSpec, ServiceScalerStatus,
     TimeRange, TimeRangeKind, Weekday,
 };
-use ebb_runtime::pause::{ObjectPause, PauseState, first_pause};
+use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, PauseReport, first_pause, pause_report};
 use ebb_runtime::{ConditionUpdate, EventKind, from_k8s_time, set_condition, to_k8s_time};
 use ebb_schedule::{DEFAULT_HORIZON, FirstMatch, ScheduleError, Window, parse_duration};
 use k8s_openapi::api::autoscaling::v2::{
@@ -98,7 +99,7 @@ pub const SPEC_VALID: &str = "SpecValid";
 /// Condition: some ranges can be in force at the same instant.
 pub const RANGES_OVERLAP: &str = "RangesOverlap";
 /// Condition: the ServiceScaler or its HPA carries a pause annotation.
-pub const PAUSED: &str = "Paused";
+pub const PAUSED: &str = PAUSED_CONDITION;
 /// Condition: the HPA carries the kill-switch annotation.
 pub const UNMANAGED: &str = "Unmanaged";
 
@@ -1609,13 +1610,24 @@ pub fn pause_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<ObjectPau
     first_pause(std::iter::once(scaler).chain(hpa), now)
 }
 
-/// The Event of a pause that starts (or changes): a warning when `paused-until` is unreadable.
-fn pause_notice(pause: &ObjectPause) -> Notice {
-    let note = pause.to_string();
-    match pause.state {
-        PauseState::InvalidPausedUntil(_) => Notice::warning(pause.reason(), "Pause", note),
-        _ => Notice::normal(pause.reason(), "Pause", note),
-    }
+/// The shared pause report ([`pause_report`]): the ServiceScaler's own pause, else the HPA's,
+/// as every ebb controller words it. `None` when neither is paused.
+pub fn pause_report_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<PauseReport> {
+    let scaler = observed.scaler;
+    let hpa = observed
+        .hpa
+        .map(|hpa| ("HorizontalPodAutoscaler", &hpa.metadata));
+    let conditions = scaler
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    pause_report(
+        std::iter::once(("ServiceScaler", &scaler.metadata)).chain(hpa),
+        conditions,
+        scaler.metadata.generation,
+        now,
+    )
 }
 
 /// Decides everything for a ServiceScaler that is not being deleted.
@@ -1632,19 +1644,17 @@ pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
     );
 
     // Pause, on the ServiceScaler or on the HPA: the Paused condition and nothing else.
-    if let Some(pause) = pause_of(observed, now) {
-        let message = pause.to_string();
-        if condition(
-            &mut status.conditions,
-            PAUSED,
-            true,
-            pause.reason(),
-            &message,
-            generation,
-            now,
-        ) {
-            notices.push(pause_notice(&pause));
+    if let Some(report) = pause_report_of(observed, now) {
+        set_condition(&mut status.conditions, report.condition, now);
+        if let Some((kind, reason, note)) = report.event {
+            notices.push(Notice {
+                kind,
+                reason,
+                action: "Pause",
+                note,
+            });
         }
+        let pause = report.pause;
         return Decision {
             hpa: HpaPlan::Leave,
             finalizer: FinalizerPlan::Keep,

@@ -3,14 +3,9 @@
 
 use super::*;
 use ebb_runtime::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, find_condition};
+use ebb_testkit::utc;
 use proptest::prelude::*;
 use serde_json::json;
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 fn scaler(spec: Value) -> ServiceScaler {
     serde_json::from_value(json!({

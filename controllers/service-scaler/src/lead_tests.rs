@@ -2,14 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use ebb_testkit::utc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 fn schedule(value: Value) -> Schedule {
     Schedule::from_spec(&serde_json::from_value(value).unwrap()).unwrap()

@@ -7,11 +7,15 @@
 //!
 //! - [`decide`]: every rule, pure.
 //! - [`lead`]: the lead-time rule (stepping increases up ahead of their boundary), pure.
-//! - [`reconcile`]: observe -> decide -> apply, with server-side apply of the owned HPA fields.
+//! - [`reconcile`]: observe -> decide -> apply, with server-side apply of the owned HPA fields,
+//!   as a [`Reconciler`](ebb_runtime::frame::Reconciler) run by the shared reconcile frame
+//!   (followers, conflicts, malformed objects, metrics and the error policy are the frame's).
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
 //!
 //! See `controllers/service-scaler/README.md` for users.
+
+ebb_runtime::controller_names!("service-scaler");
 
 pub mod decide;
 pub mod lead;
@@ -23,19 +27,19 @@ use std::sync::Arc;
 
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
+use ebb_runtime::frame::{self, Shared};
 use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
-use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::ScalerMetrics;
-use crate::reconcile::{CONTROLLER_NAME, Context, error_policy, reconcile};
+use crate::metrics::Metrics;
+use crate::reconcile::{Context, Own, Reconcile};
 
 /// Flags of the controller (`service-scaler` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -60,17 +64,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let common = &args.common;
     let mut registry = Registry::default();
     let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let scaler_metrics = ScalerMetrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
+    let scaler_metrics = Metrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
     let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
     let client = runtime.client.clone();
     let ctx = Arc::new(Context::new(
-        client.clone(),
-        runtime.clock.clone(),
-        controller_metrics,
-        scaler_metrics.clone(),
-        Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-        common.dry_run,
-        runtime.leader.clone(),
+        Shared {
+            client: client.clone(),
+            clock: runtime.clock.clone(),
+            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+            metrics: controller_metrics,
+            dry_run: common.dry_run,
+            leader: runtime.leader.clone(),
+        },
+        Own {
+            metrics: scaler_metrics.clone(),
+        },
     ));
 
     // One controller per watched namespace (kube's Controller takes one Api).
@@ -88,27 +96,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let store = controller.store();
         let token = runtime.shutdown.token();
         let metrics = scaler_metrics.clone();
-        controllers.push(
-            controller
-                .watches(
-                    hpas,
-                    watcher::Config::default().any_semantic(),
-                    move |hpa| scaler_of(&store, &hpa),
-                )
-                .graceful_shutdown_on(async move { token.cancelled().await })
-                .run(reconcile, error_policy, ctx.clone())
-                .for_each(move |result| {
-                    match result {
-                        Err(ControllerError::ObjectNotFound(gone)) => {
-                            let ns = gone.namespace.clone().unwrap_or_default();
-                            metrics.forget(&format!("{ns}/{}", gone.name));
-                        }
-                        Err(error) => tracing::debug!(%error, "controller event"),
-                        Ok(_) => {}
-                    }
-                    futures::future::ready(())
-                }),
-        );
+        let controller = controller
+            .watches(
+                hpas,
+                watcher::Config::default().any_semantic(),
+                move |hpa| scaler_of(&store, &hpa),
+            )
+            .graceful_shutdown_on(async move { token.cancelled().await });
+        controllers.push(frame::run::<Reconcile, _>(
+            controller,
+            ctx.clone(),
+            move |key| metrics.forget(key),
+        ));
     }
     runtime
         .run(futures::future::join_all(controllers).map(drop))

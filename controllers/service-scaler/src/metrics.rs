@@ -38,13 +38,13 @@ struct ReasonLabels {
 
 /// The gauges and counters of service-scaler. Clones share the series.
 #[derive(Clone, Debug, Default)]
-pub struct ScalerMetrics {
+pub struct Metrics {
     managed: Family<StateLabels, Gauge>,
     transitions: Family<ReasonLabels, Counter>,
     states: Arc<Mutex<HashMap<String, ManagedState>>>,
 }
 
-impl ScalerMetrics {
+impl Metrics {
     /// Creates the metrics and registers them in `registry` under `prefix`
     /// (`ebb_service_scaler`).
     pub fn new(registry: &mut Registry, prefix: &str) -> Self {
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn gauge_follows_observations_and_counter_counts_writes() {
         let mut registry = Registry::default();
-        let metrics = ScalerMetrics::new(&mut registry, "ebb_service_scaler");
+        let metrics = Metrics::new(&mut registry, "ebb_service_scaler");
         metrics.observe("a/x", ManagedState::Active);
         metrics.observe("a/y", ManagedState::Active);
         metrics.observe("a/y", ManagedState::Paused);

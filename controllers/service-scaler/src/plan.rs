@@ -16,9 +16,10 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use ebb_runtime::rfc3339;
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -98,10 +99,6 @@ impl From<&HpaSettings> for Effective {
             target_memory_utilization: s.target_memory_utilization,
         }
     }
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
 /// The decision for `args`, rendered as text or JSON (with a trailing newline).

@@ -15,8 +15,9 @@
 //! `resourceVersion`), restore it (server-side apply), or delete it (`uid` precondition), then
 //! remove ebb's and udaan's finalizers.
 //!
-//! A 409 at any step means someone else changed something: re-read both objects and decide
-//! again. Every write carries absolute values, so a retry after a lost answer finds the HPA in
+//! The pass runs in the shared reconcile frame ([`Reconcile`], `ebb_runtime::frame`): a 409 at
+//! any step ends the pass with [`Error::Conflict`], and the frame runs it again, which re-reads
+//! both objects and decides again. Every write carries absolute values, so a retry after a lost answer finds the HPA in
 //! sync and writes nothing: never act twice.
 //!
 //! [`decide`]: crate::decide::decide
@@ -24,21 +25,17 @@
 //! [`needs_finalizer`]: crate::decide::needs_finalizer
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
+use ebb_runtime::frame::{self, ReconcileError, is_conflict};
 use ebb_runtime::patch::merge_diff;
-use ebb_runtime::{
-    Clock, ConditionUpdate, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key,
-    set_condition, to_k8s_time,
-};
+use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -47,59 +44,17 @@ use crate::decide::{
     self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields, READY,
     SPEC_VALID, UDAAN_FINALIZER, WriteReason,
 };
-use crate::metrics::ScalerMetrics;
+use crate::metrics::Metrics;
+use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-/// The controller's name: binary, chart, Lease, Event reporter.
-pub const CONTROLLER_NAME: &str = "service-scaler";
-/// The field manager of every write.
-pub const FIELD_MANAGER: &str = "ebb-service-scaler";
-/// How many times one reconcile re-reads after a 409 before giving up (and requeueing).
-const MAX_ATTEMPTS: usize = 4;
-/// When a replica that does not lead looks again (the lease duration).
-const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
-
-/// What a reconcile needs, shared by all reconciles.
-pub struct Context {
-    /// The API client.
-    pub client: Client,
-    /// Source of "now".
-    pub clock: Arc<dyn Clock>,
-    /// Reconcile counters and durations.
-    pub metrics: ControllerMetrics,
+/// service-scaler's own part of the frame's [`Context`].
+pub struct Own {
     /// service-scaler's own gauges and counters.
-    pub scaler_metrics: ScalerMetrics,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
-    /// Decide and report (Events, status), write nothing else.
-    pub dry_run: bool,
-    /// Only the leader writes.
-    pub leader: Leader,
-    backoff: ErrorBackoff,
+    pub metrics: Metrics,
 }
 
-impl Context {
-    /// A context.
-    pub fn new(
-        client: Client,
-        clock: Arc<dyn Clock>,
-        metrics: ControllerMetrics,
-        scaler_metrics: ScalerMetrics,
-        events: Arc<dyn EventSink>,
-        dry_run: bool,
-        leader: Leader,
-    ) -> Self {
-        Self {
-            client,
-            clock,
-            metrics,
-            scaler_metrics,
-            events,
-            dry_run,
-            leader,
-            backoff: ErrorBackoff::new(),
-        }
-    }
-}
+/// What a reconcile needs: the frame's context around [`Own`].
+pub type Context = frame::Context<Own>;
 
 /// Why a reconcile failed, one variant per pipeline stage.
 #[derive(Debug, thiserror::Error)]
@@ -147,19 +102,18 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// Every attempt met a conflict.
-    #[error("ServiceScaler {name} kept changing: {attempts} conflicting writes in a row")]
-    Conflicts {
+    /// A write met a 409: someone else changed what this pass read. The frame reads again and
+    /// runs the pass again.
+    #[error("ServiceScaler {name}: a write met a conflict")]
+    Conflict {
         /// `namespace/name`.
         name: String,
-        /// How many attempts.
-        attempts: usize,
     },
 }
 
-impl Error {
+impl ReconcileError for Error {
     /// The metric label and Event reason of this error's kind.
-    pub fn category(&self) -> &'static str {
+    fn category(&self) -> &'static str {
         match self {
             Error::MissingMetadata(_) => "invalid_object",
             Error::Observe { .. } => "observe",
@@ -167,88 +121,58 @@ impl Error {
             Error::WriteHpa { .. } => "write_hpa",
             Error::WriteFinalizer { .. } => "write_finalizer",
             Error::WriteStatus { .. } => "write_status",
-            Error::Conflicts { .. } => "conflict",
+            Error::Conflict { .. } => "conflict",
         }
     }
 
     /// Whether retrying can help without the object changing.
-    pub fn is_transient(&self) -> bool {
+    fn is_transient(&self) -> bool {
         !matches!(self, Error::MissingMetadata(_) | Error::InvalidSpec(_))
     }
-}
 
-/// What one pass of observe -> decide -> apply ended with.
-enum Pass {
-    /// Finished; come back per the action.
-    Done(Action),
-    /// A write met a 409: re-read and decide again.
-    Conflict,
-}
-
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
-/// Reconciles one ServiceScaler (a [`DeserializeGuard`], so a malformed object cannot break
-/// the watch: it is read again here and reported). Instrumented with the shared reconcile
-/// metrics.
-pub async fn reconcile(
-    scaler: Arc<DeserializeGuard<ServiceScaler>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    let meta = scaler.meta();
-    let result = ctx
-        .metrics
-        .instrument(
-            reconcile_inner(meta.namespace.as_deref(), meta.name.as_deref(), &ctx),
-            Error::category,
-        )
-        .await;
-    if result.is_ok() {
-        ctx.backoff.succeeded(&object_key(scaler.as_ref()));
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
-    result
 }
 
-/// What to do after a failed reconcile: wait for a change of an invalid object, back off
-/// exponentially after a transient error.
-pub fn error_policy(
-    scaler: Arc<DeserializeGuard<ServiceScaler>>,
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = object_key(scaler.as_ref());
-    if !error.is_transient() {
-        tracing::info!(scaler = %key, %error, "waiting for the ServiceScaler to change");
-        return Action::await_change();
+fn conflict(key: &str) -> Error {
+    Error::Conflict {
+        name: key.to_owned(),
     }
-    tracing::warn!(scaler = %key, category = error.category(), %error, "reconcile failed");
-    Action::requeue(ctx.backoff.failed(&key))
 }
 
-async fn reconcile_inner(
-    namespace: Option<&str>,
-    name: Option<&str>,
-    ctx: &Context,
-) -> Result<Action, Error> {
-    let namespace = namespace.ok_or(Error::MissingMetadata("metadata.namespace"))?;
-    let name = name.ok_or(Error::MissingMetadata("metadata.name"))?;
-    if !ctx.leader.is_leader() {
-        // Followers keep their caches warm and write nothing.
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+/// service-scaler in the reconcile frame ([`frame::reconcile`]`::<Reconcile>`).
+pub struct Reconcile;
+
+impl frame::Reconciler for Reconcile {
+    type Object = ServiceScaler;
+    type Own = Own;
+    type Error = Error;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    /// One pass. The ServiceScaler is read again by GET (its spec strictly, its status
+    /// leniently: udaan's own timestamp format counts as no status and is rewritten).
+    async fn reconcile(scaler: Arc<ServiceScaler>, ctx: &Context) -> Result<Action, Error> {
+        pass_of(&scaler.metadata, ctx).await
     }
-    for _ in 0..MAX_ATTEMPTS {
-        match pass(namespace, name, ctx).await? {
-            Pass::Done(action) => return Ok(action),
-            Pass::Conflict => {
-                tracing::debug!(namespace, name, "conflict; reading again");
-            }
-        }
+
+    /// A ServiceScaler that does not deserialize: one whose status only is unreadable (udaan's)
+    /// is reconciled as usual; one whose spec is unreadable is reported in `SpecValid`.
+    async fn malformed(meta: &ObjectMeta, _error: &str, ctx: &Context) -> Result<Action, Error> {
+        pass_of(meta, ctx).await
     }
-    Err(Error::Conflicts {
-        name: format!("{namespace}/{name}"),
-        attempts: MAX_ATTEMPTS,
-    })
+}
+
+async fn pass_of(meta: &ObjectMeta, ctx: &Context) -> Result<Action, Error> {
+    let namespace = meta
+        .namespace
+        .as_deref()
+        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
+    let name = meta
+        .name
+        .as_deref()
+        .ok_or(Error::MissingMetadata("metadata.name"))?;
+    pass(namespace, name, ctx).await
 }
 
 /// The ServiceScaler as read.
@@ -301,7 +225,7 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
 }
 
 /// One observe -> decide -> apply pass.
-async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error> {
+async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Error> {
     let now = ctx.clock.now();
     let key = format!("{namespace}/{name}");
 
@@ -309,8 +233,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
     let scalers = scaler_api(&ctx.client, namespace);
     let scaler = match read_scaler(&scalers, &key, name).await? {
         Read::Gone => {
-            ctx.scaler_metrics.forget(&key);
-            return Ok(Pass::Done(Action::await_change()));
+            ctx.own.metrics.forget(&key);
+            return Ok(Action::await_change());
         }
         Read::Unreadable(object, error) => {
             return report_unreadable(&scalers, &object, &error, ctx, now).await;
@@ -337,28 +261,28 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
         {
             match disown_hpa(&hpas, hpa, &scaler, &key).await? {
                 Some(disowned) => current = Some(disowned),
-                None => return Ok(Pass::Conflict),
+                None => return Err(conflict(&key)),
             }
         }
         if let Some(fields) = &plan.restore {
             let precondition = current.as_ref().and_then(|h| fields.precondition(h));
             if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
-                return Ok(Pass::Conflict);
+                return Err(conflict(&key));
             }
-            ctx.scaler_metrics.count_write(WriteReason::Restore);
+            ctx.own.metrics.count_write(WriteReason::Restore);
         }
         if plan.delete
             && let Some(hpa) = &hpa
             && !delete_hpa(&hpas, hpa, &key).await?
         {
-            return Ok(Pass::Conflict);
+            return Err(conflict(&key));
         }
         record(ctx, &reference, &plan.notices).await;
         if plan.remove_finalizer && write_finalizer(&scalers, &scaler, false, true, &key).await? {
-            return Ok(Pass::Conflict);
+            return Err(conflict(&key));
         }
-        ctx.scaler_metrics.forget(&key);
-        return Ok(Pass::Done(Action::await_change()));
+        ctx.own.metrics.forget(&key);
+        return Ok(Action::await_change());
     }
 
     // --- decide ---
@@ -371,7 +295,7 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
     if matches!(decision.finalizer, FinalizerPlan::Add)
         && write_finalizer(&scalers, &scaler, true, false, &key).await?
     {
-        return Ok(Pass::Conflict);
+        return Err(conflict(&key));
     }
     match &decision.hpa {
         HpaPlan::Leave => {}
@@ -383,47 +307,45 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Pass, Error>
             if let Err(source) = hpas.create(&params, hpa).await {
                 // AlreadyExists: someone created it since we looked; decide again with it.
                 if is_conflict(&source) {
-                    return Ok(Pass::Conflict);
+                    return Err(conflict(&key));
                 }
                 return Err(Error::WriteHpa { name: key, source });
             }
-            ctx.scaler_metrics.count_write(WriteReason::Create);
+            ctx.own.metrics.count_write(WriteReason::Create);
         }
         HpaPlan::Apply { fields, reason } => {
             let precondition = hpa.as_ref().and_then(|h| fields.precondition(h));
             if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
-                return Ok(Pass::Conflict);
+                return Err(conflict(&key));
             }
-            ctx.scaler_metrics.count_write(*reason);
+            ctx.own.metrics.count_write(*reason);
         }
     }
     if let Some(notice) = &decision.hpa_notice {
         record(ctx, &reference, std::slice::from_ref(notice)).await;
     }
-    let conflict = match decision.finalizer {
+    let met_conflict = match decision.finalizer {
         FinalizerPlan::Keep | FinalizerPlan::Add => false,
         FinalizerPlan::Remove => write_finalizer(&scalers, &scaler, false, false, &key).await?,
     };
-    if conflict {
-        return Ok(Pass::Conflict);
+    if met_conflict {
+        return Err(conflict(&key));
     }
     if let Some(status) = &decision.status
         && write_status(&scalers, name, scaler.status.as_ref(), status, &key).await?
     {
-        return Ok(Pass::Conflict);
+        return Err(conflict(&key));
     }
     record(ctx, &reference, &decision.notices).await;
-    ctx.scaler_metrics.observe(&key, decision.state);
+    ctx.own.metrics.observe(&key, decision.state);
 
     if decision.state == ManagedState::Invalid {
         let message = scaler_condition_message(decision.status.as_ref(), &scaler);
         return Err(Error::InvalidSpec(message));
     }
-    Ok(Pass::Done(
-        decision
-            .requeue_after
-            .map_or_else(Action::await_change, Action::requeue),
-    ))
+    Ok(decision
+        .requeue_after
+        .map_or_else(Action::await_change, Action::requeue))
 }
 
 /// The `SpecValid` message of the status just written (or already there).
@@ -609,7 +531,7 @@ async fn report_unreadable(
     error: &str,
     ctx: &Context,
     now: DateTime<Utc>,
-) -> Result<Pass, Error> {
+) -> Result<Action, Error> {
     let key = format!(
         "{}/{}",
         object.namespace().unwrap_or_default(),
@@ -650,7 +572,7 @@ async fn report_unreadable(
             .await
         {
             Ok(_) => {}
-            Err(source) if is_conflict(&source) => return Ok(Pass::Conflict),
+            Err(source) if is_conflict(&source) => return Err(conflict(&key)),
             Err(source) => return Err(Error::WriteStatus { name: key, source }),
         }
         let reference = object.object_ref(&ApiResource::erase::<ServiceScaler>(&()));
@@ -662,6 +584,6 @@ async fn report_unreadable(
         };
         record(ctx, &reference, std::slice::from_ref(&notice)).await;
     }
-    ctx.scaler_metrics.observe(&key, ManagedState::Invalid);
+    ctx.own.metrics.observe(&key, ManagedState::Invalid);
     Err(Error::InvalidSpec(message))
 }

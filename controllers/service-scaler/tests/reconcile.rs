@@ -7,32 +7,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::{ControllerMetrics, Leader, ManualClock, find_condition};
-use ebb_testkit::{FakeApi, Fault, Matcher, RecordingEvents};
+use ebb_runtime::find_condition;
+use ebb_runtime::frame::{self, ReconcileError};
+use ebb_testkit::{Fault, Matcher, utc};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use prometheus_client::encoding::text::encode;
-use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
-use service_scaler::metrics::ScalerMetrics;
-use service_scaler::reconcile::{Context, Error, error_policy, reconcile};
+use service_scaler::metrics::Metrics;
+use service_scaler::reconcile::{Context, Error, Own, Reconcile};
 
 const NS: &str = "shop";
 const NAME: &str = "web";
 const HPA_PATH: &str = "/horizontalpodautoscalers/web";
 const SCALER_PATH: &str = "/servicescalers/web";
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 /// Defaults 2..10 at cpu 60; 08:00-12:00Z min 5 with memory 80.
 fn office_spec() -> Value {
@@ -57,37 +49,41 @@ fn metrics_json(cpu: Option<i32>, memory: Option<i32>) -> Value {
 }
 
 struct Harness {
-    fake: FakeApi,
-    clock: ManualClock,
-    events: RecordingEvents,
-    registry: Registry,
+    kit: ebb_testkit::Harness,
     ctx: Arc<Context>,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = ebb_testkit::Harness;
+
+    fn deref(&self) -> &Self::Target {
+        &self.kit
+    }
+}
+
+/// The frame's reconcile of service-scaler.
+async fn reconcile(
+    scaler: Arc<DeserializeGuard<ServiceScaler>>,
+    ctx: Arc<Context>,
+) -> Result<Action, frame::Error<Error>> {
+    frame::reconcile::<Reconcile>(scaler, ctx).await
+}
+
+/// The frame's error policy for service-scaler.
+fn error_policy(
+    scaler: Arc<DeserializeGuard<ServiceScaler>>,
+    error: &frame::Error<Error>,
+    ctx: Arc<Context>,
+) -> Action {
+    frame::error_policy::<Reconcile>(scaler, error, ctx)
 }
 
 impl Harness {
     fn new(now: &str, dry_run: bool) -> Self {
-        let clock = ManualClock::new(utc(now));
-        let fake = FakeApi::with_clock(clock.clone());
-        let events = RecordingEvents::new();
-        let mut registry = Registry::default();
-        let metrics = ControllerMetrics::new(&mut registry, "service-scaler");
-        let scaler_metrics = ScalerMetrics::new(&mut registry, "ebb_service_scaler");
-        let ctx = Arc::new(Context::new(
-            fake.client(),
-            Arc::new(clock.clone()),
-            metrics,
-            scaler_metrics,
-            Arc::new(events.clone()),
-            dry_run,
-            Leader::disabled(),
-        ));
-        Self {
-            fake,
-            clock,
-            events,
-            registry,
-            ctx,
-        }
+        let kit = ebb_testkit::Harness::new(now, "service-scaler");
+        let metrics = kit.register(|r| Metrics::new(r, "ebb_service_scaler"));
+        let ctx = kit.context(dry_run, Own { metrics });
+        Self { kit, ctx }
     }
 
     fn scaler(&self, spec: Value) -> ServiceScaler {
@@ -134,7 +130,7 @@ impl Harness {
         }));
     }
 
-    async fn reconcile(&self) -> Result<Action, Error> {
+    async fn reconcile(&self) -> Result<Action, frame::Error<Error>> {
         let scaler: ServiceScaler = self.fake.get(NS, NAME).unwrap_or_else(|| {
             serde_json::from_value(json!({
                 "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
@@ -174,12 +170,6 @@ impl Harness {
             .unwrap()
             .clone();
         (c.status, c.reason, c.message)
-    }
-
-    fn metrics_text(&self) -> String {
-        let mut out = String::new();
-        encode(&mut out, &self.registry).unwrap();
-        out
     }
 }
 
@@ -366,6 +356,50 @@ async fn conflict_on_the_hpa_is_read_again_and_converges_in_one_reconcile() {
     );
     assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
     assert_eq!(h.events.reasons(), ["Updated"]);
+}
+
+#[tokio::test]
+async fn conflicts_on_every_pass_fail_the_reconcile_and_back_off() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake.inject(
+        Matcher::patch(HPA_PATH),
+        Fault::Status(409),
+        frame::MAX_ATTEMPTS,
+    );
+    let error = h.reconcile().await.unwrap_err();
+    assert!(matches!(error, frame::Error::Conflicts { .. }), "{error}");
+    assert_eq!(error.category(), "conflict");
+    assert!(error.is_transient());
+    assert_eq!(h.hpa_writes().len(), frame::MAX_ATTEMPTS);
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+    let guard = Arc::new(DeserializeGuard(Ok(h.stored_scaler().unwrap())));
+    assert_eq!(
+        error_policy(guard, &error, h.ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+
+    h.reconcile().await.unwrap();
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+}
+
+#[tokio::test]
+async fn a_follower_writes_nothing_and_looks_again() {
+    let kit = ebb_testkit::Harness::new("2026-05-04T09:00:00Z", "service-scaler");
+    let metrics = kit.register(|r| Metrics::new(r, "ebb_service_scaler"));
+    let ctx = Arc::new(Context::new(
+        kit.shared_with(false, ebb_runtime::Leader::following()),
+        Own { metrics },
+    ));
+    let h = Harness { kit, ctx };
+    h.scaler(office_spec());
+    assert_eq!(
+        h.reconcile().await.unwrap(),
+        Action::requeue(frame::FOLLOWER_REQUEUE)
+    );
+    assert_eq!(h.fake.write_count(), 0);
+    assert!(h.stored_hpa().is_none());
 }
 
 #[tokio::test]

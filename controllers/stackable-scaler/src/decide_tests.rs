@@ -1,7 +1,6 @@
 //! Every transition and every hook outcome in every stage, plus properties of whole runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::TimeZone;
 use ebb_runtime::conditions::find_condition;
 use proptest::prelude::*;
 
@@ -9,7 +8,7 @@ use super::*;
 use crate::hooks::{HookError, ScaleDirection};
 
 fn now() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+    ebb_testkit::utc("2026-03-01T12:00:00Z")
 }
 
 /// A status in `stage` for an operation `previous -> desired` (event 4).

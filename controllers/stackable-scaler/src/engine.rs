@@ -26,8 +26,8 @@ use crate::decide::{
 };
 use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingHooks, call_hook};
 
-/// Field manager of every write the state machine makes.
-pub const FIELD_MANAGER: &str = "ebb-stackable-scaler";
+/// Field manager of every write the state machine makes (`ebb-stackable-scaler`).
+pub use crate::FIELD_MANAGER;
 
 /// How many decide/persist/act steps one pass may take (a full operation without waits is ~6).
 const MAX_STEPS: usize = 16;

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::engine::FIELD_MANAGER;
+use crate::FIELD_MANAGER;
 use crate::hooks::{HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks};
 
 /// Default deadline of a hook Job, in seconds.

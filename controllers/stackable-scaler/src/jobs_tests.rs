@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 
-use chrono::TimeZone;
 use ebb_crds::stackable::StackableScalerSpec;
 use ebb_runtime::time::to_k8s_time;
 use ebb_testkit::{FakeApi, Matcher};
@@ -14,7 +13,7 @@ use serde_json::json;
 use super::*;
 
 fn now() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+    ebb_testkit::utc("2025-01-01T00:00:00Z")
 }
 
 fn scaler() -> StackableScaler {

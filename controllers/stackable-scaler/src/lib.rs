@@ -8,8 +8,11 @@
 //! [`engine::reconcile_scaler`]. As a binary, it serves any StatefulSet or Deployment that owns a
 //! StackableScaler, running hooks as Jobs from `spec.hooks` ([`jobs`]).
 //!
-//! Every rule lives in [`decide`]; [`reconcile`] is the standalone controller, [`webhook`] the
-//! optional admission webhook, [`plan`] the offline `plan` subcommand.
+//! Every rule lives in [`decide`]; [`reconcile`] is the standalone controller (run in the shared
+//! reconcile frame, [`ebb_runtime::frame`]), [`webhook`] the optional admission webhook, [`plan`]
+//! the offline `plan` subcommand.
+
+ebb_runtime::controller_names!("stackable-scaler");
 
 pub mod builders;
 pub mod decide;
@@ -43,8 +46,9 @@ use std::sync::Arc;
 
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::app::{Runtime, scoped_api, scopes, watcher_config};
-use ebb_runtime::{CommonArgs, ControllerMetrics, ErrorBackoff, EventPublisher};
-use futures::StreamExt;
+use ebb_runtime::frame::{self, Shared};
+use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
@@ -79,9 +83,9 @@ pub struct RunArgs {
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let common = &args.common;
     let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, metrics::CONTROLLER);
-    let scaler_metrics = metrics::ScalerMetrics::new(&mut registry);
-    let rt = Runtime::start(metrics::CONTROLLER, common, registry).await?;
+    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
+    let scaler_metrics = metrics::Metrics::new(&mut registry);
+    let rt = Runtime::start(CONTROLLER_NAME, common, registry).await?;
     let client = rt.client.clone();
 
     if args.enable_webhook {
@@ -97,19 +101,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         });
     }
 
-    let ctx = Arc::new(reconcile::Context {
-        client: client.clone(),
-        clock: rt.clock.clone(),
-        metrics: scaler_metrics,
-        events: Arc::new(EventPublisher::new(client.clone(), metrics::CONTROLLER)),
-        dry_run: common.dry_run,
-        leader: rt.leader.clone(),
-        ledger: engine::HookLedger::new(),
-        backoff: ErrorBackoff::new(),
-    });
+    let ctx = Arc::new(reconcile::Context::new(
+        Shared {
+            client: client.clone(),
+            clock: rt.clock.clone(),
+            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+            metrics: controller_metrics,
+            dry_run: common.dry_run,
+            leader: rt.leader.clone(),
+        },
+        reconcile::Own {
+            metrics: scaler_metrics,
+            ledger: engine::HookLedger::new(),
+        },
+    ));
 
     let config = watcher_config(common);
-    let mut streams = Vec::new();
+    let mut controllers = Vec::new();
     // /readyz turns green once every scaler cache holds its first full list.
     let warm_up = rt.warm_up();
     for scope in scopes(common) {
@@ -140,7 +148,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         };
         let sts_map = by_owner.clone();
         let deploy_map = by_owner;
-        let stream = controller
+        let controller = controller
             .owns(
                 scoped_api::<Job>(&client, scope),
                 watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
@@ -158,33 +166,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .graceful_shutdown_on({
                 let stop = rt.shutdown.clone();
                 async move { stop.cancelled().await }
-            })
-            .run(
-                {
-                    let metrics = controller_metrics.clone();
-                    move |scaler, ctx| {
-                        let metrics = metrics.clone();
-                        async move {
-                            metrics
-                                .instrument(
-                                    reconcile::reconcile_guarded(scaler, ctx),
-                                    reconcile::Error::category,
-                                )
-                                .await
-                        }
-                    }
-                },
-                reconcile::error_policy_guarded,
-                ctx.clone(),
-            )
-            .boxed();
-        streams.push(stream);
+            });
+        // A scaler deleted before its reconcile ran: drop its stage series.
+        let gone = {
+            let ctx = ctx.clone();
+            move |key: &str| {
+                if let Some((namespace, name)) = key.split_once('/') {
+                    ctx.own.metrics.forget(namespace, name);
+                }
+            }
+        };
+        controllers
+            .push(frame::run::<reconcile::Reconcile, _>(controller, ctx.clone(), gone).boxed());
     }
-    let controllers = futures::stream::select_all(streams).for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "reconcile error");
-        }
-    });
+    let controllers = futures::future::join_all(controllers).map(|_| ());
     rt.run(controllers).await?;
     Ok(())
 }

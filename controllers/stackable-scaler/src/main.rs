@@ -2,38 +2,23 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use ebb_runtime::plan::finish;
-use stackable_scaler::RunArgs;
+use ebb_runtime::cli::About;
 use stackable_scaler::plan::{PlanArgs, plan};
+use stackable_scaler::{CONTROLLER_NAME, RunArgs};
 
-/// StackableScaler controller: HPA-driven scaling with pre/post hooks.
-#[derive(Parser, Debug)]
-#[command(name = "stackable-scaler", version, about)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Print the state machine's next step for a StackableScaler manifest (no cluster needed).
-    Plan(PlanArgs),
-}
+/// What `--help` says.
+const ABOUT: About = About {
+    name: CONTROLLER_NAME,
+    about: "StackableScaler: a /scale target for an HPA that runs hooks before and after the \
+            workload's replicas change",
+    plan: "Print the state machine's next step for a StackableScaler manifest (no cluster needed)",
+};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        // `plan` decides at the wall-clock instant it is asked; the decision itself takes `now`.
-        Some(Command::Plan(args)) => {
-            finish("stackable-scaler plan", plan(&args, chrono::Utc::now()))
-        }
-        None => finish(
-            "stackable-scaler",
-            stackable_scaler::run(cli.run).await.map(|()| String::new()),
-        ),
-    }
+    // `plan` decides at the wall-clock instant it is asked; the decision itself takes `now`.
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, stackable_scaler::run, |args| {
+        plan(&args, chrono::Utc::now())
+    })
+    .await
 }

@@ -9,9 +9,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-/// The controller's name: binary, chart, field manager and metric prefix.
-pub const CONTROLLER: &str = "stackable-scaler";
-
 const STAGES: [ScalerStage; 5] = [
     ScalerStage::Idle,
     ScalerStage::PreScaling,
@@ -35,13 +32,13 @@ struct ScalerStageLabels {
 /// `ebb_stackable_scaler_stage_duration_seconds{stage}`, `..._failures_total{stage}` and
 /// `..._stage{namespace,name,stage}` (1 for the current stage, 0 for the others).
 #[derive(Clone, Debug)]
-pub struct ScalerMetrics {
+pub struct Metrics {
     stage_duration: Family<StageLabels, Histogram>,
     failures: Family<StageLabels, Counter>,
     stage: Family<ScalerStageLabels, Gauge>,
 }
 
-impl Default for ScalerMetrics {
+impl Default for Metrics {
     fn default() -> Self {
         Self {
             // 1 s .. ~9 h: hooks drain data for minutes to hours.
@@ -54,11 +51,11 @@ impl Default for ScalerMetrics {
     }
 }
 
-impl ScalerMetrics {
+impl Metrics {
     /// Registers under `ebb_stackable_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = registry.sub_registry_with_prefix(metric_prefix(CONTROLLER));
+        let sub = registry.sub_registry_with_prefix(metric_prefix(crate::CONTROLLER_NAME));
         sub.register_with_unit(
             "stage_duration",
             "Time spent in a stage, observed when the stage is left",
@@ -131,7 +128,7 @@ mod tests {
     #[test]
     fn metrics_are_exposed_with_the_controller_prefix() {
         let mut registry = Registry::default();
-        let m = ScalerMetrics::new(&mut registry);
+        let m = Metrics::new(&mut registry);
         m.observe_stage(ScalerStage::PreScaling, 12.0);
         m.record_failure(ScalerStage::PreScaling);
         m.set_stage("data", "nifi", ScalerStage::Scaling);

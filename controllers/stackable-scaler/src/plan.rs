@@ -354,10 +354,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use chrono::TimeZone;
 
     fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+        ebb_testkit::utc("2026-03-01T12:00:00Z")
     }
 
     const MANIFEST: &str = "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: StackableScaler\nmetadata: {name: s, namespace: ns}\nspec: {replicas: 5}\n";

@@ -1,13 +1,22 @@
 //! The standalone controller: every StackableScaler owned by a StatefulSet or Deployment.
 //!
 //! observe (the owning workload) -> [`reconcile_scaler`] (decide, persist, hooks as Jobs, set the
-//! workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause annotations,
-//! `--dry-run` and leader election are honoured here, before anything is written.
+//! workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause annotations and
+//! `--dry-run` are honoured here, before anything is written.
+//!
+//! [`Reconcile`] runs in the shared frame ([`ebb_runtime::frame`]): the frame gives the span and
+//! reconcile metrics, keeps followers from writing, leaves a scaler that does not deserialize
+//! alone, retries with per-scaler backoff (an [`Error::Invalid`] scaler waits for a change), and
+//! reads the scaler again and re-runs the pass when a status write of this module meets a 409.
+//! The state machine's own status writes absorb their 409s inside [`reconcile_scaler`], which
+//! keeps the Events of stages already persisted in the same pass; the [`HookLedger`] in [`Own`]
+//! keeps hook answers across passes either way.
 //!
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
 //! StackableScaler *and* on the StatefulSet or Deployment that owns it (DESIGN §3: on every object
-//! ebb manages); one rule, [`pause_plan`], serves both. While either is paused:
+//! ebb manages); one rule, [`pause_plan`] (the shared [`pause_report`] of every ebb controller,
+//! applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
 //!   where it is; `spec.replicas` changes wait);
@@ -30,15 +39,14 @@ use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
-use ebb_runtime::guard;
-use ebb_runtime::pause::{ObjectPause, PauseState, first_pause};
+use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, pause_report};
 use ebb_runtime::time::from_k8s_time;
-use ebb_runtime::{Clock, ErrorBackoff, Leader, object_key};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::Patch;
-use kube::core::{DeserializeGuard, Selector};
+use kube::core::Selector;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
@@ -48,33 +56,39 @@ use crate::engine::{
     HookLedger, ScaleTarget, ScalerError, TargetError, patch_params, reconcile_scaler, write_status,
 };
 use crate::jobs::{JobHooks, JobTracker};
-use crate::metrics::ScalerMetrics;
+use crate::metrics::Metrics;
 
 /// Condition type while paused.
-pub const CONDITION_PAUSED: &str = "Paused";
+pub const CONDITION_PAUSED: &str = PAUSED_CONDITION;
 /// Condition type recording what a dry run would do.
 pub const CONDITION_DRY_RUN: &str = "DryRun";
-/// Requeue while another replica leads.
-const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
 
-/// What a reconcile needs.
-pub struct Context {
-    /// The API client.
-    pub client: Client,
-    /// Now.
-    pub clock: Arc<dyn Clock>,
+/// The controller's own part of the frame's [`Context`].
+pub struct Own {
     /// Stage durations, failures, current stages.
-    pub metrics: ScalerMetrics,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
-    /// Decide and report, write nothing but the DryRun condition and an Event.
-    pub dry_run: bool,
-    /// Writes only while leading.
-    pub leader: Leader,
+    pub metrics: Metrics,
     /// Hook answers not yet persisted.
     pub ledger: HookLedger,
-    /// Consecutive transient failures per scaler, for the retry delay.
-    pub backoff: ErrorBackoff,
+}
+
+/// What a reconcile needs: the frame's context around [`Own`].
+pub type Context = frame::Context<Own>;
+
+/// The standalone controller, as the frame runs it ([`frame::reconcile`]`::<Reconcile>`).
+pub struct Reconcile;
+
+impl Reconciler for Reconcile {
+    type Object = StackableScaler;
+    type Own = Own;
+    type Error = Error;
+
+    const NAME: &'static str = crate::CONTROLLER_NAME;
+
+    async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Action, Error> {
+        // Boxed: the pass (state machine, hooks, writes) is a large future; on the heap it does
+        // not overflow a small (test) thread's stack inside the frame's layers.
+        Box::pin(reconcile(scaler, ctx)).await
+    }
 }
 
 /// Why a reconcile failed.
@@ -94,9 +108,9 @@ pub enum Error {
     WriteStatus(#[source] kube::Error),
 }
 
-impl Error {
+impl ReconcileError for Error {
     /// Label for metrics and Events.
-    pub fn category(&self) -> &'static str {
+    fn category(&self) -> &'static str {
         match self {
             Error::Invalid(_) => "invalid",
             Error::Observe(_) => "observe",
@@ -104,40 +118,21 @@ impl Error {
             Error::WriteStatus(_) => "write_status",
         }
     }
-}
 
-/// Invalid objects wait for a change (their condition says why); everything else is retried.
-pub fn error_policy(scaler: Arc<StackableScaler>, error: &Error, ctx: Arc<Context>) -> Action {
-    let key = object_key(scaler.as_ref());
-    tracing::warn!(scaler = %key, %error, category = error.category(), "reconcile failed");
-    match error {
-        Error::Invalid(_) => Action::await_change(),
-        _ => Action::requeue(ctx.backoff.failed(&key)),
+    /// Invalid objects wait for a change (their condition says why); everything else is retried.
+    fn is_transient(&self) -> bool {
+        !matches!(self, Error::Invalid(_))
     }
-}
 
-/// The controller's entry point: a StackableScaler that does not deserialize is logged and left
-/// alone until it changes, and every other scaler is served as usual.
-pub async fn reconcile_guarded(
-    scaler: Arc<DeserializeGuard<StackableScaler>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    guard::reconcile(scaler, ctx, |scaler, ctx| async move {
-        let key = object_key(scaler.as_ref());
-        let action = reconcile(scaler, ctx.clone()).await?;
-        ctx.backoff.succeeded(&key);
-        Ok(action)
-    })
-    .await
-}
-
-/// [`error_policy`] for the guarded entry point.
-pub fn error_policy_guarded(
-    scaler: Arc<DeserializeGuard<StackableScaler>>,
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    guard::error_policy(scaler, error, ctx, error_policy)
+    /// A status write of this module (pause, resume, dry run, invalid owner) met a 409: the frame
+    /// reads the scaler again and runs the pass again. The state machine's own status writes
+    /// absorb their 409s inside [`reconcile_scaler`] (see there), so a hook answer is never lost.
+    fn is_conflict(&self) -> bool {
+        match self {
+            Error::WriteStatus(e) => frame::is_conflict(e),
+            _ => false,
+        }
+    }
 }
 
 /// The kind of workload that owns a scaler.
@@ -334,32 +329,29 @@ async fn record(
         .await;
 }
 
-/// One reconcile of one scaler.
-pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// One reconcile of one scaler (the frame has checked leadership and routed malformed objects).
+pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Action, Error> {
     let now = ctx.clock.now();
     let namespace = scaler.namespace().unwrap_or_default();
     let name = scaler.name_any();
     let api: Api<StackableScaler> = Api::namespaced(ctx.client.clone(), &namespace);
     if scaler.metadata.deletion_timestamp.is_some() {
-        ctx.metrics.forget(&namespace, &name);
+        ctx.own.metrics.forget(&namespace, &name);
         if let Some(uid) = scaler.uid() {
-            ctx.ledger.forget(&uid);
+            ctx.own.ledger.forget(&uid);
         }
         return Ok(Action::await_change());
-    }
-    if !ctx.leader.is_leader() {
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
     }
 
     // The scaler's own pause needs no workload (nor a valid owner).
     if let Some(plan) = pause_plan(&scaler, None, now) {
-        return paused(&ctx, &api, &scaler, plan).await;
+        return paused(ctx, &api, &scaler, plan).await;
     }
     let (kind, workload_name) = match owning_workload(&scaler) {
         Ok(found) => found,
         Err(error) => {
             let scaler = resume(&api, scaler).await?;
-            invalid(&ctx, &api, &scaler, &error, now).await?;
+            invalid(ctx, &api, &scaler, &error, now).await?;
             return Err(error);
         }
     };
@@ -367,13 +359,13 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: Arc<Context>) -> Resul
     let workload = target.read_workload().await.map_err(Error::Observe)?;
     let workload_meta = workload.as_ref().map(|(meta, _)| (kind.as_str(), meta));
     if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
-        return paused(&ctx, &api, &scaler, plan).await;
+        return paused(ctx, &api, &scaler, plan).await;
     }
     let scaler = resume(&api, scaler).await?;
     let workload = workload.map(|(_, state)| state);
 
     if ctx.dry_run {
-        return dry_run(&ctx, &api, &scaler, workload.as_ref(), now).await;
+        return dry_run(ctx, &api, &scaler, workload.as_ref(), now).await;
     }
     target.remember(workload);
 
@@ -389,16 +381,17 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: Arc<Context>) -> Resul
         .and_then(|s| s.current_state.as_ref())
         .and_then(|s| s.last_transition_time.as_ref())
         .map(from_k8s_time);
-    let result = reconcile_scaler(&api, &scaler, &hooks, &target, &ctx.ledger, now).await?;
+    let result = reconcile_scaler(&api, &scaler, &hooks, &target, &ctx.own.ledger, now).await?;
 
     let mut stage_entered = entered.unwrap_or(now);
     for note in &result.notes {
-        report(&ctx, &scaler, note, stage_entered, now).await;
+        report(ctx, &scaler, note, stage_entered, now).await;
         if note.is_transition() {
             stage_entered = now;
         }
     }
-    ctx.metrics
+    ctx.own
+        .metrics
         .set_stage(&namespace, &name, result.condition.stage);
     if result.notes.iter().any(Note::is_transition) {
         // A new operation (or a retry) makes older hook Jobs history.
@@ -438,9 +431,9 @@ async fn report(
     .await;
     if let (Some(from), true) = (note.from, note.is_transition()) {
         let seconds = now.signed_duration_since(stage_entered).num_milliseconds() as f64 / 1000.0;
-        ctx.metrics.observe_stage(from, seconds);
+        ctx.own.metrics.observe_stage(from, seconds);
         if note.to == ScalerStage::Failed {
-            ctx.metrics.record_failure(from);
+            ctx.own.metrics.record_failure(from);
         }
     }
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
@@ -468,27 +461,19 @@ pub fn pause_plan(
     now: DateTime<Utc>,
 ) -> Option<PausePlan> {
     let own = ("StackableScaler", &scaler.metadata);
-    let pause = first_pause(std::iter::once(own).chain(workload), now)?;
-    let message = pause.to_string();
     let mut status = scaler.status.clone().unwrap_or_default();
-    let changed = set_condition(
-        &mut status.conditions,
-        ConditionUpdate::new(CONDITION_PAUSED, true, pause.reason(), message.clone()),
+    let report = pause_report(
+        std::iter::once(own).chain(workload),
+        &status.conditions,
+        scaler.metadata.generation,
         now,
-    );
-    let kind = match pause.state {
-        PauseState::InvalidPausedUntil(_) => EventKind::Warning,
-        _ => EventKind::Normal,
-    };
-    let requeue = match pause.resume_at() {
-        Some(at) => Action::requeue(at.signed_duration_since(now).to_std().unwrap_or_default()),
-        None => Action::await_change(),
-    };
+    )?;
+    set_condition(&mut status.conditions, report.condition, now);
     Some(PausePlan {
-        event: changed.then(|| (kind, pause.reason(), message)),
-        pause,
+        pause: report.pause,
         status,
-        requeue,
+        event: report.event,
+        requeue: report.requeue,
     })
 }
 

@@ -2,25 +2,35 @@
 //! Events, pause, dry run, invalid owners, and no writes when nothing changes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::TimeZone;
+use std::ops::Deref;
+
 use ebb_crds::stackable::FailureHookState;
-use ebb_runtime::ManualClock;
-use ebb_testkit::{FakeApi, Matcher, RecordingEvents};
+use ebb_runtime::Leader;
+use ebb_testkit::{FakeApi, Harness, Matcher, utc};
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+use kube::core::DeserializeGuard;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::decide::CONDITION_READY;
 
+const START: &str = "2025-01-01T00:00:00Z";
+
 fn start() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+    utc(START)
 }
 
 struct Env {
-    fake: FakeApi,
-    clock: ManualClock,
-    events: RecordingEvents,
+    h: Harness,
     ctx: Arc<Context>,
+}
+
+impl Deref for Env {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        &self.h
+    }
 }
 
 fn env_with(dry_run: bool) -> Env {
@@ -28,25 +38,13 @@ fn env_with(dry_run: bool) -> Env {
 }
 
 fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
-    let clock = ManualClock::new(start());
-    let fake = FakeApi::with_clock(clock.clone());
-    let events = RecordingEvents::new();
-    let ctx = Arc::new(Context {
-        client: fake.client(),
-        clock: Arc::new(clock.clone()),
-        metrics: ScalerMetrics::default(),
-        events: Arc::new(events.clone()),
-        dry_run,
-        leader,
+    let h = Harness::new(START, crate::CONTROLLER_NAME);
+    let own = Own {
+        metrics: h.register(Metrics::new),
         ledger: HookLedger::new(),
-        backoff: ErrorBackoff::new(),
-    });
-    Env {
-        fake,
-        clock,
-        events,
-        ctx,
-    }
+    };
+    let ctx = Arc::new(Context::new(h.shared_with(dry_run, leader), own));
+    Env { h, ctx }
 }
 
 fn env() -> Env {
@@ -93,8 +91,22 @@ fn stage(fake: &FakeApi) -> ScalerStage {
     decide::stage_of(scaler(fake).status.as_ref())
 }
 
-async fn run(e: &Env) -> Result<Action, Error> {
-    reconcile(scaler(&e.fake), e.ctx.clone()).await
+fn guard(scaler: Arc<StackableScaler>) -> Arc<DeserializeGuard<StackableScaler>> {
+    Arc::new(DeserializeGuard(Ok(scaler.as_ref().clone())))
+}
+
+/// One reconcile as the controller runs it: through the frame.
+async fn run(e: &Env) -> Result<Action, frame::Error<Error>> {
+    frame::reconcile::<Reconcile>(guard(scaler(&e.fake)), e.ctx.clone()).await
+}
+
+/// The frame's error policy for `scaler`.
+fn error_policy(
+    scaler: Arc<StackableScaler>,
+    error: &frame::Error<Error>,
+    ctx: Arc<Context>,
+) -> Action {
+    frame::error_policy::<Reconcile>(guard(scaler), error, ctx)
 }
 
 fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
@@ -116,9 +128,9 @@ fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
 async fn transient_errors_back_off_per_scaler_and_success_resets() {
     let e = env();
     let s: Arc<StackableScaler> = Arc::new(serde_json::from_value(scaler_json(3, false)).unwrap());
-    let transient = Error::Observe(kube::Error::SerdeError(
+    let transient = frame::Error::Reconcile(Error::Observe(kube::Error::SerdeError(
         serde_json::from_str::<i32>("not json").unwrap_err(),
-    ));
+    )));
     assert_eq!(
         error_policy(s.clone(), &transient, e.ctx.clone()),
         Action::requeue(Duration::from_secs(1))
@@ -128,7 +140,11 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
         Action::requeue(Duration::from_secs(2))
     );
     assert_eq!(
-        error_policy(s, &Error::Invalid("no owner".into()), e.ctx.clone()),
+        error_policy(
+            s,
+            &frame::Error::Reconcile(Error::Invalid("no owner".into())),
+            e.ctx.clone()
+        ),
         Action::await_change()
     );
 }
@@ -142,11 +158,17 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     }))
     .unwrap();
     assert!(guard.0.is_err());
-    let action = reconcile_guarded(Arc::new(guard), e.ctx.clone())
+    let action = frame::reconcile::<Reconcile>(Arc::new(guard), e.ctx.clone())
         .await
         .unwrap();
     assert_eq!(action, Action::await_change());
     assert_eq!(e.fake.write_count(), 0);
+    assert!(
+        e.metrics_text()
+            .contains("ebb_stackable_scaler_reconcile_errors_total{category=\"malformed\"} 1"),
+        "{}",
+        e.metrics_text()
+    );
 }
 
 #[tokio::test]
@@ -161,6 +183,7 @@ async fn a_standby_replica_neither_writes_nor_runs_hooks() {
         Action::await_change(),
         "a standby looks again later"
     );
+    assert_eq!(action, Action::requeue(frame::FOLLOWER_REQUEUE));
     assert_eq!(e.fake.write_count(), 0);
     assert!(e.fake.list::<Job>().is_empty());
 }
@@ -404,6 +427,38 @@ async fn a_paused_scaler_gets_a_condition_and_nothing_else() {
     assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
 }
 
+#[tokio::test]
+async fn a_conflicting_pause_write_is_read_again_and_written_once() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    let mut s = scaler_json(1, true);
+    s["metadata"]["annotations"] = json!({"scaling.ebb.dev/paused": "true"});
+    e.fake.insert(s);
+    e.fake.clear_requests();
+    // Someone else wrote the scaler meanwhile: the Paused condition's write meets a 409, the
+    // frame reads the scaler again and runs the pass again.
+    e.fake
+        .fail_next(Matcher::patch("/stackablescalers/nifi-default/status"), 409);
+    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    assert_eq!(
+        paused_condition(&e.fake).map(|(status, reason, _)| (status, reason)),
+        Some(("True".into(), "Paused".into()))
+    );
+    let ok_writes = e
+        .fake
+        .writes()
+        .into_iter()
+        .filter(|w| w.succeeded())
+        .count();
+    assert_eq!(
+        (e.fake.writes().len(), ok_writes),
+        (2, 1),
+        "one refused, one written"
+    );
+    assert_eq!(e.events.reasons(), vec!["Paused"]);
+    assert!(e.fake.list::<Job>().is_empty());
+}
+
 fn annotate_statefulset(fake: &FakeApi, annotations: Value) {
     fake.modify_json(
         "apps/v1",
@@ -464,7 +519,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
         Some((EventKind::Normal, "Paused"))
     );
     // Expired at exactly `paused-until`; one second before, still paused.
-    let at = |t: &str| DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc);
+    let at = utc;
     assert!(
         pause_plan(
             &scaler,

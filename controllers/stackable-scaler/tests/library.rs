@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_testkit::{FakeApi, Fault, Matcher};
 use kube::Api;
@@ -19,7 +19,7 @@ use stackable_scaler::{
 const STATUS_PATH: &str = "/stackablescalers/nifi-default/status";
 
 fn now() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+    ebb_testkit::utc("2025-01-01T00:00:00Z")
 }
 
 /// Hooks that record every call (with the stage stored in the API at that moment) and answer from

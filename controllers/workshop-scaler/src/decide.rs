@@ -437,7 +437,7 @@ impl EarlyRelease {
             }
             EarlyRelease::LifespanEnded { end } => format!(
                 "the lifespan ended at {}, so the scale-up's claims will not appear",
-                end.to_rfc3339()
+                ebb_runtime::rfc3339(*end)
             ),
             EarlyRelease::CountLowered { count, target } => format!(
                 "spec.count was lowered to {count} below the scale-up's target {target} by someone else"
@@ -574,7 +574,10 @@ impl Decision {
                 "the Workshop has spec.provisionDisabled: true: no scaling".into()
             }
             Decision::Hold(Hold::LifespanEnded { end }) => {
-                format!("the lifespan ended at {}: no scaling", end.to_rfc3339())
+                format!(
+                    "the lifespan ended at {}: no scaling",
+                    ebb_runtime::rfc3339(*end)
+                )
             }
             Decision::Hold(Hold::AlreadyScaledFrom { count }) => format!(
                 "a scale-up from count {count} already happened and was released \
@@ -901,7 +904,7 @@ pub fn conditions(
                 CONDITION_AUTO_SCALING,
                 false,
                 "LifespanEnded",
-                format!("the lifespan ended at {}", end.to_rfc3339()),
+                format!("the lifespan ended at {}", ebb_runtime::rfc3339(*end)),
             ),
             Decision::Hold(Hold::AlreadyScaledFrom { count }) => ConditionUpdate::new(
                 CONDITION_AUTO_SCALING,

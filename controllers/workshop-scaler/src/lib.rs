@@ -11,12 +11,15 @@
 //! Babylon's published CRDs (they prune unknown `spec` fields).
 //!
 //! - [`decide`]: every rule, pure.
-//! - [`reconcile`]: observe -> decide -> apply, with resourceVersion preconditions.
+//! - [`reconcile`]: observe -> decide -> apply, with resourceVersion preconditions, as a
+//!   [`Reconciler`](ebb_runtime::frame::Reconciler) run by ebb-runtime's reconcile frame.
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
 //! - [`policy`]: the status of WorkshopScalingPolicies (selected and contested Workshops).
 //!
 //! See `controllers/workshop-scaler/README.md` for users.
+
+ebb_runtime::controller_names!("workshop-scaler");
 
 pub mod decide;
 pub mod metrics;
@@ -32,17 +35,19 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{Runtime, WarmUp, scoped_apis, watcher_config};
+use ebb_runtime::frame::{self, Shared};
 use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 
-use crate::metrics::ScalerMetrics;
-use crate::reconcile::{CONTROLLER_NAME, Context, error_policy_guarded, reconcile_guarded};
+use crate::metrics::{Metrics, ProvisionLabels};
+use crate::policy::ReconcilePolicy;
+use crate::reconcile::{Context, Own, Reconcile};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -57,18 +62,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let common = &args.common;
     let mut registry = Registry::default();
     let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let scaler_metrics = ScalerMetrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
+    let metrics = Metrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
     let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
     let client = runtime.client.clone();
+    let shared = || Shared {
+        client: client.clone(),
+        clock: runtime.clock.clone(),
+        events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
+        metrics: controller_metrics.clone(),
+        dry_run: common.dry_run,
+        leader: runtime.leader.clone(),
+    };
+    // Provisions and policies each get their own context (so their error backoffs are their
+    // own), over the same metrics.
     let ctx = Arc::new(Context::new(
-        client.clone(),
-        runtime.clock.clone(),
-        controller_metrics,
-        scaler_metrics,
-        Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-        common.dry_run,
-        runtime.leader.clone(),
+        shared(),
+        Own {
+            metrics: metrics.clone(),
+        },
     ));
+    let policy_ctx = Arc::new(Context::new(shared(), Own { metrics }));
 
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
     // are watched in the same scope. `scoped_apis` orders every kind's list alike.
@@ -94,20 +107,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ) in scopes
     {
         let statuses = policy_controller(own_policies, policy_workshops, &runtime.shutdown);
-        controllers.push(
-            statuses
-                .run(
-                    policy::reconcile_policy_guarded,
-                    policy::policy_error_policy,
-                    ctx.clone(),
-                )
-                .for_each(|result| async move {
-                    if let Err(error) = result {
-                        tracing::debug!(%error, "policy controller event");
-                    }
-                })
-                .boxed(),
-        );
+        controllers
+            .push(frame::run::<ReconcilePolicy, _>(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
             provisions,
             Related {
@@ -120,16 +121,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             &runtime.shutdown,
             &warm_up,
         );
-        controllers.push(
-            controller
-                .run(reconcile_guarded, error_policy_guarded, ctx.clone())
-                .for_each(|result| async move {
-                    if let Err(error) = result {
-                        tracing::debug!(%error, "controller event");
-                    }
-                })
-                .boxed(),
-        );
+        // A deleted provision's series go with it.
+        let gone = {
+            let ctx = ctx.clone();
+            move |key: &str| {
+                if let Some((namespace, provision)) = key.split_once('/') {
+                    ctx.own.metrics.forget(&ProvisionLabels {
+                        namespace: namespace.to_owned(),
+                        provision: provision.to_owned(),
+                    });
+                }
+            }
+        };
+        controllers.push(frame::run::<Reconcile, _>(controller, ctx.clone(), gone).boxed());
     }
     runtime
         .run(futures::future::join_all(controllers).map(drop))

@@ -2,39 +2,21 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use ebb_runtime::plan::finish;
+use ebb_runtime::cli::About;
 use workshop_scaler::RunArgs;
 use workshop_scaler::plan::{PlanArgs, plan};
 
-/// Demand-driven, race-free scaling of Babylon WorkshopProvisions.
-#[derive(Parser, Debug)]
-#[command(
-    name = "workshop-scaler",
-    version,
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Decide for one WorkshopProvision file, offline (no cluster).
-    Plan(PlanArgs),
-}
+/// How `--help` and `--version` describe the binary.
+const ABOUT: About = About {
+    name: workshop_scaler::CONTROLLER_NAME,
+    about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
+    plan: "Decide for one WorkshopProvision file, offline (no cluster)",
+};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Plan(args)) => finish("workshop-scaler plan", plan(&args)),
-        None => finish(
-            "workshop-scaler",
-            workshop_scaler::run(cli.run).await.map(|()| String::new()),
-        ),
-    }
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, workshop_scaler::run, |args| {
+        plan(&args)
+    })
+    .await
 }

@@ -30,7 +30,7 @@ pub struct ProvisionLabels {
 /// The gauges and counters of workshop-scaler. Only provisions with auto-scaling enabled get
 /// series; a deleted or disabled provision's series are removed.
 #[derive(Clone, Debug, Default)]
-pub struct ScalerMetrics {
+pub struct Metrics {
     utilization: Family<WorkshopLabels, Gauge<f64, AtomicU64>>,
     count: Family<ProvisionLabels, Gauge>,
     desired_count: Family<ProvisionLabels, Gauge>,
@@ -40,7 +40,7 @@ pub struct ScalerMetrics {
     scale_ups: Family<ProvisionLabels, Counter>,
 }
 
-/// One observation of a provision, for [`ScalerMetrics::observe`].
+/// One observation of a provision, for [`Metrics::observe`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Observation {
     /// assigned / total of the workshop, when it has seats.
@@ -58,7 +58,7 @@ pub struct Observation {
     pub at_max_with_demand: bool,
 }
 
-impl ScalerMetrics {
+impl Metrics {
     /// Creates the metrics and registers them in `registry` under `prefix` (e.g.
     /// `ebb_workshop_scaler`).
     pub fn new(registry: &mut Registry, prefix: &str) -> Self {
@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn series_are_named_and_labelled() {
         let mut registry = Registry::default();
-        let m = ScalerMetrics::new(&mut registry, "ebb_workshop_scaler");
+        let m = Metrics::new(&mut registry, "ebb_workshop_scaler");
         let w = WorkshopLabels {
             namespace: "ops".into(),
             workshop: "ansible-101".into(),

@@ -3,52 +3,40 @@
 //! reads policies itself ([`crate::reconcile::observe_policies`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::set_condition;
-use ebb_runtime::guard;
+use ebb_runtime::frame::Reconciler;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use crate::FIELD_MANAGER;
 use crate::decide::{self, POLICY_STATUS_MAX_LISTED, PolicyReport};
-use crate::reconcile::{Context, Error, FIELD_MANAGER, policy_selects};
+use crate::reconcile::{Context, Error, Own, policy_selects};
 
-/// When a replica that does not lead looks again.
-const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
+/// The reconciler of WorkshopScalingPolicy statuses, run by the frame
+/// ([`ebb_runtime::frame::reconcile`]`::<ReconcilePolicy>`): followers write nothing, a policy
+/// that does not deserialize is logged and waits for a change, API trouble backs off per policy.
+pub struct ReconcilePolicy;
 
-/// Reconciles one policy's status; a policy that does not deserialize waits for a change.
-pub async fn reconcile_policy_guarded(
-    policy: Arc<DeserializeGuard<WorkshopScalingPolicy>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    guard::reconcile(policy, ctx, reconcile_policy).await
-}
+impl Reconciler for ReconcilePolicy {
+    type Object = WorkshopScalingPolicy;
+    type Own = Own;
+    type Error = Error;
+    const NAME: &'static str = crate::CONTROLLER_NAME;
 
-/// Error policy of the policy controller: retry API trouble after a while.
-pub fn policy_error_policy(
-    policy: Arc<DeserializeGuard<WorkshopScalingPolicy>>,
-    error: &Error,
-    _ctx: Arc<Context>,
-) -> Action {
-    tracing::warn!(policy = %policy.name_any(), category = error.category(), %error,
-        "reconciling the policy's status failed");
-    Action::requeue(Duration::from_secs(30))
+    async fn reconcile(policy: Arc<WorkshopScalingPolicy>, ctx: &Context) -> Result<Action, Error> {
+        reconcile_policy(&policy, ctx).await
+    }
 }
 
 /// Writes `status.workshopCount`, `status.workshops` and the `Ambiguous` condition of `policy`,
 /// when they changed.
-pub async fn reconcile_policy(
-    policy: Arc<WorkshopScalingPolicy>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    if !ctx.leader.is_leader() {
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
-    }
+async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Result<Action, Error> {
     let namespace = policy
         .namespace()
         .ok_or(Error::MissingMetadata("metadata.namespace"))?;
@@ -79,7 +67,7 @@ pub async fn reconcile_policy(
 
     let mut report = PolicyReport::default();
     for workshop in workshops.items.iter().filter_map(|w| w.0.as_ref().ok()) {
-        if !policy_selects(&policy, workshop) {
+        if !policy_selects(policy, workshop) {
             continue;
         }
         let workshop_name = workshop.name_any();

@@ -7,8 +7,9 @@
 //!    `autoScalingFromCount` (the count now) and `autoScalingTargetCount` (the count to reach);
 //! 2. `spec.count = target`, preconditioned on the resourceVersion the status write returned.
 //!
-//! A 409 on either write means "someone else changed the provision": re-read it and decide
-//! again, never retry the write blindly. The decision then sees the flag (so it never starts a
+//! A 409 on either write means "someone else changed the provision": the pass ends with
+//! [`Error::Conflict`], and ebb-runtime's reconcile frame reads the provision again and runs the
+//! pass again (see [`Reconcile`]); the write is never retried blindly. The decision then sees the flag (so it never starts a
 //! second scale-up) and finishes the recorded one only while `spec.count` is still exactly
 //! `autoScalingFromCount`; `spec.count` is always written as the absolute target, never as an
 //! increment. So two reconciles racing, a crash between the writes, a lost answer, a 500 or a
@@ -24,78 +25,33 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::{is_condition_true, set_condition};
-use ebb_runtime::events::{EventKind, EventSink};
-use ebb_runtime::guard;
-use ebb_runtime::{
-    Clock, ConditionUpdate, ControllerMetrics, ErrorBackoff, Leader, PauseState, from_k8s_time,
-    object_key, pause_state, to_k8s_time,
-};
+use ebb_runtime::events::EventKind;
+use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::pause::{PAUSED_CONDITION, pause_report};
+use ebb_runtime::{ConditionUpdate, from_k8s_time, to_k8s_time};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{DeserializeGuard, Selector, SelectorExt};
 use kube::runtime::controller::Action;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
 
+use crate::FIELD_MANAGER;
 use crate::decide::{
     self, Claim, Config, Decision, EarlyRelease, Hold, InFlight, Observed, Seats, Settings, Sources,
 };
-use crate::metrics::{Observation, ProvisionLabels, ScalerMetrics, WorkshopLabels};
+use crate::metrics::{Metrics, Observation, ProvisionLabels, WorkshopLabels};
 
-/// The controller's name: binary, chart, Lease, Event reporter.
-pub const CONTROLLER_NAME: &str = "workshop-scaler";
-/// The field manager of every write.
-pub const FIELD_MANAGER: &str = "ebb-workshop-scaler";
-/// Condition set while the provision carries a pause annotation.
-pub const CONDITION_PAUSED: &str = "Paused";
-/// How many times one reconcile re-reads after a 409 before giving up (and requeueing).
-const MAX_ATTEMPTS: usize = 4;
-/// When a replica that does not lead looks again (the lease duration).
-const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
-
-/// What a reconcile needs, shared by all reconciles.
-pub struct Context {
-    /// The API client.
-    pub client: Client,
-    /// Source of "now".
-    pub clock: Arc<dyn Clock>,
-    /// Reconcile counters and durations.
-    pub metrics: ControllerMetrics,
+/// workshop-scaler's own part of the frame's [`Context`]: shared by the provisions' and the
+/// policies' reconcilers.
+pub struct Own {
     /// workshop-scaler's own gauges and counters.
-    pub scaler_metrics: ScalerMetrics,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
-    /// Decide and report, but write neither the flag nor the count.
-    pub dry_run: bool,
-    /// Only the leader writes.
-    pub leader: Leader,
-    /// Consecutive failures per provision, for the error backoff.
-    backoff: ErrorBackoff,
+    pub metrics: Metrics,
 }
 
-impl Context {
-    /// A context; `failures` starts empty.
-    pub fn new(
-        client: Client,
-        clock: Arc<dyn Clock>,
-        metrics: ControllerMetrics,
-        scaler_metrics: ScalerMetrics,
-        events: Arc<dyn EventSink>,
-        dry_run: bool,
-        leader: Leader,
-    ) -> Self {
-        Self {
-            client,
-            clock,
-            metrics,
-            scaler_metrics,
-            events,
-            dry_run,
-            leader,
-            backoff: ErrorBackoff::new(),
-        }
-    }
-}
+/// What a reconcile needs: the frame's context around [`Own`]. `dry_run`: decide and report, but
+/// write neither the flag nor the count.
+pub type Context = frame::Context<Own>;
 
 /// Why a reconcile failed, one variant per pipeline stage.
 #[derive(Debug, thiserror::Error)]
@@ -139,146 +95,71 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// Every attempt met a conflict.
-    #[error("WorkshopProvision {name} kept changing: {attempts} conflicting writes in a row")]
-    Conflicts {
+    /// A preconditioned write met a 409 (or had no resourceVersion to be preconditioned on): the
+    /// provision was stale. The frame reads it again and runs the pass again.
+    #[error("WorkshopProvision {name} changed since it was read")]
+    Conflict {
         /// `namespace/name`.
         name: String,
-        /// How many attempts.
-        attempts: usize,
     },
 }
 
-impl Error {
-    /// The metric label and Event reason of this error's kind.
-    pub fn category(&self) -> &'static str {
+impl ReconcileError for Error {
+    /// The metric label and log field of this error's kind.
+    fn category(&self) -> &'static str {
         match self {
             Error::MissingMetadata(_) => "invalid",
             Error::Observe { .. } => "observe",
             Error::WriteStatus { .. } => "write_status",
             Error::WriteCount { .. } => "write_count",
             Error::WritePolicyStatus { .. } => "write_policy_status",
-            Error::Conflicts { .. } => "conflict",
+            Error::Conflict { .. } => "conflict",
         }
     }
 
     /// Whether retrying can help (everything but an object that can never be reconciled).
-    pub fn is_transient(&self) -> bool {
+    fn is_transient(&self) -> bool {
         !matches!(self, Error::MissingMetadata(_))
     }
-}
 
-/// What one pass of observe -> decide -> apply ended with.
-enum Pass {
-    /// Finished; come back per the action.
-    Done(Action),
-    /// A write met a 409: re-read and decide again.
-    Conflict,
-}
-
-/// Reconciles one WorkshopProvision. Instrumented with the shared reconcile metrics.
-pub async fn reconcile(
-    provision: Arc<WorkshopProvision>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    let result = ctx
-        .metrics
-        .instrument(reconcile_inner(&provision, &ctx), Error::category)
-        .await;
-    if result.is_ok() {
-        ctx.backoff.succeeded(&object_key(provision.as_ref()));
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
-    result
 }
 
-/// The controller's entry point: a WorkshopProvision that does not deserialize (Babylon owns the
-/// kind; ebb's typed view needs `count`, `workshopName`, `catalogItem`) is logged and left alone
-/// until it changes, and every other provision is served as usual. Nothing is written to it:
+/// The reconciler of WorkshopProvisions, run by the frame ([`frame::reconcile`]`::<Reconcile>`):
+/// one observe -> decide -> apply pass per call. A 409 on any write ends the pass with
+/// [`Error::Conflict`]; the frame then reads the provision again (a GET) and runs the pass again,
+/// so the decision always sees the flag another writer set. A provision that does not deserialize
+/// (Babylon owns the kind; ebb's typed view needs `count`, `workshopName`, `catalogItem`) is
+/// logged, counted under `malformed` and left alone until it changes (the frame's default):
 /// whether auto-scaling is enabled on it cannot be known.
-pub async fn reconcile_guarded(
-    provision: Arc<DeserializeGuard<WorkshopProvision>>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    if provision.0.is_err() {
-        ctx.metrics.record_error("malformed");
-    }
-    guard::reconcile(provision, ctx, reconcile).await
-}
+pub struct Reconcile;
 
-/// [`error_policy`] for the guarded entry point.
-pub fn error_policy_guarded(
-    provision: Arc<DeserializeGuard<WorkshopProvision>>,
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    guard::error_policy(provision, error, ctx, error_policy)
-}
+impl Reconciler for Reconcile {
+    type Object = WorkshopProvision;
+    type Own = Own;
+    type Error = Error;
+    const NAME: &'static str = crate::CONTROLLER_NAME;
 
-async fn reconcile_inner(provision: &WorkshopProvision, ctx: &Context) -> Result<Action, Error> {
-    if !ctx.leader.is_leader() {
-        // Leader election gates writes: a follower decides nothing and looks again later.
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    async fn reconcile(provision: Arc<WorkshopProvision>, ctx: &Context) -> Result<Action, Error> {
+        let namespace = provision
+            .namespace()
+            .ok_or(Error::MissingMetadata("metadata.namespace"))?;
+        let name = provision
+            .metadata
+            .name
+            .clone()
+            .ok_or(Error::MissingMetadata("metadata.name"))?;
+        pass(&provision, &namespace, &name, ctx).await
     }
-    let namespace = provision
-        .namespace()
-        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
-    let name = provision
-        .metadata
-        .name
-        .clone()
-        .ok_or(Error::MissingMetadata("metadata.name"))?;
-    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), &namespace);
-
-    // The first pass works on the cached object; a conflict means it was stale: re-read.
-    let mut current = provision.clone();
-    for attempt in 1..=MAX_ATTEMPTS {
-        match pass(&current, &namespace, &name, ctx).await? {
-            Pass::Done(action) => return Ok(action),
-            Pass::Conflict => {
-                tracing::debug!(%namespace, %name, attempt, "conflict: re-reading the provision");
-                match api.get_opt(&name).await {
-                    Ok(Some(fresh)) => current = fresh,
-                    Ok(None) => {
-                        forget(ctx, &namespace, &name);
-                        return Ok(Action::await_change());
-                    }
-                    Err(source) => {
-                        return Err(Error::Observe {
-                            what: format!("WorkshopProvision {namespace}/{name}"),
-                            source,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    Err(Error::Conflicts {
-        name: format!("{namespace}/{name}"),
-        attempts: MAX_ATTEMPTS,
-    })
 }
 
 fn forget(ctx: &Context, namespace: &str, name: &str) {
-    ctx.scaler_metrics.forget(&ProvisionLabels {
+    ctx.own.metrics.forget(&ProvisionLabels {
         namespace: namespace.to_owned(),
         provision: name.to_owned(),
     });
-}
-
-/// `error_policy` of the controller: an object that can never be reconciled waits for a change;
-/// API trouble is retried with exponential backoff (2 s, 4 s, ... up to 5 min).
-pub fn error_policy(provision: Arc<WorkshopProvision>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(
-        provision = %provision.name_any(),
-        namespace = provision.namespace().unwrap_or_default(),
-        category = error.category(),
-        %error,
-        "reconcile failed"
-    );
-    if !error.is_transient() {
-        return Action::await_change();
-    }
-    Action::requeue(ctx.backoff.failed(&object_key(provision.as_ref())))
 }
 
 /// One observe -> decide -> apply pass.
@@ -287,7 +168,7 @@ async fn pass(
     namespace: &str,
     name: &str,
     ctx: &Context,
-) -> Result<Pass, Error> {
+) -> Result<Action, Error> {
     let now = ctx.clock.now();
 
     // --- observe: configuration first; a disabled provision needs nothing else. ---
@@ -313,38 +194,32 @@ async fn pass(
     if settings == Settings::Disabled {
         // Backward compatible: not one write, not even status.
         forget(ctx, namespace, name);
-        return Ok(Pass::Done(Action::await_change()));
+        return Ok(Action::await_change());
     }
 
     let status = provision.status.clone().unwrap_or_default();
     let old_conditions = status.conditions.clone();
 
-    // --- pause: a Paused condition and nothing else. ---
-    let pause = pause_state(&provision.metadata, now);
-    if pause.is_paused() {
+    // --- pause: a Paused condition and nothing else (the frame's one way to report it). ---
+    if let Some(report) = pause_report(
+        [("WorkshopProvision", &provision.metadata)],
+        &old_conditions,
+        provision.metadata.generation,
+        now,
+    ) {
         let mut conditions = old_conditions.clone();
-        let update = paused_condition(&pause);
-        if set_condition(&mut conditions, update, now) {
+        if set_condition(&mut conditions, report.condition, now) {
             let body = status_body(Map::new(), &conditions);
-            match write_status(ctx, namespace, name, provision, body).await? {
-                Written::Conflict => return Ok(Pass::Conflict),
-                Written::Done(_) => {
-                    record(
-                        ctx,
-                        provision,
-                        EventKind::Normal,
-                        "Paused",
-                        "Pause",
-                        &paused_note(&pause),
-                    )
-                    .await;
-                }
+            write_status(ctx, namespace, name, provision, body).await?;
+            if let Some((kind, reason, note)) = report.event {
+                record(ctx, provision, kind, reason, "Pause", &note).await;
             }
         }
-        return Ok(Pass::Done(match pause.resume_at() {
+        // A second of slack past `paused-until`, as for every timer of this controller.
+        return Ok(match report.pause.resume_at() {
             Some(at) => requeue_at(at, now),
             None => Action::await_change(),
-        }));
+        });
     }
 
     let config = match &settings {
@@ -360,13 +235,8 @@ async fn pass(
     // next scale-up at once. Removed (and otherwise ignored) before anything else is decided.
     let fresh;
     let provision = if release_annotation.is_some() && in_flight.is_none() && !ctx.dry_run {
-        match remove_release_annotation(ctx, namespace, name, provision).await? {
-            Written::Conflict => return Ok(Pass::Conflict),
-            Written::Done(p) => {
-                fresh = p;
-                fresh.as_ref()
-            }
-        }
+        fresh = remove_release_annotation(ctx, namespace, name, provision).await?;
+        fresh.as_ref()
     } else {
         provision
     };
@@ -409,7 +279,7 @@ async fn pass(
             Some(f) if !decision.scales() => f.target.unwrap_or(observed.count).max(observed.count),
             _ => decision.desired_count(observed.count),
         };
-        ctx.scaler_metrics.observe(
+        ctx.own.metrics.observe(
             &WorkshopLabels {
                 namespace: namespace.to_owned(),
                 workshop: workshop_name.clone(),
@@ -461,11 +331,11 @@ async fn pass(
     for update in updates {
         changed |= set_condition(&mut conditions, update, now);
     }
-    if is_condition_true(&conditions, CONDITION_PAUSED) {
+    if is_condition_true(&conditions, PAUSED_CONDITION) {
         changed |= set_condition(
             &mut conditions,
             ConditionUpdate::new(
-                CONDITION_PAUSED,
+                PAUSED_CONDITION,
                 false,
                 "Resumed",
                 "no pause annotation is in force",
@@ -477,9 +347,7 @@ async fn pass(
     if ctx.dry_run && acts {
         if changed {
             let body = status_body(Map::new(), &conditions);
-            if let Written::Conflict = write_status(ctx, namespace, name, provision, body).await? {
-                return Ok(Pass::Conflict);
-            }
+            write_status(ctx, namespace, name, provision, body).await?;
             let note = format!("dry run: {}", decision.reason(observed.count, config));
             record(
                 ctx,
@@ -491,7 +359,7 @@ async fn pass(
             )
             .await;
         }
-        return Ok(Pass::Done(Action::await_change()));
+        return Ok(Action::await_change());
     }
 
     // --- apply ---
@@ -504,31 +372,23 @@ async fn pass(
             fields.insert("autoScalingFromCount".into(), json!(from));
             fields.insert("autoScalingTargetCount".into(), json!(to));
             // 1. The flag, through the status subresource, preconditioned.
-            let flagged = match write_status(
+            let flagged = write_status(
                 ctx,
                 namespace,
                 name,
                 provision,
                 status_body(fields, &conditions),
             )
-            .await?
-            {
-                Written::Conflict => return Ok(Pass::Conflict),
-                Written::Done(p) => p,
-            };
+            .await?;
             // 2. The count, preconditioned on the version the flag write produced. A conflict
             //    here leaves the flag set with from/target: the next pass finishes the scale-up
             //    (or sees it already applied).
-            if let Written::Conflict = write_count(ctx, namespace, name, &flagged, *to).await? {
-                return Ok(Pass::Conflict);
-            }
+            write_count(ctx, namespace, name, &flagged, *to).await?;
             scaled_up(ctx, provision, namespace, name, &reason).await;
             deadline_action(config, now, now)
         }
         Decision::Finish { to, .. } => {
-            if let Written::Conflict = write_count(ctx, namespace, name, provision, *to).await? {
-                return Ok(Pass::Conflict);
-            }
+            write_count(ctx, namespace, name, provision, *to).await?;
             scaled_up(ctx, provision, namespace, name, &reason).await;
             // The conditions were written with the flag; a later pass catches up if not.
             deadline_action(
@@ -548,18 +408,14 @@ async fn pass(
             if let Some(from) = in_flight.as_ref().and_then(|f| f.from) {
                 fields.insert("autoScalingLastFromCount".into(), json!(from));
             }
-            let released = match write_status(
+            let released = write_status(
                 ctx,
                 namespace,
                 name,
                 provision,
                 status_body(fields, &conditions),
             )
-            .await?
-            {
-                Written::Conflict => return Ok(Pass::Conflict),
-                Written::Done(p) => p,
-            };
+            .await?;
             let (event_reason, kind) = match &decision {
                 Decision::Release { .. } => ("ScaleUpComplete", EventKind::Normal),
                 Decision::ReleaseEarly {
@@ -571,20 +427,14 @@ async fn pass(
             record(ctx, provision, kind, event_reason, "Release", &reason).await;
             // The annotation has done its work; a conflict here re-reads, finds nothing in
             // flight, and removes it as stale.
-            if release_annotation.is_some()
-                && let Written::Conflict =
-                    remove_release_annotation(ctx, namespace, name, &released).await?
-            {
-                return Ok(Pass::Conflict);
+            if release_annotation.is_some() {
+                remove_release_annotation(ctx, namespace, name, &released).await?;
             }
             Action::await_change()
         }
         Decision::Wait { deadline, .. } => {
-            if changed
-                && let Written::Conflict =
-                    write_conditions(ctx, namespace, name, provision, &conditions).await?
-            {
-                return Ok(Pass::Conflict);
+            if changed {
+                write_conditions(ctx, namespace, name, provision, &conditions).await?;
             }
             match deadline {
                 Some(at) => requeue_at(*at, now),
@@ -596,11 +446,7 @@ async fn pass(
         | Decision::Invalid(_)
         | Decision::Ambiguous { .. } => {
             if changed {
-                if let Written::Conflict =
-                    write_conditions(ctx, namespace, name, provision, &conditions).await?
-                {
-                    return Ok(Pass::Conflict);
-                }
+                write_conditions(ctx, namespace, name, provision, &conditions).await?;
                 match &decision {
                     Decision::Stuck { .. } => {
                         record(
@@ -680,7 +526,7 @@ async fn pass(
         )
         .await;
     }
-    Ok(Pass::Done(action))
+    Ok(action)
 }
 
 fn action_of(decision: &Decision) -> &'static str {
@@ -706,7 +552,7 @@ async fn scaled_up(
     name: &str,
     reason: &str,
 ) {
-    ctx.scaler_metrics.scaled_up(&ProvisionLabels {
+    ctx.own.metrics.scaled_up(&ProvisionLabels {
         namespace: namespace.to_owned(),
         provision: name.to_owned(),
     });
@@ -753,39 +599,6 @@ fn requeue_at(at: DateTime<Utc>, now: DateTime<Utc>) -> Action {
     let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
     // A second of slack so the deadline has passed when we look.
     Action::requeue(wait + Duration::from_secs(1))
-}
-
-fn paused_condition(pause: &PauseState) -> ConditionUpdate {
-    match pause {
-        PauseState::InvalidPausedUntil(raw) => ConditionUpdate::new(
-            CONDITION_PAUSED,
-            true,
-            "InvalidPausedUntil",
-            format!(
-                "{} is not an RFC 3339 instant ({raw:?}): paused until it is fixed or removed",
-                ebb_runtime::PAUSED_UNTIL_ANNOTATION
-            ),
-        ),
-        PauseState::PausedUntil(_) => ConditionUpdate::new(
-            CONDITION_PAUSED,
-            true,
-            "PausedUntil",
-            format!("paused by {}", ebb_runtime::PAUSED_UNTIL_ANNOTATION),
-        ),
-        _ => ConditionUpdate::new(
-            CONDITION_PAUSED,
-            true,
-            "Paused",
-            format!("paused by {}", ebb_runtime::PAUSED_ANNOTATION),
-        ),
-    }
-}
-
-fn paused_note(pause: &PauseState) -> String {
-    match pause.resume_at() {
-        Some(at) => format!("auto-scaling paused until {}", at.to_rfc3339()),
-        None => "auto-scaling paused".into(),
-    }
 }
 
 /// The scale-up in flight recorded in the status, if the flag is set.
@@ -946,13 +759,9 @@ async fn observe_claims(
         .collect())
 }
 
-/// The outcome of a preconditioned write.
-enum Written {
-    /// Applied; the object as the API server returned it.
-    Done(Box<WorkshopProvision>),
-    /// 409: the precondition failed.
-    Conflict,
-}
+/// A preconditioned write's answer: the object as the API server returned it, or
+/// [`Error::Conflict`] on a 409.
+type Written = Result<Box<WorkshopProvision>, Error>;
 
 fn status_body(mut fields: Map<String, Value>, conditions: &[Condition]) -> Map<String, Value> {
     fields.insert(
@@ -975,7 +784,7 @@ async fn write_conditions(
     name: &str,
     base: &WorkshopProvision,
     conditions: &[Condition],
-) -> Result<Written, Error> {
+) -> Written {
     write_status(
         ctx,
         namespace,
@@ -994,10 +803,12 @@ async fn write_status(
     name: &str,
     base: &WorkshopProvision,
     status: Map<String, Value>,
-) -> Result<Written, Error> {
+) -> Written {
     let Some(rv) = base.resource_version() else {
         // Never write without a precondition: re-read to get one.
-        return Ok(Written::Conflict);
+        return Err(Error::Conflict {
+            name: format!("{namespace}/{name}"),
+        });
     };
     let body = json!({"metadata": {"resourceVersion": rv}, "status": status});
     let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
@@ -1005,8 +816,10 @@ async fn write_status(
         .patch_status(name, &patch_params(), &Patch::Merge(&body))
         .await
     {
-        Ok(p) => Ok(Written::Done(Box::new(p))),
-        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
+        Ok(p) => Ok(Box::new(p)),
+        Err(e) if frame::is_conflict(&e) => Err(Error::Conflict {
+            name: format!("{namespace}/{name}"),
+        }),
         Err(source) => Err(Error::WriteStatus {
             name: format!("{namespace}/{name}"),
             source,
@@ -1021,7 +834,7 @@ async fn remove_release_annotation(
     namespace: &str,
     name: &str,
     base: &WorkshopProvision,
-) -> Result<Written, Error> {
+) -> Written {
     let body = json!({"metadata": {"annotations": {decide::RELEASE_ANNOTATION: null}}});
     patch_provision(ctx, namespace, name, base, body).await
 }
@@ -1034,7 +847,7 @@ async fn write_count(
     name: &str,
     base: &WorkshopProvision,
     to: i32,
-) -> Result<Written, Error> {
+) -> Written {
     patch_provision(ctx, namespace, name, base, json!({"spec": {"count": to}})).await
 }
 
@@ -1046,15 +859,19 @@ async fn patch_provision(
     name: &str,
     base: &WorkshopProvision,
     mut body: serde_json::Value,
-) -> Result<Written, Error> {
+) -> Written {
     let Some(rv) = base.resource_version() else {
-        return Ok(Written::Conflict);
+        return Err(Error::Conflict {
+            name: format!("{namespace}/{name}"),
+        });
     };
     body["metadata"]["resourceVersion"] = json!(rv);
     let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
     match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
-        Ok(p) => Ok(Written::Done(Box::new(p))),
-        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Written::Conflict),
+        Ok(p) => Ok(Box::new(p)),
+        Err(e) if frame::is_conflict(&e) => Err(Error::Conflict {
+            name: format!("{namespace}/{name}"),
+        }),
         Err(source) => Err(Error::WriteCount {
             name: format!("{namespace}/{name}"),
             source,

@@ -11,12 +11,13 @@ use std::time::Duration;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Shutdown;
+use ebb_runtime::frame;
 use futures::StreamExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use workshop_scaler::reconcile::{error_policy_guarded, reconcile_guarded};
+use workshop_scaler::reconcile::Reconcile;
 use workshop_scaler::{Related, relate};
 
 const P: &str = "ansible-101-rhel";
@@ -339,7 +340,11 @@ async fn a_policy_change_triggers_a_reconcile() {
     let ctx = h.replica.ctx.clone();
     let run = tokio::spawn(
         controller
-            .run(reconcile_guarded, error_policy_guarded, ctx)
+            .run(
+                frame::reconcile::<Reconcile>,
+                frame::error_policy::<Reconcile>,
+                ctx,
+            )
             .for_each(|_| async {}),
     );
     // Without a policy the provision is reconciled (its Workshop read) and left alone.
@@ -376,7 +381,10 @@ async fn a_policy_change_triggers_a_reconcile() {
 #[tokio::test]
 async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-    use workshop_scaler::policy::reconcile_policy;
+    use workshop_scaler::policy::ReconcilePolicy;
+    let reconcile_policy = |policy: WorkshopScalingPolicy, ctx| {
+        frame::reconcile::<ReconcilePolicy>(Arc::new(DeserializeGuard(Ok(policy))), ctx)
+    };
 
     let h = stock();
     h.fake.insert(json!({
@@ -389,7 +397,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     let get = |name: &str| h.fake.get::<WorkshopScalingPolicy>(NS, name).unwrap();
     h.fake.clear_requests();
     for name in ["standard", "everything"] {
-        reconcile_policy(Arc::new(get(name)), h.replica.ctx.clone())
+        reconcile_policy(get(name), h.replica.ctx.clone())
             .await
             .unwrap();
     }
@@ -412,7 +420,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     assert_eq!(h.fake.write_count(), 2);
     // Nothing changed: nothing written.
     h.fake.clear_requests();
-    reconcile_policy(Arc::new(get("standard")), h.replica.ctx.clone())
+    reconcile_policy(get("standard"), h.replica.ctx.clone())
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
@@ -423,7 +431,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
         NS,
         "everything",
     );
-    reconcile_policy(Arc::new(get("standard")), h.replica.ctx.clone())
+    reconcile_policy(get("standard"), h.replica.ctx.clone())
         .await
         .unwrap();
     let standard = get("standard").status.unwrap();

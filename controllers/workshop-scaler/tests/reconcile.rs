@@ -11,11 +11,12 @@ use chrono::TimeDelta;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
+use ebb_runtime::frame::{self, ReconcileError};
 use ebb_testkit::{Fault, Matcher};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
-use workshop_scaler::reconcile::{self, Error};
+use workshop_scaler::reconcile::{self, Reconcile};
 
 const P: &str = "ansible-101-rhel";
 
@@ -416,7 +417,7 @@ fn run_other_replica(
         rt.block_on(async move {
             let other = replica(&fake, &clock, false);
             let p = fake.get::<WorkshopProvision>(NS, P).unwrap();
-            reconcile::reconcile(Arc::new(p), other.ctx.clone())
+            frame::reconcile::<Reconcile>(guard(p), other.ctx.clone())
                 .await
                 .map_err(|e| e.to_string())
         })
@@ -473,10 +474,10 @@ async fn two_replicas_racing_concurrently_scale_once() {
     for _ in 0..20 {
         let h = demand();
         let b = replica(&h.fake, &h.clock, false);
-        let p = Arc::new(h.get(P));
+        let p = guard(h.get(P));
         let (ra, rb) = tokio::join!(
-            reconcile::reconcile(p.clone(), h.replica.ctx.clone()),
-            reconcile::reconcile(p.clone(), b.ctx.clone()),
+            frame::reconcile::<Reconcile>(p.clone(), h.replica.ctx.clone()),
+            frame::reconcile::<Reconcile>(p.clone(), b.ctx.clone()),
         );
         ra.unwrap();
         rb.unwrap();
@@ -605,7 +606,10 @@ async fn a_500_on_the_flag_write_retries_and_scales_once() {
     let h = demand();
     h.fake.fail_next(status_path(), 500);
     let err = h.reconcile(P).await.unwrap_err();
-    assert!(matches!(err, Error::WriteStatus { .. }), "{err}");
+    assert!(
+        matches!(err.inner(), Some(reconcile::Error::WriteStatus { .. })),
+        "{err}"
+    );
     assert_eq!(h.count(P), 20);
     assert_eq!(h.status(P).auto_scaling_active, None);
     h.reconcile(P).await.unwrap();
@@ -624,7 +628,10 @@ async fn a_500_on_the_count_write_retries_and_scales_once() {
         fake.fail_next(Matcher::patch(format!("/workshopprovisions/{P}")), 500)
     });
     let err = h.reconcile(P).await.unwrap_err();
-    assert!(matches!(err, Error::WriteCount { .. }), "{err}");
+    assert!(
+        matches!(err.inner(), Some(reconcile::Error::WriteCount { .. })),
+        "{err}"
+    );
     h.reconcile(P).await.unwrap();
     h.reconcile(P).await.unwrap();
     assert_scaled_once(&h);
@@ -656,7 +663,7 @@ async fn a_stale_cache_after_the_scale_up_cannot_scale_again() {
 async fn a_standby_replica_decides_nothing_and_writes_nothing() {
     let h = demand();
     let standby = common::replica_with_leader(&h.fake, &h.clock, false, Leader::following());
-    let action = reconcile::reconcile(Arc::new(h.get(P)), standby.ctx.clone())
+    let action = frame::reconcile::<Reconcile>(guard(h.get(P)), standby.ctx.clone())
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
@@ -675,9 +682,9 @@ async fn conflicts_that_never_end_give_up_with_an_error() {
     let err = h.reconcile(P).await.unwrap_err();
     assert_eq!(err.category(), "conflict");
     assert_eq!(h.count(P), 20);
-    let action = reconcile::error_policy(Arc::new(h.get(P)), &err, h.replica.ctx.clone());
+    let action = frame::error_policy::<Reconcile>(guard(h.get(P)), &err, h.replica.ctx.clone());
     assert_eq!(action, Action::requeue(Duration::from_secs(1)));
-    let action = reconcile::error_policy(Arc::new(h.get(P)), &err, h.replica.ctx.clone());
+    let action = frame::error_policy::<Reconcile>(guard(h.get(P)), &err, h.replica.ctx.clone());
     assert_eq!(action, Action::requeue(Duration::from_secs(2)));
 }
 
@@ -689,7 +696,7 @@ async fn an_object_without_a_namespace_is_invalid_not_retried() {
     let err = h.reconcile_copy(p.clone()).await.unwrap_err();
     assert_eq!(err.category(), "invalid");
     assert_eq!(
-        reconcile::error_policy(Arc::new(p), &err, h.replica.ctx.clone()),
+        frame::error_policy::<Reconcile>(guard(p), &err, h.replica.ctx.clone()),
         Action::await_change()
     );
 }
@@ -833,16 +840,16 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     });
     h.fake.insert(broken.clone());
     h.fake.clear_requests();
-    let guard: DeserializeGuard<WorkshopProvision> = serde_json::from_value(broken).unwrap();
-    assert!(guard.0.is_err());
-    let action = reconcile::reconcile_guarded(Arc::new(guard), h.replica.ctx.clone())
+    let broken: DeserializeGuard<WorkshopProvision> = serde_json::from_value(broken).unwrap();
+    assert!(broken.0.is_err());
+    let action = frame::reconcile::<Reconcile>(Arc::new(broken), h.replica.ctx.clone())
         .await
         .unwrap();
     assert_eq!(action, Action::await_change());
     assert_eq!(h.fake.write_count(), 0);
 
     let healthy = DeserializeGuard(Ok(h.get(P)));
-    reconcile::reconcile_guarded(Arc::new(healthy), h.replica.ctx.clone())
+    frame::reconcile::<Reconcile>(Arc::new(healthy), h.replica.ctx.clone())
         .await
         .unwrap();
     assert_eq!(h.count(P), 30);
@@ -1010,7 +1017,8 @@ async fn paused_provisions_get_a_condition_and_nothing_else() {
         "requeued at the expiry"
     );
     assert_eq!(h.fake.write_count(), 1);
-    assert_eq!(h.condition(P, "Paused").unwrap().1, "PausedUntil");
+    // The frame's reason: `Paused` for every readable pause, `paused-until` too.
+    assert_eq!(h.condition(P, "Paused").unwrap().1, "Paused");
     assert_eq!(h.count(P), 20);
     assert_eq!(h.events(), ["Paused"]);
     h.fake.clear_requests();
@@ -1022,6 +1030,40 @@ async fn paused_provisions_get_a_condition_and_nothing_else() {
     h.reconcile(P).await.unwrap();
     assert_eq!(h.count(P), 30);
     assert_eq!(h.condition(P, "Paused").unwrap().0, "False");
+}
+
+/// An unreadable `paused-until` pauses too (fail-safe), reported as the frame reports it: a
+/// Warning and a condition naming the provision and the annotation, until the annotation changes.
+#[tokio::test]
+async fn an_unreadable_paused_until_pauses_and_warns() {
+    let h = demand();
+    h.fake.modify::<WorkshopProvision>(NS, P, |p| {
+        p.metadata.annotations =
+            Some([("scaling.ebb.dev/paused-until".to_owned(), "soon".to_owned())].into());
+    });
+    h.fake.clear_requests();
+    assert_eq!(h.reconcile(P).await.unwrap(), Action::await_change());
+    assert_eq!(h.count(P), 20);
+    assert_eq!(h.fake.write_count(), 1, "the condition only");
+    let (status, reason, message) = h.condition(P, "Paused").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InvalidPausedUntil")
+    );
+    assert!(
+        message.starts_with(&format!("WorkshopProvision {NS}/{P}: "))
+            && message.contains("scaling.ebb.dev/paused-until"),
+        "{message}"
+    );
+    assert_eq!(h.events(), ["InvalidPausedUntil"]);
+    assert_eq!(
+        h.replica.events.events()[0].kind,
+        ebb_runtime::EventKind::Warning
+    );
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(h.events().len(), 1);
 }
 
 #[tokio::test]

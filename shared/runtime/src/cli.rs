@@ -5,7 +5,7 @@
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
-//!     ebb_runtime::cli::main(ABOUT, PLAN_ABOUT, service_scaler::run, |args| plan(&args)).await
+//!     ebb_runtime::cli::main(ABOUT, service_scaler::run, |args: PlanArgs| plan(&args)).await
 //! }
 //! ```
 
@@ -74,7 +74,7 @@ impl About {
 
 /// Parses the process's arguments, then runs the controller or `plan`, printing `plan`'s output
 /// or the error (`<name>: <error>`) and exiting accordingly.
-pub async fn main<R, P, Run, RunError, Plan, PlanError>(
+pub async fn main<R, P, Run, RunError, PlanError>(
     about: About,
     run: impl FnOnce(R) -> Run,
     plan: impl FnOnce(P) -> Result<String, PlanError>,

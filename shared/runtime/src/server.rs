@@ -188,11 +188,19 @@ mod tests {
         let health = Health::new();
         let shutdown = Shutdown::new();
 
-        let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap();
+        // A port below the ephemeral range: other tests binding port 0 never get it, so after
+        // the shutdown nothing but this server could have answered on it.
+        let mut server = None;
+        for port in (20_000 + std::process::id() % 5_000..30_000).step_by(7) {
+            if let Ok(s) =
+                MetricsServer::bind(SocketAddr::from(([127, 0, 0, 1], port as u16))).await
+            {
+                server = Some(s);
+                break;
+            }
+        }
+        let server = server.expect("a free port below the ephemeral range");
         let addr = server.local_addr();
-        assert_ne!(addr.port(), 0);
         let task = tokio::spawn(server.run(registry, health.clone(), shutdown.clone()));
 
         assert_eq!(get(addr, "/healthz").await.0, 200);

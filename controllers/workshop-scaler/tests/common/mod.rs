@@ -4,22 +4,28 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
-use ebb_runtime::{Clock, ControllerMetrics, Leader, ManualClock};
-use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents};
+use ebb_runtime::frame::{self, Shared};
+use ebb_runtime::{ControllerMetrics, Leader, ManualClock};
+use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
+use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
-use workshop_scaler::metrics::ScalerMetrics;
-use workshop_scaler::reconcile::{self, Context, Error};
+use workshop_scaler::CONTROLLER_NAME;
+use workshop_scaler::metrics::Metrics;
+use workshop_scaler::reconcile::{Context, Own, Reconcile};
+
+/// What a reconcile through the frame fails with.
+pub type Error = frame::Error<workshop_scaler::reconcile::Error>;
 
 pub const NS: &str = "babylon-user-ops";
 pub const WORKSHOP: &str = "ansible-101";
 pub const API: &str = "babylon.gpte.redhat.com/v1";
 
 pub fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 10, 9, 0, 0).unwrap()
+    utc("2026-03-10T09:00:00Z")
 }
 
 /// One controller process: its own context over a shared fake API.
@@ -186,12 +192,12 @@ impl Harness {
     /// One reconcile of `name`, as the controller would run it on a fresh cache.
     pub async fn reconcile(&self, name: &str) -> Result<Action, Error> {
         let provision = self.get(name);
-        reconcile::reconcile(Arc::new(provision), self.replica.ctx.clone()).await
+        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx.clone()).await
     }
 
     /// One reconcile on a given (possibly stale) copy of the provision.
     pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Action, Error> {
-        reconcile::reconcile(Arc::new(provision), self.replica.ctx.clone()).await
+        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx.clone()).await
     }
 
     // --- reading back ---
@@ -250,25 +256,32 @@ pub fn replica_with_leader(
     dry_run: bool,
     leader: Leader,
 ) -> Replica {
+    // Not `ebb_testkit::Harness`: each replica (a restart too) has its own registry and Events.
     let mut registry = Registry::default();
-    let metrics = ControllerMetrics::new(&mut registry, "workshop-scaler");
-    let scaler_metrics = ScalerMetrics::new(&mut registry, "ebb_workshop_scaler");
+    let metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
+    let own = Own {
+        metrics: Metrics::new(&mut registry, "ebb_workshop_scaler"),
+    };
     let events = RecordingEvents::new();
-    let clock: Arc<dyn Clock> = Arc::new(clock.clone());
-    let ctx = Arc::new(Context::new(
-        fake.client(),
-        clock,
+    let shared = Shared {
+        client: fake.client(),
+        clock: Arc::new(clock.clone()),
+        events: Arc::new(events.clone()),
         metrics,
-        scaler_metrics,
-        Arc::new(events.clone()),
         dry_run,
         leader,
-    ));
+    };
+    let ctx = Arc::new(Context::new(shared, own));
     Replica {
         ctx,
         events,
         registry,
     }
+}
+
+/// `provision` as the controller's watch hands it over: deserialized.
+pub fn guard(provision: WorkshopProvision) -> Arc<DeserializeGuard<WorkshopProvision>> {
+    Arc::new(DeserializeGuard(Ok(provision)))
 }
 
 /// `status` of a claim that is ready.
