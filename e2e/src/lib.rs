@@ -84,6 +84,21 @@ impl Setup {
         })
     }
 
+    /// The `Api` of a custom kind (found by discovery) in this namespace.
+    pub async fn dynamic(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> anyhow::Result<kube::Api<kube::api::DynamicObject>> {
+        let resource = rbac::resource(&self.admin, group, version, kind).await?;
+        Ok(kube::Api::namespaced_with(
+            self.admin.clone(),
+            &self.namespace,
+            &resource,
+        ))
+    }
+
     /// Applies a manifest (JSON) in this namespace unless it names its own.
     pub async fn apply(
         &self,

@@ -166,11 +166,10 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     // its controlling owner, so the garbage collector removes it (the ServiceScaler itself has no
     // finalizer for a created HPA). The collector learns new CRDs on its discovery resync (30 s),
     // which a fresh cluster may not have had yet: allow for it.
-    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
         .await
         .unwrap();
-    let scalers: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
     let owners = hpas
         .get("web")
         .await
@@ -256,11 +255,10 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
         )
     });
 
-    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
         .await
         .unwrap();
-    let scalers: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
     scalers
         .delete("api", &DeleteParams::default())
         .await
@@ -470,11 +468,10 @@ async fn a_scaler_with_udaans_finalizer_deletes_udaans_hpa_and_is_released() {
     .await
     .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
 
-    let scalers = ebb_e2e::rbac::resource(&setup.admin, "scaler.udaan.io", "v1", "ServiceScaler")
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
         .await
         .unwrap();
-    let scalers: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(setup.admin.clone(), &ns, &scalers);
     scalers
         .delete("legacy", &DeleteParams::default())
         .await

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use chrono::Utc;
-use ebb_e2e::rbac::{apply, render, resource};
+use ebb_e2e::rbac::{apply, render};
 use ebb_e2e::{Controller, Setup, cluster, eventually, tls, work_dir};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -209,18 +209,10 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     let mut controller =
         Controller::ready("stackable-scaler", &setup.identity, "sk-0", &args).await;
 
-    let scalers: Api<DynamicObject> = Api::namespaced_with(
-        admin.clone(),
-        &ns,
-        &resource(
-            &admin,
-            "autoscaling.stackable.tech",
-            "v1alpha1",
-            "StackableScaler",
-        )
+    let scalers: Api<DynamicObject> = setup
+        .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
         .await
-        .unwrap(),
-    );
+        .unwrap();
     let jobs: Api<Job> = Api::namespaced(admin.clone(), &ns);
     let wait_stage = |want: &'static str| {
         let scalers = scalers.clone();
@@ -443,18 +435,10 @@ async fn a_stage_that_never_converges_fails_and_an_abort_fails_at_once() {
     setup.apply(doc(3)).await.unwrap();
     let args = ["--namespace", ns.as_str(), "--leader-election=false"];
     let controller = Controller::ready("stackable-scaler", &setup.identity, "skt-0", &args).await;
-    let scalers: Api<DynamicObject> = Api::namespaced_with(
-        admin.clone(),
-        &ns,
-        &resource(
-            &admin,
-            "autoscaling.stackable.tech",
-            "v1alpha1",
-            "StackableScaler",
-        )
+    let scalers: Api<DynamicObject> = setup
+        .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
         .await
-        .unwrap(),
-    );
+        .unwrap();
     let wait_stage = |want: &'static str, within: u64| {
         let scalers = scalers.clone();
         async move {
