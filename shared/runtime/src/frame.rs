@@ -55,9 +55,20 @@ macro_rules! controller_names {
     };
 }
 
-/// What every reconcile of a controller shares, plus the controller's own part `T` (its metrics,
+/// What every reconcile of a controller shares ([`Shared`], reached through `Deref`: `ctx.client`,
+/// `ctx.clock` ...), the per-object backoff, and the controller's own part `T` (its metrics,
 /// enabled target kinds, hook ledger ...).
 pub struct Context<T> {
+    /// The parts every controller has.
+    pub shared: Shared,
+    /// Retry delays after transient failures, per object.
+    pub backoff: ErrorBackoff,
+    /// The controller's own part.
+    pub own: T,
+}
+
+/// The parts of a [`Context`] every controller has, as its `run` (or a test harness) builds them.
+pub struct Shared {
     /// The API client.
     pub client: Client,
     /// The source of "now": read once per pass, every decision takes that instant.
@@ -70,41 +81,24 @@ pub struct Context<T> {
     pub dry_run: bool,
     /// Only the leader writes.
     pub leader: Leader,
-    /// Retry delays after transient failures, per object.
-    pub backoff: ErrorBackoff,
-    /// The controller's own part.
-    pub own: T,
-}
-
-/// The shared parts of a [`Context`], as a controller's `run` (or a test harness) has them.
-pub struct Shared {
-    /// The API client.
-    pub client: Client,
-    /// The source of "now".
-    pub clock: Arc<dyn Clock>,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
-    /// Reconcile counters and durations.
-    pub metrics: ControllerMetrics,
-    /// `--dry-run`.
-    pub dry_run: bool,
-    /// Whether this replica may write.
-    pub leader: Leader,
 }
 
 impl<T> Context<T> {
     /// A context of `shared` and the controller's own part, with no failures recorded.
     pub fn new(shared: Shared, own: T) -> Self {
         Self {
-            client: shared.client,
-            clock: shared.clock,
-            events: shared.events,
-            metrics: shared.metrics,
-            dry_run: shared.dry_run,
-            leader: shared.leader,
+            shared,
             backoff: ErrorBackoff::new(),
             own,
         }
+    }
+}
+
+impl<T> std::ops::Deref for Context<T> {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
     }
 }
 
