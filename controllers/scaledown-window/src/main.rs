@@ -14,8 +14,5 @@ const ABOUT: About = About {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, scaledown_window::run, |args| {
-        plan(&args, chrono::Utc::now())
-    })
-    .await
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, scaledown_window::run, plan).await
 }

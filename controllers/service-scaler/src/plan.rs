@@ -102,7 +102,7 @@ impl From<&HpaSettings> for Effective {
 }
 
 /// The decision for `args`, rendered as text or JSON (with a trailing newline).
-pub fn plan(args: &PlanArgs) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
     let at = DateTime::parse_from_rfc3339(args.at.trim())
         .map_err(|_| PlanError::At(args.at.clone()))?
         .with_timezone(&Utc);

@@ -16,9 +16,5 @@ const ABOUT: About = About {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // `plan` decides at the wall-clock instant it is asked; the decision itself takes `now`.
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, stackable_scaler::run, |args| {
-        plan(&args, chrono::Utc::now())
-    })
-    .await
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, stackable_scaler::run, plan).await
 }

@@ -15,8 +15,5 @@ const ABOUT: About = About {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, workshop_scaler::run, |args| {
-        plan(&args)
-    })
-    .await
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, workshop_scaler::run, plan).await
 }

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
 use serde::Serialize;
@@ -77,7 +77,7 @@ pub struct PlanOutput {
 }
 
 /// Runs `plan` and renders its output.
-pub fn plan(args: &PlanArgs) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
     let provision: WorkshopProvision = read_manifest(&args.file)?;
     let workshop: Option<Workshop> = match &args.workshop {
         Some(path) => Some(read_manifest(path)?),

@@ -5,7 +5,7 @@
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
-//!     ebb_runtime::cli::main(ABOUT, service_scaler::run, |args: PlanArgs| plan(&args)).await
+//!     ebb_runtime::cli::main(ABOUT, service_scaler::run, service_scaler::plan::plan).await
 //! }
 //! ```
 
@@ -13,7 +13,10 @@ use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
+use chrono::{DateTime, Utc};
 use clap::{CommandFactory, FromArgMatches};
+
+use crate::clock::{Clock, SystemClock};
 
 use crate::plan::finish;
 
@@ -73,11 +76,12 @@ impl About {
 }
 
 /// Parses the process's arguments, then runs the controller or `plan`, printing `plan`'s output
-/// or the error (`<name>: <error>`) and exiting accordingly.
+/// or the error (`<name>: <error>`) and exiting accordingly. `plan` gets the wall-clock instant
+/// (read here, at the binary's edge, once): the instant it decides at unless told another.
 pub async fn main<R, P, Run, RunError, PlanError>(
     about: About,
     run: impl FnOnce(R) -> Run,
-    plan: impl FnOnce(P) -> Result<String, PlanError>,
+    plan: impl FnOnce(&P, DateTime<Utc>) -> Result<String, PlanError>,
 ) -> ExitCode
 where
     R: clap::Args,
@@ -91,7 +95,10 @@ where
         Err(e) => e.exit(),
     };
     match cli.command {
-        Some(Command::Plan(args)) => finish(&format!("{} plan", about.name), plan(args)),
+        Some(Command::Plan(args)) => finish(
+            &format!("{} plan", about.name),
+            plan(&args, SystemClock.now()),
+        ),
         None => finish(about.name, run(cli.run).await.map(|()| String::new())),
     }
 }

@@ -10,6 +10,9 @@
 //! - the reconcile metrics ([`ControllerMetrics`]: count, duration, errors by category);
 //! - followers write nothing: a replica that does not hold the Lease looks again after
 //!   [`FOLLOWER_REQUEUE`];
+//! - an object without `metadata.name` (or, of a namespaced kind, `metadata.namespace`) is never
+//!   handed to the controller ([`Error::MissingMetadata`], not retried): a `Reconciler` may take
+//!   both as given ([`name_of`], [`namespace_of`]);
 //! - a malformed object (one that does not deserialize into the controller's type) goes to
 //!   [`Reconciler::malformed`]: by default logged, counted under `malformed` and left alone until
 //!   it changes, while every other object is served;
@@ -18,6 +21,7 @@
 //! - the error policy: an error that retrying cannot fix waits for a change of the object; any
 //!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success.
 
+use std::any::TypeId;
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
@@ -27,7 +31,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
-use kube::core::DeserializeGuard;
+use kube::core::{DeserializeGuard, NamespaceResourceScope};
 use kube::runtime::Controller;
 use kube::runtime::controller::{Action, Error as ControllerError};
 use kube::{Api, Client, Resource};
@@ -137,6 +141,14 @@ pub enum Error<E: ReconcileError> {
         #[source]
         source: kube::Error,
     },
+    /// The object lacks a field every reconcile needs: it can never be reconciled.
+    #[error("{kind} without {field}")]
+    MissingMetadata {
+        /// The object's kind.
+        kind: String,
+        /// `metadata.name` or `metadata.namespace`.
+        field: &'static str,
+    },
     /// Every pass met a conflict.
     #[error("{key} kept changing: {attempts} conflicting writes in a row")]
     Conflicts {
@@ -162,6 +174,7 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
         match self {
             Self::Reconcile(e) => e.category(),
             Self::Reread { .. } => "observe",
+            Self::MissingMetadata { .. } => "invalid_object",
             Self::Conflicts { .. } => "conflict",
         }
     }
@@ -169,6 +182,7 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
     fn is_transient(&self) -> bool {
         match self {
             Self::Reconcile(e) => e.is_transient(),
+            Self::MissingMetadata { .. } => false,
             _ => true,
         }
     }
@@ -181,7 +195,7 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
 /// One controller, as the frame runs it.
 pub trait Reconciler: Send + Sync + 'static {
     /// The kind the controller reconciles.
-    type Object: Resource<DynamicType = ()>
+    type Object: Resource<DynamicType = (), Scope: 'static>
         + Clone
         + DeserializeOwned
         + Debug
@@ -221,6 +235,33 @@ pub trait Reconciler: Send + Sync + 'static {
         ctx.metrics.record_error("malformed");
         std::future::ready(Ok(Action::await_change()))
     }
+}
+
+/// The name of an object the frame handed to a [`Reconciler`] (checked before: never empty
+/// there).
+pub fn name_of<K: Resource>(object: &K) -> &str {
+    object.meta().name.as_deref().unwrap_or_default()
+}
+
+/// The namespace of an object of a namespaced kind the frame handed to a [`Reconciler`]
+/// (checked before: never empty there); `""` for a cluster-scoped kind.
+pub fn namespace_of<K: Resource>(object: &K) -> &str {
+    object.meta().namespace.as_deref().unwrap_or_default()
+}
+
+/// The metadata field a reconcile of kind `K` needs and `meta` lacks: `metadata.name`, or
+/// `metadata.namespace` for a namespaced kind.
+fn missing_metadata<K>(meta: &ObjectMeta) -> Option<&'static str>
+where
+    K: Resource,
+    K::Scope: 'static,
+{
+    if meta.name.as_deref().is_none_or(str::is_empty) {
+        return Some("metadata.name");
+    }
+    let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
+    (namespaced && meta.namespace.as_deref().is_none_or(str::is_empty))
+        .then_some("metadata.namespace")
 }
 
 /// `namespace/name` of `meta` (or `name` when cluster-scoped).
@@ -280,6 +321,12 @@ async fn passes<R: Reconciler>(
     if !ctx.leader.is_leader() {
         // Followers keep their caches warm and write nothing.
         return Ok(Action::requeue(FOLLOWER_REQUEUE));
+    }
+    if let Some(field) = missing_metadata::<R::Object>(&meta) {
+        return Err(Error::MissingMetadata {
+            kind: <R::Object as Resource>::kind(&()).into_owned(),
+            field,
+        });
     }
     let key = meta_key(&meta);
     for attempt in 1..=MAX_ATTEMPTS {

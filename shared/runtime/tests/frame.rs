@@ -300,3 +300,40 @@ async fn an_object_deleted_during_a_conflict_ends_the_reconcile() {
     );
     assert_eq!(ctx.own.passes.lock().unwrap().len(), 1);
 }
+
+/// An object without a name, or of a namespaced kind without a namespace, never reaches the
+/// controller: it can never be reconciled, so the frame reports it once and waits for a change.
+#[tokio::test]
+async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
+    let (h, ctx) = setup();
+    for (meta, field) in [
+        (json!({"namespace": "ns"}), "metadata.name"),
+        (json!({"name": "cm"}), "metadata.namespace"),
+        (json!({"name": "", "namespace": "ns"}), "metadata.name"),
+    ] {
+        let object: Arc<DeserializeGuard<ConfigMap>> = Arc::new(
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": meta, "data": {"v": "1"}}))
+            .unwrap(),
+        );
+        let error = frame::reconcile::<Demo>(object.clone(), ctx.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, frame::Error::MissingMetadata { field: f, .. } if *f == field),
+            "{error}"
+        );
+        assert_eq!(error.to_string(), format!("ConfigMap without {field}"));
+        assert!(!error.is_transient());
+        assert_eq!(
+            frame::error_policy::<Demo>(object, &error, ctx.clone()),
+            Action::await_change()
+        );
+    }
+    assert!(
+        ctx.own.passes.lock().unwrap().is_empty(),
+        "never reconciled"
+    );
+    assert!(h.fake.writes().is_empty());
+    assert!(h.metrics_text().contains("category=\"invalid_object\"} 3"));
+}
