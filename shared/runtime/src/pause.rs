@@ -211,10 +211,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
+    use ebb_testkit::utc;
 
     fn meta(annotations: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {

@@ -55,10 +55,7 @@ mod tests {
 
     use super::*;
     use chrono::TimeZone;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
+    use ebb_testkit::utc;
 
     #[test]
     fn whole_seconds_round_trip_exactly() {

@@ -4,17 +4,12 @@
 //! of several rounds per question).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use ebb_testkit::utc;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, Window};
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
 
 /// Median time per call over a few rounds of `iterations` calls.
 fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) {

@@ -525,10 +525,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    fn utc(text: &str) -> DateTime<Utc> {
-        text.parse().unwrap()
-    }
+    use ebb_testkit::utc;
 
     fn fields(expression: &str) -> [&str; 5] {
         standard_fields(expression).unwrap()

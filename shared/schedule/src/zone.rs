@@ -53,16 +53,13 @@ mod tests {
 
     use super::*;
     use chrono::NaiveDate;
+    use ebb_testkit::utc;
 
     fn local(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> NaiveDateTime {
         NaiveDate::from_ymd_opt(y, mo, d)
             .unwrap()
             .and_hms_opt(h, mi, 0)
             .unwrap()
-    }
-
-    fn utc(text: &str) -> DateTime<Utc> {
-        text.parse().unwrap()
     }
 
     #[test]

@@ -3,12 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, Window};
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
+use ebb_testkit::utc;
 
 fn zoned(from: &str, to: &str) -> Window {
     Window::zoned_time(from, to).unwrap()

@@ -4,12 +4,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc, Weekday, WeekdaySet};
 use ebb_schedule::{CronSchedule, Interval, ScheduleError, Tz, Window};
-
-fn utc(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
-}
+use ebb_testkit::utc;
 
 fn interval(start: &str, end: &str) -> Interval {
     Interval {
