@@ -1,0 +1,27 @@
+//! `ebb-sim`: how ebb's controllers behave over a day or a week, from the same code that runs in
+//! the cluster (issue #13).
+//!
+//! The simulator runs each controller's real reconciler against `ebb_testkit::FakeApi` on a
+//! virtual clock; everything else in the cluster is one of the small actors here. Each actor is
+//! pure state stepped at explicit instants (no clock, no I/O, no RNG of its own): the simulation
+//! loop hands it `now` and, where it draws, the scenario's seeded [`Dice`], so the same scenario
+//! always gives the same result.
+//!
+//! - [`hpa`]: the HorizontalPodAutoscaler controller's replica formula and default behaviour.
+//! - [`provisioners`]: a pool of provisioner pods, one job per pod at a time, and a queue.
+//! - [`babylon`]: Babylon/Poolboy: seats (claims) created when `spec.count` grows, provisioned
+//!   after a drawn duration, a share failing; users take ready seats or wait.
+//! - [`users`]: when users arrive (a burst, a ramp, a list).
+//! - [`cluster`]: the cluster-version operator's upgrades and a cluster autoscaler that removes
+//!   idle nodes only while scale-down is enabled.
+//! - [`hooks`]: hook Jobs that take time or fail.
+
+pub mod babylon;
+pub mod cluster;
+pub mod draw;
+pub mod hooks;
+pub mod hpa;
+pub mod provisioners;
+pub mod users;
+
+pub use draw::{Dice, Spread};
