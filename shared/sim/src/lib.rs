@@ -17,6 +17,7 @@
 //! - [`hooks`]: hook Jobs that take time or fail.
 
 pub mod babylon;
+pub mod clock;
 pub mod cluster;
 pub mod draw;
 pub mod hooks;
@@ -24,4 +25,5 @@ pub mod hpa;
 pub mod provisioners;
 pub mod users;
 
+pub use clock::VirtualClock;
 pub use draw::{Dice, Spread};

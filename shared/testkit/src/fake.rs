@@ -133,6 +133,8 @@ pub struct RecordedRequest {
     pub body: Option<Value>,
     /// The HTTP status the client got; `None` for an injected timeout.
     pub status: Option<u16>,
+    /// When the request was served, by the fake's clock (the simulator's timeline).
+    pub at: DateTime<Utc>,
 }
 
 impl RecordedRequest {
@@ -674,7 +676,9 @@ impl FakeApi {
         let watch = method == Method::GET && is_true(watch_param);
         self.run_hooks(true, &method, &path, watch);
         let fault = self.take_fault(&method, &path, watch);
+        let served_at = self.now();
         let recorded = |status| RecordedRequest {
+            at: served_at,
             method: method.clone(),
             path: path.clone(),
             query: query.clone(),

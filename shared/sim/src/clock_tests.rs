@@ -1,0 +1,83 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
+use ebb_testkit::{FakeApi, Harness, utc};
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::core::DeserializeGuard;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::watcher;
+use serde_json::json;
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn the_clock_follows_paused_tokio_time() {
+    let clock = VirtualClock::starting_at(utc("2026-03-10T09:00:00Z"));
+    assert_eq!(clock.now(), utc("2026-03-10T09:00:00Z"));
+    clock.sleep_until(utc("2026-03-17T09:00:00Z")).await;
+    assert_eq!(clock.now(), utc("2026-03-17T09:00:00Z"), "a week, at once");
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+impl ReconcileError for Never {
+    fn category(&self) -> &'static str {
+        "never"
+    }
+}
+
+/// Records the instant of each reconcile and comes back an hour later.
+struct Hourly;
+
+impl Reconciler for Hourly {
+    type Object = ConfigMap;
+    type Own = Mutex<Vec<DateTime<Utc>>>;
+    type Error = Never;
+    const NAME: &'static str = "hourly";
+
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Self::Own>) -> Result<Action, Never> {
+        ctx.own.lock().unwrap().push(ctx.clock.now());
+        Ok(Action::requeue(Duration::from_secs(3600)))
+    }
+}
+
+/// The point of the simulator: kube's real Controller, the frame and FakeApi run on virtual
+/// time, so a day of hourly requeues takes no wall time and lands on exact instants.
+#[tokio::test(start_paused = true)]
+async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
+    let origin = utc("2026-03-10T09:00:00Z");
+    let clock = VirtualClock::starting_at(origin);
+    let h = Harness::new("2026-03-10T09:00:00Z", "hourly");
+    let fake = FakeApi::with_clock(clock);
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}}));
+    let mut shared = h.shared(false);
+    shared.client = fake.client();
+    shared.clock = Arc::new(clock);
+    let ctx = Arc::new(Context::new(shared, Mutex::new(Vec::new())));
+    let api: Api<DeserializeGuard<ConfigMap>> = Api::all(fake.client());
+    let controller = Controller::new(api, watcher::Config::default());
+    let run = frame::run::<Hourly, _>(controller, ctx.clone(), |_| {});
+    let day = clock.sleep_until(origin + TimeDelta::hours(24) + TimeDelta::seconds(1));
+    futures::select! {
+        () = run.fuse() => panic!("the controller ended"),
+        () = Box::pin(day).fuse() => {}
+    }
+    let seen = ctx.own.lock().unwrap().clone();
+    assert_eq!(seen.len(), 25, "{seen:?}");
+    for (i, at) in seen.iter().enumerate() {
+        let expected = origin + TimeDelta::hours(i as i64);
+        assert!(
+            (*at - expected).abs() < TimeDelta::seconds(1),
+            "{at} vs {expected}"
+        );
+    }
+}
