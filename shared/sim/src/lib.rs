@@ -17,6 +17,7 @@
 //! - [`hooks`]: hook Jobs that take time or fail.
 
 pub mod babylon;
+pub mod chart;
 pub mod clock;
 pub mod cluster;
 pub mod draw;
