@@ -21,12 +21,13 @@ use prometheus_client::registry::Registry;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 
+use crate::frame::Shared;
 use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
 use crate::{
-    Clock, CommonArgs, Health, Leader, LeaderElection, LeaderError, MetricsServer, Shutdown,
-    SystemClock,
+    Clock, CommonArgs, ControllerMetrics, EventPublisher, EventSink, Health, Leader,
+    LeaderElection, LeaderError, MetricsServer, Shutdown, SystemClock,
 };
 
 /// Why a controller could not start or did not end cleanly.
@@ -36,8 +37,13 @@ pub enum AppError {
     Telemetry(#[from] TelemetryError),
     #[error("signal handlers: {0}")]
     Signals(#[from] ShutdownError),
-    #[error("Kubernetes client (in-cluster config or KUBECONFIG): {0}")]
-    Client(#[source] kube::Error),
+    /// No usable cluster configuration. Said once (kube's error repeats its cause at each
+    /// level of its chain), with what to do.
+    #[error(
+        "cannot reach the Kubernetes API: {0}; run in a pod with a service account, or set \
+         KUBECONFIG to a kubeconfig file"
+    )]
+    Client(String),
     #[error("metrics/health server: {0}")]
     Server(#[from] ServerError),
     #[error("leader election: {0}")]
@@ -73,7 +79,9 @@ impl Runtime {
     ) -> Result<Self, AppError> {
         crate::telemetry::init(args.log_format)?;
         let shutdown = Shutdown::on_signals()?;
-        let client = Client::try_default().await.map_err(AppError::Client)?;
+        let client = Client::try_default()
+            .await
+            .map_err(|e| AppError::Client(innermost_summary(&e)))?;
         let health = Health::new();
         let server = MetricsServer::bind(args.metrics_addr).await?;
         let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
@@ -99,10 +107,7 @@ impl Runtime {
     /// The readiness of this process's caches: `/readyz` turns green once every cache
     /// registered with it (see [`controller`]) holds its first full list.
     pub fn warm_up(&self) -> WarmUp {
-        WarmUp {
-            health: self.health.clone(),
-            pending: Arc::new(AtomicUsize::new(0)),
-        }
+        WarmUp::new(self.health.clone())
     }
 
     /// Drives `controllers` until they end or shutdown is triggered, then stops the server.
@@ -124,6 +129,82 @@ impl Runtime {
     }
 }
 
+/// What a controller's watches and reconcilers run on: a process's ([`run`]) or a simulation's
+/// (the same code on an in-memory API and a virtual clock). A controller's `controllers`
+/// function takes one and returns the future that drives all its `Controller`s.
+#[derive(Clone)]
+pub struct Wiring {
+    /// The client for every API call.
+    pub client: Client,
+    /// The source of "now".
+    pub clock: Arc<dyn Clock>,
+    /// Where Events go.
+    pub events: Arc<dyn EventSink>,
+    /// The reconcile metrics.
+    pub metrics: ControllerMetrics,
+    /// Whether this replica may write.
+    pub leader: Leader,
+    /// The flags that scope the watches (namespaces, label selector) and `--dry-run`.
+    pub common: CommonArgs,
+    /// The caches `/readyz` waits for.
+    pub warm_up: WarmUp,
+    /// Ends the watches gracefully.
+    pub shutdown: Shutdown,
+}
+
+impl Wiring {
+    /// The frame's shared parts of a reconcile context.
+    pub fn shared(&self) -> Shared {
+        Shared {
+            client: self.client.clone(),
+            clock: self.clock.clone(),
+            events: self.events.clone(),
+            metrics: self.metrics.clone(),
+            dry_run: self.common.dry_run,
+            leader: self.leader.clone(),
+        }
+    }
+}
+
+/// Runs controller `name` as a process: registers the reconcile metrics and the controller's
+/// own (`register`), starts the [`Runtime`], then drives what `controllers` builds on its
+/// [`Wiring`] until shutdown or a lost lease.
+///
+/// # Errors
+/// Whatever [`Runtime::start`] or [`Runtime::run`] fails with.
+pub async fn run<M, F, Fut>(
+    name: &str,
+    common: &CommonArgs,
+    register: impl FnOnce(&mut Registry) -> M,
+    controllers: F,
+) -> Result<(), AppError>
+where
+    F: FnOnce(Wiring, M) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut registry = Registry::default();
+    let metrics = ControllerMetrics::new(&mut registry, name);
+    let own = register(&mut registry);
+    let runtime = Runtime::start(name, common, registry).await?;
+    let wiring = Wiring {
+        client: runtime.client.clone(),
+        clock: runtime.clock.clone(),
+        events: Arc::new(EventPublisher::new(runtime.client.clone(), name)),
+        metrics,
+        leader: runtime.leader.clone(),
+        common: common.clone(),
+        warm_up: runtime.warm_up(),
+        shutdown: runtime.shutdown.clone(),
+    };
+    runtime.run(controllers(wiring, own)).await
+}
+
+/// The one message of an error chain worth printing: the cause right under the top (kube's
+/// "failed to infer config: in-cluster: (…), kubeconfig: (…)"), or the error itself.
+fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
+    error.source().unwrap_or(error).to_string()
+}
+
 /// Watch configuration from the common flags: `--label-selector` limits what is watched.
 pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
     let config = watcher::Config::default().any_semantic();
@@ -141,6 +222,14 @@ pub struct WarmUp {
 }
 
 impl WarmUp {
+    /// Nothing registered yet; `health` turns ready when every registered cache is warm.
+    pub fn new(health: Health) -> Self {
+        Self {
+            health,
+            pending: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
     /// Registers one more cache that must list in full before the process is ready. Register
     /// every cache before any watch runs (as building the controllers does).
     pub fn cache(&self) -> CacheWarm {
@@ -267,6 +356,25 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x"]).unwrap();
         assert_eq!(watcher_config(&cli.common).label_selector, None);
+    }
+
+    /// kube's error chain repeats its cause at every level; the process says it once.
+    #[test]
+    fn a_missing_cluster_is_said_once_with_what_to_do() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("Failed to infer configuration: {0}")]
+        struct Outer(#[source] Inner);
+        #[derive(Debug, thiserror::Error)]
+        #[error("failed to infer config: kubeconfig: (no such file)")]
+        struct Inner;
+        let error = AppError::Client(innermost_summary(&Outer(Inner)));
+        // No source: `{:#}` at the binary's edge prints this one line and nothing after it.
+        assert!(std::error::Error::source(&error).is_none());
+        assert_eq!(
+            error.to_string(),
+            "cannot reach the Kubernetes API: failed to infer config: kubeconfig: (no such file); \
+             run in a pod with a service account, or set KUBECONFIG to a kubeconfig file"
+        );
     }
 
     #[test]
