@@ -24,6 +24,7 @@ pub mod draw;
 pub mod hooks;
 pub mod hpa;
 pub mod provisioners;
+pub mod report;
 pub mod users;
 
 pub use clock::VirtualClock;
