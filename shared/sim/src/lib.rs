@@ -26,6 +26,7 @@ pub mod hpa;
 pub mod provisioners;
 pub mod report;
 pub mod users;
+pub mod world;
 
 pub use clock::VirtualClock;
 pub use draw::{Dice, Spread};

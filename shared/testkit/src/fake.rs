@@ -400,13 +400,20 @@ impl FakeApi {
 
     #[track_caller]
     fn insert_inner(&self, obj: impl Serialize, plural: Option<&str>) -> Value {
-        let now = self.now();
         let value = serde_json::to_value(obj)
             .unwrap_or_else(|e| panic!("FakeApi::insert: object does not serialise: {e}"));
-        self.state()
-            .store
-            .insert(value, plural, now)
+        self.try_insert(value, plural)
             .unwrap_or_else(|e| panic!("FakeApi::insert: {e}"))
+    }
+
+    /// [`insert`](Self::insert) of an object that may be malformed (a user's manifest, say):
+    /// an error saying what is missing instead of a panic.
+    ///
+    /// # Errors
+    /// No `apiVersion`, `kind` or `metadata.name`.
+    pub fn try_insert(&self, value: Value, plural: Option<&str>) -> Result<Value, String> {
+        let now = self.now();
+        self.state().store.insert(value, plural, now)
     }
 
     /// The stored JSON of `apiVersion`/`kind` `namespace/name`.
