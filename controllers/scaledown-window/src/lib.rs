@@ -21,22 +21,22 @@ pub mod plan;
 pub mod reconcile;
 pub mod targets;
 
+use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::app::{Runtime, scoped_apis_with, watcher_config};
-use ebb_runtime::frame::{self, Shared};
+use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
+use ebb_runtime::frame;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
-use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use ebb_runtime::CommonArgs;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use prometheus_client::registry::Registry;
 
 use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
 use crate::metrics::Metrics;
@@ -248,41 +248,40 @@ fn watch_targets(
 
 /// Runs the controller until SIGTERM or a lost lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let metrics = Metrics::new(&mut registry);
-    let rt = Runtime::start(CONTROLLER_NAME, &args.common, registry).await?;
-    let client = rt.client.clone();
+    ebb_runtime::app::run(CONTROLLER_NAME, &args.common.clone(), Metrics::new, |wiring, metrics| {
+        controllers(args, wiring, metrics)
+    })
+    .await?;
+    Ok(())
+}
+
+/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
+/// after its process edges are up, and what the simulator runs on virtual time.
+pub fn controllers(
+    args: RunArgs,
+    wiring: Wiring,
+    metrics: Metrics,
+) -> impl Future<Output = ()> + Send + 'static {
+    let client = wiring.client.clone();
     tracing::info!(targets = ?args.targets(), "target kinds");
     let ctx = Arc::new(Context::new(
-        Shared {
-            client: client.clone(),
-            clock: rt.clock.clone(),
-            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-            metrics: controller_metrics,
-            dry_run: args.common.dry_run,
-            leader: rt.leader.clone(),
-        },
+        wiring.shared(),
         Own {
             metrics,
             targets: args.targets(),
         },
     ));
-
     let schedules: Api<Guarded> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
-    let warm_up = rt.warm_up();
     let controller =
-        ebb_runtime::app::controller(schedules, watcher_config(&args.common), &warm_up);
+        ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
     let controller = watch_targets(controller, &client, &args, &store);
-    let shutdown = rt.shutdown.clone();
+    let shutdown = wiring.shutdown.clone();
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
     // A schedule deleted before its reconcile ran drops its gauges here.
     let gauges = ctx.own.metrics.clone();
-    let controllers = frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name));
-    rt.run(controllers).await?;
-    Ok(())
+    frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name))
 }
 
 #[cfg(test)]

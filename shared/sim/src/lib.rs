@@ -25,8 +25,28 @@ pub mod hooks;
 pub mod hpa;
 pub mod provisioners;
 pub mod report;
+pub mod scenario;
+pub mod schedule;
 pub mod users;
 pub mod world;
 
 pub use clock::VirtualClock;
 pub use draw::{Dice, Spread};
+
+use serde_json::Value;
+
+use crate::chart::Chart;
+use crate::report::Timeline;
+
+/// What one simulation produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The scenario's name.
+    pub name: String,
+    /// The controllers' writes and the actors' key events.
+    pub timeline: Timeline,
+    /// The figures, by name.
+    pub summary: Value,
+    /// The charts of the main series.
+    pub charts: Vec<Chart>,
+}

@@ -1,0 +1,132 @@
+//! A scenario file (`examples/scenarios/*.yaml`): the objects exactly as a user writes them, the
+//! actors' settings, and the span to simulate.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::draw::Spread;
+use crate::users::Arrivals;
+use crate::world::SimError;
+use crate::{babylon, hooks};
+
+/// One scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name (the chart's file name).
+    pub name: String,
+    /// What the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// When the simulation starts.
+    pub start: DateTime<Utc>,
+    /// How long it runs (`24h`, `168h`).
+    pub span: Spread,
+    /// The seed of every random draw.
+    #[serde(default)]
+    pub seed: u64,
+    /// The objects in the cluster at the start: ebb's and the ones they act on.
+    pub objects: Vec<Value>,
+    /// The rest of the cluster.
+    #[serde(default)]
+    pub actors: Actors,
+}
+
+/// The actors' settings; each scenario uses the ones its controller needs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Actors {
+    /// Nodes, their autoscaler, and upgrades (scaledown-window).
+    pub cluster: Option<ClusterActors>,
+    /// Seats of a WorkshopProvision (workshop-scaler).
+    pub babylon: Option<babylon::Settings>,
+    /// Who arrives when.
+    #[serde(default)]
+    pub users: Vec<Arrivals>,
+    /// Hook Jobs by hook name (stackable-scaler).
+    #[serde(default)]
+    pub hooks: BTreeMap<String, hooks::Behaviour>,
+}
+
+/// The cluster around a ScaleDownSchedule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterActors {
+    /// Nodes the workloads need outside the busy hours.
+    pub base_nodes: usize,
+    /// Busy hours (UTC, every day): from, to (`HH:MM`) and the nodes needed then.
+    #[serde(default)]
+    pub busy: Vec<Busy>,
+    /// How long a node must be unneeded before the autoscaler removes it.
+    #[serde(default = "ten_minutes")]
+    pub unneeded_time: Spread,
+    /// Cluster upgrades: when each starts and how long it runs.
+    #[serde(default)]
+    pub upgrades: Vec<Upgrade>,
+}
+
+fn ten_minutes() -> Spread {
+    Spread::fixed(TimeDelta::minutes(10))
+}
+
+/// Busy hours of every day.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Busy {
+    /// `HH:MM` UTC.
+    pub from: String,
+    /// `HH:MM` UTC, after `from`.
+    pub to: String,
+    /// Nodes needed meanwhile.
+    pub nodes: usize,
+}
+
+/// One cluster upgrade.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Upgrade {
+    /// When it starts.
+    pub at: DateTime<Utc>,
+    /// How long it runs.
+    pub lasting: Spread,
+}
+
+impl Scenario {
+    /// Reads a scenario from `text` (the file `path`).
+    ///
+    /// # Errors
+    /// YAML that is not a scenario, with the field at fault.
+    pub fn parse(path: &str, text: &str) -> Result<Self, SimError> {
+        serde_norway::from_str(text).map_err(|e| SimError::Scenario {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The span as a duration (a range is read as its longest).
+    pub fn length(&self) -> TimeDelta {
+        match self.span {
+            Spread::Fixed(d) => d,
+            Spread::Between { max, .. } => max,
+        }
+    }
+
+    /// When the simulation ends.
+    pub fn end(&self) -> DateTime<Utc> {
+        self.start + self.length()
+    }
+
+    /// The objects of `kind`.
+    pub fn objects_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.objects
+            .iter()
+            .filter(move |o| o.get("kind").and_then(Value::as_str) == Some(kind))
+    }
+}
+
+#[cfg(test)]
+#[path = "scenario_tests.rs"]
+mod tests;
