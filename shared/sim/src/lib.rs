@@ -25,6 +25,7 @@ pub mod hooks;
 pub mod hpa;
 pub mod provisioners;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod users;

@@ -25,7 +25,10 @@ async fn a_week_of_nights_never_enables_scale_down_outside_a_window() {
         (4.0 * 11.0 + 52.0 + 2.0) * 60.0,
         "{s:#}"
     );
-    assert_eq!(s["enabledMinutes"], s["allowedMinutes"], "enabled exactly while allowed");
+    assert_eq!(
+        s["enabledMinutes"], s["allowedMinutes"],
+        "enabled exactly while allowed"
+    );
     assert!(s["nodeHoursSaved"].as_f64().unwrap() > 0.0, "{s:#}");
     assert!(s["nodesRemoved"].as_u64().unwrap() >= 8, "{s:#}");
     let timeline = outcome.timeline.text();

@@ -190,9 +190,9 @@ fn leaves_of(value: &Value, path: &str, out: &mut Vec<String>) {
                 leaves_of(child, &child_path, out);
             }
         }
-        // Conditions and lists stay whole but short.
-        Value::Array(items) if path.ends_with("conditions") => {
-            out.push(format!("{path}=[{} conditions]", items.len()));
+        // Lists of objects (conditions, next transitions) are counted, not spelled out.
+        Value::Array(items) if items.iter().any(Value::is_object) => {
+            out.push(format!("{path}=[{} items]", items.len()));
         }
         other => out.push(format!("{path}={other}")),
     }

@@ -94,6 +94,6 @@ fn a_write_is_described_by_its_target_and_the_fields_it_sets() {
     };
     assert_eq!(
         describe(&status),
-        "PATCH scaledownschedules/nights/status status.conditions=[2 conditions] status.scaleDownEnabled=true -> 409"
+        "PATCH scaledownschedules/nights/status status.conditions=[2 items] status.scaleDownEnabled=true -> 409"
     );
 }

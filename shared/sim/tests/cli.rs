@@ -1,0 +1,98 @@
+//! `ebb-sim run` as a user runs it: the same scenario gives the same JSON and the same chart,
+//! byte for byte, in two separate processes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn scenario(name: &str) -> String {
+    format!(
+        "{}/../../examples/scenarios/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn charts_dir(tag: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sim-cli-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ebb-sim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn the_same_scenario_gives_the_same_json_and_chart_in_two_processes() {
+    let file = scenario("scaledown-week.yaml");
+    let (a_dir, b_dir) = (charts_dir("a"), charts_dir("b"));
+    let json = |dir: &PathBuf| {
+        let (ok, out, err) = run(&[
+            "run",
+            &file,
+            "--output",
+            "json",
+            "--charts",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(ok, "{err}");
+        out
+    };
+    let (a, b) = (json(&a_dir), json(&b_dir));
+    let strip = |text: &str, dir: &PathBuf| text.replace(dir.to_str().unwrap(), "DIR");
+    assert_eq!(strip(&a, &a_dir), strip(&b, &b_dir), "byte for byte");
+    let value: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(value["summary"]["enabledOutsideWindowsSeconds"], 0);
+    let chart = |dir: &PathBuf| std::fs::read(dir.join("scaledown-week.svg")).unwrap();
+    assert_eq!(chart(&a_dir), chart(&b_dir));
+}
+
+#[test]
+fn text_output_has_the_timeline_the_summary_and_where_the_chart_is() {
+    let dir = charts_dir("text");
+    let (ok, out, err) = run(&[
+        "run",
+        &scenario("scaledown-week.yaml"),
+        "--charts",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("-- timeline"), "{out}");
+    assert!(
+        out.contains("PATCH clusterautoscalers/default spec.scaleDown.enabled=false"),
+        "{out}"
+    );
+    assert!(out.contains("nodeHoursSaved"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "chart: {}",
+            dir.join("scaledown-week.svg").display()
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_broken_scenario_fails_naming_the_file_and_the_field() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("broken-scenario.yaml");
+    std::fs::write(
+        &file,
+        "name: x\nstart: 2026-03-09T00:00:00Z\nspan: soon\nobjects: []\n",
+    )
+    .unwrap();
+    let (ok, _, err) = run(&["run", file.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.starts_with("ebb-sim run: "), "{err}");
+    assert!(err.contains("broken-scenario.yaml"), "{err}");
+    assert!(err.contains("\"soon\" is not a duration"), "{err}");
+}
