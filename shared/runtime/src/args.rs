@@ -20,9 +20,15 @@ pub struct CommonArgs {
     )]
     pub namespace: Vec<String>,
 
-    /// Only manage objects matching this label selector (e.g. `team=a,tier!=db`).
-    #[arg(long, env = "LABEL_SELECTOR", value_name = "SELECTOR")]
+    /// Only manage objects matching this label selector (e.g. `team=a,tier!=db`); udaan's
+    /// `LABEL_SELECTOR` works too.
+    #[arg(long, env = "EBB_LABEL_SELECTOR", value_name = "SELECTOR")]
     pub label_selector: Option<String>,
+
+    /// udaan's name for `--label-selector` (its environment variable `LABEL_SELECTOR`, kept so
+    /// udaan's Deployments work unchanged); `--label-selector` wins when both are set.
+    #[arg(long, env = "LABEL_SELECTOR", value_name = "SELECTOR", hide = true)]
+    pub udaan_label_selector: Option<String>,
 
     /// Elect a leader through a coordination.k8s.io Lease before writing; `--leader-election=false`
     /// turns it off (single replica only).
@@ -37,7 +43,7 @@ pub struct CommonArgs {
     pub leader_election: bool,
 
     /// Name of the leader-election Lease [default: the controller's name].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "EBB_LEASE_NAME", value_name = "NAME")]
     pub lease_name: Option<String>,
 
     /// Namespace of the leader-election Lease (in a pod: its own namespace via POD_NAMESPACE).
@@ -81,12 +87,13 @@ impl CommonArgs {
         out
     }
 
-    /// The label selector, or `None` when unset or blank.
+    /// The label selector (`--label-selector`, else udaan's `LABEL_SELECTOR`), or `None` when
+    /// unset or blank.
     pub fn label_selector(&self) -> Option<&str> {
-        self.label_selector
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
+        [&self.label_selector, &self.udaan_label_selector]
+            .into_iter()
+            .filter_map(|s| s.as_deref().map(str::trim))
+            .find(|s| !s.is_empty())
     }
 
     /// The Lease name: `--lease-name`, else the controller's name.
@@ -114,9 +121,11 @@ mod tests {
         common: CommonArgs,
     }
 
-    const ENV_VARS: [&str; 7] = [
+    const ENV_VARS: [&str; 9] = [
         "EBB_NAMESPACES",
+        "EBB_LABEL_SELECTOR",
         "LABEL_SELECTOR",
+        "EBB_LEASE_NAME",
         "EBB_LEADER_ELECTION",
         "POD_NAMESPACE",
         "EBB_METRICS_ADDR",
@@ -209,7 +218,8 @@ mod tests {
     fn env_fallbacks() {
         let env = [
             ("EBB_NAMESPACES", "x, y"),
-            ("LABEL_SELECTOR", "app in (a,b)"),
+            ("EBB_LABEL_SELECTOR", "app in (a,b)"),
+            ("EBB_LEASE_NAME", "ebb-prod-service-scaler"),
             ("EBB_LEADER_ELECTION", "false"),
             ("POD_NAMESPACE", "ebb-system"),
             ("EBB_METRICS_ADDR", "[::1]:8081"),
@@ -222,6 +232,7 @@ mod tests {
         let a = parse(&[]).unwrap();
         assert_eq!(a.watched_namespaces(), ["x", "y"]);
         assert_eq!(a.label_selector(), Some("app in (a,b)"));
+        assert_eq!(a.lease_name_or("service-scaler"), "ebb-prod-service-scaler");
         assert!(!a.leader_election);
         assert_eq!(a.lease_namespace, "ebb-system");
         assert_eq!(a.metrics_addr, "[::1]:8081".parse().unwrap());
@@ -234,10 +245,26 @@ mod tests {
         assert!(a.leader_election);
     }
 
+    /// udaan's Deployments set `LABEL_SELECTOR`; it keeps working, and ebb's own name wins.
+    #[test]
+    fn udaans_label_selector_variable_still_works() {
+        let env = [("LABEL_SELECTOR", "team=udaan")];
+        if !in_child(
+            "args::tests::udaans_label_selector_variable_still_works",
+            &env,
+        ) {
+            return;
+        }
+        assert_eq!(parse(&[]).unwrap().label_selector(), Some("team=udaan"));
+        let a = parse(&["--label-selector", "team=ebb"]).unwrap();
+        assert_eq!(a.label_selector(), Some("team=ebb"));
+    }
+
     #[test]
     fn empty_env_values_mean_unset() {
         let env = [
             ("EBB_NAMESPACES", ""),
+            ("EBB_LABEL_SELECTOR", ""),
             ("LABEL_SELECTOR", ""),
             ("EBB_DRY_RUN", ""),
         ];
