@@ -56,8 +56,11 @@ app.kubernetes.io/part-of: ebb
 - {{ printf "--metrics-addr=0.0.0.0:%v" .Values.metrics.port | quote }}
 - {{ printf "--log-format=%s" .Values.logFormat | quote }}
 - {{ printf "--leader-election=%t" .Values.leaderElection.enabled | quote }}
-{{- with .Values.leaderElection.leaseName }}
-- {{ printf "--lease-name=%s" . | quote }}
+{{- if .Values.leaderElection.enabled }}
+{{- /* The controller's name (the Lease a running install already holds), or the fullnameOverride
+     that lets a second install live in the same namespace. */}}
+{{- $lease := .Values.leaderElection.leaseName | default (.Values.fullnameOverride | default (include "ebb.name" .)) }}
+- {{ printf "--lease-name=%s" $lease | quote }}
 {{- end }}
 {{- with (include "ebb.watchNamespaces" . | fromJsonArray) }}
 - {{ printf "--namespace=%s" (join "," .) | quote }}
