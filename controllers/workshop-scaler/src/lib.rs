@@ -27,6 +27,7 @@ pub mod plan;
 pub mod policy;
 pub mod reconcile;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use ebb_crds::babylon::{
@@ -34,16 +35,15 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::app::{Runtime, WarmUp, scoped_apis, watcher_config};
-use ebb_runtime::frame::{self, Shared};
+use ebb_runtime::app::{WarmUp, Wiring, scoped_apis, watcher_config};
+use ebb_runtime::frame;
 use ebb_runtime::metrics::metric_prefix;
-use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher, Shutdown};
+use ebb_runtime::{CommonArgs, Shutdown};
 use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
-use prometheus_client::registry::Registry;
 
 use crate::metrics::{Metrics, ProvisionLabels};
 use crate::policy::ReconcilePolicy;
@@ -59,29 +59,35 @@ pub struct RunArgs {
 
 /// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let prefix = metric_prefix(CONTROLLER_NAME);
+    ebb_runtime::app::run(
+        CONTROLLER_NAME,
+        &args.common.clone(),
+        |registry| Metrics::new(registry, &prefix),
+        |wiring, metrics| controllers(args, wiring, metrics),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
+/// after its process edges are up, and what the simulator runs on virtual time.
+pub fn controllers(
+    args: RunArgs,
+    wiring: Wiring,
+    metrics: Metrics,
+) -> impl Future<Output = ()> + Send + 'static {
     let common = &args.common;
-    let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let metrics = Metrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
-    let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
-    let client = runtime.client.clone();
-    let shared = || Shared {
-        client: client.clone(),
-        clock: runtime.clock.clone(),
-        events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-        metrics: controller_metrics.clone(),
-        dry_run: common.dry_run,
-        leader: runtime.leader.clone(),
-    };
+    let client = wiring.client.clone();
     // Provisions and policies each get their own context (so their error backoffs are their
     // own), over the same metrics.
     let ctx = Arc::new(Context::new(
-        shared(),
+        wiring.shared(),
         Own {
             metrics: metrics.clone(),
         },
     ));
-    let policy_ctx = Arc::new(Context::new(shared(), Own { metrics }));
+    let policy_ctx = Arc::new(Context::new(wiring.shared(), Own { metrics }));
 
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
     // are watched in the same scope. `scoped_apis` orders every kind's list alike.
@@ -99,14 +105,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             &client, common,
         ))
         .zip(scoped_apis::<Guarded<Workshop>>(&client, common));
-    let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
     for (
         (((((provisions, assignments), workshops), claims), policies), own_policies),
         policy_workshops,
     ) in scopes
     {
-        let statuses = policy_controller(own_policies, policy_workshops, &runtime.shutdown);
+        let statuses = policy_controller(own_policies, policy_workshops, &wiring.shutdown);
         controllers
             .push(frame::run::<ReconcilePolicy, _>(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
@@ -118,8 +123,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 policies,
             },
             watcher_config(common),
-            &runtime.shutdown,
-            &warm_up,
+            &wiring.shutdown,
+            &wiring.warm_up,
         );
         // A deleted provision's series go with it.
         let gone = {
@@ -135,10 +140,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         };
         controllers.push(frame::run::<Reconcile, _>(controller, ctx.clone(), gone).boxed());
     }
-    runtime
-        .run(futures::future::join_all(controllers).map(drop))
-        .await?;
-    Ok(())
+    futures::future::join_all(controllers).map(drop)
 }
 
 /// The APIs of one scope whose objects are mapped onto the reconciled WorkshopProvisions.

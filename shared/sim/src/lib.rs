@@ -29,6 +29,7 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod users;
+pub mod workshop;
 pub mod world;
 
 pub use clock::VirtualClock;

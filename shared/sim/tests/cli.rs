@@ -31,29 +31,52 @@ fn run(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Every scenario in examples/scenarios/, twice, in two processes: the same bytes.
 #[test]
-fn the_same_scenario_gives_the_same_json_and_chart_in_two_processes() {
-    let file = scenario("scaledown-week.yaml");
-    let (a_dir, b_dir) = (charts_dir("a"), charts_dir("b"));
-    let json = |dir: &PathBuf| {
-        let (ok, out, err) = run(&[
-            "run",
-            &file,
-            "--output",
-            "json",
-            "--charts",
-            dir.to_str().unwrap(),
-        ]);
-        assert!(ok, "{err}");
-        out
-    };
-    let (a, b) = (json(&a_dir), json(&b_dir));
-    let strip = |text: &str, dir: &PathBuf| text.replace(dir.to_str().unwrap(), "DIR");
-    assert_eq!(strip(&a, &a_dir), strip(&b, &b_dir), "byte for byte");
-    let value: serde_json::Value = serde_json::from_str(&a).unwrap();
-    assert_eq!(value["summary"]["enabledOutsideWindowsSeconds"], 0);
-    let chart = |dir: &PathBuf| std::fs::read(dir.join("scaledown-week.svg")).unwrap();
-    assert_eq!(chart(&a_dir), chart(&b_dir));
+fn every_scenario_gives_the_same_json_and_chart_in_two_processes() {
+    let dir = format!("{}/../../examples/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 2, "{names:?}");
+    for name in names {
+        let file = scenario(&name);
+        let stem = name.trim_end_matches(".yaml");
+        let (a_dir, b_dir) = (
+            charts_dir(&format!("{stem}-a")),
+            charts_dir(&format!("{stem}-b")),
+        );
+        let json = |dir: &PathBuf| {
+            let (ok, out, err) = run(&[
+                "run",
+                &file,
+                "--output",
+                "json",
+                "--charts",
+                dir.to_str().unwrap(),
+            ]);
+            assert!(ok, "{name}: {err}");
+            out
+        };
+        let (a, b) = (json(&a_dir), json(&b_dir));
+        let strip = |text: &str, dir: &PathBuf| text.replace(dir.to_str().unwrap(), "DIR");
+        assert_eq!(
+            strip(&a, &a_dir),
+            strip(&b, &b_dir),
+            "{name}: byte for byte"
+        );
+        let value: serde_json::Value = serde_json::from_str(&a).unwrap();
+        let chart = value["charts"][0].as_str().unwrap().to_owned();
+        let other = chart.replace(a_dir.to_str().unwrap(), b_dir.to_str().unwrap());
+        assert_eq!(
+            std::fs::read(&chart).unwrap(),
+            std::fs::read(&other).unwrap(),
+            "{name}: chart"
+        );
+    }
 }
 
 #[test]
