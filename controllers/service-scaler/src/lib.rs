@@ -23,20 +23,20 @@ pub mod metrics;
 pub mod plan;
 pub mod reconcile;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::app::{Runtime, scoped_apis, watcher_config};
-use ebb_runtime::frame::{self, Shared};
+use ebb_runtime::CommonArgs;
+use ebb_runtime::app::{Wiring, scoped_apis, watcher_config};
+use ebb_runtime::frame;
 use ebb_runtime::metrics::metric_prefix;
-use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use prometheus_client::registry::Registry;
 
 use crate::metrics::Metrics;
 use crate::reconcile::{Context, Own, Reconcile};
@@ -61,23 +61,30 @@ pub fn scaler_of(
 
 /// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let prefix = metric_prefix(CONTROLLER_NAME);
+    ebb_runtime::app::run(
+        CONTROLLER_NAME,
+        &args.common.clone(),
+        |registry| Metrics::new(registry, &prefix),
+        |wiring, metrics| controllers(args, wiring, metrics),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
+/// after its process edges are up, and what the simulator runs on virtual time.
+pub fn controllers(
+    args: RunArgs,
+    wiring: Wiring,
+    metrics: Metrics,
+) -> impl Future<Output = ()> + Send + 'static {
     let common = &args.common;
-    let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let scaler_metrics = Metrics::new(&mut registry, &metric_prefix(CONTROLLER_NAME));
-    let runtime = Runtime::start(CONTROLLER_NAME, common, registry).await?;
-    let client = runtime.client.clone();
+    let client = wiring.client.clone();
     let ctx = Arc::new(Context::new(
-        Shared {
-            client: client.clone(),
-            clock: runtime.clock.clone(),
-            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-            metrics: controller_metrics,
-            dry_run: common.dry_run,
-            leader: runtime.leader.clone(),
-        },
+        wiring.shared(),
         Own {
-            metrics: scaler_metrics.clone(),
+            metrics: metrics.clone(),
         },
     ));
 
@@ -85,17 +92,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let scopes = scoped_apis::<DeserializeGuard<ServiceScaler>>(&client, common)
         .into_iter()
         .zip(scoped_apis::<HorizontalPodAutoscaler>(&client, common));
-    let warm_up = runtime.warm_up();
     let mut controllers = Vec::new();
     for (scalers, hpas) in scopes {
         // `--label-selector` selects ServiceScalers; every HPA is watched (any change, metadata
         // included), so drift, the kill-switch and the pause annotations reach the ServiceScaler
         // of the same name.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
-        let controller = ebb_runtime::app::controller(scalers, watcher_config(common), &warm_up);
+        let controller =
+            ebb_runtime::app::controller(scalers, watcher_config(common), &wiring.warm_up);
         let store = controller.store();
-        let token = runtime.shutdown.token();
-        let metrics = scaler_metrics.clone();
+        let token = wiring.shutdown.token();
+        let metrics = metrics.clone();
         let controller = controller
             .watches(
                 hpas,
@@ -109,10 +116,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             move |key| metrics.forget(key),
         ));
     }
-    runtime
-        .run(futures::future::join_all(controllers).map(drop))
-        .await?;
-    Ok(())
+    futures::future::join_all(controllers).map(drop)
 }
 
 #[cfg(test)]

@@ -40,14 +40,15 @@ pub mod plan;
 pub mod reconcile;
 pub mod webhook;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use ebb_crds::stackable::StackableScaler;
-use ebb_runtime::app::{Runtime, scoped_api, scopes, watcher_config};
-use ebb_runtime::frame::{self, Shared};
-use ebb_runtime::{CommonArgs, ControllerMetrics, EventPublisher};
+use ebb_runtime::CommonArgs;
+use ebb_runtime::app::{Wiring, scoped_api, scopes, watcher_config};
+use ebb_runtime::frame;
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -55,7 +56,6 @@ use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use prometheus_client::registry::Registry;
 
 /// Flags of the controller (`stackable-scaler` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -79,39 +79,51 @@ pub struct RunArgs {
     pub webhook_cert_dir: PathBuf,
 }
 
-/// Runs the controller until SIGTERM or a lost lease.
+/// Runs the controller (and, with `--enable-webhook`, the admission webhook) until SIGTERM or a
+/// lost lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let common = &args.common;
-    let mut registry = Registry::default();
-    let controller_metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let scaler_metrics = metrics::Metrics::new(&mut registry);
-    let rt = Runtime::start(CONTROLLER_NAME, common, registry).await?;
-    let client = rt.client.clone();
-
-    if args.enable_webhook {
+    // The webhook's certificate and port are checked before anything starts.
+    let listener = if args.enable_webhook {
         let config = webhook::tls_config(&args.webhook_cert_dir)?;
-        let listener = webhook::TlsListener::bind(args.webhook_addr, config).await?;
-        let live = Arc::new(client.clone());
-        let stop = rt.shutdown.clone();
-        tokio::spawn(async move {
-            if let Err(error) = webhook::serve(listener, live, stop.clone()).await {
-                tracing::error!(%error, "webhook stopped; shutting down");
-                stop.trigger();
+        Some(webhook::TlsListener::bind(args.webhook_addr, config).await?)
+    } else {
+        None
+    };
+    ebb_runtime::app::run(
+        CONTROLLER_NAME,
+        &args.common.clone(),
+        metrics::Metrics::new,
+        |wiring, metrics| {
+            if let Some(listener) = listener {
+                let live = Arc::new(wiring.client.clone());
+                let stop = wiring.shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = webhook::serve(listener, live, stop.clone()).await {
+                        tracing::error!(%error, "webhook stopped; shutting down");
+                        stop.trigger();
+                    }
+                });
             }
-        });
-    }
-
-    let ctx = Arc::new(reconcile::Context::new(
-        Shared {
-            client: client.clone(),
-            clock: rt.clock.clone(),
-            events: Arc::new(EventPublisher::new(client.clone(), CONTROLLER_NAME)),
-            metrics: controller_metrics,
-            dry_run: common.dry_run,
-            leader: rt.leader.clone(),
+            controllers(args, wiring, metrics)
         },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
+/// after its process edges are up, and what the simulator runs on virtual time.
+pub fn controllers(
+    args: RunArgs,
+    wiring: Wiring,
+    metrics: metrics::Metrics,
+) -> impl Future<Output = ()> + Send + 'static {
+    let common = &args.common;
+    let client = wiring.client.clone();
+    let ctx = Arc::new(reconcile::Context::new(
+        wiring.shared(),
         reconcile::Own {
-            metrics: scaler_metrics,
+            metrics,
             ledger: engine::HookLedger::new(),
         },
     ));
@@ -119,7 +131,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = watcher_config(common);
     let mut controllers = Vec::new();
     // /readyz turns green once every scaler cache holds its first full list.
-    let warm_up = rt.warm_up();
+    let warm_up = wiring.warm_up.clone();
     for scope in scopes(common) {
         let scope = scope.as_deref();
         // Guarded: one scaler that does not deserialize cannot stall the watch.
@@ -164,7 +176,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 move |d: Deployment| deploy_map(d.uid())(),
             )
             .graceful_shutdown_on({
-                let stop = rt.shutdown.clone();
+                let stop = wiring.shutdown.clone();
                 async move { stop.cancelled().await }
             });
         // A scaler deleted before its reconcile ran: drop its stage series.
@@ -179,7 +191,5 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         controllers
             .push(frame::run::<reconcile::Reconcile, _>(controller, ctx.clone(), gone).boxed());
     }
-    let controllers = futures::future::join_all(controllers).map(|_| ());
-    rt.run(controllers).await?;
-    Ok(())
+    futures::future::join_all(controllers).map(|_| ())
 }
