@@ -24,6 +24,7 @@ pub mod draw;
 pub mod hooks;
 pub mod hpa;
 pub mod provisioners;
+pub mod provisioning;
 pub mod report;
 pub mod run;
 pub mod scenario;

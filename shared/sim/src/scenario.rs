@@ -49,6 +49,25 @@ pub struct Actors {
     /// Hook Jobs by hook name (stackable-scaler).
     #[serde(default)]
     pub hooks: BTreeMap<String, hooks::Behaviour>,
+    /// Provisioner pods and the workshops whose users start jobs on them (seed 001).
+    pub provisioners: Option<ProvisionerActors>,
+}
+
+/// Provisioners (one job per pod) and the workshops that use them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProvisionerActors {
+    /// Each workshop's users: each starts one job when it arrives.
+    pub workshops: Vec<Arrivals>,
+    /// How long a job (a workspace build) takes.
+    pub job_duration: Spread,
+    /// How long a new provisioner pod takes to be ready.
+    #[serde(default = "thirty_seconds")]
+    pub pod_start: Spread,
+}
+
+fn thirty_seconds() -> Spread {
+    Spread::fixed(TimeDelta::seconds(30))
 }
 
 /// The cluster around a ScaleDownSchedule.

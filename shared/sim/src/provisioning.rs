@@ -1,0 +1,282 @@
+//! Provisioner capacity for workshops (seed 001): service-scaler itself sets the HPA of a
+//! provisioner Deployment by time of day; the HPA controller ([`hpa`](crate::hpa)) scales the
+//! Deployment on CPU; the provisioner pool ([`provisioners`](crate::provisioners)) runs one
+//! workspace build per pod, and the users of each workshop each start one.
+//!
+//! The scenario runs twice: as written (with the ServiceScaler's pre-scaling windows) and with the
+//! ServiceScalers taken out (the HPA alone, as the seed had it). The difference is the point.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+use service_scaler::metrics::Metrics;
+
+use crate::chart::{Chart, Series};
+use crate::hpa::{self, Bounds, Hpa};
+use crate::provisioners::{Job, Pool};
+use crate::report::{Timeline, Waits};
+use crate::scenario::{ProvisionerActors, Scenario};
+use crate::world::{self, SimError, World, alongside, describe};
+use crate::{Dice, Outcome};
+
+const HPA_API: &str = "autoscaling/v2";
+
+/// The figures of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// How long users waited for a provisioner.
+    pub waits: Waits,
+    /// Jobs still queued at the end.
+    pub jobs_never_started: usize,
+    /// Times the HPA raised the replicas.
+    pub scale_ups: usize,
+    /// The most pods ready and idle at one time.
+    pub peak_idle_pods: usize,
+    /// The most pods at one time.
+    pub peak_pods: usize,
+    /// Pod-minutes paid for.
+    pub replica_minutes: i64,
+}
+
+/// Both runs of the scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    /// With the ServiceScaler's windows.
+    pub with_service_scaler: Summary,
+    /// The HPA alone.
+    pub hpa_alone: Summary,
+}
+
+/// Runs `scenario` (read from `path`) with and without its ServiceScalers.
+///
+/// # Errors
+/// A scenario without the provisioner actors or the HPA, or a controller that stopped.
+pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
+    let fail = |message: String| SimError::Scenario {
+        path: path.to_owned(),
+        message,
+    };
+    let actors =
+        scenario.actors.provisioners.clone().ok_or_else(|| {
+            fail("actors.provisioners is required for provisioner capacity".into())
+        })?;
+    let target = Target::of(scenario).ok_or_else(|| {
+        fail(
+            "the provisioners need a HorizontalPodAutoscaler (namespace, name) among the objects"
+                .into(),
+        )
+    })?;
+
+    let mut timeline = Timeline::default();
+    let with = once(path, scenario, &actors, &target, true, &mut timeline).await?;
+    let mut unused = Timeline::default();
+    let alone = once(path, scenario, &actors, &target, false, &mut unused).await?;
+    let comparison = Comparison {
+        with_service_scaler: with.summary,
+        hpa_alone: alone.summary,
+    };
+    let mut series = with.series;
+    series.push(Series::new("pods, HPA alone", alone.pods));
+    Ok(Outcome {
+        name: scenario.name.clone(),
+        timeline,
+        summary: serde_json::to_value(&comparison).unwrap_or(Value::Null),
+        charts: vec![Chart {
+            title: format!("{}: provisioner pods and demand", scenario.name),
+            y_label: "pods / jobs".into(),
+            hours: scenario.length().num_seconds() as f64 / 3600.0,
+            series,
+        }],
+    })
+}
+
+/// The HPA the actors act on.
+struct Target {
+    namespace: String,
+    name: String,
+}
+
+impl Target {
+    fn of(scenario: &Scenario) -> Option<Self> {
+        let hpa = scenario.objects_of("HorizontalPodAutoscaler").next()?;
+        Some(Self {
+            namespace: hpa.pointer("/metadata/namespace")?.as_str()?.to_owned(),
+            name: hpa.pointer("/metadata/name")?.as_str()?.to_owned(),
+        })
+    }
+}
+
+struct Run {
+    summary: Summary,
+    series: Vec<Series>,
+    pods: Vec<(f64, f64)>,
+}
+
+async fn once(
+    path: &str,
+    scenario: &Scenario,
+    actors: &ProvisionerActors,
+    target: &Target,
+    with_scaler: bool,
+    timeline: &mut Timeline,
+) -> Result<Run, SimError> {
+    let objects: Vec<Value> = scenario
+        .objects
+        .iter()
+        .filter(|o| with_scaler || o.get("kind").and_then(Value::as_str) != Some("ServiceScaler"))
+        .cloned()
+        .collect();
+    let mut world = World::new(scenario.start);
+    world.apply(path, &objects)?;
+    let mut dice = Dice::seeded(scenario.seed);
+    let mut jobs: Vec<Job> = Vec::new();
+    for (group, arrivals) in actors.workshops.iter().enumerate() {
+        for at in arrivals.instants(scenario.start, &mut dice) {
+            let duration = dice.duration(&actors.job_duration);
+            jobs.push(Job {
+                id: (group * 100_000 + jobs.len()) as u64,
+                arrived: at,
+                duration,
+            });
+        }
+    }
+    jobs.sort_by_key(|j| (j.arrived, j.id));
+    let replicas = bounds(&world, target).map_or(1, |b| b.min.max(1));
+    let pool = Pool::new(
+        scenario.start,
+        usize::try_from(replicas).unwrap_or(1),
+        dice.duration(&actors.pod_start),
+    );
+
+    let args: service_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
+    let wiring = world.wiring(service_scaler::CONTROLLER_NAME, &args.common);
+    let prefix = ebb_runtime::metrics::metric_prefix(service_scaler::CONTROLLER_NAME);
+    let metrics = Metrics::new(world.registry(), &prefix);
+    let controllers = service_scaler::controllers(args, wiring, metrics);
+    let driven = drive(&world, scenario, target, pool, &jobs, timeline);
+    let run = alongside(service_scaler::CONTROLLER_NAME, controllers, driven).await?;
+    if with_scaler {
+        for write in world.writes() {
+            timeline.add(write.at, service_scaler::CONTROLLER_NAME, describe(&write));
+        }
+    }
+    Ok(run)
+}
+
+/// The HPA's bounds and CPU target as stored now.
+fn bounds(world: &World, target: &Target) -> Option<Bounds> {
+    let hpa = world.fake.get_json(
+        HPA_API,
+        "HorizontalPodAutoscaler",
+        &target.namespace,
+        &target.name,
+    )?;
+    let cpu = hpa
+        .pointer("/spec/metrics")?
+        .as_array()?
+        .iter()
+        .find(|m| m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu"))?
+        .pointer("/resource/target/averageUtilization")?
+        .as_f64()?;
+    Some(Bounds {
+        min: i32::try_from(
+            hpa.pointer("/spec/minReplicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1),
+        )
+        .unwrap_or(1),
+        max: i32::try_from(hpa.pointer("/spec/maxReplicas")?.as_i64()?).unwrap_or(i32::MAX),
+        target_utilization: cpu,
+    })
+}
+
+/// The HPA controller, every sync period, and the jobs as they arrive.
+async fn drive(
+    world: &World,
+    scenario: &Scenario,
+    target: &Target,
+    mut pool: Pool,
+    jobs: &[Job],
+    timeline: &mut Timeline,
+) -> Run {
+    let start = scenario.start;
+    let mut hpa = Hpa::new();
+    let mut next_job = 0;
+    let (mut pods, mut queued, mut min_series) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut scale_ups, mut peak_idle, mut peak_pods, mut pod_seconds) = (0, 0, 0, 0_i64);
+    let mut t = start;
+    while t < scenario.end() {
+        world.clock.sleep_until(t).await;
+        while next_job < jobs.len() && jobs[next_job].arrived <= t {
+            pool.submit(jobs[next_job]);
+            next_job += 1;
+        }
+        pool.advance(t);
+        let current = i32::try_from(pool.replicas()).unwrap_or(i32::MAX);
+        if let Some(b) = bounds(world, target) {
+            let desired = hpa.sync(t, &b, current, pool.utilization());
+            if desired != current {
+                if desired > current {
+                    scale_ups += 1;
+                }
+                pool.scale(t, usize::try_from(desired).unwrap_or(0));
+                publish(world, target, current, desired);
+                timeline.add(t, "hpa", format!("replicas {current} -> {desired}"));
+            }
+            push_change(&mut min_series, hours(t, start), f64::from(b.min));
+        }
+        peak_idle = peak_idle.max(pool.idle());
+        peak_pods = peak_pods.max(pool.replicas());
+        pod_seconds += pool.replicas() as i64 * hpa::SYNC_PERIOD.num_seconds();
+        push_change(&mut pods, hours(t, start), pool.replicas() as f64);
+        push_change(&mut queued, hours(t, start), pool.queued() as f64);
+        t += hpa::SYNC_PERIOD;
+    }
+    pool.advance(scenario.end());
+    let waits: Vec<TimeDelta> = pool.started().iter().map(|s| s.waited).collect();
+    Run {
+        summary: Summary {
+            waits: Waits::of(&waits),
+            jobs_never_started: pool.queued(),
+            scale_ups,
+            peak_idle_pods: peak_idle,
+            peak_pods,
+            replica_minutes: pod_seconds / 60,
+        },
+        series: vec![
+            Series::new("pods", pods.clone()),
+            Series::new("HPA minReplicas", min_series),
+            Series::new("jobs waiting", queued),
+        ],
+        pods,
+    }
+}
+
+fn hours(t: DateTime<Utc>, start: DateTime<Utc>) -> f64 {
+    (t - start).num_seconds() as f64 / 3600.0
+}
+
+fn push_change(points: &mut Vec<(f64, f64)>, x: f64, y: f64) {
+    if points.last().is_none_or(|p| p.1 != y) {
+        points.push((x, y));
+    }
+}
+
+/// The HPA's status, as the HPA controller writes it.
+fn publish(world: &World, target: &Target, current: i32, desired: i32) {
+    world.fake.modify_json(
+        HPA_API,
+        "HorizontalPodAutoscaler",
+        &target.namespace,
+        &target.name,
+        |hpa| {
+            hpa["status"] = json!({"currentReplicas": current, "desiredReplicas": desired});
+        },
+    );
+}
+
+#[cfg(test)]
+#[path = "provisioning_tests.rs"]
+mod tests;
