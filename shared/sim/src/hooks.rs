@@ -23,6 +23,9 @@ pub struct Behaviour {
     /// The first this many runs fail (a hook that fails once, then works on retry).
     #[serde(default)]
     pub fail_first: u32,
+    /// These runs fail (1 is the first run of the hook): a hook that works, then fails once.
+    #[serde(default)]
+    pub fail_runs: Vec<u32>,
     /// Of the later runs, the share that fails (0 to 1).
     #[serde(default)]
     pub failure_share: f64,
@@ -80,7 +83,9 @@ impl HookJobs {
         let (ends, succeeds) = match self.behaviours.get(hook) {
             Some(b) => {
                 let ends = now + dice.duration(&b.duration);
-                let fails = *attempt <= b.fail_first || dice.chance(b.failure_share);
+                let fails = *attempt <= b.fail_first
+                    || b.fail_runs.contains(attempt)
+                    || dice.chance(b.failure_share);
                 (ends, !fails)
             }
             None => (now, true),

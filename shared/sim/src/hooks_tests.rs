@@ -51,3 +51,15 @@ fn a_hook_without_behaviour_succeeds_at_once() {
     hooks.create("s-post-1", "postScale", t(0), &mut Dice::seeded(1));
     assert_eq!(hooks.phase("s-post-1", t(0)), Some(Phase::Succeeded));
 }
+
+#[test]
+fn named_runs_fail_and_the_others_succeed() {
+    let mut hooks = jobs("prescale: {duration: 1m, failRuns: [2]}");
+    let mut dice = Dice::seeded(1);
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        hooks.create(name, "prescale", t(i as i64 * 5), &mut dice);
+    }
+    assert_eq!(hooks.phase("a", t(1)), Some(Phase::Succeeded));
+    assert_eq!(hooks.phase("b", t(6)), Some(Phase::Failed));
+    assert_eq!(hooks.phase("c", t(11)), Some(Phase::Succeeded));
+}

@@ -29,6 +29,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schedule;
+pub mod stackable;
 pub mod users;
 pub mod workshop;
 pub mod world;

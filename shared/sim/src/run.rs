@@ -73,6 +73,9 @@ async fn dispatch(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> 
     if scenario.objects_of("ScaleDownSchedule").next().is_some() {
         return crate::schedule::run(path, scenario).await;
     }
+    if scenario.objects_of("StackableScaler").next().is_some() {
+        return crate::stackable::run(path, scenario).await;
+    }
     if scenario.actors.provisioners.is_some() {
         return crate::provisioning::run(path, scenario).await;
     }

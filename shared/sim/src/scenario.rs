@@ -51,6 +51,37 @@ pub struct Actors {
     pub hooks: BTreeMap<String, hooks::Behaviour>,
     /// Provisioner pods and the workshops whose users start jobs on them (seed 001).
     pub provisioners: Option<ProvisionerActors>,
+    /// The HPA's requests, the StatefulSet's pace and the operator (stackable-scaler).
+    pub stackable: Option<StackableActors>,
+}
+
+/// Around a StackableScaler: what the HPA asks for and when, how fast pods come and go, and when
+/// an operator retries a failed operation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StackableActors {
+    /// Each request: after how long (from the start), and the replicas asked for.
+    pub requests: Vec<ReplicaRequest>,
+    /// How long the StatefulSet takes per pod added or removed.
+    #[serde(default = "one_minute")]
+    pub pod_pace: Spread,
+    /// How long after a failure the operator sets the retry annotation.
+    #[serde(default = "ten_minutes")]
+    pub retry_after: Spread,
+}
+
+/// The HPA asking for replicas through `/scale`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplicaRequest {
+    /// When, after the start.
+    pub after: Spread,
+    /// The replicas asked for.
+    pub replicas: i64,
+}
+
+fn one_minute() -> Spread {
+    Spread::fixed(TimeDelta::minutes(1))
 }
 
 /// Provisioners (one job per pod) and the workshops that use them.
