@@ -30,6 +30,7 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod stackable;
+pub mod sweep;
 pub mod users;
 pub mod workshop;
 pub mod world;

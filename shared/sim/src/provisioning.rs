@@ -20,6 +20,12 @@ use crate::world::{self, SimError, World, alongside, describe};
 use crate::{Dice, Outcome};
 
 const HPA_API: &str = "autoscaling/v2";
+/// Job ids are `workshop * JOBS_PER_WORKSHOP + n`.
+const JOBS_PER_WORKSHOP: usize = 100_000;
+
+fn workshop_of(job: u64) -> usize {
+    usize::try_from(job).unwrap_or(usize::MAX) / JOBS_PER_WORKSHOP
+}
 
 /// The figures of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,6 +33,8 @@ const HPA_API: &str = "autoscaling/v2";
 pub struct Summary {
     /// How long users waited for a provisioner.
     pub waits: Waits,
+    /// The same, per workshop, in the scenario's order.
+    pub waits_by_workshop: Vec<Waits>,
     /// Jobs still queued at the end.
     pub jobs_never_started: usize,
     /// Times the HPA raised the replicas.
@@ -77,8 +85,9 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         with_service_scaler: with.summary,
         hpa_alone: alone.summary,
     };
-    let mut series = with.series;
-    series.push(Series::new("pods, HPA alone", alone.pods));
+    // The minimum first and the pre-scaled pods last, so neither hides the other.
+    let mut series = vec![Series::new("pods, HPA alone", alone.pods)];
+    series.extend(with.series);
     Ok(Outcome {
         name: scenario.name.clone(),
         timeline,
@@ -136,7 +145,7 @@ async fn once(
         for at in arrivals.instants(scenario.start, &mut dice) {
             let duration = dice.duration(&actors.job_duration);
             jobs.push(Job {
-                id: (group * 100_000 + jobs.len()) as u64,
+                id: (group * JOBS_PER_WORKSHOP + jobs.len()) as u64,
                 arrived: at,
                 duration,
             });
@@ -236,9 +245,26 @@ async fn drive(
     }
     pool.advance(scenario.end());
     let waits: Vec<TimeDelta> = pool.started().iter().map(|s| s.waited).collect();
+    let groups = jobs
+        .iter()
+        .map(|j| workshop_of(j.id))
+        .max()
+        .map_or(0, |g| g + 1);
+    let waits_by_workshop = (0..groups)
+        .map(|g| {
+            let of_group: Vec<TimeDelta> = pool
+                .started()
+                .iter()
+                .filter(|s| workshop_of(s.id) == g)
+                .map(|s| s.waited)
+                .collect();
+            Waits::of(&of_group)
+        })
+        .collect();
     Run {
         summary: Summary {
             waits: Waits::of(&waits),
+            waits_by_workshop,
             jobs_never_started: pool.queued(),
             scale_ups,
             peak_idle_pods: peak_idle,
@@ -246,9 +272,9 @@ async fn drive(
             replica_minutes: pod_seconds / 60,
         },
         series: vec![
-            Series::new("pods", pods.clone()),
-            Series::new("HPA minReplicas", min_series),
+            Series::new("HPA minReplicas (ServiceScaler)", min_series),
             Series::new("jobs waiting", queued),
+            Series::new("pods, with the ServiceScaler", pods.clone()),
         ],
         pods,
     }

@@ -277,13 +277,14 @@ async fn drive(
     Samples {
         actual,
         baseline,
+        // Nodes last, so the nodes kept past the busy hours show above what was needed.
         series: vec![
-            Series::new("nodes", nodes),
             Series::new("nodes needed", need),
             Series::new(
                 "scale-down enabled (high) / disabled (0)",
                 scaled(enabled_series),
             ),
+            Series::new("nodes", nodes),
         ],
     }
 }
