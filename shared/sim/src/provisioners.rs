@@ -92,6 +92,11 @@ impl Pool {
         &self.started
     }
 
+    /// Pods running a job now.
+    pub fn busy(&self) -> usize {
+        self.pods.iter().filter(|p| p.busy_until.is_some()).count()
+    }
+
     /// Pods that are ready and idle now.
     pub fn idle(&self) -> usize {
         self.pods

@@ -30,6 +30,7 @@ fn one_job_per_pod_and_the_rest_wait_in_order() {
         pool.submit(job(id, 0, 10));
     }
     assert_eq!(pool.queued(), 2);
+    assert_eq!(pool.busy(), 2);
     assert_eq!(pool.utilization(), Some(100.0));
     pool.advance(t(25));
     // Jobs 2 and 3 started when 0 and 1 ended, at minute 10.

@@ -213,7 +213,8 @@ async fn drive(
     let start = scenario.start;
     let mut hpa = Hpa::new();
     let mut next_job = 0;
-    let (mut pods, mut queued, mut min_series) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pods, mut queued, mut running) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut min_series, mut max_series) = (Vec::new(), Vec::new());
     let (mut scale_ups, mut peak_idle, mut peak_pods, mut pod_seconds) = (0, 0, 0, 0_i64);
     let mut t = start;
     while t < scenario.end() {
@@ -235,12 +236,14 @@ async fn drive(
                 timeline.add(t, "hpa", format!("replicas {current} -> {desired}"));
             }
             push_change(&mut min_series, hours(t, start), f64::from(b.min));
+            push_change(&mut max_series, hours(t, start), f64::from(b.max));
         }
         peak_idle = peak_idle.max(pool.idle());
         peak_pods = peak_pods.max(pool.replicas());
         pod_seconds += pool.replicas() as i64 * hpa::SYNC_PERIOD.num_seconds();
         push_change(&mut pods, hours(t, start), pool.replicas() as f64);
         push_change(&mut queued, hours(t, start), pool.queued() as f64);
+        push_change(&mut running, hours(t, start), pool.busy() as f64);
         t += hpa::SYNC_PERIOD;
     }
     pool.advance(scenario.end());
@@ -272,8 +275,10 @@ async fn drive(
             replica_minutes: pod_seconds / 60,
         },
         series: vec![
+            Series::new("HPA maxReplicas", max_series),
             Series::new("HPA minReplicas (ServiceScaler)", min_series),
-            Series::new("jobs waiting", queued),
+            Series::new("builds running (demand)", running),
+            Series::new("builds waiting", queued),
             Series::new("pods, with the ServiceScaler", pods.clone()),
         ],
         pods,

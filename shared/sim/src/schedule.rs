@@ -41,7 +41,9 @@ pub struct Summary {
     pub allowed_minutes: f64,
     /// Minutes `spec.scaleDown.enabled` was true.
     pub enabled_minutes: f64,
-    /// Seconds it was true while nothing allowed it. Must be 0.
+    /// Minutes it was true while nothing allowed it. Must be 0.
+    pub enabled_outside_windows_minutes: f64,
+    /// The same in seconds, exactly.
     pub enabled_outside_windows_seconds: i64,
     /// The longest a change of what is allowed waited for the controller's write, seconds.
     pub slowest_follow_seconds: i64,
@@ -114,7 +116,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         &world,
         scenario,
         &actors,
-        &upgrades,
+        (&windows, &upgrades),
         &target,
         unneeded,
         &mut timeline,
@@ -152,6 +154,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         nodes_removed: samples.actual.removed(),
         allowed_minutes: accounting.allowed_seconds as f64 / 60.0,
         enabled_minutes: accounting.enabled_seconds as f64 / 60.0,
+        enabled_outside_windows_minutes: accounting.enabled_outside_seconds as f64 / 60.0,
         enabled_outside_windows_seconds: accounting.enabled_outside_seconds,
         slowest_follow_seconds: accounting.slowest_follow_seconds,
         target_writes: writes.len(),
@@ -219,7 +222,7 @@ async fn drive(
     world: &World,
     scenario: &Scenario,
     actors: &ClusterActors,
-    upgrades: &Upgrades,
+    (windows, upgrades): (&AnyOpen, &Upgrades),
     target: &str,
     unneeded: TimeDelta,
     timeline: &mut Timeline,
@@ -227,7 +230,8 @@ async fn drive(
     let start = scenario.start;
     let mut actual = Autoscaler::new(start, actors.base_nodes, unneeded);
     let mut baseline = Autoscaler::new(start, actors.base_nodes, unneeded);
-    let (mut nodes, mut need, mut enabled_series) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut nodes, mut need) = (Vec::new(), Vec::new());
+    let (mut enabled_series, mut allowed_series) = (Vec::new(), Vec::new());
     let mut progressing = false;
     let mut t = start;
     while t < scenario.end() {
@@ -262,17 +266,17 @@ async fn drive(
         push_change(&mut nodes, hours, actual.nodes() as f64);
         push_change(&mut need, hours, wanted as f64);
         push_change(&mut enabled_series, hours, if enabled { 1.0 } else { 0.0 });
+        let allowed = windows.is_open(t) || upgrades.progressing(t);
+        push_change(&mut allowed_series, hours, if allowed { 1.0 } else { 0.0 });
         t += STEP;
     }
     world.clock.sleep_until(scenario.end()).await;
     baseline.step(scenario.end(), 0, false);
     actual.step(scenario.end(), 0, false);
     let peak = nodes.iter().map(|p| p.1).fold(1.0_f64, f64::max);
-    let scaled = |points: Vec<(f64, f64)>| {
-        points
-            .into_iter()
-            .map(|(x, y)| (x, y * (peak + 1.0)))
-            .collect()
+    // The two on/off series above the nodes, one over the other, so both stay visible.
+    let scaled = |points: Vec<(f64, f64)>, high: f64| {
+        points.into_iter().map(|(x, y)| (x, y * high)).collect()
     };
     Samples {
         actual,
@@ -281,8 +285,12 @@ async fn drive(
         series: vec![
             Series::new("nodes needed", need),
             Series::new(
-                "scale-down enabled (high) / disabled (0)",
-                scaled(enabled_series),
+                "allowed: a window or an upgrade (high) / not (0)",
+                scaled(allowed_series, peak + 2.0),
+            ),
+            Series::new(
+                "spec.scaleDown.enabled (high) / false (0)",
+                scaled(enabled_series, peak + 1.0),
             ),
             Series::new("nodes", nodes),
         ],

@@ -17,6 +17,7 @@ async fn a_week_of_nights_never_enables_scale_down_outside_a_window() {
     let outcome = run("scaledown-week.yaml", &week()).await.unwrap();
     let s = &outcome.summary;
     assert_eq!(s["enabledOutsideWindowsSeconds"], 0, "{s:#}");
+    assert_eq!(s["enabledOutsideWindowsMinutes"], 0.0, "{s:#}");
     assert!(s["slowestFollowSeconds"].as_i64().unwrap() <= 1, "{s:#}");
     // Monday to Thursday nights (4 x 11 h); Friday 20:00 runs into the weekend window until
     // Monday 00:00 Zurich (52 h merged); and the 2 h upgrade on Wednesday morning.

@@ -119,3 +119,25 @@ fn a_broken_scenario_fails_naming_the_file_and_the_field() {
     assert!(err.contains("broken-scenario.yaml"), "{err}");
     assert!(err.contains("\"soon\" is not a duration"), "{err}");
 }
+
+/// The README shows charts from docs/sim/: they are what the scenarios draw now.
+#[test]
+fn the_readme_charts_are_current() {
+    let docs = PathBuf::from(format!("{}/../../docs/sim", env!("CARGO_MANIFEST_DIR")));
+    for name in ["seed-001-provisioners", "workshop-rush"] {
+        let dir = charts_dir(&format!("readme-{name}"));
+        let (ok, _, err) = run(&[
+            "run",
+            &scenario(&format!("{name}.yaml")),
+            "--charts",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(ok, "{err}");
+        let fresh = std::fs::read(dir.join(format!("{name}.svg"))).unwrap();
+        let kept = std::fs::read(docs.join(format!("{name}.svg"))).unwrap();
+        assert!(
+            fresh == kept,
+            "docs/sim/{name}.svg is stale: cargo run -p ebb-sim -- run examples/scenarios/{name}.yaml --charts docs/sim"
+        );
+    }
+}
