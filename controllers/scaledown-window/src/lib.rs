@@ -27,10 +27,10 @@ use std::sync::Arc;
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
+use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
-use ebb_runtime::CommonArgs;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
@@ -248,9 +248,12 @@ fn watch_targets(
 
 /// Runs the controller until SIGTERM or a lost lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    ebb_runtime::app::run(CONTROLLER_NAME, &args.common.clone(), Metrics::new, |wiring, metrics| {
-        controllers(args, wiring, metrics)
-    })
+    ebb_runtime::app::run(
+        CONTROLLER_NAME,
+        &args.common.clone(),
+        Metrics::new,
+        |wiring, metrics| controllers(args, wiring, metrics),
+    )
     .await?;
     Ok(())
 }

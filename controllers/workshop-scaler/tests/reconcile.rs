@@ -696,7 +696,13 @@ async fn an_object_without_a_namespace_is_invalid_not_retried() {
     let err = h.reconcile_copy(p.clone()).await.unwrap_err();
     // The frame refuses it before the pass: nothing to reconcile without a namespace.
     assert_eq!(err.category(), "invalid_object");
-    assert!(matches!(err, frame::Error::MissingMetadata { field: "metadata.namespace", .. }));
+    assert!(matches!(
+        err,
+        frame::Error::MissingMetadata {
+            field: "metadata.namespace",
+            ..
+        }
+    ));
     assert_eq!(
         frame::error_policy::<Reconcile>(guard(p), &err, h.replica.ctx.clone()),
         Action::await_change()
