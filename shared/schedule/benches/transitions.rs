@@ -8,7 +8,6 @@ use ebb_testkit::utc;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, Window};
 
 /// Median time per call over a few rounds of `iterations` calls.
