@@ -59,9 +59,6 @@ pub type Context = frame::Context<Own>;
 /// Why a reconcile failed, one variant per pipeline stage.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The object lacks a namespace or name: it can never be reconciled.
-    #[error("ServiceScaler without {0}")]
-    MissingMetadata(&'static str),
     /// A read failed.
     #[error("reading {what}: {source}")]
     Observe {
@@ -115,7 +112,6 @@ impl ReconcileError for Error {
     /// The metric label and Event reason of this error's kind.
     fn category(&self) -> &'static str {
         match self {
-            Error::MissingMetadata(_) => "invalid_object",
             Error::Observe { .. } => "observe",
             Error::InvalidSpec(_) => "invalid_spec",
             Error::WriteHpa { .. } => "write_hpa",
@@ -127,7 +123,7 @@ impl ReconcileError for Error {
 
     /// Whether retrying can help without the object changing.
     fn is_transient(&self) -> bool {
-        !matches!(self, Error::MissingMetadata(_) | Error::InvalidSpec(_))
+        !matches!(self, Error::InvalidSpec(_))
     }
 
     fn is_conflict(&self) -> bool {
@@ -164,14 +160,9 @@ impl frame::Reconciler for Reconcile {
 }
 
 async fn pass_of(meta: &ObjectMeta, ctx: &Context) -> Result<Action, Error> {
-    let namespace = meta
-        .namespace
-        .as_deref()
-        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
-    let name = meta
-        .name
-        .as_deref()
-        .ok_or(Error::MissingMetadata("metadata.name"))?;
+    // The frame has checked both before either path.
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let name = meta.name.as_deref().unwrap_or_default();
     pass(namespace, name, ctx).await
 }
 
@@ -297,30 +288,7 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
     {
         return Err(conflict(&key));
     }
-    match &decision.hpa {
-        HpaPlan::Leave => {}
-        HpaPlan::Create(hpa) => {
-            let params = PostParams {
-                dry_run: false,
-                field_manager: Some(FIELD_MANAGER.into()),
-            };
-            if let Err(source) = hpas.create(&params, hpa).await {
-                // AlreadyExists: someone created it since we looked; decide again with it.
-                if is_conflict(&source) {
-                    return Err(conflict(&key));
-                }
-                return Err(Error::WriteHpa { name: key, source });
-            }
-            ctx.own.metrics.count_write(WriteReason::Create);
-        }
-        HpaPlan::Apply { fields, reason } => {
-            let precondition = hpa.as_ref().and_then(|h| fields.precondition(h));
-            if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
-                return Err(conflict(&key));
-            }
-            ctx.own.metrics.count_write(*reason);
-        }
-    }
+    write_hpa(ctx, &hpas, &decision.hpa, hpa.as_ref(), name, &key).await?;
     if let Some(notice) = &decision.hpa_notice {
         record(ctx, &reference, std::slice::from_ref(notice)).await;
     }
@@ -348,6 +316,47 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
         .map_or_else(Action::await_change, Action::requeue))
 }
 
+/// Writes the HPA as `plan` says: a POST when it is to be created, else a server-side apply
+/// preconditioned on the resourceVersion of `current` (the HPA as read); counts the write. A
+/// conflict ends the pass with [`Error::Conflict`].
+async fn write_hpa(
+    ctx: &Context,
+    hpas: &Api<HorizontalPodAutoscaler>,
+    plan: &HpaPlan,
+    current: Option<&HorizontalPodAutoscaler>,
+    name: &str,
+    key: &str,
+) -> Result<(), Error> {
+    match plan {
+        HpaPlan::Leave => {}
+        HpaPlan::Create(hpa) => {
+            let params = PostParams {
+                dry_run: false,
+                field_manager: Some(FIELD_MANAGER.into()),
+            };
+            if let Err(source) = hpas.create(&params, hpa).await {
+                // AlreadyExists: someone created it since we looked; decide again with it.
+                if is_conflict(&source) {
+                    return Err(conflict(key));
+                }
+                return Err(Error::WriteHpa {
+                    name: key.to_owned(),
+                    source,
+                });
+            }
+            ctx.own.metrics.count_write(WriteReason::Create);
+        }
+        HpaPlan::Apply { fields, reason } => {
+            let precondition = current.and_then(|h| fields.precondition(h));
+            if !apply_hpa(hpas, name, fields, precondition.as_deref(), key).await? {
+                return Err(conflict(key));
+            }
+            ctx.own.metrics.count_write(*reason);
+        }
+    }
+    Ok(())
+}
+
 /// The `SpecValid` message of the status just written (or already there).
 fn scaler_condition_message(
     written: Option<&ServiceScalerStatus>,
@@ -366,15 +375,7 @@ async fn record(
     notices: &[Notice],
 ) {
     for notice in notices {
-        ctx.events
-            .record(
-                reference,
-                notice.kind,
-                notice.reason,
-                notice.action,
-                &notice.note,
-            )
-            .await;
+        notice.record(&*ctx.events, reference).await;
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::set_condition;
-use ebb_runtime::frame::Reconciler;
+use ebb_runtime::frame::{self, Reconciler};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
@@ -37,10 +37,9 @@ impl Reconciler for ReconcilePolicy {
 /// Writes `status.workshopCount`, `status.workshops` and the `Ambiguous` condition of `policy`,
 /// when they changed.
 async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Result<Action, Error> {
-    let namespace = policy
-        .namespace()
-        .ok_or(Error::MissingMetadata("metadata.namespace"))?;
-    let name = policy.name_any();
+    // The frame has checked both.
+    let namespace = frame::namespace_of(policy).to_owned();
+    let name = frame::name_of(policy).to_owned();
     let workshops: Api<DeserializeGuard<Workshop>> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let workshops = workshops

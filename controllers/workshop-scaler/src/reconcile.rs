@@ -16,7 +16,6 @@
 //! duplicate event all end with exactly one increase.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{
@@ -24,12 +23,9 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::conditions::{is_condition_true, set_condition};
-use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
-use ebb_runtime::pause::{PAUSED_CONDITION, pause_report};
-use ebb_runtime::{ConditionUpdate, from_k8s_time, to_k8s_time};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use ebb_runtime::from_k8s_time;
+use ebb_runtime::pause::pause_report;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{DeserializeGuard, Selector, SelectorExt};
 use kube::runtime::controller::Action;
@@ -38,9 +34,9 @@ use serde_json::{Map, Value, json};
 
 use crate::FIELD_MANAGER;
 use crate::decide::{
-    self, Claim, Config, Decision, EarlyRelease, Hold, InFlight, Observed, Seats, Settings, Sources,
+    self, Claim, Gauges, InFlight, Input, Observed, Plan, Seats, Settings, Sources,
 };
-use crate::metrics::{Metrics, Observation, ProvisionLabels, WorkshopLabels};
+use crate::metrics::{Metrics, ProvisionLabels, WorkshopLabels};
 
 /// workshop-scaler's own part of the frame's [`Context`]: shared by the provisions' and the
 /// policies' reconcilers.
@@ -56,9 +52,6 @@ pub type Context = frame::Context<Own>;
 /// Why a reconcile failed, one variant per pipeline stage.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The object lacks a namespace or name: it can never be reconciled.
-    #[error("WorkshopProvision without {0}")]
-    MissingMetadata(&'static str),
     /// A read failed.
     #[error("reading {what}: {source}")]
     Observe {
@@ -108,18 +101,12 @@ impl ReconcileError for Error {
     /// The metric label and log field of this error's kind.
     fn category(&self) -> &'static str {
         match self {
-            Error::MissingMetadata(_) => "invalid",
             Error::Observe { .. } => "observe",
             Error::WriteStatus { .. } => "write_status",
             Error::WriteCount { .. } => "write_count",
             Error::WritePolicyStatus { .. } => "write_policy_status",
             Error::Conflict { .. } => "conflict",
         }
-    }
-
-    /// Whether retrying can help (everything but an object that can never be reconciled).
-    fn is_transient(&self) -> bool {
-        !matches!(self, Error::MissingMetadata(_))
     }
 
     fn is_conflict(&self) -> bool {
@@ -143,26 +130,15 @@ impl Reconciler for Reconcile {
     const NAME: &'static str = crate::CONTROLLER_NAME;
 
     async fn reconcile(provision: Arc<WorkshopProvision>, ctx: &Context) -> Result<Action, Error> {
-        let namespace = provision
-            .namespace()
-            .ok_or(Error::MissingMetadata("metadata.namespace"))?;
-        let name = provision
-            .metadata
-            .name
-            .clone()
-            .ok_or(Error::MissingMetadata("metadata.name"))?;
-        pass(&provision, &namespace, &name, ctx).await
+        // The frame has checked both.
+        let namespace = frame::namespace_of(provision.as_ref());
+        let name = frame::name_of(provision.as_ref());
+        pass(&provision, namespace, name, ctx).await
     }
 }
 
-fn forget(ctx: &Context, namespace: &str, name: &str) {
-    ctx.own.metrics.forget(&ProvisionLabels {
-        namespace: namespace.to_owned(),
-        provision: name.to_owned(),
-    });
-}
-
-/// One observe -> decide -> apply pass.
+/// One pass: read what the decision needs, call [`decide::plan`] once with one `now`, execute
+/// the plan.
 async fn pass(
     provision: &WorkshopProvision,
     namespace: &str,
@@ -171,7 +147,7 @@ async fn pass(
 ) -> Result<Action, Error> {
     let now = ctx.clock.now();
 
-    // --- observe: configuration first; a disabled provision needs nothing else. ---
+    // Configuration first; a disabled provision needs nothing else.
     let workshops: Api<Workshop> = Api::namespaced(ctx.client.clone(), namespace);
     let workshop_name = &provision.spec.workshop_name;
     let workshop = workshops
@@ -191,63 +167,30 @@ async fn pass(
         workshop: workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
         policies: &policies,
     });
-    if settings == Settings::Disabled {
-        // Backward compatible: not one write, not even status.
-        forget(ctx, namespace, name);
-        return Ok(Action::await_change());
-    }
-
     let status = provision.status.clone().unwrap_or_default();
-    let old_conditions = status.conditions.clone();
-
-    // --- pause: a Paused condition and nothing else (the frame's one way to report it). ---
-    if let Some(report) = pause_report(
-        [("WorkshopProvision", &provision.metadata)],
-        &old_conditions,
-        provision.metadata.generation,
-        now,
-    ) {
-        let mut conditions = old_conditions.clone();
-        if set_condition(&mut conditions, report.condition, now) {
-            let body = status_body(Map::new(), &conditions);
-            write_status(ctx, namespace, name, provision, body).await?;
-            if let Some((kind, reason, note)) = report.event {
-                record(ctx, provision, kind, reason, "Pause", &note).await;
-            }
-        }
-        // A second of slack past `paused-until`, as for every timer of this controller.
-        return Ok(match report.pause.resume_at() {
-            Some(at) => requeue_at(at, now),
-            None => Action::await_change(),
-        });
-    }
-
-    let config = match &settings {
-        Settings::Enabled(config) => Some(config),
-        _ => None,
+    let pause = match settings {
+        Settings::Disabled => None,
+        _ => pause_report(
+            [("WorkshopProvision", &provision.metadata)],
+            &status.conditions,
+            provision.metadata.generation,
+            now,
+        ),
     };
     let in_flight = in_flight_of(provision);
     let release_annotation = provision
         .annotations()
         .get(decide::RELEASE_ANNOTATION)
         .cloned();
-    // A release annotation with nothing in flight is stale: left in place it would release the
-    // next scale-up at once. Removed (and otherwise ignored) before anything else is decided.
-    let fresh;
-    let provision = if release_annotation.is_some() && in_flight.is_none() && !ctx.dry_run {
-        fresh = remove_release_annotation(ctx, namespace, name, provision).await?;
-        fresh.as_ref()
-    } else {
-        provision
+    // Seats only matter to a valid, unpaused configuration; claims only while in flight.
+    let reads = pause.is_none() && settings.config().is_some();
+    let seats = match reads {
+        true => observe_seats(ctx, namespace, workshop_name).await?,
+        false => Seats::default(),
     };
-    let seats = match config {
-        Some(_) => observe_seats(ctx, namespace, workshop_name).await?,
-        None => Seats::default(),
-    };
-    // Claims only matter while a scale-up is in flight.
-    let claims = match (&config, &in_flight) {
-        (Some(_), Some(_)) => observe_claims(ctx, namespace, provision).await?,
-        _ => Vec::new(),
+    let claims = match reads && in_flight.is_some() {
+        true => observe_claims(ctx, namespace, provision).await?,
+        false => Vec::new(),
     };
     let observed = Observed {
         count: provision.spec.count,
@@ -269,336 +212,71 @@ async fn pass(
         last_from: status.auto_scaling_last_from_count,
         release_requested: in_flight.is_some() && release_annotation.as_deref() == Some("true"),
     };
-
-    // --- decide ---
-    let decision = decide::decide(&settings, &observed, now);
-    tracing::debug!(%namespace, %name, ?decision, "decided");
-
-    if let Some(config) = config {
-        let desired = match &in_flight {
-            Some(f) if !decision.scales() => f.target.unwrap_or(observed.count).max(observed.count),
-            _ => decision.desired_count(observed.count),
-        };
-        ctx.own.metrics.observe(
-            &WorkshopLabels {
-                namespace: namespace.to_owned(),
-                workshop: workshop_name.clone(),
-            },
-            &ProvisionLabels {
-                namespace: namespace.to_owned(),
-                provision: name.to_owned(),
-            },
-            Observation {
-                utilization: seats.utilization(),
-                count: observed.count,
-                desired_count: desired,
-                active: in_flight.is_some()
-                    || (matches!(decision, Decision::Start { .. }) && !ctx.dry_run),
-                at_max: desired >= config.max_provisions,
-                at_max_with_demand: desired >= config.max_provisions
-                    && seats.utilization().is_some_and(|u| u >= config.threshold),
-            },
-        );
-    }
-
-    // --- the conditions this decision leads to ---
-    let mut conditions = old_conditions.clone();
-    let mut changed = false;
-    let mut updates = decide::conditions(&decision, config, observed.count, in_flight.as_ref());
-    let acts = matches!(
-        decision,
-        Decision::Start { .. }
-            | Decision::Finish { .. }
-            | Decision::Release { .. }
-            | Decision::Cancel { .. }
-            | Decision::ReleaseEarly { .. }
-    );
-    if ctx.dry_run && acts {
-        // Dry run: the status says what would happen; the flag and the count stay as they are.
-        updates.retain(|u| u.type_ != decide::CONDITION_AUTO_SCALING);
-        updates.push(ConditionUpdate::new(
-            decide::CONDITION_AUTO_SCALING,
-            in_flight.is_some(),
-            "DryRun",
-            format!(
-                "dry run, nothing written: {}",
-                decision.reason(observed.count, config)
-            ),
-        ));
-    }
-    // No observedGeneration: the conditions follow seats and claims as much as the spec, and
-    // stamping it would rewrite the status after every scale-up (the count write bumps it).
-    for update in updates {
-        changed |= set_condition(&mut conditions, update, now);
-    }
-    if is_condition_true(&conditions, PAUSED_CONDITION) {
-        changed |= set_condition(
-            &mut conditions,
-            ConditionUpdate::new(
-                PAUSED_CONDITION,
-                false,
-                "Resumed",
-                "no pause annotation is in force",
-            ),
-            now,
-        );
-    }
-
-    if ctx.dry_run && acts {
-        if changed {
-            let body = status_body(Map::new(), &conditions);
-            write_status(ctx, namespace, name, provision, body).await?;
-            let note = format!("dry run: {}", decision.reason(observed.count, config));
-            record(
-                ctx,
-                provision,
-                EventKind::Normal,
-                "DryRun",
-                action_of(&decision),
-                &note,
-            )
-            .await;
-        }
-        return Ok(Action::await_change());
-    }
-
-    // --- apply ---
-    let reason = decision.reason(observed.count, config);
-    let action = match &decision {
-        Decision::Start { from, to, .. } => {
-            let mut fields = Map::new();
-            fields.insert("autoScalingActive".into(), json!(true));
-            fields.insert("autoScalingStartedAt".into(), json!(to_k8s_time(now)));
-            fields.insert("autoScalingFromCount".into(), json!(from));
-            fields.insert("autoScalingTargetCount".into(), json!(to));
-            // 1. The flag, through the status subresource, preconditioned.
-            let flagged = write_status(
-                ctx,
-                namespace,
-                name,
-                provision,
-                status_body(fields, &conditions),
-            )
-            .await?;
-            // 2. The count, preconditioned on the version the flag write produced. A conflict
-            //    here leaves the flag set with from/target: the next pass finishes the scale-up
-            //    (or sees it already applied).
-            write_count(ctx, namespace, name, &flagged, *to).await?;
-            scaled_up(ctx, provision, namespace, name, &reason).await;
-            deadline_action(config, now, now)
-        }
-        Decision::Finish { to, .. } => {
-            write_count(ctx, namespace, name, provision, *to).await?;
-            scaled_up(ctx, provision, namespace, name, &reason).await;
-            // The conditions were written with the flag; a later pass catches up if not.
-            deadline_action(
-                config,
-                in_flight.as_ref().and_then(|f| f.started_at).unwrap_or(now),
-                now,
-            )
-        }
-        Decision::Release { .. } | Decision::Cancel { .. } | Decision::ReleaseEarly { .. } => {
-            let mut fields = Map::new();
-            fields.insert("autoScalingActive".into(), json!(false));
-            // Merge-patch nulls remove the fields: they only mean something while in flight.
-            fields.insert("autoScalingStartedAt".into(), Value::Null);
-            fields.insert("autoScalingFromCount".into(), Value::Null);
-            fields.insert("autoScalingTargetCount".into(), Value::Null);
-            // The from-count guard outlives the scale-up: no second one from the same count.
-            if let Some(from) = in_flight.as_ref().and_then(|f| f.from) {
-                fields.insert("autoScalingLastFromCount".into(), json!(from));
-            }
-            let released = write_status(
-                ctx,
-                namespace,
-                name,
-                provision,
-                status_body(fields, &conditions),
-            )
-            .await?;
-            let (event_reason, kind) = match &decision {
-                Decision::Release { .. } => ("ScaleUpComplete", EventKind::Normal),
-                Decision::ReleaseEarly {
-                    cause: EarlyRelease::Requested,
-                } => ("ScaleUpReleased", EventKind::Normal),
-                Decision::ReleaseEarly { .. } => ("ScaleUpReleased", EventKind::Warning),
-                _ => ("ScaleUpCancelled", EventKind::Warning),
-            };
-            record(ctx, provision, kind, event_reason, "Release", &reason).await;
-            // The annotation has done its work; a conflict here re-reads, finds nothing in
-            // flight, and removes it as stale.
-            if release_annotation.is_some() {
-                remove_release_annotation(ctx, namespace, name, &released).await?;
-            }
-            Action::await_change()
-        }
-        Decision::Wait { deadline, .. } => {
-            if changed {
-                write_conditions(ctx, namespace, name, provision, &conditions).await?;
-            }
-            match deadline {
-                Some(at) => requeue_at(*at, now),
-                None => Action::await_change(),
-            }
-        }
-        Decision::Stuck { .. }
-        | Decision::Hold(_)
-        | Decision::Invalid(_)
-        | Decision::Ambiguous { .. } => {
-            if changed {
-                write_conditions(ctx, namespace, name, provision, &conditions).await?;
-                match &decision {
-                    Decision::Stuck { .. } => {
-                        record(
-                            ctx,
-                            provision,
-                            EventKind::Warning,
-                            "ClaimsStuck",
-                            "Wait",
-                            &reason,
-                        )
-                        .await;
-                    }
-                    Decision::Invalid(_) => {
-                        record(
-                            ctx,
-                            provision,
-                            EventKind::Warning,
-                            "InvalidConfig",
-                            "Validate",
-                            &reason,
-                        )
-                        .await;
-                    }
-                    Decision::Ambiguous { .. } => {
-                        record(
-                            ctx,
-                            provision,
-                            EventKind::Warning,
-                            "AmbiguousPolicies",
-                            "Validate",
-                            &reason,
-                        )
-                        .await;
-                    }
-                    Decision::Hold(Hold::AtMaxProvisions { .. })
-                        if reason_changed(
-                            &old_conditions,
-                            &conditions,
-                            decide::CONDITION_AUTO_SCALING,
-                        ) =>
-                    {
-                        record(
-                            ctx,
-                            provision,
-                            EventKind::Warning,
-                            "AtMaxProvisions",
-                            "Scale",
-                            &reason,
-                        )
-                        .await;
-                    }
-                    _ => {}
-                }
-            }
-            Action::await_change()
-        }
-        // Handled before any write.
-        Decision::Disabled => Action::await_change(),
-    };
-
-    if !is_condition_true(&old_conditions, decide::CONDITION_AT_MAX)
-        && is_condition_true(&conditions, decide::CONDITION_AT_MAX)
-        && decision.scales()
-    {
-        let note = format!(
-            "count {} reached maxProvisions {}",
-            decision.desired_count(observed.count),
-            config.map_or(0, |c| c.max_provisions)
-        );
-        record(
-            ctx,
-            provision,
-            EventKind::Warning,
-            "ReachedMaxProvisions",
-            "Scale",
-            &note,
-        )
-        .await;
-    }
-    Ok(action)
+    let plan = decide::plan(&Input {
+        settings: &settings,
+        pause: pause.as_ref(),
+        observed: &observed,
+        conditions: &status.conditions,
+        release_annotation: release_annotation.is_some(),
+        dry_run: ctx.dry_run,
+        now,
+    });
+    tracing::debug!(%namespace, %name, decision = ?plan.decision, "decided");
+    execute(ctx, provision, workshop_name, plan).await
 }
 
-fn action_of(decision: &Decision) -> &'static str {
-    match decision {
-        Decision::Start { .. } | Decision::Finish { .. } => "Scale",
-        _ => "Release",
-    }
-}
-
-fn reason_changed(old: &[Condition], new: &[Condition], type_: &str) -> bool {
-    let reason = |list: &[Condition]| {
-        list.iter()
-            .find(|c| c.type_ == type_)
-            .map(|c| c.reason.clone())
-    };
-    reason(old) != reason(new)
-}
-
-async fn scaled_up(
+/// Carries out `plan` in its order: gauges, the stale annotation, status, count, Events, the
+/// used release annotation. Each write is preconditioned on the version the previous returned.
+async fn execute(
     ctx: &Context,
     provision: &WorkshopProvision,
-    namespace: &str,
-    name: &str,
-    reason: &str,
-) {
-    ctx.own.metrics.scaled_up(&ProvisionLabels {
+    workshop: &str,
+    plan: Plan,
+) -> Result<Action, Error> {
+    let namespace = frame::namespace_of(provision);
+    let name = frame::name_of(provision);
+    let labels = ProvisionLabels {
         namespace: namespace.to_owned(),
         provision: name.to_owned(),
-    });
-    tracing::info!(%namespace, %name, %reason, "scaled up");
-    record(
-        ctx,
-        provision,
-        EventKind::Normal,
-        "ScaledUp",
-        "Scale",
-        reason,
-    )
-    .await;
-}
-
-async fn record(
-    ctx: &Context,
-    provision: &WorkshopProvision,
-    kind: EventKind,
-    reason: &str,
-    action: &str,
-    note: &str,
-) {
-    let reference = provision.object_ref(&());
-    ctx.events
-        .record(&reference, kind, reason, action, note)
-        .await;
-}
-
-/// While in flight: come back when the hold-down expires (the only timer of this controller).
-fn deadline_action(config: Option<&Config>, started: DateTime<Utc>, now: DateTime<Utc>) -> Action {
-    match config {
-        Some(c) => requeue_at(
-            started
-                .checked_add_signed(c.active_timeout)
-                .unwrap_or(started),
-            now,
-        ),
-        None => Action::await_change(),
+    };
+    match plan.gauges {
+        Gauges::Keep => {}
+        Gauges::Forget => ctx.own.metrics.forget(&labels),
+        Gauges::Observe(observation) => {
+            let workshop = WorkshopLabels {
+                namespace: namespace.to_owned(),
+                workshop: workshop.to_owned(),
+            };
+            ctx.own.metrics.observe(&workshop, &labels, observation);
+        }
     }
-}
-
-fn requeue_at(at: DateTime<Utc>, now: DateTime<Utc>) -> Action {
-    let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
-    // A second of slack so the deadline has passed when we look.
-    Action::requeue(wait + Duration::from_secs(1))
+    let mut latest: Option<Box<WorkshopProvision>> = None;
+    if plan.remove_stale_release {
+        latest = Some(remove_release_annotation(ctx, namespace, name, provision).await?);
+    }
+    if let Some(status) = plan.status {
+        let base = latest.as_deref().unwrap_or(provision);
+        latest = Some(write_status(ctx, namespace, name, base, status).await?);
+    }
+    if let Some(count) = plan.count {
+        let base = latest.as_deref().unwrap_or(provision);
+        latest = Some(write_count(ctx, namespace, name, base, count).await?);
+    }
+    if plan.scaled_up {
+        ctx.own.metrics.scaled_up(&labels);
+        tracing::info!(%namespace, %name, reason = %plan.reason, "scaled up");
+    }
+    let reference = provision.object_ref(&());
+    for notice in &plan.notices {
+        notice.record(&*ctx.events, &reference).await;
+    }
+    if plan.remove_release {
+        let base = latest.as_deref().unwrap_or(provision);
+        remove_release_annotation(ctx, namespace, name, base).await?;
+    }
+    Ok(plan
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
 }
 
 /// The scale-up in flight recorded in the status, if the flag is set.
@@ -763,36 +441,11 @@ async fn observe_claims(
 /// [`Error::Conflict`] on a 409.
 type Written = Result<Box<WorkshopProvision>, Error>;
 
-fn status_body(mut fields: Map<String, Value>, conditions: &[Condition]) -> Map<String, Value> {
-    fields.insert(
-        "conditions".into(),
-        serde_json::to_value(conditions).unwrap_or(Value::Array(Vec::new())),
-    );
-    fields
-}
-
 fn patch_params() -> PatchParams {
     PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     }
-}
-
-async fn write_conditions(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    base: &WorkshopProvision,
-    conditions: &[Condition],
-) -> Written {
-    write_status(
-        ctx,
-        namespace,
-        name,
-        base,
-        status_body(Map::new(), conditions),
-    )
-    .await
 }
 
 /// A merge patch of `status` through the status subresource, preconditioned on `base`'s

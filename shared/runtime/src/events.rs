@@ -29,6 +29,48 @@ impl From<EventKind> for EventType {
     }
 }
 
+/// An Event a decision asks for, recorded by the reconciler once the writes it goes with
+/// succeeded: the one shape every controller's plan uses for its Events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// Normal or Warning.
+    pub kind: EventKind,
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// What the controller did (or would do).
+    pub action: &'static str,
+    /// For humans.
+    pub note: String,
+}
+
+impl Notice {
+    /// A `Normal` Event.
+    pub fn normal(reason: &'static str, action: &'static str, note: impl Into<String>) -> Self {
+        Self {
+            kind: EventKind::Normal,
+            reason,
+            action,
+            note: note.into(),
+        }
+    }
+
+    /// A `Warning` Event.
+    pub fn warning(reason: &'static str, action: &'static str, note: impl Into<String>) -> Self {
+        Self {
+            kind: EventKind::Warning,
+            reason,
+            action,
+            note: note.into(),
+        }
+    }
+
+    /// Records this Event about `reference` on `sink`.
+    pub async fn record(&self, sink: &(impl EventSink + ?Sized), reference: &ObjectReference) {
+        sink.record(reference, self.kind, self.reason, self.action, &self.note)
+            .await;
+    }
+}
+
 /// Publishing an Event failed.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot publish event {reason} for {object}: {source}")]

@@ -45,7 +45,7 @@ pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
-pub use events::{EventKind, EventPublisher, EventSink};
+pub use events::{EventKind, EventPublisher, EventSink, Notice};
 pub use leader::{Leader, LeaderElection, LeaderError};
 pub use metrics::ControllerMetrics;
 pub use pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};

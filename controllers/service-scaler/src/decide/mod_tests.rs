@@ -2,10 +2,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use ebb_runtime::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, find_condition};
+use chrono::TimeDelta;
+use ebb_crds::service_scaler::{HpaDefaults, HpaOverride, ServiceScalerSpec};
+use ebb_runtime::{
+    EventKind, PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, find_condition, from_k8s_time,
+};
 use ebb_testkit::utc;
+use k8s_openapi::api::autoscaling::v2::MetricSpec;
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn scaler(spec: Value) -> ServiceScaler {
     serde_json::from_value(json!({
@@ -21,7 +26,10 @@ fn spec(value: Value) -> ServiceScalerSpec {
 }
 
 fn udaan() -> ServiceScaler {
-    serde_norway::from_str(include_str!("../../../examples/service-scaler-udaan.yaml")).unwrap()
+    serde_norway::from_str(include_str!(
+        "../../../../examples/service-scaler-udaan.yaml"
+    ))
+    .unwrap()
 }
 
 fn schedule(value: Value) -> Schedule {

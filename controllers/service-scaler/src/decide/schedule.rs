@@ -1,0 +1,349 @@
+//! The schedule: the windows of a validated spec's ranges, the settings each brings, and the
+//! coming changes of the effective settings.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use ebb_crds::service_scaler::{HpaSettings, RangeSelection, ServiceScalerSpec, TimeRangeKind};
+use ebb_schedule::{DEFAULT_HORIZON, FirstMatch, Window, parse_duration};
+
+use super::spec::{SpecError, SpecErrors, build_window, check_override, defaults_settings, merge};
+
+/// How many matched-range changes one engine call returns while scanning for settings changes.
+const CHUNK: usize = 64;
+/// How often the scan jumps past a quiet year to the next one-off or cron boundary.
+const MAX_QUIET_JUMPS: usize = 8;
+
+/// A coming change of the effective settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    /// When the settings change.
+    pub at: DateTime<Utc>,
+    /// The range in force from then on (`None`: the defaults).
+    pub matched_range: Option<usize>,
+    /// The settings in force from then on.
+    pub settings: HpaSettings,
+}
+
+/// A validated ServiceScaler spec: the windows of its ranges and the settings each brings.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    defaults: HpaSettings,
+    ranges: Vec<HpaSettings>,
+    windows: Ranked,
+    /// Indices of one-off and cron ranges: the only ones that can change anything after a year
+    /// without change.
+    non_daily: Vec<usize>,
+    ramp: Option<TimeDelta>,
+    /// `spec.leadTime`, parsed (zero: off); see [`crate::lead`].
+    lead_time: TimeDelta,
+}
+
+impl Schedule {
+    /// Validates `spec` and builds its schedule; the errors name every field at fault.
+    pub fn from_spec(spec: &ServiceScalerSpec) -> Result<Self, SpecErrors> {
+        let mut errors = Vec::new();
+        let defaults = defaults_settings(&spec.hpa, &mut errors);
+        let mut windows = Vec::new();
+        let mut ranges = Vec::new();
+        let mut non_daily = Vec::new();
+        for (i, range) in spec.time_range_spec.iter().enumerate() {
+            let path = format!("spec.timeRangeSpec[{i}]");
+            match build_window(range, &path) {
+                Ok(window) => windows.push(window),
+                Err(mut e) => errors.append(&mut e),
+            }
+            if matches!(
+                range.kind,
+                TimeRangeKind::ZonedDateTime | TimeRangeKind::Cron
+            ) {
+                non_daily.push(i);
+            }
+            let hpa_path = format!("{path}.replicaSpec.hpa");
+            check_override(&range.replica_spec.hpa, &hpa_path, &mut errors);
+            if let Some(defaults) = &defaults {
+                let merged = merge(defaults, &range.replica_spec.hpa);
+                if merged.min_replicas > merged.max_replicas {
+                    errors.push(SpecError::new(
+                        hpa_path,
+                        format!(
+                            "minReplicas {} exceeds maxReplicas {} after merging with spec.hpa",
+                            merged.min_replicas, merged.max_replicas
+                        ),
+                    ));
+                }
+                ranges.push(merged);
+            }
+        }
+        let lead_time =
+            crate::lead::parse_lead_time(spec.lead_time.as_deref()).unwrap_or_else(|e| {
+                errors.push(SpecError::new("spec.leadTime", e.to_string()));
+                TimeDelta::zero()
+            });
+        let ramp = match spec.ramp.as_deref() {
+            None => None,
+            Some(text) => match parse_duration(text) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    errors.push(SpecError::new("spec.ramp", e.to_string()));
+                    None
+                }
+            },
+        };
+        if let Some(target) = &spec.scale_target_ref {
+            if target.kind.trim().is_empty() {
+                errors.push(SpecError::new(
+                    "spec.scaleTargetRef.kind",
+                    "must not be empty (e.g. Deployment)",
+                ));
+            }
+            if target.name.trim().is_empty() {
+                errors.push(SpecError::new(
+                    "spec.scaleTargetRef.name",
+                    "must not be empty",
+                ));
+            }
+        }
+        match defaults {
+            Some(defaults) if errors.is_empty() => Ok(Self {
+                defaults,
+                ranges,
+                windows: Ranked::new(windows, spec.range_selection.unwrap_or_default()),
+                non_daily,
+                ramp,
+                lead_time,
+            }),
+            _ => Err(SpecErrors(errors)),
+        }
+    }
+
+    /// The defaults (`spec.hpa` with `minReplicas` filled and zero targets removed).
+    pub fn defaults(&self) -> &HpaSettings {
+        &self.defaults
+    }
+
+    /// `spec.ramp`, parsed.
+    pub fn ramp(&self) -> Option<TimeDelta> {
+        self.ramp
+    }
+
+    /// `spec.leadTime`, parsed: the default 30m when absent, zero when off.
+    pub fn lead_time(&self) -> TimeDelta {
+        self.lead_time
+    }
+
+    /// The settings while range `index` is in force (`None`: the defaults).
+    pub fn settings(&self, index: Option<usize>) -> &HpaSettings {
+        index
+            .and_then(|i| self.ranges.get(i))
+            .unwrap_or(&self.defaults)
+    }
+
+    /// The range in force at `t`: the first in list order containing it (the last with
+    /// `spec.rangeSelection: Last`).
+    pub fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        self.windows.matched_at(t)
+    }
+
+    /// The effective settings at `t`.
+    pub fn effective_at(&self, t: DateTime<Utc>) -> &HpaSettings {
+        self.settings(self.matched_at(t))
+    }
+
+    /// The next `limit` changes of the effective settings strictly after `now`.
+    ///
+    /// Looks a year ([`DEFAULT_HORIZON`]) ahead; after a year without a change only a one-off or
+    /// cron range can bring one, so it jumps to the next boundary of those and looks again (a few
+    /// times at most).
+    pub fn transitions(&self, now: DateTime<Utc>, limit: usize) -> Vec<Transition> {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return out;
+        }
+        let mut current = self.effective_at(now).clone();
+        let mut cursor = now;
+        for _ in 0..=MAX_QUIET_JUMPS {
+            let Some(horizon_end) = cursor.checked_add_signed(DEFAULT_HORIZON) else {
+                break;
+            };
+            let mut swept = cursor;
+            loop {
+                let changes = self.windows.transitions(swept, CHUNK, horizon_end - swept);
+                for (at, matched_range) in &changes {
+                    swept = *at;
+                    let settings = self.settings(*matched_range);
+                    if *settings != current {
+                        current = settings.clone();
+                        out.push(Transition {
+                            at: *at,
+                            matched_range: *matched_range,
+                            settings: current.clone(),
+                        });
+                        if out.len() >= limit {
+                            return out;
+                        }
+                    }
+                }
+                if changes.len() < CHUNK {
+                    break;
+                }
+            }
+            // Daily ranges repeat within a year (a week, and the DST dates): what they could
+            // change after it, the year has shown. Only one-off and cron boundaries remain.
+            let next_boundary = self
+                .non_daily
+                .iter()
+                .filter_map(|i| self.windows.windows().get(*i))
+                .filter_map(|w| w.next_boundary_after(horizon_end))
+                .min();
+            match next_boundary.and_then(|b| b.checked_sub_signed(TimeDelta::nanoseconds(1))) {
+                Some(next) => cursor = next,
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The next instant strictly after `now` at which the effective settings change, or `None`
+    /// when they never change again.
+    pub fn next_transition(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.transitions(now, 1).first().map(|t| t.at)
+    }
+
+    /// The last instant in `(since, now]` at which the effective `minReplicas` changed.
+    pub fn last_min_change(
+        &self,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        if now <= since {
+            return None;
+        }
+        let mut min = self.effective_at(since).min_replicas;
+        let mut last = None;
+        let mut swept = since;
+        loop {
+            let changes = self.windows.transitions(swept, CHUNK, now - swept);
+            for (at, matched_range) in &changes {
+                swept = *at;
+                let next = self.settings(*matched_range).min_replicas;
+                if next != min {
+                    min = next;
+                    last = Some(*at);
+                }
+            }
+            if changes.len() < CHUNK {
+                return last;
+            }
+        }
+    }
+
+    /// Pairs of ranges that can be in force at the same instant.
+    pub fn overlaps(&self) -> Vec<(usize, usize)> {
+        self.windows.overlaps()
+    }
+
+    /// [`overlap_message`] for this schedule's overlaps, naming the range that wins.
+    pub fn overlap_message(&self) -> Option<String> {
+        let message = overlap_message(&self.overlaps())?;
+        Some(if self.windows.last {
+            message.replace(
+                "the first in list order wins",
+                "the last in list order wins",
+            )
+        } else {
+            message
+        })
+    }
+}
+
+/// The ranges' windows with the priority `spec.rangeSelection` gives them, indices always in list
+/// order: `Last` is [`FirstMatch`] over the reversed list.
+#[derive(Clone, Debug)]
+struct Ranked {
+    ranked: FirstMatch,
+    listed: Vec<Window>,
+    last: bool,
+}
+
+impl Ranked {
+    fn new(windows: Vec<Window>, selection: RangeSelection) -> Self {
+        let last = selection == RangeSelection::Last;
+        let mut ranked = windows.clone();
+        if last {
+            ranked.reverse();
+        }
+        Self {
+            ranked: FirstMatch::new(ranked),
+            listed: windows,
+            last,
+        }
+    }
+
+    /// The list index of the window at `i` in priority order.
+    fn listed_index(&self, i: usize) -> usize {
+        if self.last {
+            self.listed.len() - 1 - i
+        } else {
+            i
+        }
+    }
+
+    /// The windows in list order.
+    fn windows(&self) -> &[Window] {
+        &self.listed
+    }
+
+    fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        self.ranked.matched_at(t).map(|i| self.listed_index(i))
+    }
+
+    fn transitions(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+        horizon: TimeDelta,
+    ) -> Vec<(DateTime<Utc>, Option<usize>)> {
+        self.ranked
+            .transitions(now, limit, horizon)
+            .into_iter()
+            .map(|(at, i)| (at, i.map(|i| self.listed_index(i))))
+            .collect()
+    }
+
+    fn overlaps(&self) -> Vec<(usize, usize)> {
+        let mut pairs: Vec<(usize, usize)> = self
+            .ranked
+            .overlaps()
+            .into_iter()
+            .map(|(a, b)| {
+                let (a, b) = (self.listed_index(a), self.listed_index(b));
+                (a.min(b), a.max(b))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs
+    }
+}
+
+/// How many overlapping pairs a message names (a condition message has a size limit).
+const MAX_NAMED_OVERLAPS: usize = 10;
+
+/// `timeRangeSpec[0] and timeRangeSpec[2] overlap; the first in list order wins`, naming the
+/// first `MAX_NAMED_OVERLAPS` (10) pairs and counting the rest.
+pub fn overlap_message(pairs: &[(usize, usize)]) -> Option<String> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = pairs
+        .iter()
+        .take(MAX_NAMED_OVERLAPS)
+        .map(|(a, b)| format!("timeRangeSpec[{a}] and timeRangeSpec[{b}] overlap"))
+        .collect();
+    let more = match pairs.len().saturating_sub(MAX_NAMED_OVERLAPS) {
+        0 => String::new(),
+        n => format!(" (and {n} more pairs)"),
+    };
+    Some(format!(
+        "{}{more}; the first in list order wins",
+        list.join(", ")
+    ))
+}

@@ -1,0 +1,218 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use proptest::prelude::*;
+
+fn yaml(text: &str) -> Result<ReplicasConfig, String> {
+    serde_norway::from_str(text).map_err(|e| e.to_string())
+}
+
+fn json(text: &str) -> Result<ReplicasConfig, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_bare_integer_is_fixed() {
+    assert_eq!(yaml("3").unwrap(), ReplicasConfig::Fixed(3));
+    assert_eq!(json("65535").unwrap(), ReplicasConfig::Fixed(65535));
+}
+
+#[test]
+fn zero_is_rejected_with_a_reason() {
+    let err = yaml("0").unwrap_err();
+    assert!(err.contains("replicas: 0 is not allowed"), "{err}");
+    assert_eq!(
+        ReplicasConfig::Fixed(0).validate(),
+        Err(ReplicasConfigError::ZeroReplicas)
+    );
+}
+
+#[test]
+fn out_of_range_and_fractional_numbers_are_rejected() {
+    assert!(json("-1").unwrap_err().contains("-1 is out of range"));
+    assert!(json("70000").unwrap_err().contains("70000 is out of range"));
+    assert!(json("2.5").unwrap_err().contains("not a whole number"));
+}
+
+#[test]
+fn the_string_externally_scaled() {
+    assert_eq!(
+        yaml("externallyScaled").unwrap(),
+        ReplicasConfig::ExternallyScaled
+    );
+    let err = yaml("\"auto\"").unwrap_err();
+    assert!(err.contains("unknown value \"auto\""), "{err}");
+}
+
+#[test]
+fn a_tagged_hpa_object() {
+    let config = yaml(
+        "hpa:\n  minReplicas: 2\n  maxReplicas: 10\n  metrics:\n  - type: Resource\n    resource:\n      name: cpu\n      target: {type: Utilization, averageUtilization: 70}\n",
+    )
+    .unwrap();
+    let ReplicasConfig::Hpa(hpa) = &config else {
+        panic!()
+    };
+    assert_eq!((hpa.0.min_replicas, hpa.0.max_replicas), (Some(2), 10));
+    assert_eq!(hpa.0.metrics.as_ref().unwrap().len(), 1);
+}
+
+#[test]
+fn a_user_scale_target_ref_is_dropped() {
+    let config = json(
+        r#"{"hpa": {"maxReplicas": 3, "scaleTargetRef": {"kind": "StatefulSet", "name": "x"}}}"#,
+    )
+    .unwrap();
+    let ReplicasConfig::Hpa(hpa) = config else {
+        panic!()
+    };
+    assert_eq!(hpa.0.scale_target_ref, Default::default());
+}
+
+#[test]
+fn hpa_validation_names_the_field() {
+    let err = json(r#"{"hpa": {"minReplicas": 5, "maxReplicas": 3}}"#).unwrap_err();
+    assert!(
+        err.contains("replicas.hpa.minReplicas (5) must not exceed replicas.hpa.maxReplicas (3)"),
+        "{err}"
+    );
+    let err = json(r#"{"hpa": {"minReplicas": 1}}"#).unwrap_err();
+    assert!(
+        err.contains("replicas.hpa.maxReplicas: must be at least 1, got 0"),
+        "{err}"
+    );
+    let err = json(r#"{"hpa": {"minReplicas": 0, "maxReplicas": 3}}"#).unwrap_err();
+    assert!(
+        err.contains("replicas.hpa.minReplicas: must be at least 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tagged_auto_object() {
+    assert_eq!(
+        yaml("auto: {minReplicas: 1, maxReplicas: 5}").unwrap(),
+        ReplicasConfig::Auto(AutoConfig {
+            min_replicas: 1,
+            max_replicas: 5
+        })
+    );
+    let err = yaml("auto: {minReplicas: 6, maxReplicas: 5}").unwrap_err();
+    assert!(
+        err.contains("replicas.auto.minReplicas (6) must not exceed replicas.auto.maxReplicas (5)"),
+        "{err}"
+    );
+    assert!(
+        yaml("auto: {minReplicas: 0, maxReplicas: 5}")
+            .unwrap_err()
+            .contains("replicas.auto.minReplicas")
+    );
+    assert!(
+        yaml("auto: {minReplicas: 1, maxReplicas: 5, step: 2}")
+            .unwrap_err()
+            .contains("unknown field `step`")
+    );
+    assert!(
+        yaml("auto: {maxReplicas: 5}")
+            .unwrap_err()
+            .contains("minReplicas")
+    );
+}
+
+#[test]
+fn unknown_or_ambiguous_objects_are_rejected() {
+    assert!(
+        json(r#"{"fixed": 3}"#)
+            .unwrap_err()
+            .contains("got the key `fixed`")
+    );
+    assert!(json("{}").unwrap_err().contains("an empty object"));
+    let err = json(r#"{"auto": {"minReplicas": 1, "maxReplicas": 2}, "hpa": {"maxReplicas": 2}}"#)
+        .unwrap_err();
+    assert!(err.contains("`auto` together with `hpa`"), "{err}");
+    assert!(json("[3]").is_err());
+    assert!(json("null").is_err());
+    assert!(json("true").is_err());
+}
+
+#[test]
+fn serialization_uses_the_same_shapes() {
+    assert_eq!(
+        serde_json::to_string(&ReplicasConfig::Fixed(3)).unwrap(),
+        "3"
+    );
+    assert_eq!(
+        serde_json::to_string(&ReplicasConfig::ExternallyScaled).unwrap(),
+        "\"externallyScaled\""
+    );
+    assert_eq!(
+        serde_json::to_string(&ReplicasConfig::Auto(AutoConfig {
+            min_replicas: 1,
+            max_replicas: 4
+        }))
+        .unwrap(),
+        r#"{"auto":{"minReplicas":1,"maxReplicas":4}}"#
+    );
+    let hpa = json(r#"{"hpa": {"maxReplicas": 4}}"#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&hpa).unwrap(),
+        r#"{"hpa":{"maxReplicas":4}}"#
+    );
+}
+
+#[test]
+fn initial_replicas_and_scaler_need() {
+    assert_eq!(ReplicasConfig::Fixed(2).initial_replicas(), Some(2));
+    assert_eq!(
+        json(r#"{"hpa": {"maxReplicas": 4}}"#)
+            .unwrap()
+            .initial_replicas(),
+        Some(1)
+    );
+    assert_eq!(ReplicasConfig::ExternallyScaled.initial_replicas(), None);
+    assert!(
+        ReplicasConfig::Auto(AutoConfig {
+            min_replicas: 2,
+            max_replicas: 3
+        })
+        .needs_scaler()
+    );
+    assert!(!ReplicasConfig::Fixed(2).needs_scaler());
+}
+
+fn config() -> impl Strategy<Value = ReplicasConfig> {
+    prop_oneof![
+        (1..=u16::MAX).prop_map(ReplicasConfig::Fixed),
+        Just(ReplicasConfig::ExternallyScaled),
+        (1..100u16, 0..100u16).prop_map(|(min, extra)| ReplicasConfig::Auto(AutoConfig {
+            min_replicas: min,
+            max_replicas: min.saturating_add(extra)
+        })),
+        (proptest::option::of(1..50i32), 0..50i32).prop_map(|(min, extra)| {
+            let max = min.unwrap_or(1) + extra;
+            ReplicasConfig::Hpa(HpaConfig(HorizontalPodAutoscalerSpec {
+                min_replicas: min,
+                max_replicas: max,
+                ..Default::default()
+            }))
+        }),
+    ]
+}
+
+proptest! {
+    /// Every valid config survives JSON and YAML round trips unchanged.
+    #[test]
+    fn valid_configs_round_trip(c in config()) {
+        prop_assert_eq!(c.validate(), Ok(()));
+        let text = serde_json::to_string(&c).unwrap();
+        prop_assert_eq!(&serde_json::from_str::<ReplicasConfig>(&text).unwrap(), &c);
+        let text = serde_norway::to_string(&c).unwrap();
+        prop_assert_eq!(&serde_norway::from_str::<ReplicasConfig>(&text).unwrap(), &c);
+    }
+
+    /// Deserializing never panics, whatever the input.
+    #[test]
+    fn arbitrary_json_never_panics(text in ".{0,40}") {
+        let _ = serde_json::from_str::<ReplicasConfig>(&text);
+    }
+}

@@ -1,0 +1,50 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use prometheus_client::encoding::text::encode;
+
+#[test]
+fn series_are_named_and_labelled() {
+    let mut registry = Registry::default();
+    let m = Metrics::new(&mut registry, "ebb_workshop_scaler");
+    let w = WorkshopLabels {
+        namespace: "ops".into(),
+        workshop: "ansible-101".into(),
+    };
+    let p = ProvisionLabels {
+        namespace: "ops".into(),
+        provision: "rhel".into(),
+    };
+    m.observe(
+        &w,
+        &p,
+        Observation {
+            utilization: Some(0.85),
+            count: 20,
+            desired_count: 30,
+            active: true,
+            at_max: false,
+            at_max_with_demand: false,
+        },
+    );
+    m.scaled_up(&p);
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    for line in [
+        "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"ops\",workshop=\"ansible-101\"} 0.85",
+        "ebb_workshop_scaler_provision_count{namespace=\"ops\",provision=\"rhel\"} 20",
+        "ebb_workshop_scaler_provision_desired_count{namespace=\"ops\",provision=\"rhel\"} 30",
+        "ebb_workshop_scaler_provision_active{namespace=\"ops\",provision=\"rhel\"} 1",
+        "ebb_workshop_scaler_provision_at_max{namespace=\"ops\",provision=\"rhel\"} 0",
+        "ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"ops\",provision=\"rhel\"} 0",
+        "ebb_workshop_scaler_scale_ups_total{namespace=\"ops\",provision=\"rhel\"} 1",
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+    m.forget(&p);
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    assert!(!text.contains("provision_count{"), "{text}");
+    // Counters survive: a scale-up happened, whatever became of the provision since.
+    assert!(text.contains("scale_ups_total{"), "{text}");
+}
