@@ -8,24 +8,45 @@
 //!    the first by name); the others report a conflict and leave it alone.
 //! 3. Per target kind, the minimal change that brings one object to the decision, touching only
 //!    what ebb set: [`plan_cluster_autoscaler`], [`plan_node`], [`plan_machine_autoscaler`],
-//!    [`plan_node_pool`], gathered for a whole target by [`plan_target`].
+//!    [`plan_node_pool`] (each in its kind's module of [`targets`](crate::targets), with its view
+//!    and patch), gathered for a whole target by [`plan_target`].
 //! 4. Pause on the managed objects themselves: an object carrying `scaling.ebb.dev/paused` /
 //!    `paused-until` ([`PauseMarks`]) gets no change at all from [`plan_target`], whichever way
 //!    the decision goes, and is listed in [`TargetPlan::paused`].
-//! 5. [`conditions`]: the status conditions that report all of the above, and whether the
-//!    ClusterAutoscaler a `machineAutoscalers` target depends on allows scale-down.
+//! 5. [`report`]: the status, conditions and Events that report all of the above (whether the
+//!    ClusterAutoscaler a `machineAutoscalers` target depends on allows scale-down too), and when
+//!    to look again ([`report::report`]).
+
+pub mod report;
+
+pub use report::{
+    CLUSTER_AUTOSCALER_READY, OBJECTS_PAUSED, PAUSED, READY, RESYNC, Report, ReportInput,
+    SCHEDULE_VALID, TARGET_CONFLICT, TARGET_NOT_FOUND, TargetOutcome, conditions, requeue_after,
+    summarize,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec};
-use ebb_runtime::conditions::ConditionUpdate;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, ScheduleError, Window};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::{Selector, SelectorExt};
-use serde_json::Value;
+
+pub use crate::targets::cluster_autoscaler::{
+    CLUSTER_AUTOSCALER_NAME, ClusterAutoscalerScaleDown, plan_cluster_autoscaler,
+};
+pub use crate::targets::machine_autoscalers::{
+    MachineAutoscalerChange, MachineAutoscalerView, MachinePlan, ScaleTargetRef,
+    plan_machine_autoscaler,
+};
+pub use crate::targets::node_pools::{
+    NodePoolChange, NodePoolView, ebb_budget, is_ebb_budget, plan_node_pool,
+};
+pub use crate::targets::nodes::{NodeChange, NodeView, plan_node};
+use crate::targets::{cluster_autoscaler, machine_autoscalers, node_pools, nodes};
 
 /// The upstream cluster-autoscaler's per-node opt-out.
 pub const SCALE_DOWN_DISABLED_ANNOTATION: &str =
@@ -55,7 +76,7 @@ pub struct InvalidSpec {
 }
 
 impl InvalidSpec {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             message: message.into(),
@@ -581,341 +602,6 @@ pub struct PausedObject {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Per-object plans
-// ------------------------------------------------------------------------------------------------
-
-/// `spec.scaleDown.enabled` to apply to a ClusterAutoscaler, if it must change.
-///
-/// The managing schedule applies its decision. An unclaimed one (only while its last schedule is
-/// being deleted) is released to scale-down enabled, the autoscaler's behaviour without ebb.
-pub fn plan_cluster_autoscaler(
-    claim: &Claim,
-    desired_enabled: bool,
-    observed_enabled: Option<bool>,
-) -> Option<bool> {
-    let want = match claim {
-        Claim::Ours => desired_enabled,
-        Claim::Unclaimed => true,
-        Claim::LostTo(_) | Claim::Other => return None,
-    };
-    (observed_enabled != Some(want)).then_some(want)
-}
-
-/// What scaledown-window sees of a Node.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NodeView {
-    /// Its name.
-    pub name: String,
-    /// Its labels.
-    pub labels: BTreeMap<String, String>,
-    /// `metadata.resourceVersion`, the precondition of a write.
-    pub resource_version: Option<String>,
-    /// The value of [`SCALE_DOWN_DISABLED_ANNOTATION`].
-    pub scale_down_disabled: Option<String>,
-    /// The value of [`DISABLED_BY_ANNOTATION`].
-    pub disabled_by: Option<String>,
-    /// Its pause annotations.
-    pub pause: PauseMarks,
-}
-
-/// A change of one Node's annotations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NodeChange {
-    /// Set [`SCALE_DOWN_DISABLED_ANNOTATION`] `"true"` and mark it as ours.
-    Disable,
-    /// The annotation is ebb's already, set for another schedule: mark it as ours.
-    TakeOver,
-    /// Remove the annotation and the mark.
-    Release,
-}
-
-/// The change a Node needs.
-///
-/// Outside windows the managing schedule sets the annotation, unless it is already `"true"`
-/// without ebb's mark (set by someone else: left alone, and kept when windows open). Inside windows
-/// it removes the annotation only where ebb's mark says ebb set it. A node that no live schedule
-/// selects any more loses the annotation when this schedule set it.
-pub fn plan_node(
-    me: &str,
-    claim: &Claim,
-    desired_enabled: bool,
-    node: &NodeView,
-) -> Option<NodeChange> {
-    let ours = node.disabled_by.as_deref() == Some(me);
-    match claim {
-        Claim::Ours if !desired_enabled => match (
-            node.scale_down_disabled.as_deref(),
-            node.disabled_by.as_deref(),
-        ) {
-            (Some("true"), None) => None,
-            (Some("true"), Some(_)) if ours => None,
-            (Some("true"), Some(_)) => Some(NodeChange::TakeOver),
-            _ => Some(NodeChange::Disable),
-        },
-        Claim::Ours => node.disabled_by.is_some().then_some(NodeChange::Release),
-        Claim::Unclaimed => ours.then_some(NodeChange::Release),
-        Claim::LostTo(_) | Claim::Other => None,
-    }
-}
-
-/// A MachineAutoscaler's `spec.scaleTargetRef`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ScaleTargetRef {
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// `name`.
-    pub name: String,
-}
-
-/// What scaledown-window sees of a MachineAutoscaler.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MachineAutoscalerView {
-    /// Its namespace.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-    /// Its labels.
-    pub labels: BTreeMap<String, String>,
-    /// `metadata.resourceVersion`, the precondition of a write.
-    pub resource_version: Option<String>,
-    /// `spec.minReplicas`.
-    pub min_replicas: Option<i32>,
-    /// `spec.maxReplicas`.
-    pub max_replicas: Option<i32>,
-    /// `spec.scaleTargetRef`.
-    pub target: Option<ScaleTargetRef>,
-    /// The value of [`CONFIGURED_MIN_ANNOTATION`].
-    pub configured_min: Option<String>,
-    /// The value of [`PINNED_MIN_ANNOTATION`].
-    pub pinned_min: Option<String>,
-    /// The value of [`DISABLED_BY_ANNOTATION`].
-    pub disabled_by: Option<String>,
-    /// Its pause annotations.
-    pub pause: PauseMarks,
-}
-
-impl MachineAutoscalerView {
-    fn has_marks(&self) -> bool {
-        self.configured_min.is_some() || self.pinned_min.is_some() || self.disabled_by.is_some()
-    }
-
-    /// The name of the MachineSet it scales, when its target is one.
-    pub fn machine_set(&self) -> Option<&str> {
-        self.target
-            .as_ref()
-            .filter(|t| t.kind == "MachineSet")
-            .map(|t| t.name.as_str())
-    }
-}
-
-/// A change of one MachineAutoscaler: only the fields that differ.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MachineAutoscalerChange {
-    /// New `spec.minReplicas`.
-    pub min_replicas: Option<i32>,
-    /// Annotations to set (`Some`) or remove (`None`).
-    pub annotations: BTreeMap<&'static str, Option<String>>,
-}
-
-/// The outcome of planning one MachineAutoscaler.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MachinePlan {
-    /// It is as it should be, or not this schedule's to change.
-    Nothing,
-    /// Write this.
-    Change(MachineAutoscalerChange),
-    /// It cannot be planned (a message for a condition); nothing is written to it.
-    Problem(String),
-}
-
-fn parse_replicas(value: &str) -> Option<i32> {
-    value.trim().parse::<i32>().ok().filter(|v| *v >= 0)
-}
-
-/// The minimum the user configured: `spec.minReplicas` when ebb has not pinned it, else the
-/// annotation ebb kept, unless `spec.minReplicas` is no longer what ebb pinned (someone set it
-/// since: their value is the configured minimum now).
-fn configured_min(ma: &MachineAutoscalerView) -> Result<i32, String> {
-    let spec_min = ma
-        .min_replicas
-        .ok_or_else(|| format!("MachineAutoscaler {} has no spec.minReplicas", ma.name))?;
-    let Some(kept) = ma.configured_min.as_deref() else {
-        return Ok(spec_min);
-    };
-    let kept = parse_replicas(kept).ok_or_else(|| {
-        format!(
-            "MachineAutoscaler {}: annotation {CONFIGURED_MIN_ANNOTATION} is {kept:?}, not a \
-             non-negative integer; fix or remove it",
-            ma.name
-        )
-    })?;
-    match ma.pinned_min.as_deref().and_then(parse_replicas) {
-        Some(pinned) if pinned != spec_min => Ok(spec_min),
-        _ => Ok(kept),
-    }
-}
-
-/// The change a MachineAutoscaler needs.
-///
-/// Outside windows the managing schedule pins `spec.minReplicas` to its MachineSet's current
-/// replicas, so the autoscaler cannot remove machines: never below the configured minimum, never
-/// raised above `spec.maxReplicas`. The configured minimum is kept in an annotation while it is
-/// pinned (so a restart loses nothing); inside windows it is restored and the annotations go. A
-/// MachineAutoscaler no live schedule selects any more is restored when this schedule pinned it.
-pub fn plan_machine_autoscaler(
-    me: &str,
-    claim: &Claim,
-    desired_enabled: bool,
-    ma: &MachineAutoscalerView,
-    machine_set_replicas: Option<i32>,
-) -> MachinePlan {
-    let pin = match claim {
-        Claim::Ours => !desired_enabled,
-        Claim::Unclaimed if ma.disabled_by.as_deref() == Some(me) => false,
-        Claim::Unclaimed | Claim::LostTo(_) | Claim::Other => return MachinePlan::Nothing,
-    };
-    if !pin && !ma.has_marks() {
-        return MachinePlan::Nothing;
-    }
-    let configured = match configured_min(ma) {
-        Ok(configured) => configured,
-        Err(problem) => return MachinePlan::Problem(problem),
-    };
-    let target_min = if pin {
-        let Some(machine_set) = ma.machine_set() else {
-            return MachinePlan::Problem(format!(
-                "MachineAutoscaler {}: spec.scaleTargetRef is not a MachineSet",
-                ma.name
-            ));
-        };
-        let Some(replicas) = machine_set_replicas else {
-            return MachinePlan::Problem(format!(
-                "MachineAutoscaler {}: MachineSet {machine_set} not found",
-                ma.name
-            ));
-        };
-        let ceiling = ma.max_replicas.unwrap_or(i32::MAX);
-        configured.max(replicas.min(ceiling))
-    } else {
-        configured
-    };
-    let keep_marks = target_min != configured;
-    let want = |value: String| keep_marks.then_some(value);
-    let desired: [(&'static str, Option<String>); 3] = [
-        (CONFIGURED_MIN_ANNOTATION, want(configured.to_string())),
-        (PINNED_MIN_ANNOTATION, want(target_min.to_string())),
-        (DISABLED_BY_ANNOTATION, want(me.to_owned())),
-    ];
-    let observed = [&ma.configured_min, &ma.pinned_min, &ma.disabled_by];
-    let change = MachineAutoscalerChange {
-        min_replicas: (ma.min_replicas != Some(target_min)).then_some(target_min),
-        annotations: desired
-            .into_iter()
-            .zip(observed)
-            .filter(|((_, want), have)| want != *have)
-            .map(|((key, want), _)| (key, want))
-            .collect(),
-    };
-    if change == MachineAutoscalerChange::default() {
-        MachinePlan::Nothing
-    } else {
-        MachinePlan::Change(change)
-    }
-}
-
-/// What scaledown-window sees of a Karpenter NodePool.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodePoolView {
-    /// Its name.
-    pub name: String,
-    /// Its labels.
-    pub labels: BTreeMap<String, String>,
-    /// `metadata.resourceVersion`, the precondition of a write.
-    pub resource_version: Option<String>,
-    /// `spec.disruption.budgets`, as they are (absent: `None`).
-    pub budgets: Option<Vec<Value>>,
-    /// The value of [`DISABLED_BY_ANNOTATION`]: ebb added one [`ebb_budget`] to the list.
-    pub disabled_by: Option<String>,
-    /// Its pause annotations.
-    pub pause: PauseMarks,
-}
-
-/// A change of one NodePool.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodePoolChange {
-    /// The whole new `spec.disruption.budgets` list, when it changes.
-    pub budgets: Option<Vec<Value>>,
-    /// The new value of [`DISABLED_BY_ANNOTATION`] (`None`: remove it).
-    pub disabled_by: Option<String>,
-}
-
-/// The disruption budget ebb adds outside windows: no node may be disrupted, for any reason, at
-/// any time.
-pub fn ebb_budget() -> Value {
-    serde_json::json!({ "nodes": "0" })
-}
-
-/// Whether a budget has exactly the shape of [`ebb_budget`]. A user's budget of the same shape is
-/// indistinguishable and equivalent; the annotation says that one such budget is ebb's.
-pub fn is_ebb_budget(budget: &Value) -> bool {
-    *budget == ebb_budget()
-}
-
-/// The change a NodePool needs.
-///
-/// Outside windows the managing schedule makes sure one [`ebb_budget`] it accounts for is in the
-/// list (appended, with [`DISABLED_BY_ANNOTATION`] recording that it did); inside windows it
-/// removes one such budget and the annotation. Every other budget, and any budget when the
-/// annotation is absent, stays as it is, in order. A NodePool no live schedule selects any more
-/// loses the budget when this schedule added it.
-pub fn plan_node_pool(
-    me: &str,
-    claim: &Claim,
-    desired_enabled: bool,
-    pool: &NodePoolView,
-) -> Option<NodePoolChange> {
-    let budgets = pool.budgets.clone().unwrap_or_default();
-    let has_ebb_budget = budgets.iter().any(is_ebb_budget);
-    let release = match claim {
-        Claim::Ours if !desired_enabled => {
-            return match (&pool.disabled_by, has_ebb_budget) {
-                (Some(by), true) if by == me => None,
-                (Some(_), true) => Some(NodePoolChange {
-                    budgets: None,
-                    disabled_by: Some(me.to_owned()),
-                }),
-                _ => {
-                    let mut budgets = budgets;
-                    budgets.push(ebb_budget());
-                    Some(NodePoolChange {
-                        budgets: Some(budgets),
-                        disabled_by: Some(me.to_owned()),
-                    })
-                }
-            };
-        }
-        Claim::Ours => pool.disabled_by.is_some(),
-        Claim::Unclaimed => pool.disabled_by.as_deref() == Some(me),
-        Claim::LostTo(_) | Claim::Other => false,
-    };
-    if !release {
-        return None;
-    }
-    let mut budgets = budgets;
-    let removed = budgets
-        .iter()
-        .rposition(is_ebb_budget)
-        .map(|i| budgets.remove(i))
-        .is_some();
-    Some(NodePoolChange {
-        budgets: removed.then_some(budgets),
-        disabled_by: None,
-    })
-}
-
-// ------------------------------------------------------------------------------------------------
 // A whole target
 // ------------------------------------------------------------------------------------------------
 
@@ -944,33 +630,6 @@ pub enum Observed {
     },
     /// Every NodePool.
     NodePools(Vec<NodePoolView>),
-}
-
-/// The one ClusterAutoscaler of an OpenShift cluster, which MachineAutoscalers depend on.
-pub const CLUSTER_AUTOSCALER_NAME: &str = "default";
-
-/// Whether the ClusterAutoscaler lets the cluster-autoscaler remove nodes at all. A
-/// `machineAutoscalers` target only moves the MachineAutoscalers' minimum: inside windows nodes go
-/// only if the ClusterAutoscaler has `spec.scaleDown.enabled: true`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterAutoscalerScaleDown {
-    /// There is no ClusterAutoscaler [`CLUSTER_AUTOSCALER_NAME`] (or no API for it).
-    Missing,
-    /// Its `spec.scaleDown.enabled` is not `true`: the value, `None` when unset.
-    Off(Option<bool>),
-    /// `spec.scaleDown.enabled: true`.
-    On,
-}
-
-impl ClusterAutoscalerScaleDown {
-    /// From a lookup: `None` not found, else its `spec.scaleDown.enabled` if set.
-    pub fn from_lookup(found: Option<Option<bool>>) -> Self {
-        match found {
-            None => Self::Missing,
-            Some(Some(true)) => Self::On,
-            Some(enabled) => Self::Off(enabled),
-        }
-    }
 }
 
 /// One write to a target object.
@@ -1097,6 +756,59 @@ impl TargetPlan {
     }
 }
 
+/// One schedule planning its target, object by object: the kind modules of
+/// [`targets`](crate::targets) call [`Planner::claim`] and [`Planner::paused`] for each object and
+/// add their changes to [`Planner::plan`].
+pub struct Planner<'a> {
+    /// The schedule's name.
+    pub me: &'a str,
+    claimants: &'a [Claimant],
+    /// Its decision (scale-down enabled), `true` while it is being deleted (a release).
+    pub desired: bool,
+    now: DateTime<Utc>,
+    /// The plan so far.
+    pub plan: TargetPlan,
+}
+
+impl Planner<'_> {
+    /// Who manages the object `id` (`label` names it in messages), counted in the plan:
+    /// selected, managed, or a conflict with the schedule that manages it.
+    pub fn claim(&mut self, id: ObjectId<'_>, label: &str) -> Claim {
+        let claim = claim(self.me, self.claimants, &id);
+        match &claim {
+            Claim::Ours => {
+                self.plan.selected += 1;
+                self.plan.managed += 1;
+            }
+            Claim::LostTo(winner) => {
+                self.plan.selected += 1;
+                self.plan.conflicts.push(Conflict {
+                    object: label.to_owned(),
+                    managed_by: winner.clone(),
+                });
+            }
+            Claim::Other | Claim::Unclaimed => {}
+        }
+        claim
+    }
+
+    /// Whether the object is paused at `now` (then it is left alone), recording it when it is
+    /// ours.
+    pub fn paused(&mut self, claim: &Claim, label: &str, marks: &PauseMarks) -> bool {
+        let state = marks.state(self.now);
+        if !state.is_paused() {
+            return false;
+        }
+        if *claim == Claim::Ours {
+            self.plan.paused.push(PausedObject {
+                object: label.to_owned(),
+                state,
+            });
+        }
+        true
+    }
+}
+
 /// Plans one schedule's target: `desired_enabled` is its decision, `None` while it is being
 /// deleted (then `me` is not among `claimants`, and what it set is released unless another
 /// schedule takes over).
@@ -1112,482 +824,31 @@ pub fn plan_target(
     observed: &Observed,
     now: DateTime<Utc>,
 ) -> TargetPlan {
-    let mut plan = TargetPlan::default();
-    // Whether the object is paused (then it is left alone), recording it when it is ours.
-    let paused = |plan: &mut TargetPlan, claim: &Claim, object: &str, marks: &PauseMarks| {
-        let state = marks.state(now);
-        if !state.is_paused() {
-            return false;
-        }
-        if *claim == Claim::Ours {
-            plan.paused.push(PausedObject {
-                object: object.to_owned(),
-                state,
-            });
-        }
-        true
-    };
-    let desired = desired_enabled.unwrap_or(true);
-    let no_labels = BTreeMap::new();
-    let claim_of = |plan: &mut TargetPlan, id: ObjectId<'_>, label: String| {
-        let claim = claim(me, claimants, &id);
-        match &claim {
-            Claim::Ours => {
-                plan.selected += 1;
-                plan.managed += 1;
-            }
-            Claim::LostTo(winner) => {
-                plan.selected += 1;
-                plan.conflicts.push(Conflict {
-                    object: label,
-                    managed_by: winner.clone(),
-                });
-            }
-            Claim::Other | Claim::Unclaimed => {}
-        }
-        claim
+    let mut planner = Planner {
+        me,
+        claimants,
+        desired: desired_enabled.unwrap_or(true),
+        now,
+        plan: TargetPlan::default(),
     };
     match observed {
         Observed::ClusterAutoscaler {
             name,
             enabled,
             pause,
-        } => {
-            // Not found: nothing is selected, so nothing is claimed either.
-            if let Some(enabled) = enabled {
-                let id = ObjectId {
-                    kind: TargetKind::ClusterAutoscaler,
-                    namespace: None,
-                    name,
-                    labels: &no_labels,
-                };
-                let label = format!("ClusterAutoscaler {name}");
-                let claim = claim_of(&mut plan, id, label.clone());
-                if !paused(&mut plan, &claim, &label, pause)
-                    && let Some(set) = plan_cluster_autoscaler(&claim, desired, *enabled)
-                {
-                    plan.changes.push(Change::ClusterAutoscaler {
-                        name: name.clone(),
-                        enabled: set,
-                    });
-                }
-            }
-        }
-        Observed::Nodes(nodes) => {
-            for node in nodes {
-                let id = ObjectId {
-                    kind: TargetKind::NodeAnnotation,
-                    namespace: None,
-                    name: &node.name,
-                    labels: &node.labels,
-                };
-                let label = format!("Node {}", node.name);
-                let claim = claim_of(&mut plan, id, label.clone());
-                if paused(&mut plan, &claim, &label, &node.pause) {
-                    continue;
-                }
-                if let Some(change) = plan_node(me, &claim, desired, node) {
-                    plan.changes.push(Change::Node {
-                        name: node.name.clone(),
-                        resource_version: node.resource_version.clone(),
-                        change,
-                    });
-                }
-            }
-        }
+        } => cluster_autoscaler::plan(&mut planner, name, *enabled, pause),
+        Observed::Nodes(nodes) => nodes::plan(&mut planner, nodes),
         Observed::MachineAutoscalers {
             autoscalers,
             machine_sets,
             cluster_autoscaler,
         } => {
-            plan.cluster_autoscaler = Some(*cluster_autoscaler);
-            for ma in autoscalers {
-                let id = ObjectId {
-                    kind: TargetKind::MachineAutoscalers,
-                    namespace: Some(&ma.namespace),
-                    name: &ma.name,
-                    labels: &ma.labels,
-                };
-                let label = format!("MachineAutoscaler {}/{}", ma.namespace, ma.name);
-                let claim = claim_of(&mut plan, id, label.clone());
-                if paused(&mut plan, &claim, &label, &ma.pause) {
-                    continue;
-                }
-                let replicas = ma
-                    .machine_set()
-                    .and_then(|ms| machine_sets.get(ms).copied());
-                match plan_machine_autoscaler(me, &claim, desired, ma, replicas) {
-                    MachinePlan::Nothing => {}
-                    MachinePlan::Change(change) => plan.changes.push(Change::MachineAutoscaler {
-                        namespace: ma.namespace.clone(),
-                        name: ma.name.clone(),
-                        resource_version: ma.resource_version.clone(),
-                        change,
-                    }),
-                    MachinePlan::Problem(problem) => plan.problems.push(problem),
-                }
-            }
+            planner.plan.cluster_autoscaler = Some(*cluster_autoscaler);
+            machine_autoscalers::plan(&mut planner, autoscalers, machine_sets);
         }
-        Observed::NodePools(pools) => {
-            for pool in pools {
-                let id = ObjectId {
-                    kind: TargetKind::KarpenterNodePools,
-                    namespace: None,
-                    name: &pool.name,
-                    labels: &pool.labels,
-                };
-                let label = format!("NodePool {}", pool.name);
-                let claim = claim_of(&mut plan, id, label.clone());
-                if paused(&mut plan, &claim, &label, &pool.pause) {
-                    continue;
-                }
-                if let Some(change) = plan_node_pool(me, &claim, desired, pool) {
-                    plan.changes.push(Change::NodePool {
-                        name: pool.name.clone(),
-                        resource_version: pool.resource_version.clone(),
-                        change,
-                    });
-                }
-            }
-        }
+        Observed::NodePools(pools) => node_pools::plan(&mut planner, pools),
     }
-    plan
-}
-
-// ------------------------------------------------------------------------------------------------
-// Conditions
-// ------------------------------------------------------------------------------------------------
-
-/// Condition type: the target is as the decision wants.
-pub const READY: &str = "Ready";
-/// Condition type: the spec can be evaluated.
-pub const SCHEDULE_VALID: &str = "ScheduleValid";
-/// Condition type: another schedule manages some of the selected objects.
-pub const TARGET_CONFLICT: &str = "TargetConflict";
-/// Condition type: the schedule is paused by annotation (reason `Paused`), or some of the objects
-/// it manages are, and are left as they are (reason [`OBJECTS_PAUSED`]).
-pub const PAUSED: &str = "Paused";
-/// `Paused` reason (and Event reason): managed objects carry their own pause annotation.
-pub const OBJECTS_PAUSED: &str = "TargetObjectsPaused";
-/// Condition type: the target selects nothing.
-pub const TARGET_NOT_FOUND: &str = "TargetNotFound";
-/// Condition type: the ClusterAutoscaler a `machineAutoscalers` target depends on allows
-/// scale-down (`spec.scaleDown.enabled: true`). Reported only for such targets.
-pub const CLUSTER_AUTOSCALER_READY: &str = "ClusterAutoscalerReady";
-
-/// What happened to the target in this reconcile.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TargetOutcome {
-    /// `spec.target` cannot be resolved.
-    Invalid(InvalidSpec),
-    /// The target's kind is switched off by a controller flag.
-    Disabled(TargetKind),
-    /// Paused: the target was not looked at.
-    Paused(String),
-    /// Planned, and applied unless `dry_run` (then the changes are only intended).
-    Planned {
-        /// The target kind.
-        kind: TargetKind,
-        /// The plan.
-        plan: TargetPlan,
-        /// `--dry-run`: nothing was written.
-        dry_run: bool,
-    },
-}
-
-/// At most `limit` items, then "and N more".
-pub fn summarize(items: &[String], limit: usize) -> String {
-    let shown = items
-        .iter()
-        .take(limit)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if items.len() > limit {
-        format!("{shown} and {} more", items.len() - limit)
-    } else {
-        shown
-    }
-}
-
-fn decision_message(decision: &Decision) -> String {
-    match &decision.reason {
-        Reason::WindowOpen(i) => format!("scale-down enabled: window {i} is open"),
-        Reason::ClusterUpgrade => {
-            format!("scale-down enabled: {}", decision.maintenance.describe())
-        }
-        Reason::OutsideWindows => "scale-down disabled: no window is open".to_owned(),
-        Reason::InvalidSchedule(invalid) => {
-            format!("scale-down disabled (fail-safe: the schedule cannot be decided): {invalid}")
-        }
-    }
-}
-
-/// The conditions reporting a decision and what became of it. Conditions about the target
-/// (`TargetConflict`, `TargetNotFound`, and `ClusterAutoscalerReady` for a target that depends on
-/// the ClusterAutoscaler) are only reported when the target was looked at.
-pub fn conditions(
-    decision: &Decision,
-    outcome: &TargetOutcome,
-    generation: Option<i64>,
-) -> Vec<ConditionUpdate> {
-    let cond = |type_: &str, status: bool, reason: &str, message: String| {
-        ConditionUpdate::new(type_, status, reason, message).observed_generation(generation)
-    };
-    let mut out = Vec::new();
-    let summary = decision_message(decision);
-
-    let schedule_valid = match (&decision.reason, outcome) {
-        (_, TargetOutcome::Invalid(invalid)) => {
-            cond(SCHEDULE_VALID, false, "InvalidTarget", invalid.to_string())
-        }
-        (Reason::InvalidSchedule(invalid), _) => cond(
-            SCHEDULE_VALID,
-            false,
-            "InvalidSchedule",
-            invalid.to_string(),
-        ),
-        _ => cond(
-            SCHEDULE_VALID,
-            true,
-            "Valid",
-            "the windows and the target are valid".into(),
-        ),
-    };
-    out.push(schedule_valid);
-
-    out.push(match outcome {
-        TargetOutcome::Paused(why) => cond(PAUSED, true, "Paused", why.clone()),
-        TargetOutcome::Planned { plan, .. } if !plan.paused.is_empty() => cond(
-            PAUSED,
-            true,
-            OBJECTS_PAUSED,
-            format!(
-                "the schedule is not paused; paused by their own annotation, left as they are: {}",
-                paused_list(plan)
-            ),
-        ),
-        _ => cond(PAUSED, false, "NotPaused", "not paused".into()),
-    });
-
-    let ready = match outcome {
-        TargetOutcome::Invalid(invalid) => cond(
-            READY,
-            false,
-            "InvalidTarget",
-            format!("{summary}; nothing written: {invalid}"),
-        ),
-        TargetOutcome::Disabled(kind) => cond(
-            READY,
-            false,
-            "TargetDisabled",
-            format!(
-                "{summary}; nothing written: target {} is switched off in this controller \
-                 (flag {})",
-                kind.field(),
-                kind.flag()
-            ),
-        ),
-        TargetOutcome::Paused(why) => cond(
-            READY,
-            false,
-            "Paused",
-            format!("{summary}; nothing written: {why}"),
-        ),
-        TargetOutcome::Planned {
-            kind,
-            plan,
-            dry_run,
-        } => {
-            let (conflict, not_found) = target_conditions(*kind, plan, &cond);
-            out.push(conflict);
-            out.push(not_found);
-            if let Some(found) = plan.cluster_autoscaler {
-                out.push(cluster_autoscaler_condition(*kind, found, &cond));
-            }
-            let written = plan.managed.saturating_sub(plan.paused.len());
-            let objects = format!(
-                "{written} {}{}",
-                kind.object_kind(),
-                if written == 1 { "" } else { "s" }
-            );
-            // Partly paused: said in every message below (the Paused condition says it too).
-            let note = if plan.paused.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; {} of {} paused by annotation, left as they are: {}",
-                    plan.paused.len(),
-                    plan.managed,
-                    paused_list(plan)
-                )
-            };
-            let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
-            if plan.selected == 0 {
-                cond(
-                    READY,
-                    false,
-                    "TargetNotFound",
-                    format!("{summary}; the target selects no {}", kind.object_kind()),
-                )
-            } else if plan.managed == 0 {
-                cond(
-                    READY,
-                    false,
-                    "TargetConflict",
-                    format!("{summary}; every selected object is managed by another schedule"),
-                )
-            } else if plan.paused.len() == plan.managed {
-                cond(
-                    READY,
-                    false,
-                    "TargetPaused",
-                    format!(
-                        "{summary}; nothing written: every managed {} is paused by its own \
-                         annotation: {}",
-                        kind.object_kind(),
-                        paused_list(plan)
-                    ),
-                )
-            } else if !plan.problems.is_empty() {
-                cond(
-                    READY,
-                    false,
-                    "TargetInvalid",
-                    format!("{summary}; {}{note}", summarize(&plan.problems, 3)),
-                )
-            } else if *dry_run && !changes.is_empty() {
-                cond(
-                    READY,
-                    false,
-                    "DryRun",
-                    format!("{summary}; dry-run, would {}{note}", summarize(&changes, 3)),
-                )
-            } else if let Reason::InvalidSchedule(_) = decision.reason {
-                cond(
-                    READY,
-                    false,
-                    "InvalidSchedule",
-                    format!("{summary}; applied to {objects}{note}"),
-                )
-            } else {
-                let reason = if decision.scale_down_enabled {
-                    "ScaleDownEnabled"
-                } else {
-                    "ScaleDownDisabled"
-                };
-                cond(
-                    READY,
-                    true,
-                    reason,
-                    format!("{summary}; applied to {objects}{note}"),
-                )
-            }
-        }
-    };
-    out.push(ready);
-    out
-}
-
-/// The first few paused objects and why, e.g. `Node w1 (paused by annotation ...)`.
-fn paused_list(plan: &TargetPlan) -> String {
-    let paused: Vec<String> = plan
-        .paused
-        .iter()
-        .map(|p| format!("{} ({})", p.object, p.state))
-        .collect();
-    summarize(&paused, 3)
-}
-
-fn cluster_autoscaler_condition(
-    kind: TargetKind,
-    found: ClusterAutoscalerScaleDown,
-    cond: &dyn Fn(&str, bool, &str, String) -> ConditionUpdate,
-) -> ConditionUpdate {
-    let depends = format!(
-        "{} targets depend on ClusterAutoscaler {CLUSTER_AUTOSCALER_NAME} with \
-         spec.scaleDown.enabled: true",
-        kind.field()
-    );
-    let effect = "inside windows ebb restores the configured minimum, but the autoscaler removes no \
-                  node";
-    match found {
-        ClusterAutoscalerScaleDown::On => cond(
-            CLUSTER_AUTOSCALER_READY,
-            true,
-            "ClusterAutoscalerScaleDownEnabled",
-            format!("{depends}, and it has"),
-        ),
-        ClusterAutoscalerScaleDown::Off(enabled) => cond(
-            CLUSTER_AUTOSCALER_READY,
-            false,
-            "ClusterAutoscalerScaleDownDisabled",
-            format!(
-                "{depends}; it has {}: {effect}",
-                enabled.map_or_else(
-                    || "spec.scaleDown.enabled unset".to_owned(),
-                    |e| format!("spec.scaleDown.enabled: {e}")
-                )
-            ),
-        ),
-        ClusterAutoscalerScaleDown::Missing => cond(
-            CLUSTER_AUTOSCALER_READY,
-            false,
-            "ClusterAutoscalerNotFound",
-            format!("{depends}; there is none, so no MachineAutoscaler takes effect"),
-        ),
-    }
-}
-
-fn target_conditions(
-    kind: TargetKind,
-    plan: &TargetPlan,
-    cond: &dyn Fn(&str, bool, &str, String) -> ConditionUpdate,
-) -> (ConditionUpdate, ConditionUpdate) {
-    let conflict = if plan.conflicts.is_empty() {
-        cond(
-            TARGET_CONFLICT,
-            false,
-            "NoConflict",
-            "no other schedule selects these objects".into(),
-        )
-    } else {
-        let by: Vec<String> = plan
-            .conflicts
-            .iter()
-            .map(|c| format!("{} (managed by {})", c.object, c.managed_by))
-            .collect();
-        cond(
-            TARGET_CONFLICT,
-            true,
-            "TargetConflict",
-            format!(
-                "an older schedule (or one first by name) also selects {}; this schedule leaves \
-                 them alone",
-                summarize(&by, 3)
-            ),
-        )
-    };
-    let not_found = if plan.selected == 0 {
-        cond(
-            TARGET_NOT_FOUND,
-            true,
-            "TargetNotFound",
-            format!(
-                "spec.target.{} selects no {}",
-                kind.field(),
-                kind.object_kind()
-            ),
-        )
-    } else {
-        cond(
-            TARGET_NOT_FOUND,
-            false,
-            "TargetFound",
-            format!("{} selected", plan.selected),
-        )
-    };
-    (conflict, not_found)
+    planner.plan
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@ use ebb_crds::scaledown::{
     ClusterAutoscalerTarget, KarpenterNodePoolsTarget, MachineAutoscalersTarget, Maintenance,
     NodeAnnotationTarget, ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec,
 };
+use ebb_runtime::ConditionUpdate;
 use ebb_schedule::Tz;
 use ebb_testkit::utc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::report::decision_message;
 use super::*;
 
 /// An instant for plans whose objects carry no pause: any would do.

@@ -68,7 +68,7 @@ pub enum PlanError {
 /// The answer, as JSON: exactly these four fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PlanReport {
+pub struct PlanOutput {
     /// `metadata.name`.
     pub name: String,
     /// Whether scale-down is allowed at the instant.
@@ -84,17 +84,17 @@ pub struct PlanReport {
 ///
 /// # Errors
 /// The first invalid field: the target (exactly one kind, valid selectors) or a window.
-pub fn plan_schedule(
+pub fn offline(
     schedule: &ScaleDownSchedule,
     at: DateTime<Utc>,
     maintenance: &ClusterMaintenance,
-) -> Result<(PlanReport, Decision), InvalidSpec> {
+) -> Result<(PlanOutput, Decision), InvalidSpec> {
     decide::resolve_target(&schedule.spec.target)?;
     let decision = decide::decide(&schedule.spec, at, maintenance);
     if let Reason::InvalidSchedule(invalid) = &decision.reason {
         return Err(invalid.clone());
     }
-    let report = PlanReport {
+    let report = PlanOutput {
         name: schedule.metadata.name.clone().unwrap_or_default(),
         scale_down_enabled: decision.scale_down_enabled,
         active_window: decision.active_window,
@@ -119,11 +119,9 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
         None => now,
     };
     let (report, decision) =
-        plan_schedule(&schedule, at, &args.maintenance()).map_err(|invalid| {
-            PlanError::Invalid {
-                path: args.file.display().to_string(),
-                invalid,
-            }
+        offline(&schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
+            path: args.file.display().to_string(),
+            invalid,
         })?;
     Ok(match args.output {
         OutputFormat::Json => json_line(&report),
@@ -131,7 +129,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     })
 }
 
-fn text(report: &PlanReport, decision: &Decision, at: DateTime<Utc>) -> String {
+fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
     let mut out = String::new();
     let state = if report.scale_down_enabled {
         "enabled"

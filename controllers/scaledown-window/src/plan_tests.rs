@@ -22,7 +22,7 @@ fn report_has_exactly_the_four_fields() {
     let s = schedule(
         "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
     );
-    let (report, _) = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap();
+    let (report, _) = offline(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap();
     assert_eq!(
         json_line(&report),
         "{\"name\":\"s\",\"scaleDownEnabled\":false,\"activeWindow\":null,\"nextTransition\":\"2026-03-27T19:00:00Z\"}\n"
@@ -34,11 +34,11 @@ fn upgrading_counts_only_when_followed() {
     let follow = schedule(
         "target: {clusterAutoscaler: {}}\nwindows: []\nmaintenance: {followClusterUpgrade: true}\n",
     );
-    let (report, _) = plan_schedule(&follow, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
+    let (report, _) = offline(&follow, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
     assert!(report.scale_down_enabled);
     assert_eq!(report.next_transition, None);
     let ignore = schedule("target: {clusterAutoscaler: {}}\nwindows: []\n");
-    let (report, _) = plan_schedule(&ignore, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
+    let (report, _) = offline(&ignore, utc("2026-03-27T11:00:00Z"), &upgrading()).unwrap();
     assert!(!report.scale_down_enabled);
 }
 
@@ -47,10 +47,10 @@ fn invalid_fields_are_named() {
     let s = schedule(
         "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 1h}\n- {schedule: '0 25 * * *', duration: 1h}\n",
     );
-    let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
+    let err = offline(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
     assert_eq!(err.field, "spec.windows[1].schedule");
     let s = schedule("target: {}\nwindows: []\n");
-    let err = plan_schedule(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
+    let err = offline(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap_err();
     assert_eq!(err.field, "spec.target");
 }
 
@@ -60,7 +60,7 @@ fn text_lists_the_coming_flips() {
         "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
     );
     let at = utc("2026-03-27T11:00:00Z");
-    let (report, decision) = plan_schedule(&s, at, &none()).unwrap();
+    let (report, decision) = offline(&s, at, &none()).unwrap();
     let out = text(&report, &decision, at);
     assert!(
         out.starts_with(

@@ -17,16 +17,14 @@
 //! (in the frame) gates all writes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownTransition};
-use ebb_runtime::conditions::set_condition;
-use ebb_runtime::events::EventKind;
+use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownScheduleStatus};
+use ebb_runtime::Notice;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::patch::merge_diff;
-use ebb_runtime::pause::{PauseReport, pause_report, pause_state};
-use ebb_runtime::time::{from_k8s_time, to_k8s_time};
+use ebb_runtime::pause::{pause_report, pause_state};
+use ebb_runtime::time::from_k8s_time;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{DeserializeGuard, DynamicObject};
@@ -35,8 +33,8 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::decide::{
-    self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Decision, Observed,
-    Reason, ResolvedTarget, TargetKind, TargetOutcome,
+    self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Observed, ReportInput,
+    ResolvedTarget, TargetKind, TargetOutcome,
 };
 use crate::metrics::Metrics;
 use crate::targets;
@@ -45,8 +43,7 @@ use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 /// Held on a ScaleDownSchedule while ebb may have changed its target, so deleting it first
 /// releases what ebb set.
 pub const FINALIZER: &str = "scaling.ebb.dev/scaledown-window";
-/// Look again at least this often, and never schedule further ahead (the work queue has a limit).
-pub const RESYNC: Duration = Duration::from_secs(24 * 3600);
+pub use crate::decide::{RESYNC, requeue_after};
 
 /// Which target kinds this controller serves (feature flags; the chart grants RBAC to match).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,21 +210,25 @@ impl Reconciler for Reconcile {
             let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
             finalizer(&api, FINALIZER, schedule, |event| async move {
                 match event {
-                    FinalizerEvent::Apply(schedule) => apply(&schedule, ctx).await,
-                    FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, ctx).await,
+                    FinalizerEvent::Apply(schedule) => apply(&schedule, ctx, now).await,
+                    FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, ctx, now).await,
                 }
             })
             .await
             .map_err(Error::from_finalizer)
         } else {
-            apply(&schedule, ctx).await
+            apply(&schedule, ctx, now).await
         }
     }
 }
 
-/// Decides, applies and reports.
-async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Error> {
-    let now = ctx.clock.now();
+/// Reads, decides, writes the target's changes, then the status and Events [`decide::report`]
+/// returns.
+async fn apply(
+    schedule: &ScaleDownSchedule,
+    ctx: &Context,
+    now: DateTime<Utc>,
+) -> Result<Action, Error> {
     let name = schedule.name_any();
     let spec = &schedule.spec;
     let follows_upgrades = spec
@@ -261,69 +262,64 @@ async fn apply(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Er
         Ok(target) => {
             let observed = observe(ctx, &target).await?;
             let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
-            let plan = decide::plan_target(
-                &name,
-                &claimants,
-                Some(decision.scale_down_enabled),
-                &observed,
-                now,
-            );
-            if !ctx.dry_run {
-                write_changes(ctx, &name, &plan.changes).await?;
-            }
             TargetOutcome::Planned {
                 kind: target.kind(),
-                plan,
+                plan: decide::plan_target(
+                    &name,
+                    &claimants,
+                    Some(decision.scale_down_enabled),
+                    &observed,
+                    now,
+                ),
                 dry_run: ctx.dry_run,
             }
         }
     };
-
-    let report = write_status(ctx, schedule, &decision, &outcome, pause.as_ref(), now).await?;
-    publish(ctx, schedule, &decision, &outcome, pause.as_ref(), &report).await;
-
-    let invalid = matches!(decision.reason, Reason::InvalidSchedule(_))
-        || matches!(outcome, TargetOutcome::Invalid(_));
-    let conflict =
-        matches!(&outcome, TargetOutcome::Planned { plan, .. } if !plan.conflicts.is_empty());
-    ctx.own
-        .metrics
-        .observe(&name, decision.scale_down_enabled, invalid, conflict);
-    if let Some(previous) = report.previous_enabled
-        && previous != decision.scale_down_enabled
+    if let TargetOutcome::Planned {
+        plan,
+        dry_run: false,
+        ..
+    } = &outcome
     {
-        ctx.own.metrics.flip(&name, decision.scale_down_enabled);
+        write_changes(ctx, &name, &plan.changes).await?;
     }
 
-    // The schedule's own pause and its objects' pauses end by themselves: look again then.
-    let objects_resume = match &outcome {
-        TargetOutcome::Planned { plan, .. } => plan.resume_at(),
-        _ => None,
-    };
-    let schedule_resume = pause.as_ref().and_then(|p| p.pause.resume_at());
-    let wake = [decision.requeue_at, schedule_resume, objects_resume]
-        .into_iter()
-        .flatten()
-        .min();
-    Ok(match wake {
-        Some(at) => Action::requeue(requeue_after(now, at)),
-        // Nothing will change by the clock: an invalid spec waits for an edit, a valid one is
-        // looked at again once a day in case a watch event was missed.
-        None if invalid => Action::await_change(),
-        None => Action::requeue(RESYNC),
-    })
-}
-
-/// The delay from `now` until `at`, at most [`RESYNC`].
-pub fn requeue_after(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
-    (at - now).to_std().unwrap_or(Duration::ZERO).min(RESYNC)
+    let report = decide::report::report(&ReportInput {
+        status: schedule.status.as_ref(),
+        generation: schedule.metadata.generation,
+        decision: &decision,
+        outcome: &outcome,
+        pause: pause.as_ref(),
+        dry_run: ctx.dry_run,
+        now,
+    });
+    if let Some(status) = &report.status {
+        write_status(ctx, schedule, status).await?;
+    }
+    let reference = schedule.object_ref(&());
+    for notice in &report.notices {
+        notice.record(&*ctx.events, &reference).await;
+    }
+    let enabled = decision.scale_down_enabled;
+    ctx.own
+        .metrics
+        .observe(&name, enabled, report.invalid, report.conflict);
+    if report.flipped {
+        ctx.own.metrics.flip(&name, enabled);
+    }
+    Ok(report
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
 }
 
 /// Releases what this schedule set, unless another schedule takes the objects over. A paused
 /// schedule, a dry run or a switched-off target kind releases nothing.
-async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(
+    schedule: &ScaleDownSchedule,
+    ctx: &Context,
+    now: DateTime<Utc>,
+) -> Result<Action, Error> {
     let name = schedule.name_any();
-    let now = ctx.clock.now();
     ctx.own.metrics.forget(&name);
     let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
         return Ok(Action::await_change());
@@ -341,15 +337,13 @@ async fn cleanup(schedule: &ScaleDownSchedule, ctx: &Context) -> Result<Action, 
     write_changes(ctx, &name, &plan.changes).await?;
     if !plan.changes.is_empty() {
         let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
-        ctx.events
-            .record(
-                &schedule.object_ref(&()),
-                EventKind::Normal,
-                "Released",
-                "Release",
-                &format!("deleted: {}", decide::summarize(&changes, 5)),
-            )
-            .await;
+        Notice::normal(
+            "Released",
+            "Release",
+            format!("deleted: {}", decide::summarize(&changes, 5)),
+        )
+        .record(&*ctx.events, &schedule.object_ref(&()))
+        .await;
     }
     Ok(Action::await_change())
 }
@@ -569,184 +563,23 @@ async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<()
     first_error.map_or(Ok(()), Err)
 }
 
-/// What the status write found.
-struct StatusReport {
-    /// `status.scaleDownEnabled` before, when there was a status.
-    previous_enabled: Option<bool>,
-    /// Condition types whose content changed, with their new status.
-    changed: Vec<(String, bool)>,
-}
-
-/// Writes the status when it differs from the stored one.
+/// Writes `status` (which differs from the stored one) as a merge patch of the difference.
 async fn write_status(
     ctx: &Context,
     schedule: &ScaleDownSchedule,
-    decision: &Decision,
-    outcome: &TargetOutcome,
-    pause: Option<&PauseReport>,
-    now: DateTime<Utc>,
-) -> Result<StatusReport, Error> {
-    let generation = schedule.metadata.generation;
-    let old = schedule.status.clone();
-    let mut status = old.clone().unwrap_or_default();
-    status.scale_down_enabled = decision.scale_down_enabled;
-    status.active_window = decision.active_window.and_then(|i| i32::try_from(i).ok());
-    status.next_transition_time = decision.next_transition.map(to_k8s_time);
-    status.next_transitions = decision
-        .next_transitions
-        .iter()
-        .map(|(at, enabled)| ScaleDownTransition {
-            at: to_k8s_time(*at),
-            scale_down_enabled: *enabled,
-        })
-        .collect();
-    status.observed_generation = generation;
-    let mut changed = Vec::new();
-    for mut update in decide::conditions(decision, outcome, generation) {
-        // The schedule's own pause: the shared `Paused` condition (reason `Paused` or
-        // `InvalidPausedUntil`, the message naming the schedule and the annotation).
-        if let Some(report) = pause
-            && update.type_ == decide::PAUSED
-        {
-            update = report.condition.clone();
-        }
-        let (type_, value) = (update.type_.clone(), update.status);
-        if set_condition(&mut status.conditions, update, now) {
-            changed.push((type_, value));
-        }
-    }
-    let report = StatusReport {
-        previous_enabled: old.as_ref().map(|s| s.scale_down_enabled),
-        changed,
-    };
-    if old.as_ref() == Some(&status) {
-        return Ok(report);
-    }
+    status: &ScaleDownScheduleStatus,
+) -> Result<(), Error> {
+    let old = schedule.status.clone().unwrap_or_default();
     let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
     api.patch_status(
         &schedule.name_any(),
         &merge_params(),
         &Patch::Merge(serde_json::json!({ "status": merge_diff(
-            &serde_json::to_value(old.unwrap_or_default())?,
-            &serde_json::to_value(&status)?,
+            &serde_json::to_value(old)?,
+            &serde_json::to_value(status)?,
         ) })),
     )
     .await
     .map_err(Error::Status)?;
-    Ok(report)
+    Ok(())
 }
-
-/// Events: every flip of `scaleDownEnabled` (the first decision too), target writes without a
-/// flip, and a spec that becomes invalid or a conflict that appears.
-async fn publish(
-    ctx: &Context,
-    schedule: &ScaleDownSchedule,
-    decision: &Decision,
-    outcome: &TargetOutcome,
-    pause: Option<&PauseReport>,
-    report: &StatusReport,
-) {
-    let reference = schedule.object_ref(&());
-    let changes: Vec<String> = match outcome {
-        TargetOutcome::Planned { plan, .. } => plan.changes.iter().map(Change::describe).collect(),
-        _ => Vec::new(),
-    };
-    let what = match outcome {
-        TargetOutcome::Planned { dry_run: true, .. } if !changes.is_empty() => {
-            format!("dry-run, would {}", decide::summarize(&changes, 5))
-        }
-        TargetOutcome::Planned { .. } if !changes.is_empty() => decide::summarize(&changes, 5),
-        TargetOutcome::Planned { .. } => "the target was already so".to_owned(),
-        TargetOutcome::Paused(why) => format!("not applied: {why}"),
-        TargetOutcome::Disabled(kind) => {
-            format!("not applied: target kind switched off ({})", kind.flag())
-        }
-        TargetOutcome::Invalid(invalid) => format!("not applied: {invalid}"),
-    };
-    let enabled = decision.scale_down_enabled;
-    if report.previous_enabled != Some(enabled) {
-        let (reason, action) = if enabled {
-            ("ScaleDownEnabled", "EnableScaleDown")
-        } else {
-            ("ScaleDownDisabled", "DisableScaleDown")
-        };
-        let why = match &decision.reason {
-            Reason::WindowOpen(i) => format!("window {i} open"),
-            Reason::ClusterUpgrade => decision.maintenance.describe(),
-            Reason::OutsideWindows => "no window open".to_owned(),
-            Reason::InvalidSchedule(invalid) => format!("fail-safe, {invalid}"),
-        };
-        ctx.events
-            .record(
-                &reference,
-                EventKind::Normal,
-                reason,
-                action,
-                &format!("{why}: {what}"),
-            )
-            .await;
-    } else if !changes.is_empty() && !ctx.dry_run {
-        ctx.events
-            .record(
-                &reference,
-                EventKind::Normal,
-                "TargetUpdated",
-                "Apply",
-                &what,
-            )
-            .await;
-    }
-    let became = |type_: &str, value: bool| {
-        report
-            .changed
-            .iter()
-            .any(|(t, v)| t == type_ && *v == value)
-    };
-    let updates = decide::conditions(decision, outcome, None);
-    // The schedule's own pause starting or changing.
-    if let Some((kind, reason, note)) = pause.and_then(|p| p.event.as_ref()) {
-        ctx.events
-            .record(&reference, *kind, reason, "Pause", note)
-            .await;
-    }
-    // A managed object's own pause starting (or the set of paused objects changing).
-    if became(decide::PAUSED, true)
-        && let Some(c) = updates
-            .iter()
-            .find(|c| c.type_ == decide::PAUSED && c.reason == decide::OBJECTS_PAUSED)
-    {
-        ctx.events
-            .record(
-                &reference,
-                EventKind::Normal,
-                &c.reason,
-                "Pause",
-                &c.message,
-            )
-            .await;
-    }
-    let warnings = [
-        (decide::SCHEDULE_VALID, false, "Validate"),
-        (decide::TARGET_CONFLICT, true, "Yield"),
-        (decide::CLUSTER_AUTOSCALER_READY, false, "CheckDependency"),
-    ];
-    for (type_, value, action) in warnings {
-        if became(type_, value)
-            && let Some(c) = updates.iter().find(|c| c.type_ == type_)
-        {
-            ctx.events
-                .record(
-                    &reference,
-                    EventKind::Warning,
-                    &c.reason,
-                    action,
-                    &c.message,
-                )
-                .await;
-        }
-    }
-}
-
-#[cfg(test)]
-#[path = "reconcile_tests.rs"]
-mod tests;

@@ -114,7 +114,7 @@ pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
 }
 
 /// The decision for `scaler` at `at`.
-pub fn decide_plan(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, SpecErrors> {
+pub fn offline(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, SpecErrors> {
     let schedule = Schedule::from_spec(&scaler.spec)?;
     let matched = schedule.matched_at(at);
     Ok(PlanOutput {
@@ -131,7 +131,7 @@ pub fn render(
     at: DateTime<Utc>,
     output: OutputFormat,
 ) -> Result<String, SpecErrors> {
-    let answer = decide_plan(scaler, at)?;
+    let answer = offline(scaler, at)?;
     if output == OutputFormat::Json {
         return Ok(json_line(&answer));
     }

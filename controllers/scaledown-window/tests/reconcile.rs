@@ -18,8 +18,12 @@ use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
-use super::*;
-use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
+use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use scaledown_window::decide;
+use scaledown_window::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
+use scaledown_window::metrics::Metrics;
+use scaledown_window::reconcile::*;
+use scaledown_window::{CONTROLLER_NAME, FIELD_MANAGER};
 
 const FRIDAY_NOON: &str = "2026-03-27T11:00:00Z";
 const FRIDAY_NIGHT: &str = "2026-03-27T19:00:00Z";
