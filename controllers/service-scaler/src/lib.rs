@@ -30,7 +30,6 @@ use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis, watcher_config};
 use ebb_runtime::frame;
-use ebb_runtime::metrics::metric_prefix;
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
@@ -61,11 +60,10 @@ pub fn scaler_of(
 
 /// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let prefix = metric_prefix(CONTROLLER_NAME);
     ebb_runtime::app::run(
         CONTROLLER_NAME,
         &args.common.clone(),
-        |registry| Metrics::new(registry, &prefix),
+        Metrics::new,
         |wiring, metrics| controllers(args, wiring, metrics),
     )
     .await?;

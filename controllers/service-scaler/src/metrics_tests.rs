@@ -6,7 +6,7 @@ use prometheus_client::encoding::text::encode;
 #[test]
 fn gauge_follows_observations_and_counter_counts_writes() {
     let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry, "ebb_service_scaler");
+    let metrics = Metrics::new(&mut registry);
     metrics.observe("a/x", ManagedState::Active);
     metrics.observe("a/y", ManagedState::Active);
     metrics.observe("a/y", ManagedState::Paused);

@@ -81,7 +81,7 @@ fn error_policy(
 impl Harness {
     fn new(now: &str, dry_run: bool) -> Self {
         let kit = ebb_testkit::Harness::new(now, "service-scaler");
-        let metrics = kit.register(|r| Metrics::new(r, "ebb_service_scaler"));
+        let metrics = kit.register(Metrics::new);
         let ctx = kit.context(dry_run, Own { metrics });
         Self { kit, ctx }
     }
@@ -387,7 +387,7 @@ async fn conflicts_on_every_pass_fail_the_reconcile_and_back_off() {
 #[tokio::test]
 async fn a_follower_writes_nothing_and_looks_again() {
     let kit = ebb_testkit::Harness::new("2026-05-04T09:00:00Z", "service-scaler");
-    let metrics = kit.register(|r| Metrics::new(r, "ebb_service_scaler"));
+    let metrics = kit.register(Metrics::new);
     let ctx = Arc::new(Context::new(
         kit.shared_with(false, ebb_runtime::Leader::following()),
         Own { metrics },

@@ -37,7 +37,6 @@ use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{WarmUp, Wiring, scoped_apis, watcher_config};
 use ebb_runtime::frame;
-use ebb_runtime::metrics::metric_prefix;
 use ebb_runtime::{CommonArgs, Shutdown};
 use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
@@ -59,11 +58,10 @@ pub struct RunArgs {
 
 /// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let prefix = metric_prefix(CONTROLLER_NAME);
     ebb_runtime::app::run(
         CONTROLLER_NAME,
         &args.common.clone(),
-        |registry| Metrics::new(registry, &prefix),
+        Metrics::new,
         |wiring, metrics| controllers(args, wiring, metrics),
     )
     .await?;

@@ -6,7 +6,7 @@ use prometheus_client::encoding::text::encode;
 #[test]
 fn series_are_named_and_labelled() {
     let mut registry = Registry::default();
-    let m = Metrics::new(&mut registry, "ebb_workshop_scaler");
+    let m = Metrics::new(&mut registry);
     let w = WorkshopLabels {
         namespace: "ops".into(),
         workshop: "ansible-101".into(),

@@ -161,8 +161,7 @@ async fn once(
 
     let args: service_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
     let wiring = world.wiring(service_scaler::CONTROLLER_NAME, &args.common);
-    let prefix = ebb_runtime::metrics::metric_prefix(service_scaler::CONTROLLER_NAME);
-    let metrics = Metrics::new(world.registry(), &prefix);
+    let metrics = Metrics::new(world.registry());
     let controllers = service_scaler::controllers(args, wiring, metrics);
     let driven = drive(&world, scenario, target, pool, &jobs, timeline);
     let run = alongside(service_scaler::CONTROLLER_NAME, controllers, driven).await?;

@@ -95,8 +95,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
 
     let args: workshop_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
     let wiring = world.wiring(workshop_scaler::CONTROLLER_NAME, &args.common);
-    let prefix = ebb_runtime::metrics::metric_prefix(workshop_scaler::CONTROLLER_NAME);
-    let metrics = Metrics::new(world.registry(), &prefix);
+    let metrics = Metrics::new(world.registry());
     let controllers = workshop_scaler::controllers(args, wiring, metrics);
     let mut timeline = Timeline::default();
     let driven = drive(

@@ -84,11 +84,80 @@ impl Harness {
 
     /// The registry in Prometheus' text format.
     pub fn metrics_text(&self) -> String {
-        let mut out = String::new();
-        let registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = encode(&mut out, &registry) {
-            panic!("encoding metrics: {e}");
-        }
-        out
+        text(&self.registry)
     }
+
+    /// Another controller process over the same fake API and clock (a second replica, or the
+    /// same one after a restart): its own Events, metrics registry and leader state.
+    pub fn replica(&self, dry_run: bool, leader: Leader) -> Replica {
+        Replica::new(&self.fake, &self.clock, self.controller, dry_run, leader)
+    }
+}
+
+/// One controller process over a fake API: its own Events, metrics registry and leader state
+/// ([`Harness::replica`] makes one over the harness's fake and clock).
+pub struct Replica {
+    client: kube::Client,
+    clock: ManualClock,
+    /// The Events this process recorded.
+    pub events: RecordingEvents,
+    registry: Arc<Mutex<Registry>>,
+    metrics: ControllerMetrics,
+    dry_run: bool,
+    leader: Leader,
+}
+
+impl Replica {
+    /// A process of `controller` talking to `fake`, reading `clock`.
+    pub fn new(
+        fake: &FakeApi,
+        clock: &ManualClock,
+        controller: &'static str,
+        dry_run: bool,
+        leader: Leader,
+    ) -> Self {
+        let mut registry = Registry::default();
+        let metrics = ControllerMetrics::new(&mut registry, controller);
+        Self {
+            client: fake.client(),
+            clock: clock.clone(),
+            events: RecordingEvents::new(),
+            registry: Arc::new(Mutex::new(registry)),
+            metrics,
+            dry_run,
+            leader,
+        }
+    }
+
+    /// Registers metrics into this process's registry (a controller's own metrics type).
+    pub fn register<M>(&self, register: impl FnOnce(&mut Registry) -> M) -> M {
+        register(&mut self.registry.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The frame's context of this process around `own`.
+    pub fn context<T>(&self, own: T) -> Arc<Context<T>> {
+        let shared = Shared {
+            client: self.client.clone(),
+            clock: Arc::new(self.clock.clone()),
+            events: Arc::new(self.events.clone()),
+            metrics: self.metrics.clone(),
+            dry_run: self.dry_run,
+            leader: self.leader.clone(),
+        };
+        Arc::new(Context::new(shared, own))
+    }
+
+    /// This process's registry in Prometheus' text format.
+    pub fn metrics_text(&self) -> String {
+        text(&self.registry)
+    }
+}
+
+fn text(registry: &Mutex<Registry>) -> String {
+    let mut out = String::new();
+    let registry = registry.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Err(e) = encode(&mut out, &registry) {
+        panic!("encoding metrics: {e}");
+    }
+    out
 }

@@ -40,7 +40,7 @@ mod watch;
 
 pub use events::{RecordedEvent, RecordingEvents};
 pub use fake::{FAKE_EPOCH_SECONDS, FakeApi, Fault, InjectedTimeout, Matcher, RecordedRequest};
-pub use harness::{Harness, utc};
+pub use harness::{Harness, Replica, utc};
 pub use store::{PatchKind, ScalePaths};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, DEFAULT_WATCH_HISTORY, DEFAULT_WATCH_TIMEOUT};
 

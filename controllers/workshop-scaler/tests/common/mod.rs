@@ -2,16 +2,16 @@
 //! Events, and helpers that read back what the reconciler did.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+use std::ops::Deref;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
-use ebb_runtime::frame::{self, Shared};
-use ebb_runtime::{ControllerMetrics, Leader, ManualClock};
+use ebb_runtime::frame;
+use ebb_runtime::{Leader, ManualClock};
 use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
-use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
 use workshop_scaler::metrics::Metrics;
@@ -24,22 +24,32 @@ pub const NS: &str = "babylon-user-ops";
 pub const WORKSHOP: &str = "ansible-101";
 pub const API: &str = "babylon.gpte.redhat.com/v1";
 
+const T0: &str = "2026-03-10T09:00:00Z";
+
 pub fn t0() -> DateTime<Utc> {
-    utc("2026-03-10T09:00:00Z")
+    utc(T0)
 }
 
-/// One controller process: its own context over a shared fake API.
+/// One controller process: its own context, Events and metrics over the shared fake API.
 pub struct Replica {
     pub ctx: Arc<Context>,
     pub events: RecordingEvents,
-    pub registry: Registry,
+    process: ebb_testkit::Replica,
 }
 
+/// The shared harness (`fake`, `clock`, through `Deref`) and the replica under test.
 pub struct Harness {
-    pub fake: FakeApi,
-    pub clock: ManualClock,
+    kit: ebb_testkit::Harness,
     pub replica: Replica,
     pub dry_run: bool,
+}
+
+impl Deref for Harness {
+    type Target = ebb_testkit::Harness;
+
+    fn deref(&self) -> &ebb_testkit::Harness {
+        &self.kit
+    }
 }
 
 impl Harness {
@@ -48,12 +58,10 @@ impl Harness {
     }
 
     pub fn with_dry_run(dry_run: bool) -> Self {
-        let clock = ManualClock::new(t0());
-        let fake = FakeApi::with_clock(clock.clone());
-        let replica = replica(&fake, &clock, dry_run);
+        let kit = ebb_testkit::Harness::new(T0, CONTROLLER_NAME);
+        let replica = replica(&kit.fake, &kit.clock, dry_run);
         Self {
-            fake,
-            clock,
+            kit,
             replica,
             dry_run,
         }
@@ -239,9 +247,7 @@ impl Harness {
     }
 
     pub fn metrics_text(&self) -> String {
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.replica.registry).unwrap();
-        out
+        self.replica.process.metrics_text()
     }
 }
 
@@ -256,26 +262,15 @@ pub fn replica_with_leader(
     dry_run: bool,
     leader: Leader,
 ) -> Replica {
-    // Not `ebb_testkit::Harness`: each replica (a restart too) has its own registry and Events.
-    let mut registry = Registry::default();
-    let metrics = ControllerMetrics::new(&mut registry, CONTROLLER_NAME);
-    let own = Own {
-        metrics: Metrics::new(&mut registry, "ebb_workshop_scaler"),
-    };
-    let events = RecordingEvents::new();
-    let shared = Shared {
-        client: fake.client(),
-        clock: Arc::new(clock.clone()),
-        events: Arc::new(events.clone()),
-        metrics,
-        dry_run,
-        leader,
-    };
-    let ctx = Arc::new(Context::new(shared, own));
+    // Each replica (a restart too) has its own registry and Events.
+    let process = ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, dry_run, leader);
+    let ctx = process.context(Own {
+        metrics: process.register(Metrics::new),
+    });
     Replica {
         ctx,
-        events,
-        registry,
+        events: process.events.clone(),
+        process,
     }
 }
 
