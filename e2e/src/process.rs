@@ -138,7 +138,8 @@ impl Controller {
         }
     }
 
-    fn get(&self, path: &str) -> Result<(u16, String)> {
+    /// GET `path` of the process's metrics/health server: status and body.
+    pub fn get(&self, path: &str) -> Result<(u16, String)> {
         let url = format!("http://{}{path}", self.metrics_addr);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(5)))

@@ -100,6 +100,29 @@ async fn run(subject: Subject) {
     } else {
         (b, a, credential_b, credential_a)
     };
+    // `_leader` says which replica holds the Lease; `_build_info` which release runs.
+    let gauge = format!("ebb_{}_leader", subject.binary.replace('-', "_"));
+    let leading = |p: &Controller| p.metric(&gauge, &[]).ok();
+    eventually(Duration::from_secs(10), || async {
+        (leading(&leader_proc) == Some(1.0) && leading(&standby) == Some(0.0)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{gauge}: leader {:?}, standby {:?}: {e}",
+            leading(&leader_proc),
+            leading(&standby)
+        )
+    });
+    let (_, body) = leader_proc.get("/metrics").unwrap();
+    assert!(
+        body.contains(&format!(
+            "ebb_{}_build_info{{version=\"",
+            subject.binary.replace('-', "_")
+        )),
+        "{}: no build_info",
+        subject.binary
+    );
 
     // Converged: the seed's state reached. An idle minute writes nothing.
     (subject.trigger)(&setup, 0).await;

@@ -184,8 +184,10 @@ where
 {
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
+    let leader_gauge = crate::metrics::register_process(&mut registry, name);
     let own = register(&mut registry);
     let runtime = Runtime::start(name, common, registry).await?;
+    leader_gauge.fill(&runtime.leader);
     let wiring = Wiring {
         client: runtime.client.clone(),
         clock: runtime.clock.clone(),

@@ -4,11 +4,16 @@
 //! [`metric_prefix`]).
 
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::metrics::{counter::Counter, family::Family, histogram::Histogram};
 use prometheus_client::registry::{Registry, Unit};
+
+use crate::Leader;
 
 /// Upper bounds (seconds) of the reconcile-duration buckets: API round trips take milliseconds,
 /// a slow reconcile a few seconds.
@@ -109,6 +114,60 @@ impl ControllerMetrics {
     }
 }
 
+/// `ebb_<controller>_leader`: 1 while this replica may write (it holds the Lease, or runs without
+/// election), 0 otherwise, read at scrape time. It reads 0 until the process has joined the
+/// election ([`LeaderGauge::fill`]).
+#[derive(Clone, Debug, Default)]
+pub struct LeaderGauge {
+    leader: Arc<OnceLock<Leader>>,
+}
+
+impl LeaderGauge {
+    /// From now on the gauge follows `leader`.
+    pub fn fill(&self, leader: &Leader) {
+        // Filled once per process; a second call changes nothing.
+        let _ = self.leader.set(leader.clone());
+    }
+
+    fn value(&self) -> i64 {
+        i64::from(self.leader.get().is_some_and(Leader::is_leader))
+    }
+}
+
+impl TypedMetric for LeaderGauge {
+    const TYPE: MetricType = MetricType::Gauge;
+}
+
+impl EncodeMetric for LeaderGauge {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&self.value())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// Registers what every controller process exports about itself:
+/// `ebb_<controller>_build_info{version}` (always 1) and `ebb_<controller>_leader` (the
+/// returned gauge, to [`LeaderGauge::fill`] once the election runs). The "no leader" alert of
+/// every chart reads the latter.
+pub fn register_process(registry: &mut Registry, controller: &str) -> LeaderGauge {
+    let sub = registry.sub_registry_with_prefix(metric_prefix(controller));
+    sub.register(
+        "build",
+        "The ebb release this process runs (always 1)",
+        Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+    );
+    let leader = LeaderGauge::default();
+    sub.register(
+        "leader",
+        "1 while this replica holds the leader Lease (or runs without election), 0 otherwise",
+        leader.clone(),
+    );
+    leader
+}
+
 /// Records a reconcile's duration when dropped.
 #[derive(Debug)]
 pub struct ReconcileTimer {
@@ -144,6 +203,27 @@ mod tests {
         fn category(&self) -> &'static str {
             "kube"
         }
+    }
+
+    #[test]
+    fn build_info_and_the_leader_gauge() {
+        let mut registry = Registry::default();
+        let gauge = register_process(&mut registry, "service-scaler");
+        let text = render(&registry);
+        assert!(
+            text.contains(&format!(
+                "ebb_service_scaler_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{text}"
+        );
+        // Not yet in the election: not the leader.
+        assert!(text.contains("ebb_service_scaler_leader 0"), "{text}");
+        gauge.fill(&Leader::following());
+        assert!(render(&registry).contains("ebb_service_scaler_leader 0"));
+        let gauge = register_process(&mut Registry::default(), "x");
+        gauge.fill(&Leader::disabled());
+        assert_eq!(gauge.value(), 1, "without election the one replica leads");
     }
 
     #[test]
