@@ -18,8 +18,8 @@
 //!   previous replicas cleared) once the `onFailure` hook has finished; the annotation is removed.
 //!
 //! [`decide`] takes plain data and returns a [`Plan`]: the status to hold (written before anything
-//! else happens) and one action. The reconciler persists, acts, and asks again: a hook's answer
-//! comes back in as [`Input::hook`]. Which stages block is [`ScalerStage::is_active`](ebb_crds::stackable::ScalerStage::is_active)'s knowledge.
+//! else happens) and one action. The step loop ([`crate::steps`]) saves, acts, and asks again: a
+//! hook's answer comes back in as [`Input::hook`]. Which stages block is [`ScalerStage::is_active`](ebb_crds::stackable::ScalerStage::is_active)'s knowledge.
 
 use std::time::Duration;
 
@@ -314,6 +314,24 @@ impl Plan {
     /// The stage this plan holds.
     pub fn stage(&self) -> ScalerStage {
         stage_of(Some(&self.status))
+    }
+
+    /// What the plan does next, in a few words ("run the prescale hook for scaling from 3 to 5
+    /// replicas"): the intent of a dry run and the `next:` line of `plan`.
+    pub fn describe(&self) -> String {
+        match &self.action {
+            Action::Continue => format!("move to {}", self.stage().as_str()),
+            Action::RunHook { hook, context } => format!(
+                "run the {} hook for scaling from {} to {} replicas",
+                hook.as_str(),
+                context.previous_replicas,
+                context.desired_replicas
+            ),
+            Action::SetReplicas { to } => format!("set the workload to {to} replicas"),
+            Action::StripRetryAnnotation => format!("remove the {RETRY_ANNOTATION} annotation"),
+            Action::StripAbortAnnotation => format!("remove the {ABORT_ANNOTATION} annotation"),
+            Action::Wait { reason, .. } => format!("wait ({reason})"),
+        }
     }
 }
 

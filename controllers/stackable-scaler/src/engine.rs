@@ -1,12 +1,16 @@
-//! [`reconcile_scaler`]: the state machine driven against the API, for the standalone controller
-//! and for product operators that embed it with their own hooks and their own [`ScaleTarget`].
+//! The state machine driven against the API, for the standalone controller and for product
+//! operators that embed it with their own hooks and their own [`ScaleTarget`].
 //!
-//! One pass: observe the workload, [`decide`], persist the plan's status (a merge patch carrying
-//! the scaler's `resourceVersion`), then act (ask a hook, set replicas, strip the retry or abort
-//! annotation) and decide again, until the plan waits. A stage change is always persisted before
-//! the next stage's hook is asked, so a hook is never skipped; a 409 re-reads the scaler and decides
-//! again. Answers of hooks (`Done` or an error) are kept in a [`HookLedger`], so a status write
-//! that fails after a hook answered does not ask the hook a second time.
+//! [`scaler_pass`] is one pass: observe the workload, then the step loop ([`crate::steps`]):
+//! [`decide`], save the plan's status (a merge patch carrying the scaler's `resourceVersion`),
+//! act (ask a hook, set replicas, strip the retry or abort annotation) and decide again, until the
+//! plan waits. A stage change is always saved before the next stage's hook is asked, so a hook is
+//! never skipped. A 409 on a status write ends the pass with [`ScalerError::Conflict`], which
+//! carries what the pass did up to then (the Events of the stages it saved): the caller reads the
+//! scaler again and runs another pass, as the shared reconcile frame does for the controller, and
+//! as [`reconcile_scaler`] does for an embedding operator. Answers of hooks (`Done` or an error)
+//! are kept in a [`HookLedger`], so a status write that fails after a hook answered does not ask
+//! the hook a second time.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,26 +18,23 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_runtime::frame::{MAX_ATTEMPTS, is_conflict};
 use ebb_runtime::patch::merge_diff;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as RequeueAction;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::decide::{
-    self, ABORT_ANNOTATION, Action, Input, Note, RETRY_ANNOTATION, StageTimeouts, WorkloadState,
-};
-use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingHooks, call_hook};
+use crate::decide::{self, Action, Note, Plan, WorkloadState};
+use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks, call_hook};
+use crate::steps::{self, World};
+pub use crate::steps::{abort_requested, retry_requested};
 
 /// Field manager of every write the state machine makes (`ebb-stackable-scaler`).
 pub use crate::FIELD_MANAGER;
 
-/// How many decide/persist/act steps one pass may take (a full operation without waits is ~6).
-const MAX_STEPS: usize = 16;
-/// How many 409s one pass absorbs before it gives up and requeues.
-const MAX_CONFLICTS: usize = 3;
-/// Requeue after a pass gave up on conflicts.
+/// Requeue after [`reconcile_scaler`] gave up on conflicts.
 const CONFLICT_REQUEUE: Duration = Duration::from_secs(1);
 
 /// The workload being scaled, as the embedding operator sees it.
@@ -86,6 +87,17 @@ pub enum ScalerError {
     /// Serializing a patch failed (a bug).
     #[error("serializing a patch: {0}")]
     Serialize(#[source] serde_json::Error),
+    /// A status write met a 409: the scaler changed since it was read. `done` is what the pass did
+    /// before (the stages it saved, as notes to record as Events; the hooks it asked); read the
+    /// scaler again and run another pass.
+    #[error("writing StackableScaler status: {source}")]
+    Conflict {
+        /// What the pass did up to the conflict (its `action` looks again in a second).
+        done: Box<ScalingResult>,
+        /// The API's 409.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl ScalerError {
@@ -99,7 +111,14 @@ impl ScalerError {
             ScalerError::SetReplicas(_) => "set_replicas",
             ScalerError::Metadata(_) => "invalid",
             ScalerError::Serialize(_) => "internal",
+            ScalerError::Conflict { .. } => "conflict",
         }
+    }
+
+    /// Whether the pass ended at a 409 ([`ScalerError::Conflict`]): read the scaler again and run
+    /// another pass.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ScalerError::Conflict { .. })
     }
 }
 
@@ -215,19 +234,6 @@ impl HookLedger {
     }
 }
 
-/// The hook the recorded stage waits for, if any.
-fn pending_hook(status: Option<&StackableScalerStatus>) -> Option<HookKind> {
-    let state = status?.current_state.as_ref()?;
-    match state.stage {
-        ScalerStage::PreScaling => Some(HookKind::PreScale),
-        ScalerStage::PostScaling => Some(HookKind::PostScale),
-        ScalerStage::Failed if state.failure_hook == Some(FailureHookState::Pending) => {
-            Some(HookKind::OnFailure)
-        }
-        _ => None,
-    }
-}
-
 fn operation_of(status: Option<&StackableScalerStatus>) -> Operation {
     Operation {
         scale_event: status.and_then(|s| s.scale_event).unwrap_or(0),
@@ -235,25 +241,60 @@ fn operation_of(status: Option<&StackableScalerStatus>) -> Operation {
     }
 }
 
-/// Whether the scaler's annotations ask for a retry.
-pub fn retry_requested(scaler: &StackableScaler) -> bool {
-    annotation_true(scaler, RETRY_ANNOTATION)
-}
-
-/// Whether the scaler's annotations ask to abort the operation in flight.
-pub fn abort_requested(scaler: &StackableScaler) -> bool {
-    annotation_true(scaler, ABORT_ANNOTATION)
-}
-
-fn annotation_true(scaler: &StackableScaler, key: &str) -> bool {
-    scaler
-        .annotations()
-        .get(key)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
-/// Drives one scaler as far as it can go now. See the module docs.
+/// Drives one scaler as far as it can go now, absorbing conflicts: passes of [`scaler_pass`],
+/// reading the scaler again after each 409, at most [`MAX_ATTEMPTS`] passes (then it gives up and
+/// asks to be requeued in a second). The result holds the notes and hook calls of every pass, in
+/// order. This is the call for an operator that embeds the library; a controller that itself reads
+/// the object again and re-runs on a conflict (as ebb's reconcile frame does) calls
+/// [`scaler_pass`] instead.
 pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
+    api: &Api<StackableScaler>,
+    scaler: &StackableScaler,
+    hooks: &H,
+    target: &T,
+    ledger: &HookLedger,
+    now: DateTime<Utc>,
+) -> Result<ScalingResult, ScalerError> {
+    let mut current = scaler.clone();
+    let mut notes = Vec::new();
+    let mut hook_calls = Vec::new();
+    let mut attempt = 1;
+    loop {
+        match scaler_pass(api, &current, hooks, target, ledger, now).await {
+            Ok(mut result) => {
+                notes.append(&mut result.notes);
+                hook_calls.append(&mut result.hook_calls);
+                return Ok(ScalingResult {
+                    notes,
+                    hook_calls,
+                    ..result
+                });
+            }
+            Err(ScalerError::Conflict { mut done, .. }) => {
+                notes.append(&mut done.notes);
+                hook_calls.append(&mut done.hook_calls);
+                if attempt == MAX_ATTEMPTS {
+                    return Ok(ScalingResult {
+                        notes,
+                        hook_calls,
+                        ..*done
+                    });
+                }
+                current = api
+                    .get(&done.scaler.name_any())
+                    .await
+                    .map_err(ScalerError::Read)?;
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// One pass of one scaler (see the module docs); a 409 on a status write ends it with
+/// [`ScalerError::Conflict`], holding what the pass did up to then. Any other error ends it too
+/// (retry later: hook answers are in the ledger).
+pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
     api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     hooks: &H,
@@ -264,112 +305,149 @@ pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
     let uid = scaler
         .metadata
         .uid
-        .clone()
+        .as_deref()
         .ok_or(ScalerError::Metadata("uid"))?;
     let name = scaler
         .metadata
         .name
-        .clone()
+        .as_deref()
         .ok_or(ScalerError::Metadata("name"))?;
-    let mut current = scaler.clone();
     let workload = target.observe().await.map_err(ScalerError::Observe)?;
-    let mut notes = Vec::new();
-    let mut hook_calls = Vec::new();
-    let mut conflicts = 0;
-    // An InProgress answer is not kept in the ledger (the hook is polled), but it is the answer
-    // for the rest of this pass.
-    let mut fresh: Option<(Operation, HookKind, HookResult)> = None;
-
-    for _ in 0..MAX_STEPS {
-        let op = operation_of(current.status.as_ref());
-        let hook_answer = pending_hook(current.status.as_ref()).and_then(|hook| {
-            ledger.get(&uid, &op, hook).or_else(|| {
-                fresh
-                    .as_ref()
-                    .filter(|(o, h, _)| *o == op && *h == hook)
-                    .map(|(_, _, answer)| answer.clone())
-            })
-        });
-        let plan = decide::decide(&Input {
-            name: &name,
-            namespace: current.metadata.namespace.as_deref().unwrap_or_default(),
-            generation: current.metadata.generation,
-            spec_replicas: current.spec.replicas,
-            status: current.status.as_ref(),
-            retry_requested: retry_requested(&current),
-            abort_requested: abort_requested(&current),
-            timeouts: StageTimeouts::of(&current.spec),
-            workload: workload.as_ref(),
-            hook: hook_answer.as_ref(),
-            now,
-        });
-
-        if current.status.clone().unwrap_or_default() != plan.status {
-            match write_status(api, &current, &plan.status).await {
-                Ok(written) => current = written,
-                Err(kube::Error::Api(e)) if e.code == 409 => {
-                    conflicts += 1;
-                    if conflicts > MAX_CONFLICTS {
-                        return Ok(result(
-                            current,
-                            RequeueAction::requeue(CONFLICT_REQUEUE),
-                            None,
-                            notes,
-                            hook_calls,
-                        ));
-                    }
-                    current = api.get(&name).await.map_err(ScalerError::Read)?;
-                    continue;
-                }
-                Err(e) => return Err(ScalerError::WriteStatus(e)),
-            }
+    let mut cluster = Cluster {
+        api,
+        hooks,
+        target,
+        ledger,
+        uid,
+        name,
+        current: scaler.clone(),
+        fresh: None,
+        hook_calls: Vec::new(),
+    };
+    let steps = steps::run(&mut cluster, workload.as_ref(), now).await;
+    let (action, waiting, conflict) = match steps.end {
+        Ok(plan) => {
+            let (action, waiting) = requeue_after(plan);
+            (action, waiting, None)
         }
-        // Only what is persisted is reported.
-        notes.extend(plan.note);
+        Err(Halt::Conflict(source)) => {
+            (RequeueAction::requeue(CONFLICT_REQUEUE), None, Some(source))
+        }
+        Err(Halt::Failed(error)) => return Err(error),
+    };
+    let done = result(
+        cluster.current,
+        action,
+        waiting.as_deref(),
+        steps.notes,
+        cluster.hook_calls,
+    );
+    match conflict {
+        None => Ok(done),
+        Some(source) => Err(ScalerError::Conflict {
+            done: Box::new(done),
+            source,
+        }),
+    }
+}
 
-        match plan.action {
-            Action::Continue => {}
-            Action::StripRetryAnnotation => {
-                current = strip_annotation(api, &name, RETRY_ANNOTATION).await?;
+/// When to look again after a pass that ended at `plan`, and what it waits for.
+fn requeue_after(plan: Option<Plan>) -> (RequeueAction, Option<String>) {
+    match plan.map(|plan| plan.action) {
+        Some(Action::Wait { after, reason }) => (
+            after.map_or_else(RequeueAction::await_change, RequeueAction::requeue),
+            Some(reason),
+        ),
+        // The workload was resized: its watch usually brings us back sooner.
+        Some(Action::SetReplicas { .. }) => (RequeueAction::requeue(decide::WORKLOAD_POLL), None),
+        // Out of steps: go on at once.
+        _ => (RequeueAction::requeue(Duration::ZERO), None),
+    }
+}
+
+/// Why a step against the cluster ended the pass.
+enum Halt {
+    /// A status write met a 409.
+    Conflict(kube::Error),
+    /// Anything else.
+    Failed(ScalerError),
+}
+
+impl From<ScalerError> for Halt {
+    fn from(error: ScalerError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// The world of a [`scaler_pass`]: status writes, the hooks (their answers kept in the ledger), the
+/// workload.
+struct Cluster<'a, H, T> {
+    api: &'a Api<StackableScaler>,
+    hooks: &'a H,
+    target: &'a T,
+    ledger: &'a HookLedger,
+    uid: &'a str,
+    name: &'a str,
+    /// The scaler as last read or written.
+    current: StackableScaler,
+    /// An InProgress answer is not kept in the ledger (the hook is polled), but it is the answer
+    /// for the rest of this pass.
+    fresh: Option<(Operation, HookKind, HookResult)>,
+    /// Hooks asked in this pass, with their answers.
+    hook_calls: Vec<(HookKind, HookResult)>,
+}
+
+impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
+    type Error = Halt;
+
+    fn scaler(&self) -> &StackableScaler {
+        &self.current
+    }
+
+    fn answer(&self, hook: HookKind) -> Option<HookResult> {
+        let op = operation_of(self.current.status.as_ref());
+        self.ledger.get(self.uid, &op, hook).or_else(|| {
+            self.fresh
+                .as_ref()
+                .filter(|(o, h, _)| *o == op && *h == hook)
+                .map(|(_, _, answer)| answer.clone())
+        })
+    }
+
+    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Halt> {
+        match write_status(self.api, &self.current, status).await {
+            Ok(written) => {
+                self.current = written;
+                Ok(())
             }
-            Action::StripAbortAnnotation => {
-                current = strip_annotation(api, &name, ABORT_ANNOTATION).await?;
-            }
-            Action::RunHook { hook, context } => {
-                let answer = call_hook(hooks, hook, &context).await;
-                hook_calls.push((hook, answer.clone()));
-                if answer != Ok(HookOutcome::InProgress) {
-                    ledger.put(&uid, op.clone(), hook, answer.clone());
-                }
-                fresh = Some((op, hook, answer));
-            }
-            Action::SetReplicas { to } => {
-                target
-                    .set_replicas(to)
-                    .await
-                    .map_err(ScalerError::SetReplicas)?;
-                // The workload's watch usually brings us back sooner.
-                return Ok(result(
-                    current,
-                    RequeueAction::requeue(decide::WORKLOAD_POLL),
-                    None,
-                    notes,
-                    hook_calls,
-                ));
-            }
-            Action::Wait { after, reason } => {
-                let action = after.map_or_else(RequeueAction::await_change, RequeueAction::requeue);
-                return Ok(result(current, action, Some(&reason), notes, hook_calls));
-            }
+            Err(error) if is_conflict(&error) => Err(Halt::Conflict(error)),
+            Err(error) => Err(Halt::Failed(ScalerError::WriteStatus(error))),
         }
     }
-    Ok(result(
-        current,
-        RequeueAction::requeue(Duration::ZERO),
-        None,
-        notes,
-        hook_calls,
-    ))
+
+    async fn strip(&mut self, annotation: &'static str) -> Result<(), Halt> {
+        self.current = strip_annotation(self.api, self.name, annotation).await?;
+        Ok(())
+    }
+
+    async fn ask(&mut self, hook: HookKind, context: &ScalingContext) -> Result<bool, Halt> {
+        let op = operation_of(self.current.status.as_ref());
+        let answer = call_hook(self.hooks, hook, context).await;
+        self.hook_calls.push((hook, answer.clone()));
+        if answer != Ok(HookOutcome::InProgress) {
+            self.ledger.put(self.uid, op.clone(), hook, answer.clone());
+        }
+        self.fresh = Some((op, hook, answer));
+        Ok(true)
+    }
+
+    async fn resize(&mut self, replicas: i32) -> Result<(), Halt> {
+        self.target
+            .set_replicas(replicas)
+            .await
+            .map_err(ScalerError::SetReplicas)?;
+        Ok(())
+    }
 }
 
 async fn strip_annotation(

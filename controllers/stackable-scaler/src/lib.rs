@@ -5,12 +5,15 @@
 //!
 //! As a library, a product operator embeds it: implement [`hooks::ScalingHooks`] and
 //! [`engine::ScaleTarget`], build the scaler and HPA with [`builders`], and call
-//! [`engine::reconcile_scaler`]. As a binary, it serves any StatefulSet or Deployment that owns a
-//! StackableScaler, running hooks as Jobs from `spec.hooks` ([`jobs`]).
+//! [`engine::reconcile_scaler`] (or [`engine::scaler_pass`], one pass that stops at a conflict,
+//! under a controller that re-runs on conflicts itself). As a binary, it serves any StatefulSet or
+//! Deployment that owns a StackableScaler, running hooks as Jobs from `spec.hooks` ([`jobs`]).
 //!
-//! Every rule lives in [`decide`]; [`reconcile`] is the standalone controller (run in the shared
-//! reconcile frame, [`ebb_runtime::frame`]), [`webhook`] the optional admission webhook, [`plan`]
-//! the offline `plan` subcommand.
+//! Every rule lives in [`decide`]; [`steps`] is the one loop that steps it (decide, save, act,
+//! decide again), run against the cluster by [`engine`] and without it by `--dry-run` and `plan`;
+//! [`reconcile`] is the standalone controller (run in the shared reconcile frame,
+//! [`ebb_runtime::frame`]), [`webhook`] the optional admission webhook, [`plan`] the offline
+//! `plan` subcommand.
 
 ebb_runtime::controller_names!("stackable-scaler");
 
@@ -20,6 +23,7 @@ pub mod engine;
 pub mod hooks;
 pub mod jobs;
 pub mod replicas;
+pub mod steps;
 
 pub use builders::{
     ScalerIdentity, build_hpa_from_user_spec, build_scaler, initialize_scaler_status,
@@ -28,7 +32,7 @@ pub use builders::{
 pub use decide::{ABORT_ANNOTATION, RETRY_ANNOTATION, StageTimeouts, WorkloadState};
 pub use engine::{
     HookLedger, ScaleTarget, ScalerError, ScalingCondition, ScalingResult, TargetError,
-    reconcile_scaler,
+    reconcile_scaler, scaler_pass,
 };
 pub use hooks::{
     HookError, HookKind, HookOutcome, HookResult, NoHooks, ScaleDirection, ScalingContext,

@@ -1,19 +1,20 @@
 //! `stackable-scaler plan --file F [--workload-replicas N] [--output json]`: the state machine's
 //! next step for a StackableScaler manifest, offline.
 //!
-//! The pass is simulated as the controller would run it, up to the first step that needs the
-//! world: a hook to ask, the workload to resize, or nothing to do. Without `--workload-replicas`
-//! the workload is unknown (a scaler without status then waits to observe it).
+//! The pass runs the controller's step loop without the world ([`steps::preview`]), up to the
+//! first step that needs it: a hook to ask, the workload to resize, or nothing to do. Without
+//! `--workload-replicas` the workload is unknown (a scaler without status then waits to observe
+//! it). This module is the CLI only: flags, reading and checking the file, [`offline`] (the pure
+//! call behind `plan`) and rendering.
 
 use chrono::{DateTime, Utc};
-use ebb_crds::stackable::{HookSpec, StackableScaler, StackableScalerStatus};
+use ebb_crds::stackable::{HookSpec, StackableScaler};
 use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, parse_manifest, read_manifest};
 use serde::Serialize;
 
-use crate::decide::StageTimeouts;
-use crate::decide::{self, Action, Input, Note, Plan, WorkloadState};
-use crate::engine::{abort_requested, retry_requested};
+use crate::decide::{self, Action, WorkloadState};
 use crate::hooks::ScaleDirection;
+use crate::steps;
 
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,10 +48,10 @@ pub enum PlanError {
     },
 }
 
-/// The answer, as JSON.
+/// The answer, rendered as text or JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PlanReport {
+pub struct PlanOutput {
     /// The scaler.
     pub name: String,
     /// Stage recorded in the manifest's status (`null` when not initialized).
@@ -83,27 +84,6 @@ pub struct PlanReport {
     pub events: Vec<String>,
     /// One sentence.
     pub message: String,
-}
-
-/// A short description of what a plan does next ("run the prescale hook"), for dry runs and text.
-pub fn describe(plan: &Plan) -> String {
-    match &plan.action {
-        Action::Continue => format!("move to {}", plan.stage().as_str()),
-        Action::RunHook { hook, context } => format!(
-            "run the {} hook for scaling from {} to {} replicas",
-            hook.as_str(),
-            context.previous_replicas,
-            context.desired_replicas
-        ),
-        Action::SetReplicas { to } => format!("set the workload to {to} replicas"),
-        Action::StripRetryAnnotation => {
-            format!("remove the {} annotation", decide::RETRY_ANNOTATION)
-        }
-        Action::StripAbortAnnotation => {
-            format!("remove the {} annotation", decide::ABORT_ANNOTATION)
-        }
-        Action::Wait { reason, .. } => format!("wait ({reason})"),
-    }
 }
 
 fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
@@ -165,89 +145,30 @@ pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
     Ok(scaler)
 }
 
-/// Where one pass would get without touching the world: the plan it stops at (a hook to ask, the
-/// workload to resize, or a wait), the status it would have written, and the notes on the way.
-#[derive(Clone, Debug)]
-pub struct Simulation {
-    /// The plan the pass stops at (`None`: no decision within the step limit, a bug).
-    pub plan: Option<Plan>,
-    /// The status after the pass.
-    pub status: StackableScalerStatus,
-    /// What would be recorded as Events.
-    pub notes: Vec<Note>,
-}
-
-/// Runs the reconciler's loop without hooks or writes, up to the first step that needs the world.
-pub fn simulate(
-    scaler: &StackableScaler,
-    workload: Option<&WorkloadState>,
-    now: DateTime<Utc>,
-) -> Simulation {
-    let mut status = scaler.status.clone();
-    let mut retry = retry_requested(scaler);
-    let mut abort = abort_requested(scaler);
-    let mut notes = Vec::new();
-    let name = scaler.metadata.name.clone().unwrap_or_default();
-    let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
-    for _ in 0..16 {
-        let plan = decide::decide(&Input {
-            name: &name,
-            namespace: &namespace,
-            generation: scaler.metadata.generation,
-            spec_replicas: scaler.spec.replicas,
-            status: status.as_ref(),
-            retry_requested: retry,
-            abort_requested: abort,
-            timeouts: StageTimeouts::of(&scaler.spec),
-            workload,
-            hook: None,
-            now,
-        });
-        notes.extend(plan.note.clone());
-        status = Some(plan.status.clone());
-        match plan.action {
-            Action::Continue => {}
-            Action::StripRetryAnnotation => retry = false,
-            Action::StripAbortAnnotation => abort = false,
-            _ => {
-                return Simulation {
-                    status: plan.status.clone(),
-                    plan: Some(plan),
-                    notes,
-                };
-            }
-        }
-    }
-    Simulation {
-        plan: None,
-        status: status.unwrap_or_default(),
-        notes,
-    }
-}
-
-/// The report for a scaler and an optional workload size, at `now`.
-pub fn report(
+/// The answer for a scaler and an optional workload size (settled at that many replicas), at
+/// `now`: the pure call behind `plan`.
+pub fn offline(
     scaler: &StackableScaler,
     workload_replicas: Option<i32>,
     now: DateTime<Utc>,
-) -> PlanReport {
+) -> PlanOutput {
     let workload = workload_replicas.map(WorkloadState::settled);
-    let simulation = simulate(scaler, workload.as_ref(), now);
+    let preview = steps::preview(scaler, workload.as_ref(), now);
     let name = scaler.metadata.name.clone().unwrap_or_default();
     let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
-    let events = simulation
+    let events = preview
         .notes
         .iter()
         .map(|n| format!("{}: {}", n.reason, n.message))
         .collect();
-    let last = simulation.plan;
-    let status = simulation.status;
+    let last = preview.plan;
+    let status = preview.status;
     let current_stage = decide::is_initialized(scaler.status.as_ref())
         .then(|| decide::stage_of(scaler.status.as_ref()).as_str());
     let context = decide::context_of(&name, &namespace, &status).ok();
     let (action, hook, set_replicas, requeue, message) = match &last {
         Some(plan) => {
-            let message = describe(plan);
+            let message = plan.describe();
             match &plan.action {
                 Action::RunHook { hook, .. } => {
                     ("runHook", Some(hook.as_str()), None, None, message)
@@ -264,10 +185,10 @@ pub fn report(
             None,
             None,
             None,
-            "no decision within 16 steps".to_owned(),
+            format!("no decision within {} steps", steps::MAX_STEPS),
         ),
     };
-    PlanReport {
+    PlanOutput {
         name,
         current_stage,
         next_stage: decide::stage_of(Some(&status)).as_str(),
@@ -293,7 +214,7 @@ pub fn report(
     }
 }
 
-fn render_text(report: &PlanReport) -> String {
+fn render_text(output: &PlanOutput) -> String {
     let list = |v: &[i32]| {
         if v.is_empty() {
             "-".to_owned()
@@ -303,28 +224,28 @@ fn render_text(report: &PlanReport) -> String {
     };
     let mut out = format!(
         "{}: {} -> {}\n  spec.replicas {}, status.replicas {}\n",
-        report.name,
-        report.current_stage.unwrap_or("(no status)"),
-        report.next_stage,
-        report.spec_replicas,
-        report.status_replicas,
+        output.name,
+        output.current_stage.unwrap_or("(no status)"),
+        output.next_stage,
+        output.spec_replicas,
+        output.status_replicas,
     );
     if let (Some(previous), Some(desired), Some(direction)) = (
-        report.previous_replicas,
-        report.desired_replicas,
-        report.direction,
+        output.previous_replicas,
+        output.desired_replicas,
+        output.direction,
     ) {
         out.push_str(&format!(
             "  operation: {} from {previous} to {desired} (removed ordinals {}, added ordinals {})\n",
             direction.as_str(),
-            list(&report.removed_ordinals),
-            list(&report.added_ordinals)
+            list(&output.removed_ordinals),
+            list(&output.added_ordinals)
         ));
     }
-    for event in &report.events {
+    for event in &output.events {
         out.push_str(&format!("  event {event}\n"));
     }
-    out.push_str(&format!("  next: {}\n", report.message));
+    out.push_str(&format!("  next: {}\n", output.message));
     out
 }
 
@@ -342,10 +263,10 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
             rule: format!("must be >= 0, got {n}"),
         });
     }
-    let report = report(&scaler, args.workload_replicas, now);
+    let output = offline(&scaler, args.workload_replicas, now);
     Ok(match args.output {
-        OutputFormat::Text => render_text(&report),
-        OutputFormat::Json => json_line(&report),
+        OutputFormat::Text => render_text(&output),
+        OutputFormat::Json => json_line(&output),
     })
 }
 

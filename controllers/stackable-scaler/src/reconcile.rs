@@ -1,16 +1,18 @@
 //! The standalone controller: every StackableScaler owned by a StatefulSet or Deployment.
 //!
-//! observe (the owning workload) -> [`reconcile_scaler`] (decide, persist, hooks as Jobs, set the
-//! workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause annotations and
-//! `--dry-run` are honoured here, before anything is written.
+//! observe (the owning workload) -> [`scaler_pass`] (the step loop: decide, persist, hooks as
+//! Jobs, set the workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause
+//! annotations and `--dry-run` (its intent from [`steps::preview`]) are honoured here, before
+//! anything is written.
 //!
 //! [`Reconcile`] runs in the shared frame ([`ebb_runtime::frame`]): the frame gives the span and
 //! reconcile metrics, keeps followers from writing, leaves a scaler that does not deserialize
 //! alone, retries with per-scaler backoff (an [`Error::Invalid`] scaler waits for a change), and
-//! reads the scaler again and re-runs the pass when a status write of this module meets a 409.
-//! The state machine's own status writes absorb their 409s inside [`reconcile_scaler`], which
-//! keeps the Events of stages already persisted in the same pass; the [`HookLedger`] in [`Own`]
-//! keeps hook answers across passes either way.
+//! reads the scaler again and re-runs the pass when any status write of the pass meets a 409: the
+//! pause, dry-run and invalid-owner conditions of this module, and the state machine's own writes
+//! ([`scaler_pass`] ends at the conflict). The Events of stages the pass saved before the conflict
+//! are recorded first; the [`HookLedger`] in [`Own`] keeps hook answers across passes, so a hook
+//! that answered is not asked again.
 //!
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
@@ -53,10 +55,12 @@ use serde_json::json;
 
 use crate::decide::{self, Note, WorkloadState};
 use crate::engine::{
-    HookLedger, ScaleTarget, ScalerError, TargetError, patch_params, reconcile_scaler, write_status,
+    HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, patch_params, scaler_pass,
+    write_status,
 };
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
+use crate::steps;
 
 /// Condition type while paused.
 pub const CONDITION_PAUSED: &str = PAUSED_CONDITION;
@@ -124,12 +128,13 @@ impl ReconcileError for Error {
         !matches!(self, Error::Invalid(_))
     }
 
-    /// A status write of this module (pause, resume, dry run, invalid owner) met a 409: the frame
-    /// reads the scaler again and runs the pass again. The state machine's own status writes
-    /// absorb their 409s inside [`reconcile_scaler`] (see there), so a hook answer is never lost.
+    /// A status write met a 409, of this module (pause, resume, dry run, invalid owner) or of the
+    /// state machine ([`ScalerError::Conflict`]): the frame reads the scaler again and runs the
+    /// pass again. Hook answers are in the ledger, so no hook is asked twice.
     fn is_conflict(&self) -> bool {
         match self {
             Error::WriteStatus(e) => frame::is_conflict(e),
+            Error::Scaler(e) => e.is_conflict(),
             _ => false,
         }
     }
@@ -381,21 +386,49 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
         .and_then(|s| s.current_state.as_ref())
         .and_then(|s| s.last_transition_time.as_ref())
         .map(from_k8s_time);
-    let result = reconcile_scaler(&api, &scaler, &hooks, &target, &ctx.own.ledger, now).await?;
+    let pass = scaler_pass(&api, &scaler, &hooks, &target, &ctx.own.ledger, now).await;
+    let (done, conflict) = match pass {
+        Ok(done) => (done, None),
+        Err(ScalerError::Conflict { done, source }) => (*done, Some(source)),
+        Err(error) => return Err(error.into()),
+    };
+    // A pass that met a conflict still saved its earlier stages: their Events count.
+    after_pass(ctx, &scaler, &tracker, &done, entered.unwrap_or(now), now).await;
+    match conflict {
+        None => Ok(done.action),
+        Some(source) => Err(ScalerError::Conflict {
+            done: Box::new(done),
+            source,
+        }
+        .into()),
+    }
+}
 
-    let mut stage_entered = entered.unwrap_or(now);
-    for note in &result.notes {
-        report(ctx, &scaler, note, stage_entered, now).await;
+/// What follows the state machine's pass (`done`): its Events, stage metrics and, after a
+/// transition, the cleanup of older hook Jobs.
+async fn after_pass(
+    ctx: &Context,
+    scaler: &StackableScaler,
+    tracker: &JobTracker,
+    done: &ScalingResult,
+    entered: DateTime<Utc>,
+    now: DateTime<Utc>,
+) {
+    let mut stage_entered = entered;
+    for note in &done.notes {
+        report(ctx, scaler, note, stage_entered, now).await;
         if note.is_transition() {
             stage_entered = now;
         }
     }
-    ctx.own
-        .metrics
-        .set_stage(&namespace, &name, result.condition.stage);
-    if result.notes.iter().any(Note::is_transition) {
+    ctx.own.metrics.set_stage(
+        &scaler.namespace().unwrap_or_default(),
+        &scaler.name_any(),
+        done.condition.stage,
+    );
+    if done.notes.iter().any(Note::is_transition) {
         // A new operation (or a retry) makes older hook Jobs history.
-        match tracker.cleanup(&result.scaler).await {
+        match tracker.cleanup(&done.scaler).await {
             Ok(deleted) if !deleted.is_empty() => {
                 tracing::info!(?deleted, "deleted finished hook Jobs")
             }
@@ -405,7 +438,6 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
             }
         }
     }
-    Ok(result.action)
 }
 
 async fn report(
@@ -548,11 +580,11 @@ async fn dry_run(
     workload: Option<&WorkloadState>,
     now: DateTime<Utc>,
 ) -> Result<Action, Error> {
-    let simulation = crate::plan::simulate(scaler, workload, now);
-    let intent = simulation
+    let preview = steps::preview(scaler, workload, now);
+    let intent = preview
         .plan
         .as_ref()
-        .map_or_else(|| "do nothing".to_owned(), crate::plan::describe);
+        .map_or_else(|| "do nothing".to_owned(), decide::Plan::describe);
     let mut status = scaler.status.clone().unwrap_or_default();
     let update = ConditionUpdate::new(
         CONDITION_DRY_RUN,
@@ -576,7 +608,3 @@ async fn dry_run(
         decide::HOOK_POLL.max(Duration::from_secs(60)),
     ))
 }
-
-#[cfg(test)]
-#[path = "reconcile_tests.rs"]
-mod tests;

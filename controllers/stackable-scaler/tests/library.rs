@@ -13,7 +13,8 @@ use kube::Api;
 use serde_json::json;
 use stackable_scaler::{
     HookError, HookKind, HookLedger, HookOutcome, HookResult, RETRY_ANNOTATION, ScaleTarget,
-    ScalingContext, ScalingHooks, TargetError, WorkloadState, reconcile_scaler,
+    ScalerError, ScalingContext, ScalingHooks, TargetError, WorkloadState, reconcile_scaler,
+    scaler_pass,
 };
 
 const STATUS_PATH: &str = "/stackablescalers/nifi-default/status";
@@ -253,6 +254,81 @@ async fn a_conflict_after_a_hook_answered_does_not_ask_it_again() {
         .filter(|w| w.status == Some(409))
         .collect();
     assert_eq!(failed.len(), 1);
+}
+
+#[tokio::test]
+async fn one_pass_stops_at_a_conflict_with_what_it_saved() {
+    let h = Harness::new(1, idle_at(3), 3);
+    // Idle -> PreScaling is saved, the prescale hook answers, -> Scaling conflicts.
+    h.fake.after_next(Matcher::patch(STATUS_PATH), |f| {
+        f.fail_next(Matcher::patch(STATUS_PATH), 409)
+    });
+    let scaler = stored(&h.fake);
+    let err = scaler_pass(&h.api, &scaler, &h.hooks, &h.target, &h.ledger, now())
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    assert_eq!(err.category(), "conflict");
+    let ScalerError::Conflict { done, .. } = err else {
+        unreachable!()
+    };
+    assert_eq!(
+        done.notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+        vec!["ScalingStarted"],
+        "the saved stage's note, not the refused one's"
+    );
+    assert_eq!(done.hook_calls.len(), 1);
+    assert_eq!(done.condition.stage, ScalerStage::PreScaling);
+    assert_eq!(stage(&h.fake), ScalerStage::PreScaling);
+    assert!(
+        h.target.sets().is_empty(),
+        "nothing acted on the refused stage"
+    );
+
+    // The next pass, on the scaler read again, does not ask the hook a second time.
+    let r = scaler_pass(
+        &h.api,
+        &stored(&h.fake),
+        &h.hooks,
+        &h.target,
+        &h.ledger,
+        now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        r.notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+        vec!["PreScaleDone"]
+    );
+    assert_eq!(h.hooks.kinds(), vec![HookKind::PreScale]);
+    assert_eq!(stage(&h.fake), ScalerStage::Scaling);
+    assert_eq!(h.target.sets(), vec![1]);
+}
+
+#[tokio::test]
+async fn conflicts_on_every_pass_give_up_and_look_again_in_a_second() {
+    let h = Harness::new(1, idle_at(3), 3);
+    h.fake.inject(
+        Matcher::patch(STATUS_PATH),
+        Fault::Status(409),
+        ebb_runtime::frame::MAX_ATTEMPTS,
+    );
+    let r = h.pass().await.unwrap();
+    assert_eq!(
+        r.action,
+        kube::runtime::controller::Action::requeue(std::time::Duration::from_secs(1))
+    );
+    assert_eq!(
+        h.fake.write_count(),
+        ebb_runtime::frame::MAX_ATTEMPTS,
+        "one refused write per pass"
+    );
+    assert!(r.notes.is_empty());
+    assert_eq!(stage(&h.fake), ScalerStage::Idle);
+    // The next call gets through.
+    h.pass().await.unwrap();
+    assert_eq!(stage(&h.fake), ScalerStage::Scaling);
+    assert_eq!(h.hooks.kinds(), vec![HookKind::PreScale]);
 }
 
 #[tokio::test]

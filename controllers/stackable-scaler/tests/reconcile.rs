@@ -1,18 +1,34 @@
-//! The standalone controller against the in-memory API: hook Jobs, the owning StatefulSet,
-//! Events, pause, dry run, invalid owners, and no writes when nothing changes.
+//! The standalone controller as the binary runs it: its public `Reconcile` through the shared
+//! frame (`ebb_runtime::frame::reconcile`) against the in-memory API, a manual clock and recorded
+//! Events: hook Jobs, the owning StatefulSet, pause, dry run, invalid owners, stage deadlines,
+//! abort and retry, conflicts, and no writes when nothing changes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
 
-use ebb_crds::stackable::FailureHookState;
+use chrono::{DateTime, Utc};
+use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_runtime::Leader;
+use ebb_runtime::conditions::find_condition;
+use ebb_runtime::events::EventKind;
+use ebb_runtime::frame::{self, ReconcileError};
 use ebb_testkit::{FakeApi, Harness, Matcher, utc};
-use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
 use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
 use serde_json::{Value, json};
-
-use super::*;
-use crate::decide::CONDITION_READY;
+use stackable_scaler::decide::{self, CONDITION_READY};
+use stackable_scaler::metrics::Metrics;
+use stackable_scaler::reconcile::{
+    CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own, Reconcile, WorkloadKind,
+    owning_workload, pause_plan,
+};
+use stackable_scaler::{CONTROLLER_NAME, HookLedger};
 
 const START: &str = "2025-01-01T00:00:00Z";
 
@@ -38,7 +54,7 @@ fn env_with(dry_run: bool) -> Env {
 }
 
 fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
-    let h = Harness::new(START, crate::CONTROLLER_NAME);
+    let h = Harness::new(START, CONTROLLER_NAME);
     let own = Own {
         metrics: h.register(Metrics::new),
         ledger: HookLedger::new(),
@@ -457,6 +473,48 @@ async fn a_conflicting_pause_write_is_read_again_and_written_once() {
     );
     assert_eq!(e.events.reasons(), vec!["Paused"]);
     assert!(e.fake.list::<Job>().is_empty());
+}
+
+#[tokio::test]
+async fn a_conflict_after_a_saved_stage_keeps_its_event_and_the_frame_runs_the_pass_again() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(1, false));
+    e.fake.clear_requests();
+    // The pass saves Initialized and Idle -> PreScaling; someone else writes the scaler before
+    // PreScaling -> Scaling is saved: that write meets a 409.
+    let status = || Matcher::patch("/stackablescalers/nifi-default/status");
+    e.fake.after_next(status(), move |f| {
+        f.after_next(status(), move |f| f.fail_next(status(), 409));
+    });
+    assert_eq!(
+        run(&e).await.unwrap(),
+        Action::requeue(decide::WORKLOAD_POLL),
+        "the frame read the scaler again and the second pass scaled"
+    );
+    // The stages saved before the conflict keep their Events, each recorded once.
+    assert_eq!(
+        e.events.reasons(),
+        vec!["Initialized", "ScalingStarted", "PreScaleDone"]
+    );
+    let status_writes: Vec<Option<u16>> = e
+        .fake
+        .writes_matching(&status())
+        .into_iter()
+        .map(|w| w.status)
+        .collect();
+    assert_eq!(status_writes.len(), 4, "{status_writes:?}");
+    assert_eq!(
+        status_writes.iter().filter(|s| **s == Some(409)).count(),
+        1,
+        "{status_writes:?}"
+    );
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(sts_replicas(&e.fake), Some(1));
+    let sts_patches = e
+        .fake
+        .writes_matching(&Matcher::patch("/statefulsets/nifi-node-default"));
+    assert_eq!(sts_patches.len(), 1, "resized once");
 }
 
 fn annotate_statefulset(fake: &FakeApi, annotations: Value) {

@@ -1,0 +1,249 @@
+//! The one step loop of the state machine: [`decide`](decide::decide) on the scaler as it is
+//! now, save the plan's status when it changed, carry out the plan's action, and decide again,
+//! until the plan waits or needs what the loop's world cannot give. Every pass of
+//! stackable-scaler runs this loop; only the world differs:
+//!
+//! - the cluster ([`engine::scaler_pass`](crate::engine::scaler_pass), under the controller and
+//!   under [`engine::reconcile_scaler`](crate::engine::reconcile_scaler)): a save is a status
+//!   write, a hook is asked (its answer kept in the [`HookLedger`](crate::engine::HookLedger)),
+//!   the workload is resized; the pass ends at a wait, after a resize, or at the first error;
+//! - nothing ([`preview`], for `--dry-run` and the offline `plan`): saves and annotation removals
+//!   change a copy of the scaler, and the pass ends at the first hook to ask or resize to make.
+//!
+//! A stage change is saved before the action that follows it, and a plan's note (an Event) counts
+//! only once its status is saved.
+
+use std::convert::Infallible;
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler, StackableScalerStatus};
+use kube::ResourceExt;
+
+use crate::decide::{
+    self, ABORT_ANNOTATION, Action, Input, Note, Plan, RETRY_ANNOTATION, StageTimeouts,
+    WorkloadState,
+};
+use crate::hooks::{HookKind, HookResult, ScalingContext};
+
+/// How many decide/save/act steps one pass may take (a full operation without waits is ~6).
+pub const MAX_STEPS: usize = 16;
+
+/// Whether the scaler's annotations ask for a retry.
+pub fn retry_requested(scaler: &StackableScaler) -> bool {
+    annotation_true(scaler, RETRY_ANNOTATION)
+}
+
+/// Whether the scaler's annotations ask to abort the operation in flight.
+pub fn abort_requested(scaler: &StackableScaler) -> bool {
+    annotation_true(scaler, ABORT_ANNOTATION)
+}
+
+fn annotation_true(scaler: &StackableScaler, key: &str) -> bool {
+    scaler
+        .annotations()
+        .get(key)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The hook the recorded stage waits for, if any.
+fn pending_hook(status: Option<&StackableScalerStatus>) -> Option<HookKind> {
+    let state = status?.current_state.as_ref()?;
+    match state.stage {
+        ScalerStage::PreScaling => Some(HookKind::PreScale),
+        ScalerStage::PostScaling => Some(HookKind::PostScale),
+        ScalerStage::Failed if state.failure_hook == Some(FailureHookState::Pending) => {
+            Some(HookKind::OnFailure)
+        }
+        _ => None,
+    }
+}
+
+/// What [`decide`](decide::decide) is given for `scaler` as it is now.
+fn input<'a>(
+    scaler: &'a StackableScaler,
+    workload: Option<&'a WorkloadState>,
+    hook: Option<&'a HookResult>,
+    now: DateTime<Utc>,
+) -> Input<'a> {
+    Input {
+        name: scaler.metadata.name.as_deref().unwrap_or_default(),
+        namespace: scaler.metadata.namespace.as_deref().unwrap_or_default(),
+        generation: scaler.metadata.generation,
+        spec_replicas: scaler.spec.replicas,
+        status: scaler.status.as_ref(),
+        retry_requested: retry_requested(scaler),
+        abort_requested: abort_requested(scaler),
+        timeouts: StageTimeouts::of(&scaler.spec),
+        workload,
+        hook,
+        now,
+    }
+}
+
+/// What the step loop runs against.
+pub(crate) trait World {
+    /// Why a step failed (the pass ends there).
+    type Error;
+
+    /// The scaler as last read, saved or changed: what the next step decides on.
+    fn scaler(&self) -> &StackableScaler;
+
+    /// The answer `hook` already gave about the scaler's current operation, if known.
+    fn answer(&self, hook: HookKind) -> Option<HookResult>;
+
+    /// Saves `status` (it differs from the scaler's).
+    fn save(
+        &mut self,
+        status: &StackableScalerStatus,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Removes `annotation` from the scaler.
+    fn strip(
+        &mut self,
+        annotation: &'static str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Asks `hook`: `true` when its answer is known now ([`World::answer`]) and the loop decides
+    /// again, `false` when the pass ends at this plan.
+    fn ask(
+        &mut self,
+        hook: HookKind,
+        context: &ScalingContext,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Sets the workload's replicas (the pass then ends: the workload takes time).
+    fn resize(&mut self, replicas: i32) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// How a run of the step loop went.
+pub(crate) struct Steps<E> {
+    /// The notes of the steps whose status was saved, in order: the Events of the pass.
+    pub notes: Vec<Note>,
+    /// The plan the pass ended at (`None`: no end within [`MAX_STEPS`], a bug), or why a step
+    /// failed.
+    pub end: Result<Option<Plan>, E>,
+}
+
+/// The step loop (see the module docs), as far as `world` lets it go.
+pub(crate) async fn run<W: World>(
+    world: &mut W,
+    workload: Option<&WorkloadState>,
+    now: DateTime<Utc>,
+) -> Steps<W::Error> {
+    let mut notes = Vec::new();
+    let end = steps(world, workload, now, &mut notes).await;
+    Steps { notes, end }
+}
+
+async fn steps<W: World>(
+    world: &mut W,
+    workload: Option<&WorkloadState>,
+    now: DateTime<Utc>,
+    notes: &mut Vec<Note>,
+) -> Result<Option<Plan>, W::Error> {
+    for _ in 0..MAX_STEPS {
+        let scaler = world.scaler();
+        let answer = pending_hook(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
+        let plan = decide::decide(&input(scaler, workload, answer.as_ref(), now));
+        if scaler.status.clone().unwrap_or_default() != plan.status {
+            world.save(&plan.status).await?;
+        }
+        // Only what is saved is reported.
+        notes.extend(plan.note.clone());
+        let again = match &plan.action {
+            Action::Continue => true,
+            Action::StripRetryAnnotation => {
+                world.strip(RETRY_ANNOTATION).await?;
+                true
+            }
+            Action::StripAbortAnnotation => {
+                world.strip(ABORT_ANNOTATION).await?;
+                true
+            }
+            Action::RunHook { hook, context } => world.ask(*hook, context).await?,
+            Action::SetReplicas { to } => {
+                world.resize(*to).await?;
+                false
+            }
+            Action::Wait { .. } => false,
+        };
+        if !again {
+            return Ok(Some(plan));
+        }
+    }
+    Ok(None)
+}
+
+/// Where one pass would get without touching the world: the plan it stops at (a hook to ask, the
+/// workload to resize, or a wait), the status it would have saved, and the notes on the way.
+#[derive(Clone, Debug)]
+pub struct Preview {
+    /// The plan the pass stops at (`None`: no decision within [`MAX_STEPS`], a bug).
+    pub plan: Option<Plan>,
+    /// The status after the pass.
+    pub status: StackableScalerStatus,
+    /// What would be recorded as Events.
+    pub notes: Vec<Note>,
+}
+
+/// Runs the step loop for `scaler` without hooks or writes ([`Preview`]): the dry run's intent and
+/// the offline `plan`'s answer.
+pub fn preview(
+    scaler: &StackableScaler,
+    workload: Option<&WorkloadState>,
+    now: DateTime<Utc>,
+) -> Preview {
+    let mut world = Offline {
+        scaler: scaler.clone(),
+    };
+    // No step of the offline world waits: the loop finishes in its first poll.
+    let steps = futures::executor::block_on(run(&mut world, workload, now));
+    let Ok(plan) = steps.end;
+    Preview {
+        plan,
+        status: world.scaler.status.unwrap_or_default(),
+        notes: steps.notes,
+    }
+}
+
+/// The world of a [`preview`]: a copy of the scaler, no hooks, no workload to resize.
+struct Offline {
+    scaler: StackableScaler,
+}
+
+impl World for Offline {
+    type Error = Infallible;
+
+    fn scaler(&self) -> &StackableScaler {
+        &self.scaler
+    }
+
+    fn answer(&self, _hook: HookKind) -> Option<HookResult> {
+        None
+    }
+
+    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Infallible> {
+        self.scaler.status = Some(status.clone());
+        Ok(())
+    }
+
+    async fn strip(&mut self, annotation: &'static str) -> Result<(), Infallible> {
+        if let Some(annotations) = self.scaler.metadata.annotations.as_mut() {
+            annotations.remove(annotation);
+        }
+        Ok(())
+    }
+
+    async fn ask(
+        &mut self,
+        _hook: HookKind,
+        _context: &ScalingContext,
+    ) -> Result<bool, Infallible> {
+        Ok(false)
+    }
+
+    async fn resize(&mut self, _replicas: i32) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
