@@ -112,6 +112,12 @@ pub struct RunArgs {
     pub enable_cluster_version: bool,
 }
 
+impl AsRef<CommonArgs> for RunArgs {
+    fn as_ref(&self) -> &CommonArgs {
+        &self.common
+    }
+}
+
 impl RunArgs {
     /// The target kinds the flags switch on.
     pub fn targets(&self) -> EnabledTargets {
@@ -244,18 +250,6 @@ fn watch_targets(
         controller = controller.reconcile_all_on(nodes);
     }
     controller
-}
-
-/// Runs the controller until SIGTERM or a lost lease.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    ebb_runtime::app::run(
-        CONTROLLER_NAME,
-        &args.common.clone(),
-        Metrics::new,
-        |wiring, metrics| controllers(args, wiring, metrics),
-    )
-    .await?;
-    Ok(())
 }
 
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs

@@ -2,23 +2,16 @@
 //! files in a temp dir.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
+use ebb_testkit::plan_cli::{PlanCli, TempFile, example};
 use serde_json::{Value, json};
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-}
+const PLAN: PlanCli = PlanCli(env!("CARGO_BIN_EXE_scaledown-window"));
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scaledown-window"))
-        .arg("plan")
-        .args(args)
-        .output()
-        .unwrap()
+    PLAN.run(args)
 }
 
 fn json_at(file: &Path, at: &str, extra: &[&str]) -> Value {
@@ -31,23 +24,7 @@ fn json_at(file: &Path, at: &str, extra: &[&str]) -> Value {
         "json",
     ];
     args.extend_from_slice(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().count(), 1, "one line: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-fn temp_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scaledown-window-plan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    PLAN.json(&args)
 }
 
 fn answer(enabled: bool, window: Option<u32>, next: Option<&str>) -> Value {
@@ -181,19 +158,19 @@ fn text_output_by_default() {
 
 #[test]
 fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
-    let bad_zone = temp_file(
+    let bad_zone = TempFile::new(
         "bad-zone.yaml",
         "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}}\n  windows:\n  - {schedule: '0 20 * * *', duration: 1h, timeZone: Europe/Zurch}\n",
     );
-    let bad_cron = temp_file(
+    let bad_cron = TempFile::new(
         "bad-cron.yaml",
         "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}}\n  windows:\n  - {schedule: '0 20 * * 1-5', duration: 1h}\n  - {schedule: '61 * * * *', duration: 1h}\n",
     );
-    let two_targets = temp_file(
+    let two_targets = TempFile::new(
         "two-targets.yaml",
         "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\nspec:\n  target: {clusterAutoscaler: {}, karpenterNodePools: {}}\n  windows: []\n",
     );
-    let wrong_kind = temp_file(
+    let wrong_kind = TempFile::new(
         "wrong-kind.yaml",
         "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: x}\nspec: {}\n",
     );

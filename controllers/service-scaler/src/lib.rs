@@ -27,7 +27,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis, watcher_config};
 use ebb_runtime::frame;
 use futures::FutureExt;
@@ -40,14 +39,9 @@ use kube::runtime::watcher;
 use crate::metrics::Metrics;
 use crate::reconcile::{Context, Own, Reconcile};
 
-/// Flags of the controller (`service-scaler` without a subcommand).
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Flags every ebb controller takes (`--label-selector` / `LABEL_SELECTOR` limits the
-    /// ServiceScalers managed).
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
+/// Flags of the controller (`service-scaler` without a subcommand): the common ones (for
+/// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
+pub type RunArgs = ebb_runtime::args::CommonOnly;
 
 /// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
 pub fn scaler_of(
@@ -56,18 +50,6 @@ pub fn scaler_of(
 ) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
-}
-
-/// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    ebb_runtime::app::run(
-        CONTROLLER_NAME,
-        &args.common.clone(),
-        Metrics::new,
-        |wiring, metrics| controllers(args, wiring, metrics),
-    )
-    .await?;
-    Ok(())
 }
 
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs

@@ -2,18 +2,22 @@
 
 use std::process::ExitCode;
 
-use ebb_runtime::cli::About;
-use service_scaler::RunArgs;
+use ebb_runtime::app;
+use ebb_runtime::cli::{self, About};
+use service_scaler::metrics::Metrics;
 use service_scaler::plan::{PlanArgs, plan};
+use service_scaler::{CONTROLLER_NAME, RunArgs, controllers};
 
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
-    name: service_scaler::CONTROLLER_NAME,
+    name: CONTROLLER_NAME,
     about: "Time-window overrides of HorizontalPodAutoscaler settings (udaan's ServiceScaler)",
     plan: "Decide for one ServiceScaler file at one instant, offline (no cluster)",
 };
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, service_scaler::run, plan).await
+    // Until SIGTERM/SIGINT or the loss of the leader Lease.
+    let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+    cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
 }

@@ -60,14 +60,8 @@ pub type Context = frame::Context<Own>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A read failed.
-    #[error("reading {what}: {source}")]
-    Observe {
-        /// What was read.
-        what: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Observe(#[from] frame::ReadError),
     /// The spec breaks a rule; reported in the `SpecValid` condition, the HPA left as it was.
     /// Not retried until the object changes.
     #[error("invalid spec: {0}")]
@@ -99,25 +93,22 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// A write met a 409: someone else changed what this pass read. The frame reads again and
-    /// runs the pass again.
-    #[error("ServiceScaler {name}: a write met a conflict")]
-    Conflict {
-        /// `namespace/name`.
-        name: String,
-    },
+    /// A write met a 409 (or had no resourceVersion to be preconditioned on): the frame reads
+    /// again and runs the pass again.
+    #[error(transparent)]
+    Conflict(#[from] frame::Stale),
 }
 
 impl ReconcileError for Error {
     /// The metric label and Event reason of this error's kind.
     fn category(&self) -> &'static str {
         match self {
-            Error::Observe { .. } => "observe",
+            Error::Observe(_) => "observe",
             Error::InvalidSpec(_) => "invalid_spec",
             Error::WriteHpa { .. } => "write_hpa",
             Error::WriteFinalizer { .. } => "write_finalizer",
             Error::WriteStatus { .. } => "write_status",
-            Error::Conflict { .. } => "conflict",
+            Error::Conflict(_) => "conflict",
         }
     }
 
@@ -127,14 +118,14 @@ impl ReconcileError for Error {
     }
 
     fn is_conflict(&self) -> bool {
-        matches!(self, Error::Conflict { .. })
+        matches!(self, Error::Conflict(_))
     }
 }
 
 fn conflict(key: &str) -> Error {
-    Error::Conflict {
-        name: key.to_owned(),
-    }
+    Error::Conflict(frame::Stale {
+        object: format!("ServiceScaler {key}"),
+    })
 }
 
 /// service-scaler in the reconcile frame ([`frame::reconcile`]`::<Reconcile>`).
@@ -186,10 +177,10 @@ fn scaler_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
 }
 
 async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<Read, Error> {
-    let object = api.get_opt(name).await.map_err(|source| Error::Observe {
-        what: format!("ServiceScaler {key}"),
-        source,
-    })?;
+    let object = api
+        .get_opt(name)
+        .await
+        .map_err(frame::ReadError::of(format!("ServiceScaler {key}")))?;
     let Some(object) = object else {
         return Ok(Read::Gone);
     };
@@ -233,10 +224,12 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
         Read::Scaler(scaler) => scaler,
     };
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let hpa = hpas.get_opt(name).await.map_err(|source| Error::Observe {
-        what: format!("HorizontalPodAutoscaler {key}"),
-        source,
-    })?;
+    let hpa = hpas
+        .get_opt(name)
+        .await
+        .map_err(frame::ReadError::of(format!(
+            "HorizontalPodAutoscaler {key}"
+        )))?;
     let observed = Observed {
         scaler: &scaler,
         hpa: hpa.as_ref(),

@@ -2,36 +2,23 @@
 //! and on files in a temp dir.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use ebb_testkit::plan_cli::{self, PlanCli, TempFile};
 use serde_json::{Value, json};
 
 fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_owned()
+    plan_cli::example(name).to_string_lossy().into_owned()
 }
 
+const PLAN: PlanCli = PlanCli(env!("CARGO_BIN_EXE_service-scaler"));
+
 fn plan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_service-scaler"))
-        .arg("plan")
-        .args(args)
-        .output()
-        .unwrap()
+    PLAN.run(args)
 }
 
 fn plan_json(file: &str, at: &str) -> Value {
-    let out = plan(&["--file", file, "--at", at, "--output", "json"]);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    PLAN.json(&["--file", file, "--at", at, "--output", "json"])
 }
 
 fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value {
@@ -43,29 +30,6 @@ fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value
                       "targetCPUUtilization": cpu, "targetMemoryUtilization": memory},
         "nextTransition": next,
     })
-}
-
-/// A temp file that removes itself.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, text: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("service-scaler-plan-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// A copy of the manifest at `path` with `spec.leadTime: 0s` (the lead turned off).
@@ -126,7 +90,7 @@ fn lead_time_steps_effective_up_before_the_workshop() {
         ("2026-10-14T07:58:50-07:00", led(12, 20)),
     ] {
         assert_eq!(
-            plan_json(seven.path(), at),
+            plan_json(seven.arg(), at),
             answer(name, Value::Null, effective, next.clone()),
             "7m at {at}"
         );
@@ -311,7 +275,7 @@ fn never_changing_again_is_null() {
         "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: once}\nspec:\n  hpa: {maxReplicas: 4}\n  timeRangeSpec:\n  - kind: ZonedDateTime\n    from: \"2026-01-01T00:00:00Z\"\n    to: \"2026-01-02T00:00:00Z\"\n    replicaSpec: {hpa: {minReplicas: 3}}\n",
     );
     assert_eq!(
-        plan_json(file.path(), "2026-06-01T00:00:00Z"),
+        plan_json(file.arg(), "2026-06-01T00:00:00Z"),
         answer(
             "once",
             Value::Null,
@@ -351,7 +315,7 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
         let file = TempFile::new(&format!("bad-{i}.yaml"), &format!("{header}{spec}"));
         let out = plan(&[
             "--file",
-            file.path(),
+            file.arg(),
             "--at",
             "2026-01-01T00:00:00Z",
             "--output",
@@ -385,7 +349,7 @@ fn readme_worked_examples_workshop_and_off_hours() {
     // The schedule alone: instants just before an increase would show the lead steps (see
     // `lead_time_steps_effective_up_before_the_workshop`).
     let workshop_file = without_lead(&example("service-scaler-workshop.yaml"), "workshop.yaml");
-    let workshop = workshop_file.path().to_owned();
+    let workshop = workshop_file.arg().to_owned();
     let name = "coder-provisioner-default";
     let normal = [json!(6), json!(15), json!(70), json!(80)];
     let event = [json!(12), json!(20), json!(70), Value::Null];
@@ -435,7 +399,7 @@ fn readme_worked_examples_workshop_and_off_hours() {
     }
 
     let off_hours_file = without_lead(&example("service-scaler-off-hours.yaml"), "off-hours.yaml");
-    let off_hours = off_hours_file.path().to_owned();
+    let off_hours = off_hours_file.arg().to_owned();
     let day = [json!(4), json!(20), json!(60), Value::Null];
     let small = [json!(1), json!(5), json!(60), Value::Null];
     let cases = [

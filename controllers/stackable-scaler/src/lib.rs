@@ -83,6 +83,12 @@ pub struct RunArgs {
     pub webhook_cert_dir: PathBuf,
 }
 
+impl AsRef<CommonArgs> for RunArgs {
+    fn as_ref(&self) -> &CommonArgs {
+        &self.common
+    }
+}
+
 /// Runs the controller (and, with `--enable-webhook`, the admission webhook) until SIGTERM or a
 /// lost lease.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -95,9 +101,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     ebb_runtime::app::run(
         CONTROLLER_NAME,
-        &args.common.clone(),
+        args,
         metrics::Metrics::new,
-        |wiring, metrics| {
+        |args, wiring, metrics| {
             if let Some(listener) = listener {
                 let live = Arc::new(wiring.client.clone());
                 let stop = wiring.shutdown.clone();

@@ -1,29 +1,20 @@
 //! The `plan` subcommand as a user runs it: the built binary on files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
+use ebb_testkit::plan_cli::{self, PlanCli, TempFile};
 use serde_json::{Value, json};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_stackable-scaler")
-}
+const PLAN: PlanCli = PlanCli(env!("CARGO_BIN_EXE_stackable-scaler"));
 
 fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/stackable-scaler.yaml")
+    plan_cli::example("stackable-scaler.yaml")
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(bin()).arg("plan").args(args).output().unwrap()
-}
-
-fn temp_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stackable-scaler-plan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    PLAN.run(args)
 }
 
 #[test]
@@ -86,7 +77,7 @@ fn text_is_the_default() {
 
 #[test]
 fn a_scaler_in_scaling_sets_the_workload() {
-    let path = temp_file(
+    let path = TempFile::new(
         "scaling.yaml",
         "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: StackableScaler\nmetadata: {name: web, namespace: shop}\nspec: {replicas: 2}\n\
          status: {replicas: 4, previousReplicas: 4, desiredReplicas: 2, scaleEvent: 3, currentState: {stage: Scaling}}\n",
@@ -110,7 +101,7 @@ fn a_scaler_in_scaling_sets_the_workload() {
 fn a_failed_scaler_waits_for_the_retry_annotation() {
     let base = "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: StackableScaler\nmetadata: {name: web, namespace: shop ANNOTATIONS}\nspec: {replicas: 2}\n\
          status: {replicas: 4, previousReplicas: 4, desiredReplicas: 2, scaleEvent: 3, currentState: {stage: Failed, failedIn: PreScaling, reason: boom, failureHook: Done}}\n";
-    let path = temp_file("failed.yaml", &base.replace(" ANNOTATIONS", ""));
+    let path = TempFile::new("failed.yaml", &base.replace(" ANNOTATIONS", ""));
     let got: Value = serde_json::from_slice(
         &run(&["--file", path.to_str().unwrap(), "--output", "json"]).stdout,
     )
@@ -123,7 +114,7 @@ fn a_failed_scaler_waits_for_the_retry_annotation() {
         ),
         (Some("Failed"), Some("wait"), Value::Null)
     );
-    let path = temp_file(
+    let path = TempFile::new(
         "retry.yaml",
         &base.replace(
             " ANNOTATIONS",
@@ -151,7 +142,7 @@ fn a_failed_scaler_waits_for_the_retry_annotation() {
 
 #[test]
 fn invalid_input_exits_non_zero_naming_the_field() {
-    let path = temp_file(
+    let path = TempFile::new(
         "bad.yaml",
         "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: StackableScaler\nmetadata: {name: web}\nspec: {replicas: -2}\n",
     );

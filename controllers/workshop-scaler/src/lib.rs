@@ -35,9 +35,9 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::Shutdown;
 use ebb_runtime::app::{WarmUp, Wiring, scoped_apis, watcher_config};
 use ebb_runtime::frame;
-use ebb_runtime::{CommonArgs, Shutdown};
 use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -48,25 +48,9 @@ use crate::metrics::{Metrics, ProvisionLabels};
 use crate::policy::ReconcilePolicy;
 use crate::reconcile::{Context, Own, Reconcile};
 
-/// Flags of the controller (`workshop-scaler` without a subcommand).
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Flags every ebb controller takes.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// Runs the controller until SIGTERM/SIGINT or the loss of the leader lease.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    ebb_runtime::app::run(
-        CONTROLLER_NAME,
-        &args.common.clone(),
-        Metrics::new,
-        |wiring, metrics| controllers(args, wiring, metrics),
-    )
-    .await?;
-    Ok(())
-}
+/// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
+/// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
+pub type RunArgs = ebb_runtime::args::CommonOnly;
 
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
 /// after its process edges are up, and what the simulator runs on virtual time.

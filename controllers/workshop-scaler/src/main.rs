@@ -2,18 +2,22 @@
 
 use std::process::ExitCode;
 
-use ebb_runtime::cli::About;
-use workshop_scaler::RunArgs;
+use ebb_runtime::app;
+use ebb_runtime::cli::{self, About};
+use workshop_scaler::metrics::Metrics;
 use workshop_scaler::plan::{PlanArgs, plan};
+use workshop_scaler::{CONTROLLER_NAME, RunArgs, controllers};
 
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
-    name: workshop_scaler::CONTROLLER_NAME,
+    name: CONTROLLER_NAME,
     about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
     plan: "Decide for one WorkshopProvision file, offline (no cluster)",
 };
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, workshop_scaler::run, plan).await
+    // Until SIGTERM/SIGINT or the loss of the leader Lease.
+    let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+    cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
 }

@@ -45,19 +45,15 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
     let workshops = workshops
         .list(&ListParams::default())
         .await
-        .map_err(|source| Error::Observe {
-            what: format!("Workshops in {namespace}"),
-            source,
-        })?;
+        .map_err(frame::ReadError::of(format!("Workshops in {namespace}")))?;
     let policies: Api<DeserializeGuard<WorkshopScalingPolicy>> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let others: Vec<WorkshopScalingPolicy> = policies
         .list(&ListParams::default())
         .await
-        .map_err(|source| Error::Observe {
-            what: format!("WorkshopScalingPolicies in {namespace}"),
-            source,
-        })?
+        .map_err(frame::ReadError::of(format!(
+            "WorkshopScalingPolicies in {namespace}"
+        )))?
         .items
         .into_iter()
         .filter_map(|p| p.0.ok())

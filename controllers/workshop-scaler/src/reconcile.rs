@@ -53,14 +53,8 @@ pub type Context = frame::Context<Own>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A read failed.
-    #[error("reading {what}: {source}")]
-    Observe {
-        /// What was read.
-        what: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Observe(#[from] frame::ReadError),
     /// Writing `status` (flag, conditions) failed with something other than a conflict.
     #[error("writing the status of WorkshopProvision {name}: {source}")]
     WriteStatus {
@@ -88,29 +82,26 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// A preconditioned write met a 409 (or had no resourceVersion to be preconditioned on): the
-    /// provision was stale. The frame reads it again and runs the pass again.
-    #[error("WorkshopProvision {name} changed since it was read")]
-    Conflict {
-        /// `namespace/name`.
-        name: String,
-    },
+    /// A write met a 409 (or had no resourceVersion to be preconditioned on): the frame reads
+    /// again and runs the pass again.
+    #[error(transparent)]
+    Conflict(#[from] frame::Stale),
 }
 
 impl ReconcileError for Error {
     /// The metric label and log field of this error's kind.
     fn category(&self) -> &'static str {
         match self {
-            Error::Observe { .. } => "observe",
+            Error::Observe(_) => "observe",
             Error::WriteStatus { .. } => "write_status",
             Error::WriteCount { .. } => "write_count",
             Error::WritePolicyStatus { .. } => "write_policy_status",
-            Error::Conflict { .. } => "conflict",
+            Error::Conflict(_) => "conflict",
         }
     }
 
     fn is_conflict(&self) -> bool {
-        matches!(self, Error::Conflict { .. })
+        matches!(self, Error::Conflict(_))
     }
 }
 
@@ -153,10 +144,9 @@ async fn pass(
     let workshop = workshops
         .get_opt(workshop_name)
         .await
-        .map_err(|source| Error::Observe {
-            what: format!("Workshop {namespace}/{workshop_name}"),
-            source,
-        })?;
+        .map_err(frame::ReadError::of(format!(
+            "Workshop {namespace}/{workshop_name}"
+        )))?;
     // Policies select Workshops: without the Workshop none applies.
     let policies = match &workshop {
         Some(w) => observe_policies(ctx, namespace, w).await?,
@@ -304,10 +294,8 @@ pub async fn observe_policies(
         Ok(list) => list.items,
         Err(kube::Error::Api(s)) if s.is_not_found() => Vec::new(),
         Err(source) => {
-            return Err(Error::Observe {
-                what: format!("WorkshopScalingPolicies in {namespace}"),
-                source,
-            });
+            let what = format!("WorkshopScalingPolicies in {namespace}");
+            return Err(frame::ReadError::of(what)(source).into());
         }
     };
     let mut out: Vec<(String, ebb_crds::babylon::AutoScaling)> = list
@@ -364,10 +352,9 @@ async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result
     let list = api
         .list(&ListParams::default())
         .await
-        .map_err(|source| Error::Observe {
-            what: format!("WorkshopUserAssignments in {namespace}"),
-            source,
-        })?;
+        .map_err(frame::ReadError::of(format!(
+            "WorkshopUserAssignments in {namespace}"
+        )))?;
     let mut seats = Seats::default();
     for assignment in &list.items {
         // A seat that does not deserialize cannot be counted; it must not stop the others.
@@ -419,10 +406,9 @@ async fn observe_claims(
     let list = api
         .list(&ListParams::default())
         .await
-        .map_err(|source| Error::Observe {
-            what: format!("ResourceClaims in {namespace}"),
-            source,
-        })?;
+        .map_err(frame::ReadError::of(format!(
+            "ResourceClaims in {namespace}"
+        )))?;
     Ok(list
         .items
         .iter()
@@ -435,6 +421,12 @@ async fn observe_claims(
             settled: c.0.as_ref().is_ok_and(|c| c.settlement().is_settled()),
         })
         .collect())
+}
+
+fn stale(namespace: &str, name: &str) -> Error {
+    Error::Conflict(frame::Stale {
+        object: format!("WorkshopProvision {namespace}/{name}"),
+    })
 }
 
 /// A preconditioned write's answer: the object as the API server returned it, or
@@ -459,9 +451,7 @@ async fn write_status(
 ) -> Written {
     let Some(rv) = base.resource_version() else {
         // Never write without a precondition: re-read to get one.
-        return Err(Error::Conflict {
-            name: format!("{namespace}/{name}"),
-        });
+        return Err(stale(namespace, name));
     };
     let body = json!({"metadata": {"resourceVersion": rv}, "status": status});
     let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
@@ -470,9 +460,7 @@ async fn write_status(
         .await
     {
         Ok(p) => Ok(Box::new(p)),
-        Err(e) if frame::is_conflict(&e) => Err(Error::Conflict {
-            name: format!("{namespace}/{name}"),
-        }),
+        Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
         Err(source) => Err(Error::WriteStatus {
             name: format!("{namespace}/{name}"),
             source,
@@ -514,17 +502,13 @@ async fn patch_provision(
     mut body: serde_json::Value,
 ) -> Written {
     let Some(rv) = base.resource_version() else {
-        return Err(Error::Conflict {
-            name: format!("{namespace}/{name}"),
-        });
+        return Err(stale(namespace, name));
     };
     body["metadata"]["resourceVersion"] = json!(rv);
     let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
     match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
         Ok(p) => Ok(Box::new(p)),
-        Err(e) if frame::is_conflict(&e) => Err(Error::Conflict {
-            name: format!("{namespace}/{name}"),
-        }),
+        Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
         Err(source) => Err(Error::WriteCount {
             name: format!("{namespace}/{name}"),
             source,

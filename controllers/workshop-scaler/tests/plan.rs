@@ -1,55 +1,15 @@
 //! `workshop-scaler plan`, run as a user runs it: the built binary on files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use serde_json::{Value, json};
+use ebb_testkit::plan_cli::{PlanCli, TempFile, example, json_of};
+use serde_json::json;
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-}
+const PLAN: PlanCli = PlanCli(env!("CARGO_BIN_EXE_workshop-scaler"));
 
 fn plan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_workshop-scaler"))
-        .arg("plan")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// A temp file that removes itself.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, text: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("workshop-scaler-plan-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    PLAN.run(args)
 }
 
 fn provision_yaml(auto_scaling: &str, count: i32) -> String {
@@ -137,7 +97,7 @@ fn example_with_its_workshop_merges_the_blocks() {
     let workshop = example("workshop.yaml");
     let out = plan(&[
         "--file",
-        file.path(),
+        file.arg(),
         "--workshop",
         workshop.to_str().unwrap(),
         "--assigned",
@@ -158,7 +118,7 @@ fn no_seats_and_the_cap() {
     );
     let out = plan(&[
         "--file",
-        file.path(),
+        file.arg(),
         "--assigned",
         "9",
         "--total",
@@ -173,7 +133,7 @@ fn no_seats_and_the_cap() {
     );
     let out = plan(&[
         "--file",
-        file.path(),
+        file.arg(),
         "--assigned",
         "0",
         "--total",
@@ -195,7 +155,7 @@ fn awkward_factors_round_like_the_decimal_the_user_wrote() {
     );
     let out = plan(&[
         "--file",
-        file.path(),
+        file.arg(),
         "--assigned",
         "1",
         "--total",
@@ -279,7 +239,7 @@ fn invalid_autoscaling_blocks_are_rejected_naming_the_field() {
         let file = TempFile::new("bad.yaml", &provision_yaml(block, 10));
         let out = plan(&[
             "--file",
-            file.path(),
+            file.arg(),
             "--assigned",
             "1",
             "--total",
@@ -292,7 +252,7 @@ fn invalid_autoscaling_blocks_are_rejected_naming_the_field() {
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(
             stderr,
-            format!("workshop-scaler plan: {}: {message}\n", file.path()),
+            format!("workshop-scaler plan: {}: {message}\n", file.arg()),
             "{block}"
         );
     }
@@ -319,7 +279,7 @@ fn files_that_are_not_a_workshop_provision_are_rejected() {
         "missing-count.yaml",
         &provision_yaml("{enabled: true}", 1).replace("  count: 1\n", ""),
     );
-    let out = plan(&["--file", missing.path(), "--assigned", "1", "--total", "2"]);
+    let out = plan(&["--file", missing.arg(), "--assigned", "1", "--total", "2"]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8(out.stderr).unwrap().contains("count"),

@@ -166,27 +166,34 @@ impl Wiring {
     }
 }
 
-/// Runs controller `name` as a process: registers the reconcile metrics and the controller's
-/// own (`register`), starts the [`Runtime`], then drives what `controllers` builds on its
-/// [`Wiring`] until shutdown or a lost lease.
+/// Runs controller `name` as a process with its flags `args` (the common ones among them): registers
+/// the reconcile metrics and the controller's own (`register`), starts the [`Runtime`], then
+/// drives what `controllers` builds from `args` on its [`Wiring`] until shutdown or a lost lease.
+/// A controller's `run` is this one call:
+///
+/// ```ignore
+/// app::run(CONTROLLER_NAME, args, Metrics::new, controllers).await
+/// ```
 ///
 /// # Errors
 /// Whatever [`Runtime::start`] or [`Runtime::run`] fails with.
-pub async fn run<M, F, Fut>(
+pub async fn run<A, M, F, Fut>(
     name: &str,
-    common: &CommonArgs,
+    args: A,
     register: impl FnOnce(&mut Registry) -> M,
     controllers: F,
 ) -> Result<(), AppError>
 where
-    F: FnOnce(Wiring, M) -> Fut,
+    A: AsRef<CommonArgs>,
+    F: FnOnce(A, Wiring, M) -> Fut,
     Fut: Future<Output = ()>,
 {
+    let common = args.as_ref().clone();
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
     let leader_gauge = crate::metrics::register_process(&mut registry, name);
     let own = register(&mut registry);
-    let runtime = Runtime::start(name, common, registry).await?;
+    let runtime = Runtime::start(name, &common, registry).await?;
     leader_gauge.fill(&runtime.leader);
     let wiring = Wiring {
         client: runtime.client.clone(),
@@ -194,11 +201,11 @@ where
         events: Arc::new(EventPublisher::new(runtime.client.clone(), name)),
         metrics,
         leader: runtime.leader.clone(),
-        common: common.clone(),
+        common,
         warm_up: runtime.warm_up(),
         shutdown: runtime.shutdown.clone(),
     };
-    runtime.run(controllers(wiring, own)).await
+    runtime.run(controllers(args, wiring, own)).await
 }
 
 /// The one message of an error chain worth printing: the cause right under the top (kube's

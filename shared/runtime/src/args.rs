@@ -75,6 +75,20 @@ pub struct CommonArgs {
     pub dry_run: bool,
 }
 
+/// The flags of a controller that takes only the common ones (its `RunArgs`).
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct CommonOnly {
+    /// Flags every ebb controller takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl AsRef<CommonArgs> for CommonOnly {
+    fn as_ref(&self) -> &CommonArgs {
+        &self.common
+    }
+}
+
 impl CommonArgs {
     /// The namespaces to watch, trimmed, without blanks or duplicates; empty means cluster-wide.
     pub fn watched_namespaces(&self) -> Vec<String> {

@@ -5,7 +5,8 @@
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
-//!     ebb_runtime::cli::main(ABOUT, service_scaler::run, service_scaler::plan::plan).await
+//!     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+//!     cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
 //! }
 //! ```
 

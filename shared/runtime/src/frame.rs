@@ -237,6 +237,36 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 }
 
+/// A write met a 409, or had no resourceVersion to be preconditioned on: what the pass read is
+/// stale. Controllers wrap it in their own error (`Conflict(#[from] Stale)`, reporting
+/// [`ReconcileError::is_conflict`]); the frame reads the object again and runs the pass again.
+#[derive(Debug, thiserror::Error)]
+#[error("{object} changed since it was read; deciding again")]
+pub struct Stale {
+    /// `Kind namespace/name`.
+    pub object: String,
+}
+
+/// A read from the API server that failed: what was read, and the answer. Controllers wrap it in
+/// their own error (`Observe(#[from] ReadError)`), so every failed read says the same thing.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {what}: {source}")]
+pub struct ReadError {
+    /// What was read, e.g. `Workshop ns/name`.
+    pub what: String,
+    /// The API's answer.
+    #[source]
+    pub source: kube::Error,
+}
+
+impl ReadError {
+    /// For `map_err`: the failed read of `what`.
+    pub fn of(what: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let what = what.into();
+        move |source| Self { what, source }
+    }
+}
+
 /// The name of an object the frame handed to a [`Reconciler`] (checked before: never empty
 /// there).
 pub fn name_of<K: Resource>(object: &K) -> &str {

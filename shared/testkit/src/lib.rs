@@ -34,6 +34,7 @@ mod events;
 mod fake;
 mod harness;
 mod path;
+pub mod plan_cli;
 mod selector;
 mod store;
 mod watch;
