@@ -70,12 +70,12 @@ impl Metrics {
             metrics.utilization.clone(),
         );
         sub.register(
-            "provision_count",
+            "provision_size",
             "spec.count of a WorkshopProvision",
             metrics.count.clone(),
         );
         sub.register(
-            "provision_desired_count",
+            "provision_desired_size",
             "The count the provision should have after the current decision",
             metrics.desired_count.clone(),
         );

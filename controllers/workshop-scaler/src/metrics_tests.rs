@@ -32,8 +32,8 @@ fn series_are_named_and_labelled() {
     encode(&mut text, &registry).unwrap();
     for line in [
         "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"ops\",workshop=\"ansible-101\"} 0.85",
-        "ebb_workshop_scaler_provision_count{namespace=\"ops\",provision=\"rhel\"} 20",
-        "ebb_workshop_scaler_provision_desired_count{namespace=\"ops\",provision=\"rhel\"} 30",
+        "ebb_workshop_scaler_provision_size{namespace=\"ops\",provision=\"rhel\"} 20",
+        "ebb_workshop_scaler_provision_desired_size{namespace=\"ops\",provision=\"rhel\"} 30",
         "ebb_workshop_scaler_provision_active{namespace=\"ops\",provision=\"rhel\"} 1",
         "ebb_workshop_scaler_provision_at_max{namespace=\"ops\",provision=\"rhel\"} 0",
         "ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"ops\",provision=\"rhel\"} 0",
@@ -41,10 +41,17 @@ fn series_are_named_and_labelled() {
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
+    // `_count` is the suffix of a histogram's or summary's sample count: no gauge ends in it.
+    for family in text.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+        assert!(
+            !(family.ends_with(" gauge") && family.split(' ').next().unwrap().ends_with("_count")),
+            "{family}"
+        );
+    }
     m.forget(&p);
     let mut text = String::new();
     encode(&mut text, &registry).unwrap();
-    assert!(!text.contains("provision_count{"), "{text}");
+    assert!(!text.contains("provision_size{"), "{text}");
     // Counters survive: a scale-up happened, whatever became of the provision since.
     assert!(text.contains("scale_ups_total{"), "{text}");
 }
