@@ -93,11 +93,11 @@ What is particular to scaledown-window. The shared templates include these names
 {{- define "ebb.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}
 {{- include "ebb.alert" (dict "ctx" . "name" "ScaleDownScheduleUndecidable" "cfg" $alerts.scheduleUndecidable
-  "expr" "max by (schedule) (ebb_scaledown_window_schedule_invalid) == 1"
-  "summary" "ScaleDownSchedule {{ $labels.schedule }} cannot be decided"
-  "description" "Scale-down stays disabled (fail-safe) for its target until the schedule is fixed. `kubectl describe scaledownschedule {{ $labels.schedule }}`: its conditions say why.") }}
+  "expr" "max by (name) (ebb_scaledown_window_schedule_invalid) == 1"
+  "summary" "ScaleDownSchedule {{ $labels.name }} cannot be decided"
+  "description" "Scale-down stays disabled (fail-safe) for its target until the schedule is fixed. `kubectl describe scaledownschedule {{ $labels.name }}`: its conditions say why.") }}
 {{- include "ebb.alert" (dict "ctx" . "name" "ScaleDownScheduleTargetConflict" "cfg" $alerts.targetConflict
-  "expr" "max by (schedule) (ebb_scaledown_window_target_conflict) == 1"
-  "summary" "ScaleDownSchedule {{ $labels.schedule }} shares its target with another schedule"
+  "expr" "max by (name) (ebb_scaledown_window_target_conflict) == 1"
+  "summary" "ScaleDownSchedule {{ $labels.name }} shares its target with another schedule"
   "description" "Two ScaleDownSchedules select the same target objects; ebb reports it instead of flipping the target back and forth. Make the selectors disjoint or delete one schedule.") }}
 {{- end -}}

@@ -47,11 +47,11 @@ What is particular to workshop-scaler. The shared templates include these names.
 {{- $atMax := $alerts.atMaxProvisions }}
 {{- /* The controller exports the condition itself (it knows each provision's threshold). */}}
 {{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionAtMaxProvisions" "cfg" $atMax
-  "expr" "max by (namespace, provision) (ebb_workshop_scaler_provision_at_max_with_demand) == 1"
-  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }} is at maxProvisions while seats run out"
+  "expr" "max by (namespace, name) (ebb_workshop_scaler_provision_at_max_with_demand) == 1"
+  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.name }} is at maxProvisions while seats run out"
   "description" "spec.count has reached autoScaling.maxProvisions and the workshop's utilization is at or above the provision's threshold: new attendees may find no seat. Raise maxProvisions or add a provision.") }}
 {{- include "ebb.alert" (dict "ctx" . "name" "WorkshopProvisionScaleUpStuck" "cfg" $alerts.scaleUpStuck
-  "expr" "max by (namespace, provision) (ebb_workshop_scaler_provision_active) == 1"
-  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.provision }}: scale-up not settling"
+  "expr" "max by (namespace, name) (ebb_workshop_scaler_provision_active) == 1"
+  "summary" "WorkshopProvision {{ $labels.namespace }}/{{ $labels.name }}: scale-up not settling"
   "description" "status.autoScalingActive has been true for a long time: a ResourceClaim of the provision neither became ready nor completed/failed, so no further scale-up happens. See the provision's conditions and Events.") }}
 {{- end -}}

@@ -12,12 +12,12 @@ use crate::decide::TargetKind;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScheduleLabels {
-    schedule: String,
+    name: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FlipLabels {
-    schedule: String,
+    name: String,
     scale_down_enabled: String,
 }
 
@@ -72,7 +72,7 @@ impl Metrics {
 
     fn schedule(name: &str) -> ScheduleLabels {
         ScheduleLabels {
-            schedule: name.to_owned(),
+            name: name.to_owned(),
         }
     }
 
@@ -90,7 +90,7 @@ impl Metrics {
     pub fn flip(&self, schedule: &str, enabled: bool) {
         self.flips
             .get_or_create(&FlipLabels {
-                schedule: schedule.to_owned(),
+                name: schedule.to_owned(),
                 scale_down_enabled: enabled.to_string(),
             })
             .inc();

@@ -230,7 +230,7 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
     );
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_scale_down_enabled{schedule=\"workday-nights\"} 0")
+            .contains("ebb_scaledown_window_scale_down_enabled{name=\"workday-nights\"} 0")
     );
 }
 
@@ -279,8 +279,8 @@ async fn window_opening_and_closing_flip_the_field() {
         ["ScaleDownDisabled", "ScaleDownEnabled", "ScaleDownDisabled"]
     );
     let metrics = t.metrics();
-    assert!(metrics.contains("ebb_scaledown_window_flips_total{schedule=\"workday-nights\",scale_down_enabled=\"true\"} 1"), "{metrics}");
-    assert!(metrics.contains("ebb_scaledown_window_flips_total{schedule=\"workday-nights\",scale_down_enabled=\"false\"} 1"), "{metrics}");
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{name=\"workday-nights\",scale_down_enabled=\"true\"} 1"), "{metrics}");
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{name=\"workday-nights\",scale_down_enabled=\"false\"} 1"), "{metrics}");
     assert!(
         metrics.contains("ebb_scaledown_window_target_writes_total{kind=\"ClusterAutoscaler\"} 3"),
         "{metrics}"
@@ -716,7 +716,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     assert_eq!(events[1].kind, EventKind::Warning);
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_schedule_invalid{schedule=\"workday-nights\"} 1")
+            .contains("ebb_scaledown_window_schedule_invalid{name=\"workday-nights\"} 1")
     );
 
     // Fixed: the schedule decides again.
@@ -760,7 +760,7 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
     assert!(t.events.reasons().contains(&"TargetConflict".to_owned()));
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_target_conflict{schedule=\"b-always\"} 1")
+            .contains("ebb_scaledown_window_target_conflict{name=\"b-always\"} 1")
     );
 
     // The manager is deleted: the other takes over (and the deleted one does not release it).

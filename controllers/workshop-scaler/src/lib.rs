@@ -115,7 +115,7 @@ pub fn controllers(
                 if let Some((namespace, provision)) = key.split_once('/') {
                     ctx.own.metrics.forget(&ProvisionLabels {
                         namespace: namespace.to_owned(),
-                        provision: provision.to_owned(),
+                        name: provision.to_owned(),
                     });
                 }
             }

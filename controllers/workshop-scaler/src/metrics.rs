@@ -15,7 +15,7 @@ pub struct WorkshopLabels {
     /// Namespace of the Workshop.
     pub namespace: String,
     /// Name of the Workshop.
-    pub workshop: String,
+    pub name: String,
 }
 
 /// Labels of a per-provision series.
@@ -24,7 +24,7 @@ pub struct ProvisionLabels {
     /// Namespace of the WorkshopProvision.
     pub namespace: String,
     /// Name of the WorkshopProvision.
-    pub provision: String,
+    pub name: String,
 }
 
 /// The gauges and counters of workshop-scaler. Only provisions with auto-scaling enabled get

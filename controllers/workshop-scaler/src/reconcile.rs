@@ -227,7 +227,7 @@ async fn execute(
     let name = frame::name_of(provision);
     let labels = ProvisionLabels {
         namespace: namespace.to_owned(),
-        provision: name.to_owned(),
+        name: name.to_owned(),
     };
     match plan.gauges {
         Gauges::Keep => {}
@@ -235,7 +235,7 @@ async fn execute(
         Gauges::Observe(observation) => {
             let workshop = WorkshopLabels {
                 namespace: namespace.to_owned(),
-                workshop: workshop.to_owned(),
+                name: workshop.to_owned(),
             };
             ctx.own.metrics.observe(&workshop, &labels, observation);
         }
