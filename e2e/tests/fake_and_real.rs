@@ -12,7 +12,8 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
-    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -26,8 +27,38 @@ fn code(result: Result<impl Sized, kube::Error>) -> String {
 }
 
 /// What a client sees of one scenario, as lines to compare.
+/// A 404's shape: a missing object of a served kind names the object in `details`; a kind the
+/// server does not serve at all names nothing (what `frame::is_api_missing` tells apart).
+fn not_found(result: Result<impl Sized, kube::Error>) -> String {
+    match result {
+        Err(kube::Error::Api(status)) => format!(
+            "{} details.name={:?}",
+            status.code,
+            status.details.map(|d| d.name).unwrap_or_default()
+        ),
+        Ok(_) => "ok".into(),
+        Err(other) => format!("error: {other}"),
+    }
+}
+
 async fn transcript(client: Client, ns: &str) -> Vec<String> {
     let mut out = Vec::new();
+
+    // A kind no CRD serves, and a missing object of a served kind.
+    let unserved = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.invalid", "v1", "Thing"),
+        "things",
+    );
+    let things: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &unserved);
+    out.push(format!(
+        "unserved kind: {}",
+        not_found(things.get("x").await)
+    ));
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    out.push(format!(
+        "missing object: {}",
+        not_found(maps.get("nope").await)
+    ));
 
     // An HPA created without metrics or minReplicas: the server's defaults.
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), ns);
@@ -162,6 +193,7 @@ async fn the_fake_answers_as_kube_apiserver_does() {
     let ns = Namespace::create(&admin, "e2e-fake").await.unwrap();
     let real = transcript(admin, &ns.name).await;
     let fake = FakeApi::new();
+    fake.set_served("example.invalid", "things", false);
     let faked = transcript(fake.client(), &ns.name).await;
     println!("kube-apiserver:\n  {}", real.join("\n  "));
     assert_eq!(

@@ -20,9 +20,9 @@
 pub mod report;
 
 pub use report::{
-    CLUSTER_AUTOSCALER_READY, OBJECTS_PAUSED, PAUSED, READY, RESYNC, Report, ReportInput,
-    SCHEDULE_VALID, TARGET_CONFLICT, TARGET_NOT_FOUND, TargetOutcome, conditions, requeue_after,
-    summarize,
+    API_MISSING_RETRY, CLUSTER_AUTOSCALER_READY, OBJECTS_PAUSED, PAUSED, READY, RESYNC, Report,
+    ReportInput, SCHEDULE_VALID, TARGET_CONFLICT, TARGET_NOT_FOUND, TargetOutcome, conditions,
+    requeue_after, summarize,
 };
 
 use std::collections::BTreeMap;
@@ -144,6 +144,19 @@ impl TargetKind {
             Self::NodeAnnotation => "--enable-node-annotation",
             Self::MachineAutoscalers => "--enable-machine-autoscalers",
             Self::KarpenterNodePools => "--enable-karpenter",
+        }
+    }
+
+    /// The API(s) a target of this kind reads and writes, for messages.
+    pub fn api(self) -> &'static str {
+        match self {
+            Self::ClusterAutoscaler => "autoscaling.openshift.io/v1 ClusterAutoscaler",
+            Self::NodeAnnotation => "v1 Node",
+            Self::MachineAutoscalers => {
+                "autoscaling.openshift.io/v1beta1 MachineAutoscaler and machine.openshift.io/v1beta1 \
+                 MachineSet"
+            }
+            Self::KarpenterNodePools => "karpenter.sh/v1 NodePool",
         }
     }
 

@@ -8,7 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::CONTROLLER_NAME;
-use crate::decide::TargetKind;
+use crate::decide::{Report, TargetKind};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScheduleLabels {
@@ -32,6 +32,7 @@ pub struct Metrics {
     enabled: Family<ScheduleLabels, Gauge>,
     invalid: Family<ScheduleLabels, Gauge>,
     conflict: Family<ScheduleLabels, Gauge>,
+    api_missing: Family<ScheduleLabels, Gauge>,
     flips: Family<FlipLabels, Counter>,
     writes: Family<KindLabels, Counter>,
 }
@@ -58,6 +59,11 @@ impl Metrics {
             metrics.conflict.clone(),
         );
         sub.register(
+            "target_api_missing",
+            "1 while the cluster does not serve the schedule's target API (CRD not installed)",
+            metrics.api_missing.clone(),
+        );
+        sub.register(
             "flips",
             "Changes of scaleDownEnabled, by the value changed to",
             metrics.flips.clone(),
@@ -77,13 +83,18 @@ impl Metrics {
     }
 
     /// Records a schedule's current state.
-    pub fn observe(&self, schedule: &str, enabled: bool, invalid: bool, conflict: bool) {
+    pub fn observe(&self, schedule: &str, enabled: bool, report: &Report) {
         let labels = Self::schedule(schedule);
         self.enabled.get_or_create(&labels).set(i64::from(enabled));
-        self.invalid.get_or_create(&labels).set(i64::from(invalid));
+        self.invalid
+            .get_or_create(&labels)
+            .set(i64::from(report.invalid));
         self.conflict
             .get_or_create(&labels)
-            .set(i64::from(conflict));
+            .set(i64::from(report.conflict));
+        self.api_missing
+            .get_or_create(&labels)
+            .set(i64::from(report.api_missing));
     }
 
     /// Counts a flip of `scaleDownEnabled` to `enabled`.
@@ -111,5 +122,6 @@ impl Metrics {
         self.enabled.remove(&labels);
         self.invalid.remove(&labels);
         self.conflict.remove(&labels);
+        self.api_missing.remove(&labels);
     }
 }

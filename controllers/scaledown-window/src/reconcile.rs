@@ -259,21 +259,26 @@ async fn apply(
             TargetOutcome::Disabled(target.kind())
         }
         Ok(_) if let Some(report) = &pause => TargetOutcome::Paused(report.pause.to_string()),
-        Ok(target) => {
-            let observed = observe(ctx, &target).await?;
-            let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
-            TargetOutcome::Planned {
-                kind: target.kind(),
-                plan: decide::plan_target(
-                    &name,
-                    &claimants,
-                    Some(decision.scale_down_enabled),
-                    &observed,
-                    now,
-                ),
-                dry_run: ctx.dry_run,
+        Ok(target) => match observe(ctx, &target).await {
+            Err(Error::Observe(e)) if frame::is_api_missing(&e) => {
+                TargetOutcome::ApiMissing(target.kind())
             }
-        }
+            Err(e) => return Err(e),
+            Ok(observed) => {
+                let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
+                TargetOutcome::Planned {
+                    kind: target.kind(),
+                    plan: decide::plan_target(
+                        &name,
+                        &claimants,
+                        Some(decision.scale_down_enabled),
+                        &observed,
+                        now,
+                    ),
+                    dry_run: ctx.dry_run,
+                }
+            }
+        },
     };
     if let TargetOutcome::Planned {
         plan,
@@ -301,9 +306,7 @@ async fn apply(
         notice.record(&*ctx.events, &reference).await;
     }
     let enabled = decision.scale_down_enabled;
-    ctx.own
-        .metrics
-        .observe(&name, enabled, report.invalid, report.conflict);
+    ctx.own.metrics.observe(&name, enabled, &report);
     if report.flipped {
         ctx.own.metrics.flip(&name, enabled);
     }
@@ -381,7 +384,7 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
     Ok(match target {
         ResolvedTarget::ClusterAutoscaler { name } => {
             let api: Api<DynamicObject> = Api::all_with(client, &targets::cluster_autoscaler());
-            let found = api.get_opt(name).await.map_err(Error::Observe)?;
+            let found = get_served(&api, name).await.map_err(Error::Observe)?;
             Observed::ClusterAutoscaler {
                 name: name.clone(),
                 enabled: found.as_ref().map(targets::cluster_autoscaler_enabled),
@@ -440,6 +443,20 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
             Observed::NodePools(pools.items.iter().map(targets::node_pool_view).collect())
         }
     })
+}
+
+/// `name`, `None` when the kind is served but the object does not exist; a kind the cluster does
+/// not serve at all is the error ([`frame::is_api_missing`]), unlike with `get_opt`.
+async fn get_served(
+    api: &Api<DynamicObject>,
+    name: &str,
+) -> Result<Option<DynamicObject>, kube::Error> {
+    match api.get(name).await {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if frame::is_api_missing(&e) => Err(e),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The live schedules competing for target objects: every ScaleDownSchedule not being deleted

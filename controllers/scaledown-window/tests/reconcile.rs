@@ -683,6 +683,76 @@ async fn missing_cluster_autoscaler_is_reported_not_created() {
     assert_eq!(t.condition(ME, decide::READY).1, "TargetNotFound");
 }
 
+#[tokio::test]
+async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_metric() {
+    for (target, group, plural, api) in [
+        (
+            ca_target(),
+            "autoscaling.openshift.io",
+            "clusterautoscalers",
+            "autoscaling.openshift.io/v1 ClusterAutoscaler",
+        ),
+        (
+            json!({ "karpenterNodePools": {} }),
+            "karpenter.sh",
+            "nodepools",
+            "karpenter.sh/v1 NodePool",
+        ),
+    ] {
+        let t = Test::new(FRIDAY_NOON);
+        t.fake.set_served(group, plural, false);
+        t.fake.insert(schedule(ME, target, nights()));
+        // Not an error to retry: an outcome, reported, looked at again in 5 minutes.
+        assert_eq!(
+            t.reconcile(ME).await.unwrap(),
+            Action::requeue(decide::API_MISSING_RETRY)
+        );
+        assert!(t.target_writes().is_empty());
+        let (status, reason, message) = t.condition(ME, decide::READY);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "TargetApiMissing")
+        );
+        assert!(message.contains(api), "{message}");
+        assert_eq!(
+            t.condition(ME, decide::TARGET_NOT_FOUND).1,
+            "TargetApiMissing"
+        );
+        let warnings: Vec<_> = t
+            .events
+            .events()
+            .into_iter()
+            .filter(|e| e.reason == "TargetApiMissing")
+            .collect();
+        assert_eq!(warnings.len(), 1, "{:?}", t.events.reasons());
+        assert_eq!(warnings[0].kind, EventKind::Warning);
+        assert!(
+            t.metrics()
+                .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 1"),
+            "{}",
+            t.metrics()
+        );
+        // Said once: the same state again records no second Warning.
+        t.reconcile(ME).await.unwrap();
+        assert_eq!(
+            t.events
+                .reasons()
+                .iter()
+                .filter(|r| *r == "TargetApiMissing")
+                .count(),
+            1
+        );
+        // Installed: the schedule goes on as usual and the gauge drops.
+        t.fake.set_served(group, plural, true);
+        t.reconcile(ME).await.unwrap();
+        assert_ne!(t.condition(ME, decide::READY).1, "TargetApiMissing");
+        assert!(
+            t.metrics()
+                .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 0")
+        );
+    }
+}
+
 // ----- fail-safe, conflicts, pause, dry-run, switched-off kinds -----------------------------------
 
 #[tokio::test]

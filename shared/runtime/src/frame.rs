@@ -126,6 +126,14 @@ pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
+/// Whether `error` is the API server's 404 for a path it does not serve at all (a resource whose
+/// CRD is not installed), as opposed to a missing object of a served kind, whose Status names the
+/// object in `details`.
+pub fn is_api_missing(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status)
+        if status.code == 404 && status.details.as_ref().is_none_or(|d| d.name.is_empty()))
+}
+
 /// Why a reconcile failed: the controller's own error, or the frame's.
 #[derive(Debug, thiserror::Error)]
 pub enum Error<E: ReconcileError> {

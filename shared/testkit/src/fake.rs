@@ -337,6 +337,19 @@ impl FakeApi {
             .set_status_subresource(group, plural, enabled);
     }
 
+    /// Whether the server serves `group`/`plural` (default: every resource). `false` is a
+    /// cluster without that CRD: every request to it answers 404 "the server could not find the
+    /// requested resource", and its watches fail.
+    pub fn set_served(&self, group: &str, plural: &str, served: bool) {
+        let key = (group.to_owned(), plural.to_owned());
+        let unserved = &mut self.state().store.unserved;
+        if served {
+            unserved.remove(&key);
+        } else {
+            unserved.insert(key);
+        }
+    }
+
     /// Enables `/scale` for `group`/`plural` with the given paths (as in a CRD's `scale` stanza).
     /// Deployments, StatefulSets, ReplicaSets and ReplicationControllers have it already.
     pub fn register_scale(&self, group: &str, plural: &str, paths: ScalePaths) {
@@ -844,6 +857,12 @@ fn dispatch(
     };
     let not_found = || ApiError::new(404, "the server could not find the requested resource");
     let parsed = path::parse(path).ok_or_else(not_found)?;
+    if store
+        .unserved
+        .contains(&crate::store::group_plural(&parsed.resource))
+    {
+        return Err(not_found());
+    }
     let dry_run = param("dryRun").is_some_and(|v| !v.is_empty());
     let json_body = || -> Result<Value, ApiError> {
         let bytes = body.ok_or_else(|| ApiError::new(400, "request body is required"))?;

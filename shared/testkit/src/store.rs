@@ -67,6 +67,8 @@ pub(crate) struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
+    /// `details` of the Status: set, as by the API server, when the error is about one object.
+    pub details: Option<Value>,
 }
 
 impl ApiError {
@@ -75,14 +77,24 @@ impl ApiError {
             code,
             reason: reason_for(code),
             message: message.into(),
+            details: None,
         }
     }
 
+    /// A missing object of a served kind: the Status names it in `details`, where a path the
+    /// server does not serve at all (a CRD not installed) gets none.
     fn not_found(key: &ObjectKey) -> Self {
-        Self::new(
-            404,
-            format!("{} {:?} not found", key.resource.qualified(), key.name),
-        )
+        Self {
+            details: Some(json!({
+                "name": key.name,
+                "group": key.resource.group,
+                "kind": key.resource.plural,
+            })),
+            ..Self::new(
+                404,
+                format!("{} {:?} not found", key.resource.qualified(), key.name),
+            )
+        }
     }
 
     fn conflict(key: &ObjectKey) -> Self {
@@ -109,7 +121,7 @@ impl ApiError {
 
     /// The `metav1.Status` body.
     pub fn to_status(&self) -> Value {
-        json!({
+        let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -117,7 +129,11 @@ impl ApiError {
             "message": self.message,
             "reason": self.reason,
             "code": self.code,
-        })
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
     }
 }
 
@@ -170,6 +186,8 @@ pub(crate) struct Store {
     kinds: HashMap<GroupPlural, String>,
     plurals: HashMap<String, String>,
     without_status: HashSet<GroupPlural>,
+    /// Resources the server does not serve (their CRD is not installed).
+    pub unserved: HashSet<GroupPlural>,
     scale: HashMap<GroupPlural, ScalePaths>,
 }
 
@@ -200,12 +218,13 @@ impl Default for Store {
             kinds: HashMap::new(),
             plurals,
             without_status: HashSet::new(),
+            unserved: HashSet::new(),
             scale,
         }
     }
 }
 
-fn group_plural(resource: &ResourceType) -> GroupPlural {
+pub(crate) fn group_plural(resource: &ResourceType) -> GroupPlural {
     (resource.group.clone(), resource.plural.clone())
 }
 

@@ -18,6 +18,9 @@ use super::{
 /// Look again at least this often, and never schedule further ahead (the work queue has a limit).
 pub const RESYNC: Duration = Duration::from_secs(24 * 3600);
 
+/// How soon a schedule whose target API is missing looks again.
+pub const API_MISSING_RETRY: Duration = Duration::from_secs(300);
+
 /// The delay from `now` until `at`, at most [`RESYNC`].
 pub fn requeue_after(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
     (at - now).to_std().unwrap_or(Duration::ZERO).min(RESYNC)
@@ -55,6 +58,8 @@ pub struct Report {
     pub invalid: bool,
     /// Another schedule manages some selected objects.
     pub conflict: bool,
+    /// The cluster does not serve the target's API.
+    pub api_missing: bool,
     /// When to look again; `None`: when something changes.
     pub requeue: Option<Duration>,
 }
@@ -79,7 +84,14 @@ pub fn report(input: &ReportInput<'_>) -> Report {
         .into_iter()
         .flatten()
         .min();
+    let api_missing = matches!(input.outcome, TargetOutcome::ApiMissing(_));
     let requeue = match wake {
+        // The API's own watch wakes the schedule once it is installed; looking again every few
+        // minutes does not depend on it.
+        _ if api_missing => Some(
+            wake.map_or(API_MISSING_RETRY, |at| requeue_after(input.now, at))
+                .min(API_MISSING_RETRY),
+        ),
         Some(at) => Some(requeue_after(input.now, at)),
         // Nothing will change by the clock: an invalid spec waits for an edit, a valid one is
         // looked at again once a day in case a watch event was missed.
@@ -92,6 +104,7 @@ pub fn report(input: &ReportInput<'_>) -> Report {
         flipped: previous_enabled.is_some_and(|p| p != decision.scale_down_enabled),
         invalid,
         conflict,
+        api_missing,
         requeue,
     }
 }
@@ -187,6 +200,17 @@ fn notices(
         (TARGET_CONFLICT, true, "Yield"),
         (CLUSTER_AUTOSCALER_READY, false, "CheckDependency"),
     ];
+    // The target's API not served (a CRD not installed), newly.
+    if let TargetOutcome::ApiMissing(_) = input.outcome
+        && became(TARGET_NOT_FOUND, true)
+        && let Some(c) = updates.iter().find(|c| c.type_ == TARGET_NOT_FOUND)
+    {
+        out.push(Notice::warning(
+            "TargetApiMissing",
+            "CheckDependency",
+            c.message.clone(),
+        ));
+    }
     for (type_, value, action) in warnings {
         if became(type_, value)
             && let Some(c) = updates.iter().find(|c| c.type_ == type_)
@@ -234,6 +258,9 @@ fn outcome_summary(outcome: &TargetOutcome, changes: &[String]) -> String {
             format!("not applied: target kind switched off ({})", kind.flag())
         }
         TargetOutcome::Invalid(invalid) => format!("not applied: {invalid}"),
+        TargetOutcome::ApiMissing(kind) => {
+            format!("not applied: the cluster does not serve {}", kind.api())
+        }
     }
 }
 
@@ -263,6 +290,9 @@ pub enum TargetOutcome {
     Disabled(TargetKind),
     /// Paused: the target was not looked at.
     Paused(String),
+    /// The cluster does not serve the target kind's API (its CRD is not installed): nothing
+    /// could be read or written.
+    ApiMissing(TargetKind),
     /// Planned, and applied unless `dry_run` (then the changes are only intended).
     Planned {
         /// The target kind.
@@ -373,6 +403,29 @@ pub fn conditions(
             "Paused",
             format!("{summary}; nothing written: {why}"),
         ),
+        TargetOutcome::ApiMissing(kind) => {
+            out.push(cond(
+                TARGET_NOT_FOUND,
+                true,
+                "TargetApiMissing",
+                format!(
+                    "spec.target.{}: this cluster does not serve {} (is its CRD installed?)",
+                    kind.field(),
+                    kind.api()
+                ),
+            ));
+            cond(
+                READY,
+                false,
+                "TargetApiMissing",
+                format!(
+                    "{summary}; nothing written: this cluster does not serve {}; install its CRD, \
+                     or switch the target kind off ({})",
+                    kind.api(),
+                    kind.flag()
+                ),
+            )
+        }
         TargetOutcome::Planned {
             kind,
             plan,
