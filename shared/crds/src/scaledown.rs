@@ -13,6 +13,7 @@ use crate::service_scaler::DURATION_PATTERN;
     group = "scaling.ebb.dev",
     version = "v1alpha1",
     kind = "ScaleDownSchedule",
+    doc = "ScaleDownSchedule lets the cluster remove nodes only inside its windows (and during cluster upgrades when asked): outside them ebb's scaledown-window holds scale-down disabled on the target (a ClusterAutoscaler, node annotations, MachineAutoscaler minimums or Karpenter NodePool budgets).",
     plural = "scaledownschedules",
     status = "ScaleDownScheduleStatus",
     shortname = "sds",

@@ -21,6 +21,7 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$";
     group = "scaler.udaan.io",
     version = "v1",
     kind = "ServiceScaler",
+    doc = "ServiceScaler gives the HorizontalPodAutoscaler of the same name the settings in spec.hpa, overridden while one of the time ranges in spec.timeRangeSpec is in force (udaan's Service Scaler, served by ebb's service-scaler).",
     plural = "servicescalers",
     namespaced,
     status = "ServiceScalerStatus",

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
     group = "autoscaling.stackable.tech",
     version = "v1alpha1",
     kind = "StackableScaler",
+    doc = "StackableScaler is the scale target of an HPA for a Stackable workload: ebb's stackable-scaler carries each replica change through pre-scale and post-scale hooks (Jobs) around the resize, and reports each stage in status.",
     plural = "stackablescalers",
     namespaced,
     status = "StackableScalerStatus",

@@ -24,6 +24,7 @@ use crate::babylon::AutoScaling;
     group = "scaling.ebb.dev",
     version = "v1alpha1",
     kind = "WorkshopScalingPolicy",
+    doc = "WorkshopScalingPolicy sets the autoScaling of the Babylon Workshops it selects in its namespace, for clusters whose Babylon CRDs prune spec.autoScaling; ebb's workshop-scaler applies it to their WorkshopProvisions.",
     plural = "workshopscalingpolicies",
     namespaced,
     status = "WorkshopScalingPolicyStatus",

@@ -553,6 +553,25 @@ fn every_crd_has_a_status_subresource_and_printer_columns() {
     }
 }
 
+/// `kubectl explain <kind>` prints the root description: written for people, not kube's
+/// "Auto-generated derived type" placeholder.
+#[test]
+fn every_crd_root_is_described_by_hand() {
+    for crd in ebb_crds::all_crds() {
+        let kind = &crd.spec.names.kind;
+        let description = crd.spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .and_then(|s| s.description.clone())
+            .unwrap_or_default();
+        assert!(
+            description.starts_with(kind.as_str()) && !description.contains("Auto-generated"),
+            "{kind}: {description:?}"
+        );
+    }
+}
+
 #[test]
 fn checked_in_crds_match_the_types() {
     let dir = repo_root().join("crds");
