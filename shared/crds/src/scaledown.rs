@@ -31,6 +31,16 @@ use crate::service_scaler::DURATION_PATTERN;
         json_path = ".status.nextTransitionTime"
     ),
     printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Paused",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Paused\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"

@@ -33,6 +33,16 @@ use serde::{Deserialize, Serialize};
     printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
     printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Paused",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Paused\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"

@@ -42,6 +42,11 @@ use crate::babylon::AutoScaling;
         json_path = ".status.workshopCount"
     ),
     printcolumn(
+        name = "Ambiguous",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ambiguous\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"

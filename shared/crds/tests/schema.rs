@@ -550,6 +550,22 @@ fn every_crd_has_a_status_subresource_and_printer_columns() {
                 .is_some_and(|c| !c.is_empty()),
             "{kind}: no printer columns"
         );
+        // In KEDA's manner: the object's own state first, then Ready and Paused from its
+        // conditions, Age last.
+        let names: Vec<&str> = v
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names.last(), Some(&"Age"), "{kind}: {names:?}");
+        if kind != "WorkshopScalingPolicy" {
+            assert_eq!(
+                names[names.len() - 3..names.len() - 1],
+                ["Ready", "Paused"],
+                "{kind}: {names:?}"
+            );
+        }
     }
 }
 
