@@ -240,11 +240,11 @@ async fn scale_up_writes_the_flag_through_status_then_the_count() {
 
     let metrics = h.metrics_text();
     for line in [
-        "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"babylon-user-ops\",workshop=\"ansible-101\"} 0.85",
-        "ebb_workshop_scaler_provision_count{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 20",
-        "ebb_workshop_scaler_provision_desired_count{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 30",
-        "ebb_workshop_scaler_provision_active{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1",
-        "ebb_workshop_scaler_scale_ups_total{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1",
+        "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"babylon-user-ops\",name=\"ansible-101\"} 0.85",
+        "ebb_workshop_scaler_provision_size{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 20",
+        "ebb_workshop_scaler_provision_desired_size{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 30",
+        "ebb_workshop_scaler_provision_active{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
+        "ebb_workshop_scaler_scale_ups_total{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
         "ebb_workshop_scaler_reconciles_total 1",
     ] {
         assert!(metrics.contains(line), "missing {line}\n{metrics}");
@@ -276,8 +276,8 @@ async fn at_the_cap_without_demand_the_alert_series_stays_down() {
     h.seats(10, 20);
     h.reconcile(P).await.unwrap();
     let text = h.metrics_text();
-    assert!(text.contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"), "{text}");
-    assert!(text.contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 0"), "{text}");
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"), "{text}");
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 0"), "{text}");
 }
 
 #[tokio::test]
@@ -302,9 +302,9 @@ async fn at_the_cap_a_condition_and_an_event_say_so() {
     assert_eq!(h.condition(P, "AtMaxProvisions").unwrap().0, "True");
     assert_eq!(h.condition(P, "AutoScaling").unwrap().1, "AtMaxProvisions");
     assert_eq!(h.events(), ["AtMaxProvisions"]);
-    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"));
+    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
     // 85% of seats taken at the cap: the at-cap alert's series is up.
-    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",provision=\"ansible-101-rhel\"} 1"));
+    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
     // Nothing more while nothing changes.
     h.fake.clear_requests();
     h.reconcile(P).await.unwrap();
