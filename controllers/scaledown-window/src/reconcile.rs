@@ -114,11 +114,8 @@ pub enum Error {
     #[error("reading the target: {0}")]
     Observe(#[source] kube::Error),
     /// A target object changed (or vanished) between read and write: read and decide again.
-    #[error("{object} changed since it was read; deciding again")]
-    Conflict {
-        /// Which object.
-        object: String,
-    },
+    #[error(transparent)]
+    Conflict(#[from] frame::Stale),
     /// Writing a target object failed.
     #[error("writing {object}: {source}")]
     Apply {
@@ -147,7 +144,7 @@ impl ReconcileError for Error {
             | Self::MachineConfigPools(_)
             | Self::Schedules(_)
             | Self::Observe(_) => "observe",
-            Self::Conflict { .. } => "conflict",
+            Self::Conflict(_) => "conflict",
             Self::Apply { .. } => "apply",
             Self::Status(_) => "status",
             Self::Finalizer(_) => "finalizer",
@@ -163,7 +160,7 @@ impl ReconcileError for Error {
     /// reads the schedule again and decides again.
     fn is_conflict(&self) -> bool {
         match self {
-            Self::Conflict { .. } => true,
+            Self::Conflict(_) => true,
             Self::Status(e) | Self::Finalizer(e) => frame::is_conflict(e),
             _ => false,
         }
@@ -566,7 +563,7 @@ async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<()
                     kube::Error::Api(status)
                         if frame::is_conflict(&error) || status.is_not_found() =>
                     {
-                        Error::Conflict { object }
+                        Error::Conflict(frame::Stale { object })
                     }
                     _ => Error::Apply {
                         object,

@@ -368,7 +368,7 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
         |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx.clone());
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(2)));
-    let conflict = Error::Conflict { object: "x".into() };
+    let conflict = Error::Conflict(frame::Stale { object: "x".into() });
     assert!(conflict.is_conflict());
     let conflicts = frame::Error::<Error>::Conflicts {
         key: ME.into(),
