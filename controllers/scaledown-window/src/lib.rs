@@ -23,7 +23,6 @@ pub mod targets;
 
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Arc;
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
@@ -40,7 +39,7 @@ use kube::{Api, Client, ResourceExt};
 
 use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
 use crate::metrics::Metrics;
-use crate::reconcile::{Context, EnabledTargets, Own, Reconcile};
+use crate::reconcile::{EnabledTargets, Own, Reconcile};
 
 /// Flags of the controller (`scaledown-window` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -261,13 +260,10 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     let client = wiring.client.clone();
     tracing::info!(targets = ?args.targets(), "target kinds");
-    let ctx = Arc::new(Context::new(
-        wiring.shared(),
-        Own {
-            metrics,
-            targets: args.targets(),
-        },
-    ));
+    let ctx = wiring.context(Own {
+        metrics,
+        targets: args.targets(),
+    });
     let schedules: Api<Guarded> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
     let controller =

@@ -41,8 +41,7 @@ impl Metrics {
     /// Registers the metrics in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub =
-            registry.sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(CONTROLLER_NAME));
+        let sub = ebb_runtime::metrics::controller_registry(registry, CONTROLLER_NAME);
         sub.register(
             "scale_down_enabled",
             "1 while the schedule allows scale-down, 0 otherwise",

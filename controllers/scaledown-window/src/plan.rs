@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use ebb_runtime::plan::{ManifestError, Output, read_manifest};
 use serde::Serialize;
 
 use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
@@ -23,9 +23,9 @@ pub struct PlanArgs {
     /// The instant to decide at, RFC 3339 (`2026-03-27T11:00:00Z`) [default: now].
     #[arg(long, value_name = "RFC3339")]
     pub at: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
     /// Assume the cluster is upgrading (ClusterVersion Progressing=True); without it, it is not.
     #[arg(long)]
     pub upgrading: bool,
@@ -123,10 +123,9 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
             path: args.file.display().to_string(),
             invalid,
         })?;
-    Ok(match args.output {
-        OutputFormat::Json => json_line(&report),
-        OutputFormat::Text => text(&report, &decision, at),
-    })
+    Ok(args
+        .output
+        .render(&report, |report| text(report, &decision, at)))
 }
 
 fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {

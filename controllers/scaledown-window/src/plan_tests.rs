@@ -2,6 +2,7 @@
 
 use super::*;
 use ebb_crds::scaledown::ScaleDownScheduleSpec;
+use ebb_runtime::plan::json_line;
 use ebb_testkit::utc;
 
 fn none() -> ClusterMaintenance {

@@ -24,10 +24,9 @@ pub mod plan;
 pub mod reconcile;
 
 use std::future::Future;
-use std::sync::Arc;
 
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::app::{Wiring, scoped_apis, watcher_config};
+use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -37,7 +36,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use crate::metrics::Metrics;
-use crate::reconcile::{Context, Own, Reconcile};
+use crate::reconcile::{Own, Reconcile};
 
 /// Flags of the controller (`service-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
@@ -52,26 +51,23 @@ pub fn scaler_of(
     store.get(&reference).map(|_| reference)
 }
 
-/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
-/// after its process edges are up, and what the simulator runs on virtual time.
+/// ServiceScalers reconciled and their HPAs watched, in every scope of `wiring.common`, until
+/// the shutdown: what the binary runs once its process edges are up, and what the simulator runs
+/// on virtual time. The flags (`RunArgs`) are the common ones, which `wiring` holds.
 pub fn controllers(
-    args: RunArgs,
+    _: RunArgs,
     wiring: Wiring,
     metrics: Metrics,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let common = &args.common;
-    let client = wiring.client.clone();
-    let ctx = Arc::new(Context::new(
-        wiring.shared(),
-        Own {
-            metrics: metrics.clone(),
-        },
-    ));
+    let ctx = wiring.context(Own {
+        metrics: metrics.clone(),
+    });
 
     // One controller per watched namespace (kube's Controller takes one Api).
-    let scopes = scoped_apis::<DeserializeGuard<ServiceScaler>>(&client, common)
+    let scopes = wiring
+        .scoped::<DeserializeGuard<ServiceScaler>>()
         .into_iter()
-        .zip(scoped_apis::<HorizontalPodAutoscaler>(&client, common));
+        .zip(wiring.scoped::<HorizontalPodAutoscaler>());
     let mut controllers = Vec::new();
     for (scalers, hpas) in scopes {
         // `--label-selector` selects ServiceScalers; every HPA is watched (any change, metadata
@@ -79,7 +75,7 @@ pub fn controllers(
         // of the same name.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
         let controller =
-            ebb_runtime::app::controller(scalers, watcher_config(common), &wiring.warm_up);
+            ebb_runtime::app::controller(scalers, watcher_config(&wiring.common), &wiring.warm_up);
         let store = controller.store();
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();

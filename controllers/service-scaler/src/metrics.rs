@@ -48,8 +48,7 @@ impl Metrics {
     /// Creates the metrics and registers them in `registry` under `ebb_service_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = registry
-            .sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(crate::CONTROLLER_NAME));
+        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         sub.register(
             "managed_objects",
             "ServiceScalers handled by this controller, by state",

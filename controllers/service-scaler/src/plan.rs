@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
-use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use ebb_runtime::plan::{ManifestError, Output, read_manifest};
 use ebb_runtime::rfc3339;
 use kube::ResourceExt;
 use serde::Serialize;
@@ -37,9 +37,23 @@ pub struct PlanArgs {
     /// The instant to decide for, RFC 3339 (e.g. 2026-03-27T12:00:00+05:30).
     #[arg(long, value_name = "RFC3339")]
     pub at: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// The JSON answer.
+#[derive(Serialize, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanOutput {
+    /// `metadata.name`.
+    pub name: String,
+    /// Index of the range in force; `null`: the defaults.
+    pub matched_range: Option<usize>,
+    /// The settings in force, with the lead-time step in force.
+    pub effective: Effective,
+    /// The next schedule boundary (lead steps are not transitions); `null`: never.
+    pub next_transition: Option<String>,
 }
 
 /// Why `plan` cannot answer. Each message names the file or field and the rule broken.
@@ -59,20 +73,6 @@ pub enum PlanError {
     /// `--at` is not an RFC 3339 instant.
     #[error("--at: {0:?} is not an RFC 3339 instant (e.g. 2026-03-27T12:00:00+05:30)")]
     At(String),
-}
-
-/// The JSON answer.
-#[derive(Serialize, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanOutput {
-    /// `metadata.name`.
-    pub name: String,
-    /// Index of the range in force; `null`: the defaults.
-    pub matched_range: Option<usize>,
-    /// The settings in force, with the lead-time step in force.
-    pub effective: Effective,
-    /// The next schedule boundary (lead steps are not transitions); `null`: never.
-    pub next_transition: Option<String>,
 }
 
 /// Effective settings, every key present (`null` for a removed or unset target).
@@ -129,13 +129,20 @@ pub fn offline(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, 
 pub fn render(
     scaler: &ServiceScaler,
     at: DateTime<Utc>,
-    output: OutputFormat,
+    output: Output,
 ) -> Result<String, SpecErrors> {
     let answer = offline(scaler, at)?;
-    if output == OutputFormat::Json {
-        return Ok(json_line(&answer));
-    }
     let schedule = Schedule::from_spec(&scaler.spec)?;
+    Ok(output.render(&answer, |answer| text(scaler, &schedule, answer, at)))
+}
+
+/// The text output: the decision, the coming transitions, overlaps and the ramp.
+fn text(
+    scaler: &ServiceScaler,
+    schedule: &Schedule,
+    answer: &PlanOutput,
+    at: DateTime<Utc>,
+) -> String {
     let mut out = String::new();
     let name = match scaler.namespace() {
         Some(ns) => format!("{ns}/{}", answer.name),
@@ -144,7 +151,7 @@ pub fn render(
     let matched = answer.matched_range;
     let _ = writeln!(out, "ServiceScaler {name} at {}", rfc3339(at));
     let _ = writeln!(out, "  in force:   {}", decide::describe_range(matched));
-    let lead = crate::lead::lead_at(&schedule, at);
+    let lead = crate::lead::lead_at(schedule, at);
     let _ = writeln!(
         out,
         "  effective:  {}",
@@ -181,7 +188,7 @@ pub fn render(
             "  ramp:       {ramp}: a minReplicas decrease is spread over {ramp} from its boundary (not shown)"
         );
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

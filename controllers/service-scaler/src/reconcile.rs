@@ -16,7 +16,7 @@
 //! remove ebb's and udaan's finalizers.
 //!
 //! The pass runs in the shared reconcile frame ([`Reconcile`], `ebb_runtime::frame`): a 409 at
-//! any step ends the pass with [`Error::Conflict`], and the frame runs it again, which re-reads
+//! any step ends the pass with [`frame::Failure::Conflict`], and the frame runs it again, which re-reads
 //! both objects and decides again. Every write carries absolute values, so a retry after a lost answer finds the HPA in
 //! sync and writes nothing: never act twice.
 //!
@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
-use ebb_runtime::frame::{self, ReconcileError, is_conflict};
+use ebb_runtime::frame::{self, WriteError, is_conflict};
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -56,76 +56,29 @@ pub struct Own {
 /// What a reconcile needs: the frame's context around [`Own`].
 pub type Context = frame::Context<Own>;
 
-/// Why a reconcile failed, one variant per pipeline stage.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A read failed.
-    #[error(transparent)]
-    Observe(#[from] frame::ReadError),
-    /// The spec breaks a rule; reported in the `SpecValid` condition, the HPA left as it was.
-    /// Not retried until the object changes.
-    #[error("invalid spec: {0}")]
-    InvalidSpec(String),
-    /// Creating or applying the HPA failed with something other than a conflict.
-    #[error("writing HPA {name}: {source}")]
-    WriteHpa {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Adding or removing the finalizer failed with something other than a conflict.
-    #[error("updating the finalizer of ServiceScaler {name}: {source}")]
-    WriteFinalizer {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Writing the status failed with something other than a conflict.
-    #[error("writing the status of ServiceScaler {name}: {source}")]
-    WriteStatus {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// A write met a 409 (or had no resourceVersion to be preconditioned on): the frame reads
-    /// again and runs the pass again.
-    #[error(transparent)]
-    Conflict(#[from] frame::Stale),
-}
-
-impl ReconcileError for Error {
-    /// The metric label and Event reason of this error's kind.
-    fn category(&self) -> &'static str {
-        match self {
-            Error::Observe(_) => "observe",
-            Error::InvalidSpec(_) => "invalid_spec",
-            Error::WriteHpa { .. } => "write_hpa",
-            Error::WriteFinalizer { .. } => "write_finalizer",
-            Error::WriteStatus { .. } => "write_status",
-            Error::Conflict(_) => "conflict",
-        }
-    }
-
-    /// Whether retrying can help without the object changing.
-    fn is_transient(&self) -> bool {
-        !matches!(self, Error::InvalidSpec(_))
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Conflict(_))
-    }
-}
+/// Why a reconcile failed: the frame's common causes. A write that fails with something other
+/// than a conflict is counted under `write_hpa`, `write_finalizer` or `write_status`; a spec that
+/// breaks a rule (reported in the `SpecValid` condition, the HPA left as it was) under `invalid`,
+/// and waits for the object to change.
+pub type Error = frame::Failure;
 
 fn conflict(key: &str) -> Error {
-    Error::Conflict(frame::Stale {
-        object: format!("ServiceScaler {key}"),
-    })
+    Error::stale(format!("ServiceScaler {key}"))
+}
+
+/// The failed status write of ServiceScaler `key`.
+fn write_status_failed(key: &str) -> impl FnOnce(kube::Error) -> Error {
+    let write = WriteError::of(
+        "write_status",
+        format!("writing the status of ServiceScaler {key}"),
+    );
+    move |source| write(source).into()
+}
+
+/// The failed write of the HPA of ServiceScaler `key`.
+fn write_hpa_failed(key: &str) -> impl FnOnce(kube::Error) -> Error {
+    let write = WriteError::of("write_hpa", format!("writing HPA {key}"));
+    move |source| write(source).into()
 }
 
 /// service-scaler in the reconcile frame ([`frame::reconcile`]`::<Reconcile>`).
@@ -302,7 +255,10 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
 
     if decision.state == ManagedState::Invalid {
         let message = scaler_condition_message(decision.status.as_ref(), &scaler);
-        return Err(Error::InvalidSpec(message));
+        return Err(Error::Invalid {
+            object: format!("ServiceScaler {key}"),
+            message,
+        });
     }
     Ok(decision
         .requeue_after
@@ -311,7 +267,7 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
 
 /// Writes the HPA as `plan` says: a POST when it is to be created, else a server-side apply
 /// preconditioned on the resourceVersion of `current` (the HPA as read); counts the write. A
-/// conflict ends the pass with [`Error::Conflict`].
+/// conflict ends the pass with [`frame::Failure::Conflict`].
 async fn write_hpa(
     ctx: &Context,
     hpas: &Api<HorizontalPodAutoscaler>,
@@ -332,10 +288,7 @@ async fn write_hpa(
                 if is_conflict(&source) {
                     return Err(conflict(key));
                 }
-                return Err(Error::WriteHpa {
-                    name: key.to_owned(),
-                    source,
-                });
+                return Err(write_hpa_failed(key)(source));
             }
             ctx.own.metrics.count_write(WriteReason::Create);
         }
@@ -387,10 +340,7 @@ async fn apply_hpa(
     match hpas.patch(name, &params, &Patch::Apply(&patch)).await {
         Ok(_) => Ok(true),
         Err(source) if is_conflict(&source) => Ok(false),
-        Err(source) => Err(Error::WriteHpa {
-            name: key.to_owned(),
-            source,
-        }),
+        Err(source) => Err(write_hpa_failed(key)(source)),
     }
 }
 
@@ -413,10 +363,7 @@ async fn disown_hpa(
     {
         Ok(written) => Ok(Some(written)),
         Err(source) if is_conflict(&source) => Ok(None),
-        Err(source) => Err(Error::WriteHpa {
-            name: key.to_owned(),
-            source,
-        }),
+        Err(source) => Err(write_hpa_failed(key)(source)),
     }
 }
 
@@ -438,10 +385,7 @@ async fn delete_hpa(
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
         Err(source) if is_conflict(&source) => Ok(false),
-        Err(source) => Err(Error::WriteHpa {
-            name: key.to_owned(),
-            source,
-        }),
+        Err(source) => Err(write_hpa_failed(key)(source)),
     }
 }
 
@@ -484,10 +428,11 @@ async fn write_finalizer(
     {
         Ok(_) => Ok(false),
         Err(source) if is_conflict(&source) => Ok(true),
-        Err(source) => Err(Error::WriteFinalizer {
-            name: key.to_owned(),
-            source,
-        }),
+        Err(source) => Err(WriteError::of(
+            "write_finalizer",
+            format!("updating the finalizer of ServiceScaler {key}"),
+        )(source)
+        .into()),
     }
 }
 
@@ -510,10 +455,7 @@ async fn write_status(
     match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
         Ok(_) => Ok(false),
         Err(source) if is_conflict(&source) => Ok(true),
-        Err(source) => Err(Error::WriteStatus {
-            name: key.to_owned(),
-            source,
-        }),
+        Err(source) => Err(write_status_failed(key)(source)),
     }
 }
 
@@ -567,7 +509,7 @@ async fn report_unreadable(
         {
             Ok(_) => {}
             Err(source) if is_conflict(&source) => return Err(conflict(&key)),
-            Err(source) => return Err(Error::WriteStatus { name: key, source }),
+            Err(source) => return Err(write_status_failed(&key)(source)),
         }
         let reference = object.object_ref(&ApiResource::erase::<ServiceScaler>(&()));
         let notice = Notice {
@@ -579,5 +521,8 @@ async fn report_unreadable(
         record(ctx, &reference, std::slice::from_ref(&notice)).await;
     }
     ctx.own.metrics.observe(&key, ManagedState::Invalid);
-    Err(Error::InvalidSpec(message))
+    Err(Error::Invalid {
+        object: format!("ServiceScaler {key}"),
+        message,
+    })
 }

@@ -520,7 +520,7 @@ async fn invalid_spec_is_reported_and_the_hpa_left_as_it_was() {
     h.scaler(spec);
     h.hpa(3, 3, None, None, None, json!({}));
     let error = h.reconcile().await.unwrap_err();
-    assert_eq!(error.category(), "invalid_spec");
+    assert_eq!(error.category(), "invalid");
     assert!(!error.is_transient());
     let guard = Arc::new(DeserializeGuard(Ok(h.stored_scaler().unwrap())));
     assert_eq!(
@@ -857,7 +857,7 @@ async fn unreadable_spec_is_reported_without_touching_anything_else() {
         .unwrap();
     let guard: DeserializeGuard<ServiceScaler> = serde_json::from_value(raw).unwrap();
     let error = reconcile(Arc::new(guard), h.ctx.clone()).await.unwrap_err();
-    assert_eq!(error.category(), "invalid_spec");
+    assert_eq!(error.category(), "invalid");
     assert!(h.hpa_writes().is_empty());
     let stored = h
         .fake

@@ -130,13 +130,10 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     let common = &args.common;
     let client = wiring.client.clone();
-    let ctx = Arc::new(reconcile::Context::new(
-        wiring.shared(),
-        reconcile::Own {
-            metrics,
-            ledger: engine::HookLedger::new(),
-        },
-    ));
+    let ctx = wiring.context(reconcile::Own {
+        metrics,
+        ledger: engine::HookLedger::new(),
+    });
 
     let config = watcher_config(common);
     let mut controllers = Vec::new();

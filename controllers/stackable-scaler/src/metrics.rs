@@ -1,7 +1,6 @@
 //! The controller's own metrics: stage durations, failures, the current stage of every scaler.
 
 use ebb_crds::stackable::ScalerStage;
-use ebb_runtime::metrics::metric_prefix;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -55,7 +54,7 @@ impl Metrics {
     /// Registers under `ebb_stackable_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = registry.sub_registry_with_prefix(metric_prefix(crate::CONTROLLER_NAME));
+        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         sub.register_with_unit(
             "stage_duration",
             "Time spent in a stage, observed when the stage is left",

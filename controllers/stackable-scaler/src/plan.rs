@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HookSpec, StackableScaler};
-use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, parse_manifest, read_manifest};
+use ebb_runtime::plan::{ManifestError, Output, parse_manifest, read_manifest};
 use serde::Serialize;
 
 use crate::decide::{self, Action, WorkloadState};
@@ -25,27 +25,9 @@ pub struct PlanArgs {
     /// The workload's current replicas (as if ready and settled).
     #[arg(long, allow_hyphen_values = true)]
     pub workload_replicas: Option<i32>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
-}
-
-/// Why `plan` cannot answer.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    /// The file cannot be read, or is not one valid StackableScaler.
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    /// A field breaks a rule.
-    #[error("{path}: {field}: {rule}")]
-    Invalid {
-        /// The file.
-        path: String,
-        /// The field.
-        field: String,
-        /// The rule broken.
-        rule: String,
-    },
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The answer, rendered as text or JSON.
@@ -84,6 +66,24 @@ pub struct PlanOutput {
     pub events: Vec<String>,
     /// One sentence.
     pub message: String,
+}
+
+/// Why `plan` cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file cannot be read, or is not one valid StackableScaler.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A field breaks a rule.
+    #[error("{path}: {field}: {rule}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The field.
+        field: String,
+        /// The rule broken.
+        rule: String,
+    },
 }
 
 fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
@@ -264,10 +264,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
         });
     }
     let output = offline(&scaler, args.workload_replicas, now);
-    Ok(match args.output {
-        OutputFormat::Text => render_text(&output),
-        OutputFormat::Json => json_line(&output),
-    })
+    Ok(args.output.render(&output, render_text))
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@ pub mod policy;
 pub mod reconcile;
 
 use std::future::Future;
-use std::sync::Arc;
 
 use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
@@ -36,7 +35,7 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::Shutdown;
-use ebb_runtime::app::{WarmUp, Wiring, scoped_apis, watcher_config};
+use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
 use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
@@ -46,47 +45,39 @@ use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::{Metrics, ProvisionLabels};
 use crate::policy::ReconcilePolicy;
-use crate::reconcile::{Context, Own, Reconcile};
+use crate::reconcile::{Own, Reconcile};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
 pub type RunArgs = ebb_runtime::args::CommonOnly;
 
-/// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
-/// after its process edges are up, and what the simulator runs on virtual time.
+/// WorkshopProvisions and WorkshopScalingPolicies reconciled, with the kinds they depend on
+/// watched, in every scope of `wiring.common` (the common flags are all of `RunArgs`), until the
+/// shutdown: what the binary runs once its process edges are up, and what the simulator runs on
+/// virtual time.
 pub fn controllers(
-    args: RunArgs,
+    _: RunArgs,
     wiring: Wiring,
     metrics: Metrics,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let common = &args.common;
-    let client = wiring.client.clone();
     // Provisions and policies each get their own context (so their error backoffs are their
     // own), over the same metrics.
-    let ctx = Arc::new(Context::new(
-        wiring.shared(),
-        Own {
-            metrics: metrics.clone(),
-        },
-    ));
-    let policy_ctx = Arc::new(Context::new(wiring.shared(), Own { metrics }));
+    let policy_ctx = wiring.context(Own {
+        metrics: metrics.clone(),
+    });
+    let ctx = wiring.context(Own { metrics });
 
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
-    // are watched in the same scope. `scoped_apis` orders every kind's list alike.
-    let scopes = scoped_apis::<Guarded<WorkshopProvision>>(&client, common)
+    // are watched in the same scope. `Wiring::scoped` orders every kind's list alike.
+    let scopes = wiring
+        .scoped::<Guarded<WorkshopProvision>>()
         .into_iter()
-        .zip(scoped_apis::<Guarded<WorkshopUserAssignment>>(
-            &client, common,
-        ))
-        .zip(scoped_apis::<Guarded<Workshop>>(&client, common))
-        .zip(scoped_apis::<Guarded<ResourceClaim>>(&client, common))
-        .zip(scoped_apis::<Guarded<WorkshopScalingPolicy>>(
-            &client, common,
-        ))
-        .zip(scoped_apis::<Guarded<WorkshopScalingPolicy>>(
-            &client, common,
-        ))
-        .zip(scoped_apis::<Guarded<Workshop>>(&client, common));
+        .zip(wiring.scoped::<Guarded<WorkshopUserAssignment>>())
+        .zip(wiring.scoped::<Guarded<Workshop>>())
+        .zip(wiring.scoped::<Guarded<ResourceClaim>>())
+        .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
+        .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
+        .zip(wiring.scoped::<Guarded<Workshop>>());
     let mut controllers = Vec::new();
     for (
         (((((provisions, assignments), workshops), claims), policies), own_policies),
@@ -104,7 +95,7 @@ pub fn controllers(
                 claims,
                 policies,
             },
-            watcher_config(common),
+            watcher_config(&wiring.common),
             &wiring.shutdown,
             &wiring.warm_up,
         );

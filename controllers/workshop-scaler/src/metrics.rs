@@ -62,8 +62,7 @@ impl Metrics {
     /// Creates the metrics and registers them in `registry` under `ebb_workshop_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = registry
-            .sub_registry_with_prefix(ebb_runtime::metrics::metric_prefix(crate::CONTROLLER_NAME));
+        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         sub.register(
             "workshop_utilization_ratio",
             "Assigned / total WorkshopUserAssignments of a workshop with auto-scaling enabled",

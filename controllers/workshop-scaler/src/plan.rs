@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
-use ebb_runtime::plan::{ManifestError, OutputFormat, json_line, read_manifest};
+use ebb_runtime::plan::{ManifestError, Output, read_manifest};
 use serde::Serialize;
 
 use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
@@ -36,9 +36,25 @@ pub struct PlanArgs {
     /// A scale-up is in flight (`status.autoScalingActive` is true).
     #[arg(long)]
     pub active: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// The answer of `plan`, as JSON (field order as DESIGN.md section 4).
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanOutput {
+    /// `metadata.name` of the provision.
+    pub name: String,
+    /// Whether the provision scales now.
+    pub scale: bool,
+    /// `spec.count`.
+    pub current_count: i32,
+    /// The count after this decision (equal to `currentCount` unless `scale`).
+    pub desired_count: i32,
+    /// One sentence on why.
+    pub reason: String,
 }
 
 /// Why `plan` cannot answer. Each message names the file or field and the rule broken.
@@ -60,22 +76,6 @@ pub enum PlanError {
     },
 }
 
-/// The answer of `plan`, as JSON (field order as DESIGN.md section 4).
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanOutput {
-    /// `metadata.name` of the provision.
-    pub name: String,
-    /// Whether the provision scales now.
-    pub scale: bool,
-    /// `spec.count`.
-    pub current_count: i32,
-    /// The count after this decision (equal to `currentCount` unless `scale`).
-    pub desired_count: i32,
-    /// One sentence on why.
-    pub reason: String,
-}
-
 /// Runs `plan` and renders its output.
 pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
     let provision: WorkshopProvision = read_manifest(&args.file)?;
@@ -84,7 +84,7 @@ pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
         None => None,
     };
     let output = offline(&provision, workshop.as_ref(), args)?;
-    Ok(render(&output, args.output))
+    Ok(args.output.render(&output, text))
 }
 
 /// The decision for a parsed provision (and optional Workshop).
@@ -143,25 +143,20 @@ pub fn offline(
     })
 }
 
-/// Renders the output as text or JSON (one line, newline-terminated).
-pub fn render(output: &PlanOutput, format: OutputFormat) -> String {
-    match format {
-        OutputFormat::Json => json_line(output),
-        OutputFormat::Text => {
-            let head = if output.scale {
-                format!(
-                    "WorkshopProvision {}: scale count {} -> {}",
-                    output.name, output.current_count, output.desired_count
-                )
-            } else {
-                format!(
-                    "WorkshopProvision {}: no change (count {})",
-                    output.name, output.current_count
-                )
-            };
-            format!("{head}\n  {}\n", output.reason)
-        }
-    }
+/// The text output: the decision and why.
+pub fn text(output: &PlanOutput) -> String {
+    let head = if output.scale {
+        format!(
+            "WorkshopProvision {}: scale count {} -> {}",
+            output.name, output.current_count, output.desired_count
+        )
+    } else {
+        format!(
+            "WorkshopProvision {}: no change (count {})",
+            output.name, output.current_count
+        )
+    };
+    format!("{head}\n  {}\n", output.reason)
 }
 
 #[cfg(test)]

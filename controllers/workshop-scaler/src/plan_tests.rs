@@ -20,7 +20,7 @@ fn args(assigned: u32, total: u32, active: bool) -> PlanArgs {
         assigned,
         total,
         active,
-        output: OutputFormat::Json,
+        output: Output::JSON,
     }
 }
 
@@ -115,7 +115,7 @@ fn text_output() {
         reason: "why".into(),
     };
     assert_eq!(
-        render(&out, OutputFormat::Text),
+        text(&out),
         "WorkshopProvision p: scale count 20 -> 30\n  why\n"
     );
     let same = PlanOutput {
@@ -124,7 +124,7 @@ fn text_output() {
         ..out
     };
     assert_eq!(
-        render(&same, OutputFormat::Text),
+        text(&same),
         "WorkshopProvision p: no change (count 20)\n  why\n"
     );
 }

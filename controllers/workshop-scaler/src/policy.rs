@@ -106,10 +106,10 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
         let api: Api<WorkshopScalingPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
         api.patch_status(&name, &params, &Patch::Merge(&body))
             .await
-            .map_err(|source| Error::WritePolicyStatus {
-                name: format!("{namespace}/{name}"),
-                source,
-            })?;
+            .map_err(frame::WriteError::of(
+                "write_policy_status",
+                format!("writing the status of WorkshopScalingPolicy {namespace}/{name}"),
+            ))?;
     }
     Ok(Action::await_change())
 }

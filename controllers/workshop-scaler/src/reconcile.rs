@@ -8,7 +8,7 @@
 //! 2. `spec.count = target`, preconditioned on the resourceVersion the status write returned.
 //!
 //! A 409 on either write means "someone else changed the provision": the pass ends with
-//! [`Error::Conflict`], and ebb-runtime's reconcile frame reads the provision again and runs the
+//! [`frame::Failure::Conflict`], and ebb-runtime's reconcile frame reads the provision again and runs the
 //! pass again (see [`Reconcile`]); the write is never retried blindly. The decision then sees the flag (so it never starts a
 //! second scale-up) and finishes the recorded one only while `spec.count` is still exactly
 //! `autoScalingFromCount`; `spec.count` is always written as the absolute target, never as an
@@ -23,7 +23,7 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::frame::{self, Reconciler, WriteError};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::pause::pause_report;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -49,65 +49,14 @@ pub struct Own {
 /// write neither the flag nor the count.
 pub type Context = frame::Context<Own>;
 
-/// Why a reconcile failed, one variant per pipeline stage.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A read failed.
-    #[error(transparent)]
-    Observe(#[from] frame::ReadError),
-    /// Writing `status` (flag, conditions) failed with something other than a conflict.
-    #[error("writing the status of WorkshopProvision {name}: {source}")]
-    WriteStatus {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Writing `spec.count` failed with something other than a conflict.
-    #[error("scaling spec.count of WorkshopProvision {name}: {source}")]
-    WriteCount {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Writing the status of a WorkshopScalingPolicy failed.
-    #[error("writing the status of WorkshopScalingPolicy {name}: {source}")]
-    WritePolicyStatus {
-        /// `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// A write met a 409 (or had no resourceVersion to be preconditioned on): the frame reads
-    /// again and runs the pass again.
-    #[error(transparent)]
-    Conflict(#[from] frame::Stale),
-}
-
-impl ReconcileError for Error {
-    /// The metric label and log field of this error's kind.
-    fn category(&self) -> &'static str {
-        match self {
-            Error::Observe(_) => "observe",
-            Error::WriteStatus { .. } => "write_status",
-            Error::WriteCount { .. } => "write_count",
-            Error::WritePolicyStatus { .. } => "write_policy_status",
-            Error::Conflict(_) => "conflict",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Conflict(_))
-    }
-}
+/// Why a reconcile failed: the frame's common causes. A write that fails with something other
+/// than a conflict is counted under `write_status` (a provision's flag and conditions),
+/// `write_count` (`spec.count` or the release annotation) or `write_policy_status`.
+pub type Error = frame::Failure;
 
 /// The reconciler of WorkshopProvisions, run by the frame ([`frame::reconcile`]`::<Reconcile>`):
 /// one observe -> decide -> apply pass per call. A 409 on any write ends the pass with
-/// [`Error::Conflict`]; the frame then reads the provision again (a GET) and runs the pass again,
+/// [`frame::Failure::Conflict`]; the frame then reads the provision again (a GET) and runs the pass again,
 /// so the decision always sees the flag another writer set. A provision that does not deserialize
 /// (Babylon owns the kind; ebb's typed view needs `count`, `workshopName`, `catalogItem`) is
 /// logged, counted under `malformed` and left alone until it changes (the frame's default):
@@ -424,13 +373,11 @@ async fn observe_claims(
 }
 
 fn stale(namespace: &str, name: &str) -> Error {
-    Error::Conflict(frame::Stale {
-        object: format!("WorkshopProvision {namespace}/{name}"),
-    })
+    Error::stale(format!("WorkshopProvision {namespace}/{name}"))
 }
 
 /// A preconditioned write's answer: the object as the API server returned it, or
-/// [`Error::Conflict`] on a 409.
+/// [`frame::Failure::Conflict`] on a 409.
 type Written = Result<Box<WorkshopProvision>, Error>;
 
 fn patch_params() -> PatchParams {
@@ -461,10 +408,11 @@ async fn write_status(
     {
         Ok(p) => Ok(Box::new(p)),
         Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
-        Err(source) => Err(Error::WriteStatus {
-            name: format!("{namespace}/{name}"),
-            source,
-        }),
+        Err(source) => Err(WriteError::of(
+            "write_status",
+            format!("writing the status of WorkshopProvision {namespace}/{name}"),
+        )(source)
+        .into()),
     }
 }
 
@@ -509,9 +457,10 @@ async fn patch_provision(
     match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
         Ok(p) => Ok(Box::new(p)),
         Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
-        Err(source) => Err(Error::WriteCount {
-            name: format!("{namespace}/{name}"),
-            source,
-        }),
+        Err(source) => Err(WriteError::of(
+            "write_count",
+            format!("writing WorkshopProvision {namespace}/{name}"),
+        )(source)
+        .into()),
     }
 }

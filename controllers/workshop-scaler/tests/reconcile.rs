@@ -607,7 +607,7 @@ async fn a_500_on_the_flag_write_retries_and_scales_once() {
     h.fake.fail_next(status_path(), 500);
     let err = h.reconcile(P).await.unwrap_err();
     assert!(
-        matches!(err.inner(), Some(reconcile::Error::WriteStatus { .. })),
+        matches!(err.inner(), Some(reconcile::Error::Write(w)) if w.category == "write_status"),
         "{err}"
     );
     assert_eq!(h.count(P), 20);
@@ -629,7 +629,7 @@ async fn a_500_on_the_count_write_retries_and_scales_once() {
     });
     let err = h.reconcile(P).await.unwrap_err();
     assert!(
-        matches!(err.inner(), Some(reconcile::Error::WriteCount { .. })),
+        matches!(err.inner(), Some(reconcile::Error::Write(w)) if w.category == "write_count"),
         "{err}"
     );
     h.reconcile(P).await.unwrap();

@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 
-use crate::frame::Shared;
+use crate::frame::{Context, Shared};
 use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
@@ -163,6 +163,20 @@ impl Wiring {
             dry_run: self.common.dry_run,
             leader: self.leader.clone(),
         }
+    }
+
+    /// One `Api` of kind `K` per scope the common flags watch ([`scoped_apis`]).
+    pub fn scoped<K>(&self) -> Vec<Api<K>>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        scoped_apis(&self.client, &self.common)
+    }
+
+    /// A reconcile context of the shared parts and the controller's own part `own`.
+    pub fn context<T>(&self, own: T) -> Arc<Context<T>> {
+        Arc::new(Context::new(self.shared(), own))
     }
 }
 

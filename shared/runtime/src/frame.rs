@@ -275,6 +275,85 @@ impl ReadError {
     }
 }
 
+/// A write to the API server that failed with something other than a conflict: its metric
+/// label, what was written, and the answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct WriteError {
+    /// The metric label (`reconcile_errors_total{category}`), e.g. `write_status`.
+    pub category: &'static str,
+    /// What was written, e.g. `writing the status of WorkshopProvision ns/name`.
+    pub what: String,
+    /// The API's answer.
+    #[source]
+    pub source: kube::Error,
+}
+
+impl WriteError {
+    /// For `map_err`: the failed write `what`, counted under `category`.
+    pub fn of(category: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let what = what.into();
+        move |source| Self {
+            category,
+            what,
+            source,
+        }
+    }
+}
+
+/// Why a pass failed, for the causes every controller has: a read, a write, a conflict, or an
+/// object that breaks a rule. A controller with no causes of its own uses it as its error type;
+/// its [`ReconcileError`] answers come from the variant.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// A read failed (category `observe`).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A write failed with something other than a conflict (category: the write's own).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// What the pass read is stale (category `conflict`): read again and run the pass again.
+    #[error(transparent)]
+    Conflict(#[from] Stale),
+    /// The object breaks a rule (category `invalid`); its status says which. Not retried until
+    /// the object changes.
+    #[error("{object} is invalid: {message}")]
+    Invalid {
+        /// `Kind namespace/name`.
+        object: String,
+        /// The rule broken, naming the field.
+        message: String,
+    },
+}
+
+impl ReconcileError for Failure {
+    fn category(&self) -> &'static str {
+        match self {
+            Failure::Read(_) => "observe",
+            Failure::Write(write) => write.category,
+            Failure::Conflict(_) => "conflict",
+            Failure::Invalid { .. } => "invalid",
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        !matches!(self, Failure::Invalid { .. })
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Failure::Conflict(_))
+    }
+}
+
+impl Failure {
+    /// The conflict of a pass over `object` (`Kind namespace/name`).
+    pub fn stale(object: impl Into<String>) -> Self {
+        Failure::Conflict(Stale {
+            object: object.into(),
+        })
+    }
+}
+
 /// The name of an object the frame handed to a [`Reconciler`] (checked before: never empty
 /// there).
 pub fn name_of<K: Resource>(object: &K) -> &str {

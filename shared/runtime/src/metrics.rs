@@ -31,6 +31,12 @@ pub fn metric_prefix(controller: &str) -> String {
     format!("ebb_{name}")
 }
 
+/// The part of `registry` where controller `controller`'s own metrics go: under
+/// [`metric_prefix`] (`ebb_<name>_`).
+pub fn controller_registry<'r>(registry: &'r mut Registry, controller: &str) -> &'r mut Registry {
+    registry.sub_registry_with_prefix(metric_prefix(controller))
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     category: String,
@@ -54,7 +60,7 @@ impl ControllerMetrics {
             errors: Family::default(),
             duration: Histogram::new(DURATION_BUCKETS),
         };
-        let sub = registry.sub_registry_with_prefix(metric_prefix(controller));
+        let sub = controller_registry(registry, controller);
         sub.register(
             "reconciles",
             "Reconciliations started",
@@ -153,7 +159,7 @@ impl EncodeMetric for LeaderGauge {
 /// returned gauge, to [`LeaderGauge::fill`] once the election runs). The "no leader" alert of
 /// every chart reads the latter.
 pub fn register_process(registry: &mut Registry, controller: &str) -> LeaderGauge {
-    let sub = registry.sub_registry_with_prefix(metric_prefix(controller));
+    let sub = controller_registry(registry, controller);
     sub.register(
         "build",
         "The ebb release this process runs (always 1)",

@@ -19,6 +19,33 @@ pub enum OutputFormat {
     Json,
 }
 
+/// The `--output` flag of `plan`, flattened into each controller's `PlanArgs`.
+#[derive(clap::Args, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// Output format.
+    #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+impl Output {
+    /// `--output json`.
+    pub const JSON: Self = Self {
+        format: OutputFormat::Json,
+    };
+    /// `--output text`.
+    pub const TEXT: Self = Self {
+        format: OutputFormat::Text,
+    };
+
+    /// `value` as asked: one line of JSON, or what `text` makes of it.
+    pub fn render<T: Serialize>(self, value: &T, text: impl FnOnce(&T) -> String) -> String {
+        match self.format {
+            OutputFormat::Json => json_line(value),
+            OutputFormat::Text => text(value),
+        }
+    }
+}
+
 /// Why a manifest file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {

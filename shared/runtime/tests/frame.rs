@@ -20,30 +20,23 @@ use serde_json::json;
 
 ebb_runtime::controller_names!("demo-scaler");
 
-#[derive(Debug, thiserror::Error)]
-enum DemoError {
-    #[error("conflict")]
-    Conflict,
-    #[error("spec.x is wrong")]
-    Invalid,
-    #[error("server error")]
-    Server,
+/// The demo's errors are the frame's common [`frame::Failure`]: its categories and transience are
+/// what these tests see through the frame.
+type DemoError = frame::Failure;
+
+fn conflict() -> DemoError {
+    DemoError::stale("ConfigMap ns/cm")
 }
 
-impl ReconcileError for DemoError {
-    fn category(&self) -> &'static str {
-        match self {
-            Self::Conflict => "conflict",
-            Self::Invalid => "invalid_spec",
-            Self::Server => "write",
-        }
+fn invalid() -> DemoError {
+    DemoError::Invalid {
+        object: "ConfigMap ns/cm".into(),
+        message: "data.v: must be set".into(),
     }
-    fn is_transient(&self) -> bool {
-        !matches!(self, Self::Invalid)
-    }
-    fn is_conflict(&self) -> bool {
-        matches!(self, Self::Conflict)
-    }
+}
+
+fn server_error(source: kube::Error) -> DemoError {
+    frame::WriteError::of("write_data", "writing ConfigMap ns/cm")(source).into()
 }
 
 /// A controller that writes `data.seen` = the value of `data.v` it was given, through a patch
@@ -88,8 +81,8 @@ impl Reconciler for Demo {
             .patch("cm", &PatchParams::default(), &Patch::Merge(patch))
             .await
         {
-            Err(e) if frame::is_conflict(&e) => Err(DemoError::Conflict),
-            Err(_) => Err(DemoError::Server),
+            Err(e) if frame::is_conflict(&e) => Err(conflict()),
+            Err(e) => Err(server_error(e)),
             Ok(_) => Ok(Action::requeue(Duration::from_secs(60))),
         }
     }
@@ -192,7 +185,7 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
         .script
         .lock()
         .unwrap()
-        .extend((0..MAX_ATTEMPTS).map(|_| DemoError::Conflict));
+        .extend((0..MAX_ATTEMPTS).map(|_| conflict()));
     let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap_err();
@@ -214,21 +207,23 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
 #[tokio::test]
 async fn an_error_retrying_cannot_fix_waits_for_a_change() {
     let (h, ctx) = setup();
-    ctx.own.script.lock().unwrap().push(DemoError::Invalid);
+    ctx.own.script.lock().unwrap().push(invalid());
     let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap_err();
-    assert!(matches!(error.inner(), Some(DemoError::Invalid)));
+    assert!(matches!(error.inner(), Some(DemoError::Invalid { .. })));
     assert_eq!(
         frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
         Action::await_change()
     );
-    assert!(h.metrics_text().contains("category=\"invalid_spec\"} 1"));
-    // A server error is transient.
-    ctx.own.script.lock().unwrap().push(DemoError::Server);
+    assert!(h.metrics_text().contains("category=\"invalid\"} 1"));
+    // A server error is transient, counted under the write's own category.
+    h.fake.fail_next(Matcher::patch("/configmaps/cm"), 500);
     let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap_err();
+    assert!(error.to_string().starts_with("writing ConfigMap ns/cm: "));
+    assert!(h.metrics_text().contains("category=\"write_data\"} 1"));
     assert_eq!(
         frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
         Action::requeue(Duration::from_secs(1))
@@ -291,7 +286,7 @@ async fn a_malformed_object_is_reported_and_every_other_is_served() {
 #[tokio::test]
 async fn an_object_deleted_during_a_conflict_ends_the_reconcile() {
     let (h, ctx) = setup();
-    ctx.own.script.lock().unwrap().push(DemoError::Conflict);
+    ctx.own.script.lock().unwrap().push(conflict());
     let cached = guard(&h);
     h.fake.remove::<ConfigMap>("ns", "cm");
     assert_eq!(
