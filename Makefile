@@ -77,7 +77,7 @@ e2e: cluster-bin
 
 ## e2e-1.28: the smoke scenarios (the fake held to the real server, a service-scaler window, a
 ## stackable-scaler hook and its webhook) against Kubernetes 1.28.
-E2E_SMOKE := --test fake_and_real --test service_scaler --test stackable_scaler
+E2E_SMOKE := --test fake_and_real --test crd_rules --test service_scaler --test stackable_scaler
 e2e-1.28: cluster-bin-1.28
 	$(CARGO) build --quiet --workspace --bins
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN_128) e2e/isolated $(CARGO) test -p ebb-e2e $(E2E_SMOKE) -- --nocapture

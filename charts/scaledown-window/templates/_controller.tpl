@@ -49,7 +49,7 @@ What is particular to scaledown-window. The shared templates include these names
 {{- define "ebb.rules.cluster" -}}
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules"]
-  verbs: ["list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules/status"]
   verbs: ["patch"]

@@ -121,16 +121,34 @@ fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
                     format!("must be within 1..=86400, got {t}"),
                 ));
             }
-            if hook.as_ref().is_some_and(|h| {
-                h.template
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.template.spec.as_ref())
-                    .is_none()
-            }) {
+            let Some(hook) = hook else { continue };
+            let Some(pod) = hook
+                .template
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+            else {
                 return Err(invalid(
                     &format!("{field}.template.spec.template.spec"),
                     "a hook needs a pod spec".into(),
+                ));
+            };
+            if pod.containers.is_empty() {
+                return Err(invalid(
+                    &format!("{field}.template.spec.template.spec.containers"),
+                    "a hook's pod needs at least one container".into(),
+                ));
+            }
+            if let Some(policy) = pod
+                .restart_policy
+                .as_deref()
+                .filter(|p| !matches!(*p, "Never" | "OnFailure"))
+            {
+                return Err(invalid(
+                    &format!("{field}.template.spec.template.spec.restartPolicy"),
+                    format!(
+                        "must be Never or OnFailure (a Job's pods cannot restart {policy}); unset means Never"
+                    ),
                 ));
             }
         }

@@ -95,3 +95,31 @@ fn text_output_tells_the_story() {
         "{text}"
     );
 }
+
+/// `plan` refuses a hook the CRD's CEL rules refuse, naming the field.
+#[test]
+fn a_hook_the_api_server_would_refuse_is_named() {
+    let with_pod = |pod: &str| {
+        format!(
+            "{}\n  hooks: {{preScale: {{template: {{spec: {{template: {{spec: {pod}}}}}}}}}}}\n",
+            MANIFEST
+                .trim_end()
+                .replace("spec: {replicas: 5}", "spec:\n  replicas: 5")
+        )
+    };
+    let ok = with_pod("{containers: [{name: a, image: b}], restartPolicy: OnFailure}");
+    parse("f.yaml", &ok).unwrap();
+    for (pod, says) in [
+        (
+            "{containers: []}",
+            "f.yaml: spec.hooks.preScale.template.spec.template.spec.containers: a hook's pod needs at least one container",
+        ),
+        (
+            "{containers: [{name: a, image: b}], restartPolicy: Always}",
+            "f.yaml: spec.hooks.preScale.template.spec.template.spec.restartPolicy: must be Never or OnFailure (a Job's pods cannot restart Always); unset means Never",
+        ),
+    ] {
+        let err = parse("f.yaml", &with_pod(pod)).unwrap_err();
+        assert_eq!(err.to_string(), says);
+    }
+}

@@ -90,3 +90,41 @@ pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
     schema.insert("maxItems".into(), Value::from(16));
     schema
 }
+
+/// A hook's `batch/v1` JobTemplateSpec: free-form, except the path down to the pod spec, which
+/// the hook's CEL rules read (an API server's CEL sees only the declared fields of an object that
+/// keeps unknown ones): `spec.template.spec.restartPolicy` and `.containers`.
+pub fn hook_template(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {
+                    "template": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": true,
+                                "properties": {
+                                    "restartPolicy": {"type": "string", "maxLength": 16},
+                                    "containers": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": true,
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    })
+}

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::batch::v1::JobTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -83,12 +83,19 @@ pub struct HooksSpec {
     pub on_failure: Option<HookSpec>,
 }
 
-/// One hook: a Job template and how long it may take.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// One hook: a Job template and how long it may take. The API server checks that the template
+/// holds a pod spec with a container whose pods never restart `Always` (a Job refuses that; unset
+/// means `Never`, which ebb sets).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("has(self.template.spec) && has(self.template.spec.template) && has(self.template.spec.template.spec)").message("template.spec.template.spec is required: a hook runs a Job, which needs a pod spec"),
+    validation = Rule::new("!has(self.template.spec) || !has(self.template.spec.template) || !has(self.template.spec.template.spec) || (has(self.template.spec.template.spec.containers) && size(self.template.spec.template.spec.containers) > 0)").message("template.spec.template.spec.containers needs at least one container"),
+    validation = Rule::new("!has(self.template.spec) || !has(self.template.spec.template) || !has(self.template.spec.template.spec) || !has(self.template.spec.template.spec.restartPolicy) || self.template.spec.template.spec.restartPolicy in ['Never', 'OnFailure']").message("template.spec.template.spec.restartPolicy must be Never or OnFailure (a Job's pods cannot restart Always); unset means Never"),
+)]
 pub struct HookSpec {
     /// The Job to run (a `batch/v1` JobTemplateSpec: `metadata` and `spec`).
-    #[schemars(schema_with = "crate::schema::free_form")]
+    #[schemars(schema_with = "crate::schema::hook_template")]
     pub template: JobTemplateSpec,
     /// Deadline of one run in seconds; past it the hook fails. Default 600.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -427,6 +427,49 @@ fn scaledown_schedule_needs_exactly_one_target() {
     }
 }
 
+/// A StackableScaler whose `preScale` hook has `pod_spec` as its pod spec (`None`: no pod spec).
+fn stackable_scaler_with_hook(pod_spec: Option<Value>) -> Value {
+    let mut template = json!({"spec": {"template": {}}});
+    if let Some(pod_spec) = pod_spec {
+        template["spec"]["template"]["spec"] = pod_spec;
+    }
+    json!({"apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+           "metadata": {"name": "nifi"},
+           "spec": {"replicas": 3, "hooks": {"preScale": {"template": template}}}})
+}
+
+#[test]
+fn stackable_scaler_hooks_need_a_pod_spec_jobs_accept() {
+    let container = json!([{"name": "drain", "image": "busybox"}]);
+    for ok in [
+        json!({"containers": container}),
+        json!({"containers": container, "restartPolicy": "OnFailure"}),
+        json!({"containers": container, "restartPolicy": "Never"}),
+    ] {
+        validate("StackableScaler", &stackable_scaler_with_hook(Some(ok))).unwrap();
+    }
+    for (bad, says) in [
+        (None, "template.spec.template.spec is required"),
+        (Some(json!({})), "needs at least one container"),
+        (
+            Some(json!({"containers": []})),
+            "needs at least one container",
+        ),
+        (
+            Some(json!({"containers": container, "restartPolicy": "Always"})),
+            "restartPolicy must be Never or OnFailure",
+        ),
+    ] {
+        let err =
+            validate("StackableScaler", &stackable_scaler_with_hook(bad.clone())).unwrap_err();
+        assert!(err.contains(says), "{bad:?}: {err}");
+    }
+    // Everything else in the template is kept as written.
+    let full =
+        json!({"containers": container, "nodeSelector": {"a": "b"}, "serviceAccountName": "x"});
+    validate("StackableScaler", &stackable_scaler_with_hook(Some(full))).unwrap();
+}
+
 #[test]
 fn autoscaling_bounds_are_enforced_by_the_schema() {
     let provision = |auto: Value| {
