@@ -41,6 +41,52 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// `path` as a pod of `identity` would run it: its kubeconfig, `POD_NAME`/`POD_NAMESPACE`, and
+/// no EBB_*/LABEL_SELECTOR/KUBE* from the test's environment.
+fn pod_command(
+    path: &std::path::Path,
+    identity: &Identity,
+    kubeconfig: &std::path::Path,
+    pod_name: &str,
+) -> Command {
+    let mut cmd = Command::new(path);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("EBB_") || key == "LABEL_SELECTOR" || key.starts_with("KUBE") {
+            cmd.env_remove(key);
+        }
+    }
+    let binary = path.file_name().unwrap_or_default().to_string_lossy();
+    cmd.env("KUBECONFIG", kubeconfig)
+        .env("POD_NAME", pod_name)
+        .env("POD_NAMESPACE", &identity.namespace)
+        .env(
+            "RUST_LOG",
+            format!("info,{}=debug,ebb_runtime=debug", binary.replace('-', "_")),
+        );
+    cmd
+}
+
+/// Runs `binary` with `args` to its end as a pod of `identity` (a Job, such as the charts'
+/// pre-delete `cleanup`), `--lease-namespace` set to the identity's namespace after `args`.
+///
+/// # Errors
+/// The binary is missing or cannot be started.
+pub fn run_job(binary: &str, identity: &Identity, args: &[&str]) -> Result<std::process::Output> {
+    let path = bin_dir().join(binary);
+    if !path.exists() {
+        bail!("{} is missing: build the controllers first", path.display());
+    }
+    let output = pod_command(&path, identity, &identity.kubeconfig, &format!("{binary}-job"))
+        .args(args)
+        .arg("--lease-namespace")
+        .arg(&identity.namespace)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("run {}", path.display()))?;
+    Ok(output)
+}
+
 impl Controller {
     /// Starts `binary` as the ServiceAccount of `identity`, leader election in the identity's
     /// namespace, metrics and health on a free port, and `args` after that.
@@ -71,23 +117,8 @@ impl Controller {
         let metrics_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
         let log = work_dir().join(format!("{}-{pod_name}.log", identity.release));
         let out = File::create(&log)?;
-        let mut cmd = Command::new(&path);
-        // The controller sees only what a pod would: no EBB_*/LABEL_SELECTOR from the test's
-        // environment.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy().into_owned();
-            if key.starts_with("EBB_") || key == "LABEL_SELECTOR" || key.starts_with("KUBE") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("KUBECONFIG", kubeconfig)
-            .env("POD_NAME", pod_name)
-            .env("POD_NAMESPACE", &identity.namespace)
-            .env(
-                "RUST_LOG",
-                format!("info,{}=debug,ebb_runtime=debug", binary.replace('-', "_")),
-            )
-            .arg("--metrics-addr")
+        let mut cmd = pod_command(&path, identity, kubeconfig, pod_name);
+        cmd.arg("--metrics-addr")
             .arg(metrics_addr.to_string())
             .arg("--lease-namespace")
             .arg(&identity.namespace)

@@ -349,13 +349,55 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
         (opened_at - open).num_milliseconds()
     );
     reach(
-        closed,
+        closed.clone(),
         open + chrono::Duration::minutes(1),
         "after the window",
     )
     .await;
-
     controller.stop().await;
+
+    // Uninstall: `cleanup` (the chart's pre-delete hook) releases every node and pool, with the
+    // chart's RBAC, and removes the finalizers; the schedules stay (the CRD is kept).
+    let cleanup = ebb_e2e::process::run_job(
+        "scaledown-window",
+        &setup.identity,
+        &[
+            "cleanup",
+            "--leader-election=false",
+            "--enable-cluster-autoscaler=false",
+            "--enable-node-annotation",
+            "--enable-karpenter",
+            "--enable-cluster-version=false",
+        ],
+    )
+    .unwrap();
+    let said = String::from_utf8_lossy(&cleanup.stdout);
+    assert!(
+        cleanup.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&cleanup.stderr)
+    );
+    for name in [format!("{pool}-nodes"), format!("{pool}-pools")] {
+        assert!(
+            said.contains(&format!("ScaleDownSchedule {name}: released "))
+                && said.contains("removed finalizer scaling.ebb.dev/scaledown-window"),
+            "{said}"
+        );
+        let kept = dynamic(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule")
+            .await
+            .get(&name)
+            .await
+            .unwrap();
+        assert!(
+            kept.metadata.finalizers.unwrap_or_default().is_empty(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        state().await,
+        Some((vec![false, false, false], vec![false, false, false])),
+        "released"
+    );
 }
 
 /// Sets MachineConfigPool `pool`'s Updating condition, as the machine-config operator does.

@@ -251,6 +251,20 @@ fn watch_targets(
     controller
 }
 
+/// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the
+/// target kinds `args` enables) and removes the finalizers ([`reconcile::release_all`]).
+///
+/// # Errors
+/// The first read or write that failed.
+pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, reconcile::Error> {
+    let own = Own {
+        metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
+        targets: args.targets(),
+    };
+    let selector = args.common.label_selector();
+    reconcile::release_all(&frame::Context::new(shared, own), selector).await
+}
+
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs
 /// after its process edges are up, and what the simulator runs on virtual time.
 pub fn controllers(

@@ -1,12 +1,13 @@
-//! `scaledown-window`: run the controller, or `plan` a decision offline.
+//! `scaledown-window`: run the controller, `plan` a decision offline, or `cleanup` before an
+//! uninstall.
 
 use std::process::ExitCode;
 
-use ebb_runtime::app;
 use ebb_runtime::cli::{self, About};
+use ebb_runtime::{app, cleanup};
 use scaledown_window::metrics::Metrics;
 use scaledown_window::plan::{PlanArgs, plan};
-use scaledown_window::{CONTROLLER_NAME, RunArgs, controllers};
+use scaledown_window::{CONTROLLER_NAME, RunArgs, clean, controllers};
 
 const ABOUT: About = About {
     name: CONTROLLER_NAME,
@@ -18,5 +19,6 @@ const ABOUT: About = About {
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
-    cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
+    let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
+    cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 }

@@ -27,7 +27,7 @@ use ebb_runtime::pause::{pause_report, pause_state};
 use ebb_runtime::time::from_k8s_time;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::{DeserializeGuard, DynamicObject};
+use kube::core::{ApiResource, DeserializeGuard, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Resource, ResourceExt};
@@ -346,6 +346,85 @@ async fn cleanup(
         .await;
     }
     Ok(Action::await_change())
+}
+
+/// `scaledown-window cleanup`, before an uninstall: for every ScaleDownSchedule, releases what it
+/// set on its target, as its deletion would but with no other schedule taking over (all of them
+/// go), and removes its finalizer. A schedule's pause does not hold this back (ebb is leaving);
+/// an object paused by its own annotation is still left as it is. Target kinds switched off, or
+/// whose API the cluster does not serve, have nothing of ebb's to release. Dry run: reports,
+/// writes nothing. Only the schedules `label_selector` selects (`--label-selector`: this
+/// install's). One line per schedule.
+pub async fn release_all(
+    ctx: &Context,
+    label_selector: Option<&str>,
+) -> Result<Vec<String>, Error> {
+    let now = ctx.clock.now();
+    let guarded: Api<DeserializeGuard<ScaleDownSchedule>> = Api::all(ctx.client.clone());
+    let selected = match label_selector {
+        Some(selector) => ListParams::default().labels(selector),
+        None => ListParams::default(),
+    };
+    let schedules = guarded.list(&selected).await.map_err(Error::Schedules)?;
+    let dynamic: Api<DynamicObject> = Api::all_with(
+        ctx.client.clone(),
+        &ApiResource::erase::<ScaleDownSchedule>(&()),
+    );
+    let mut lines = Vec::new();
+    for guard in schedules.items {
+        let (name, changes) = match guard.0 {
+            Ok(schedule) => {
+                let name = schedule.name_any();
+                (
+                    name.clone(),
+                    release_plan(ctx, &name, &schedule, now).await?,
+                )
+            }
+            // Nothing of it can be read, so nothing it set can be found; its finalizer still goes.
+            Err(invalid) => (invalid.metadata.name.unwrap_or_default(), Vec::new()),
+        };
+        let described: Vec<String> = changes.iter().map(Change::describe).collect();
+        let released = if described.is_empty() {
+            "nothing to release".to_owned()
+        } else {
+            format!("released {}", decide::summarize(&described, 20))
+        };
+        if ctx.dry_run {
+            lines.push(format!("ScaleDownSchedule {name}: dry run: would have {released}, and removed finalizer {FINALIZER}"));
+            continue;
+        }
+        write_changes(ctx, &name, &changes).await?;
+        let finalizer = ebb_runtime::cleanup::remove_finalizer(&dynamic, &name, FINALIZER)
+            .await
+            .map_err(Error::Finalizer)?;
+        let finalizer = if finalizer {
+            format!("removed finalizer {FINALIZER}")
+        } else {
+            "no finalizer".to_owned()
+        };
+        lines.push(format!("ScaleDownSchedule {name}: {released}; {finalizer}"));
+    }
+    Ok(lines)
+}
+
+/// What releasing `schedule`'s target changes, with no schedule taking it over.
+async fn release_plan(
+    ctx: &Context,
+    name: &str,
+    schedule: &ScaleDownSchedule,
+    now: DateTime<Utc>,
+) -> Result<Vec<Change>, Error> {
+    let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
+        return Ok(Vec::new());
+    };
+    if !ctx.own.targets.allows(target.kind()) {
+        return Ok(Vec::new());
+    }
+    match observe(ctx, &target).await {
+        Err(Error::Observe(e)) if frame::is_api_missing(&e) => Ok(Vec::new()),
+        Err(e) => Err(e),
+        Ok(observed) => Ok(decide::plan_target(name, &[], None, &observed, now).changes),
+    }
 }
 
 /// The ClusterVersion's `Progressing` and the MachineConfigPools that are `Updating`. Where

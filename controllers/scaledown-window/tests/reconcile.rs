@@ -1808,3 +1808,128 @@ async fn a_paused_machine_autoscaler_is_not_pinned() {
             .contains("MachineAutoscaler openshift-machine-api/worker-a (paused by annotation")
     );
 }
+
+// ----- cleanup (before an uninstall) -------------------------------------------------------------
+
+/// `scaledown-window cleanup`: every schedule's target released as at its deletion, with nobody
+/// taking over, paused schedules included; finalizers removed, schedules kept; a dry run and a
+/// second run write nothing.
+#[tokio::test]
+async fn cleanup_releases_every_target_and_removes_the_finalizers() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake
+        .insert(node("w1", "workers", json!({ "kept": "yes" })));
+    let users = json!([{ "nodes": "10%" }]);
+    t.fake.insert(node_pool("batch", users.clone()));
+    t.fake.insert(machine_autoscaler(
+        "worker-a",
+        1,
+        6,
+        json!({ "scaling": "nightly" }),
+    ));
+    t.fake.insert(machine_set("worker-a", 3));
+    let pools =
+        json!({ "karpenterNodePools": { "selector": { "matchLabels": { "team": "batch" } } } });
+    let machines = json!({ "machineAutoscalers": { "selector": { "matchLabels": { "scaling": "nightly" } } } });
+    for (name, target) in [
+        ("nodes", node_target()),
+        ("pools", pools),
+        ("machines", machines),
+    ] {
+        t.fake.insert(schedule(name, target, nights()));
+        t.converge(name).await;
+        t.converge(name).await;
+    }
+    // Outside a window: all three targets carry ebb's hold; one schedule is paused since.
+    assert_eq!(
+        node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+    assert_ne!(budgets(&t, "batch"), users);
+    assert_eq!(ma_json(&t, "worker-a")["spec"]["minReplicas"], json!(3));
+    t.fake.modify::<ScaleDownSchedule>("", "pools", |s| {
+        s.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ebb_runtime::PAUSED_ANNOTATION.into(), "true".into());
+    });
+    let writes_before = t.fake.writes().len();
+
+    // A dry run says what it would do and writes nothing.
+    let dry = Context::new(
+        t.h.shared_with(true, Leader::disabled()),
+        Own {
+            metrics: Metrics::default(),
+            targets: EnabledTargets::all(),
+        },
+    );
+    let said = release_all(&dry, None).await.unwrap();
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(
+        said.iter()
+            .all(|l| l.contains("dry run: would have released")),
+        "{said:?}"
+    );
+    assert_eq!(t.fake.writes().len(), writes_before);
+
+    let done = release_all(&t.ctx, None).await.unwrap();
+    assert_eq!(done.len(), 3, "{done:?}");
+    assert!(
+        done.iter()
+            .all(|l| l.ends_with(&format!("removed finalizer {FINALIZER}"))),
+        "{done:?}"
+    );
+    assert_eq!(node_annotations(&t, "w1"), json!({ "kept": "yes" }));
+    assert_eq!(budgets(&t, "batch"), users);
+    let ma = ma_json(&t, "worker-a");
+    assert_eq!(ma["spec"]["minReplicas"], json!(1));
+    assert!(
+        !ma["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(|a| a.keys().any(|k| k.starts_with("scaling.ebb.dev/"))),
+        "{ma}"
+    );
+    for name in ["nodes", "pools", "machines"] {
+        let kept = t.schedule(name);
+        assert!(
+            kept.metadata.finalizers.unwrap_or_default().is_empty(),
+            "{name}"
+        );
+    }
+
+    // Nothing left: a second run writes nothing.
+    let writes_after = t.fake.writes().len();
+    let again = release_all(&t.ctx, None).await.unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|l| l.ends_with("nothing to release; no finalizer")),
+        "{again:?}"
+    );
+    assert_eq!(t.fake.writes().len(), writes_after);
+}
+
+/// Only the schedules of this install (`--label-selector`) are cleaned.
+#[tokio::test]
+async fn cleanup_keeps_to_the_label_selector() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(node("w1", "workers", json!({})));
+    let mut other = schedule("other-install", node_target(), nights());
+    other["metadata"]["labels"] = json!({ "install": "b" });
+    t.fake.insert(other);
+    t.converge("other-install").await;
+    t.converge("other-install").await;
+    let done = release_all(&t.ctx, Some("install=a")).await.unwrap();
+    assert!(done.is_empty(), "{done:?}");
+    assert_eq!(
+        node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+    assert!(
+        !t.schedule("other-install")
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .is_empty()
+    );
+}

@@ -30,10 +30,10 @@ use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
 
 use crate::metrics::Metrics;
 use crate::reconcile::{Own, Reconcile};
@@ -49,6 +49,44 @@ pub fn scaler_of(
 ) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
+}
+
+/// `service-scaler cleanup`: removes ebb's finalizer from every ServiceScaler this install
+/// manages (`--namespace`, `--label-selector`), so none waits for a controller that is gone. The
+/// HPAs keep the settings in force and their owner references (deleting a ServiceScaler later
+/// deletes its HPA, as before); udaan's finalizer is udaan's. Dry run: says, writes nothing.
+///
+/// # Errors
+/// The first list or write that failed.
+pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, kube::Error> {
+    let resource = kube::api::ApiResource::erase::<ServiceScaler>(&());
+    let selected = match args.common.label_selector() {
+        Some(selector) => kube::api::ListParams::default().labels(selector),
+        None => kube::api::ListParams::default(),
+    };
+    let mut lines = Vec::new();
+    for api in ebb_runtime::app::scoped_apis_with(&shared.client, &args.common, &resource) {
+        for scaler in api.list_metadata(&selected).await? {
+            let name = scaler.name_any();
+            let namespace = scaler.namespace().unwrap_or_default();
+            let key = format!("{namespace}/{name}");
+            let ours = scaler.finalizers().iter().any(|f| f == decide::FINALIZER);
+            let line = match (ours, shared.dry_run) {
+                (false, _) => "no finalizer".to_owned(),
+                (true, true) => format!(
+                    "dry run: would have removed finalizer {}",
+                    decide::FINALIZER
+                ),
+                (true, false) => {
+                    let api = Api::namespaced_with(shared.client.clone(), &namespace, &resource);
+                    ebb_runtime::cleanup::remove_finalizer(&api, &name, decide::FINALIZER).await?;
+                    format!("removed finalizer {}", decide::FINALIZER)
+                }
+            };
+            lines.push(format!("ServiceScaler {key}: {line}"));
+        }
+    }
+    Ok(lines)
 }
 
 /// ServiceScalers reconciled and their HPAs watched, in every scope of `wiring.common`, until

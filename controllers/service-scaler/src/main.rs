@@ -1,12 +1,13 @@
-//! `service-scaler`: run the controller, or `plan` a decision offline.
+//! `service-scaler`: run the controller, `plan` a decision offline, or `cleanup` before an
+//! uninstall.
 
 use std::process::ExitCode;
 
-use ebb_runtime::app;
 use ebb_runtime::cli::{self, About};
+use ebb_runtime::{app, cleanup};
 use service_scaler::metrics::Metrics;
 use service_scaler::plan::{PlanArgs, plan};
-use service_scaler::{CONTROLLER_NAME, RunArgs, controllers};
+use service_scaler::{CONTROLLER_NAME, RunArgs, clean, controllers};
 
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
@@ -19,5 +20,6 @@ const ABOUT: About = About {
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
-    cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
+    let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
+    cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 }

@@ -1295,3 +1295,77 @@ async fn an_off_hours_queue_depth_target_is_written_to_the_metric_already_on_the
         h.events.events()
     );
 }
+
+/// The flags of `service-scaler cleanup` (after the subcommand), as the binary parses them.
+fn cleanup_flags(argv: &[&str]) -> service_scaler::RunArgs {
+    let about = ebb_runtime::cli::About {
+        name: "service-scaler",
+        about: "",
+        plan: "",
+    };
+    let argv = ["service-scaler", "cleanup"].iter().chain(argv);
+    match about
+        .parse_from::<service_scaler::RunArgs, service_scaler::plan::PlanArgs, _, _>(argv)
+        .unwrap()
+        .command
+    {
+        Some(ebb_runtime::cli::Command::Cleanup(args)) => args.run,
+        other => panic!("not cleanup: {other:?}"),
+    }
+}
+
+/// `service-scaler cleanup`: ebb's finalizer goes from the ServiceScalers this install manages
+/// (others' finalizers, the HPA and other installs' scalers stay); a dry run and a second run
+/// write nothing.
+#[tokio::test]
+async fn cleanup_removes_ebbs_finalizer_and_nothing_else() {
+    let h = Harness::new("2026-03-27T10:00:00Z", false);
+    let scaler = h.scaler_with(
+        office_spec(),
+        json!({"finalizers": [FINALIZER, UDAAN_FINALIZER], "labels": {"install": "a"}}),
+    );
+    h.hpa(2, 5, Some(60), None, Some(&scaler), json!({}));
+    h.fake.insert(json!({
+        "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+        "metadata": {"name": "other", "namespace": NS, "finalizers": [FINALIZER],
+                     "labels": {"install": "b"}},
+        "spec": office_spec(),
+    }));
+    let flags = || cleanup_flags(&["--label-selector", "install=a"]);
+    let before = h.fake.writes().len();
+
+    let said = service_scaler::clean(h.shared(true), flags())
+        .await
+        .unwrap();
+    assert_eq!(
+        said,
+        [format!(
+            "ServiceScaler {NS}/{NAME}: dry run: would have removed finalizer {FINALIZER}"
+        )]
+    );
+    assert_eq!(h.fake.writes().len(), before);
+
+    let done = service_scaler::clean(h.shared(false), flags())
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        [format!(
+            "ServiceScaler {NS}/{NAME}: removed finalizer {FINALIZER}"
+        )]
+    );
+    assert_eq!(h.stored_scaler().unwrap().finalizers(), [UDAAN_FINALIZER]);
+    let other: ServiceScaler = h.fake.get(NS, "other").unwrap();
+    assert_eq!(other.finalizers(), [FINALIZER]);
+    assert_eq!(
+        h.fake.writes().len(),
+        before + 1,
+        "one write: the finalizer"
+    );
+
+    let again = service_scaler::clean(h.shared(false), flags())
+        .await
+        .unwrap();
+    assert_eq!(again, [format!("ServiceScaler {NS}/{NAME}: no finalizer")]);
+    assert_eq!(h.fake.writes().len(), before + 1);
+}

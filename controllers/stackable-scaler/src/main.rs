@@ -1,7 +1,9 @@
-//! `stackable-scaler`: the controller, or `stackable-scaler plan` offline.
+//! `stackable-scaler`: the controller, `stackable-scaler plan` offline, or `cleanup` before an
+//! uninstall.
 
 use std::process::ExitCode;
 
+use ebb_runtime::cleanup;
 use ebb_runtime::cli::About;
 use stackable_scaler::plan::{PlanArgs, plan};
 use stackable_scaler::{CONTROLLER_NAME, RunArgs};
@@ -16,5 +18,16 @@ const ABOUT: About = About {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, stackable_scaler::run, plan).await
+    // Nothing of ebb's outlives it: cleanup only stops the controller.
+    let clean = cleanup::nothing(
+        "stackable-scaler keeps no finalizers, and its hook Jobs belong to their StackableScalers",
+    );
+    let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
+    ebb_runtime::cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(
+        ABOUT,
+        stackable_scaler::run,
+        plan,
+        cleanup,
+    )
+    .await
 }

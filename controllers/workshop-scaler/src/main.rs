@@ -1,8 +1,9 @@
-//! `workshop-scaler`: run the controller, or `plan` a decision offline.
+//! `workshop-scaler`: run the controller, `plan` a decision offline, or `cleanup` before an
+//! uninstall.
 
 use std::process::ExitCode;
 
-use ebb_runtime::app;
+use ebb_runtime::{app, cleanup};
 use ebb_runtime::cli::{self, About};
 use workshop_scaler::metrics::Metrics;
 use workshop_scaler::plan::{PlanArgs, plan};
@@ -19,5 +20,11 @@ const ABOUT: About = About {
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
-    cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
+    // Nothing of ebb's outlives it: cleanup only stops the controller.
+    let clean = cleanup::nothing(
+        "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \
+         (spec.count, its status fields) is theirs to keep",
+    );
+    let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
+    cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 }

@@ -224,7 +224,7 @@ where
 
 /// The one message of an error chain worth printing: the cause right under the top (kube's
 /// "failed to infer config: in-cluster: (…), kubeconfig: (…)"), or the error itself.
-fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
     error.source().unwrap_or(error).to_string()
 }
 

@@ -1,12 +1,14 @@
 //! The command line every controller binary has: no subcommand runs the controller (its flags
-//! `R`), `plan` decides for one manifest offline (flags `P`). A controller's `main.rs` is one
-//! call:
+//! `R`), `plan` decides for one manifest offline (flags `P`), `cleanup` undoes what the
+//! controller set on others' objects before an uninstall ([`crate::cleanup`]). A controller's
+//! `main.rs` is one call:
 //!
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
 //!     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
-//!     cli::main::<RunArgs, PlanArgs, _, _, _>(ABOUT, run, plan).await
+//!     let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
+//!     cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 //! }
 //! ```
 
@@ -17,6 +19,7 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use clap::{CommandFactory, FromArgMatches};
 
+use crate::cleanup::{CleanupArgs, CleanupError};
 use crate::clock::{Clock, SystemClock};
 
 use crate::plan::finish;
@@ -28,16 +31,19 @@ pub struct Cli<R: clap::Args, P: clap::Args> {
     /// The controller's flags.
     #[command(flatten)]
     pub run: R,
-    /// `plan`, or nothing to run the controller.
+    /// `plan` or `cleanup`, or nothing to run the controller.
     #[command(subcommand)]
-    pub command: Option<Command<P>>,
+    pub command: Option<Command<R, P>>,
 }
 
 /// The subcommands.
 #[derive(clap::Subcommand, Debug)]
-pub enum Command<P: clap::Args> {
+pub enum Command<R: clap::Args, P: clap::Args> {
     /// Decide for one manifest, offline (no cluster).
     Plan(P),
+    /// Before an uninstall: stop the controller, then remove what it set on others' objects and
+    /// its finalizers (`--dry-run`: say what, write nothing).
+    Cleanup(CleanupArgs<R>),
 }
 
 /// Describes a binary for `--help` and `--version`.
@@ -76,13 +82,14 @@ impl About {
     }
 }
 
-/// Parses the process's arguments, then runs the controller or `plan`, printing `plan`'s output
-/// or the error (`<name>: <error>`) and exiting accordingly. `plan` gets the wall-clock instant
-/// (read here, at the binary's edge, once): the instant it decides at unless told another.
-pub async fn main<R, P, Run, RunError, PlanError>(
+/// Parses the process's arguments, then runs the controller, `plan` or `cleanup`, printing the
+/// output or the error (`<name>: <error>`) and exiting accordingly. `plan` gets the wall-clock
+/// instant (read here, at the binary's edge, once): the instant it decides at unless told another.
+pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
     about: About,
     run: impl FnOnce(R) -> Run,
     plan: impl FnOnce(&P, DateTime<Utc>) -> Result<String, PlanError>,
+    cleanup: Clean,
 ) -> ExitCode
 where
     R: clap::Args,
@@ -90,6 +97,8 @@ where
     Run: Future<Output = Result<(), RunError>>,
     RunError: Display,
     PlanError: Display,
+    Clean: FnOnce(CleanupArgs<R>) -> Cleaned,
+    Cleaned: Future<Output = Result<String, CleanupError>>,
 {
     let cli = match about.parse_from::<R, P, _, _>(std::env::args_os()) {
         Ok(cli) => cli,
@@ -100,6 +109,9 @@ where
             &format!("{} plan", about.name),
             plan(&args, SystemClock.now()),
         ),
+        Some(Command::Cleanup(args)) => {
+            finish(&format!("{} cleanup", about.name), cleanup(args).await)
+        }
         None => finish(about.name, run(cli.run).await.map(|()| String::new())),
     }
 }
@@ -145,6 +157,26 @@ mod tests {
                 .parse_from::<Run, Plan, _, _>(["demo-scaler", "--dry-run", "plan", "--file", "x"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn cleanup_takes_the_controllers_flags_and_the_deployment_to_stop() {
+        let cli = ABOUT
+            .parse_from::<Run, Plan, _, _>([
+                "demo-scaler",
+                "cleanup",
+                "--dry-run",
+                "--stop-deployment",
+                "ebb-demo-scaler",
+            ])
+            .unwrap();
+        let Some(Command::Cleanup(args)) = cli.command else {
+            panic!("not cleanup: {:?}", cli.command)
+        };
+        assert_eq!(args.run, Run { dry_run: true });
+        assert_eq!(args.stop_deployment.as_deref(), Some("ebb-demo-scaler"));
+        let help = ABOUT.command::<Run, Plan>().render_long_help().to_string();
+        assert!(help.contains("cleanup"), "{help}");
     }
 
     #[test]

@@ -25,6 +25,7 @@
 pub mod app;
 pub mod args;
 pub mod backoff;
+pub mod cleanup;
 pub mod cli;
 pub mod clock;
 pub mod conditions;

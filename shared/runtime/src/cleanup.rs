@@ -1,0 +1,210 @@
+//! `<controller> cleanup`: what uninstalling runs first (by hand, or as the charts' optional Helm
+//! pre-delete hook), so that nothing ebb set on others' objects outlives it.
+//!
+//! The order makes it safe while the controller still runs: scale the controller's Deployment to 0
+//! (`--stop-deployment`), take its leader Lease (so no replica can write again: a replica that
+//! is not the leader writes nothing, and a stopping one lets go of the Lease), then let the
+//! controller's own `clean` undo what it set and remove its finalizers. With `--dry-run` the
+//! `clean` says what it would do and writes nothing.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::{Client, Resource};
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+
+use crate::args::CommonArgs;
+use crate::frame::{MAX_ATTEMPTS, Shared, is_conflict};
+use crate::leader::{LEASE_DURATION_SECS, LeaderElection, LeaderError};
+use crate::{ControllerMetrics, EventPublisher, Shutdown, SystemClock};
+
+/// How long `cleanup` waits for the running controller to let go of its Lease: four lease
+/// durations (a replica that stops releases it at once; one that dies, within one duration).
+pub const LEASE_WAIT: Duration = Duration::from_secs(4 * LEASE_DURATION_SECS);
+
+/// Flags of `<controller> cleanup`: the controller's own flags (which namespaces and objects,
+/// which Lease, `--dry-run`) and the Deployment to stop first.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CleanupArgs<R: clap::Args> {
+    /// The controller's flags.
+    #[command(flatten)]
+    pub run: R,
+    /// The controller's Deployment (in the Lease's namespace, `--lease-namespace`): scaled to 0
+    /// before anything is cleaned, so no replica writes again.
+    #[arg(long, env = "EBB_STOP_DEPLOYMENT", value_name = "NAME")]
+    pub stop_deployment: Option<String>,
+}
+
+/// Why `cleanup` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    /// No usable cluster configuration.
+    #[error(
+        "cannot reach the Kubernetes API: {0}; run in a pod with a service account, or set \
+         KUBECONFIG to a kubeconfig file"
+    )]
+    Client(String),
+    /// Scaling the controller's Deployment to 0 failed.
+    #[error("scaling Deployment {namespace}/{name} to 0: {source}")]
+    StopDeployment {
+        /// The Deployment's namespace.
+        namespace: String,
+        /// The Deployment.
+        name: String,
+        /// The API's answer.
+        #[source]
+        source: kube::Error,
+    },
+    /// The Lease could not be competed for.
+    #[error("leader election: {0}")]
+    Leader(#[from] LeaderError),
+    /// A running controller kept the Lease.
+    #[error(
+        "a running controller still holds Lease {lease} after {seconds} s; stop it first \
+         (--stop-deployment NAME, or scale its Deployment to 0)"
+    )]
+    StillRunning {
+        /// `namespace/name`.
+        lease: String,
+        /// How long `cleanup` waited.
+        seconds: u64,
+    },
+    /// The controller's own clean-up failed.
+    #[error("{0}")]
+    Clean(String),
+}
+
+/// Runs `<controller> cleanup` for controller `name`: stops the Deployment, takes the Lease, then
+/// runs `clean` on the frame's shared parts (the client, `--dry-run`, an Event recorder) and the
+/// controller's flags. Returns what `clean` reports, one line per object it looked at.
+///
+/// # Errors
+/// [`CleanupError`]: the cluster is unreachable, the Deployment cannot be stopped, the Lease stays
+/// held, or `clean` fails (its message).
+pub async fn run<R, F, Fut, E>(
+    name: &str,
+    args: CleanupArgs<R>,
+    clean: F,
+) -> Result<String, CleanupError>
+where
+    R: clap::Args + AsRef<CommonArgs>,
+    F: FnOnce(Shared, R) -> Fut,
+    Fut: Future<Output = Result<Vec<String>, E>>,
+    E: Display,
+{
+    let common = args.run.as_ref().clone();
+    let client = Client::try_default()
+        .await
+        .map_err(|e| CleanupError::Client(crate::app::innermost_summary(&e)))?;
+    let namespace = &common.lease_namespace;
+    if let Some(deployment) = &args.stop_deployment {
+        stop_deployment(&client, namespace, deployment, common.dry_run).await?;
+    }
+    let shutdown = Shutdown::new();
+    let leader = LeaderElection::from_args(&common, client.clone(), name, shutdown.clone()).await?;
+    let leading = tokio::time::timeout(LEASE_WAIT, leader.wait_until_leader()).await;
+    if !matches!(leading, Ok(true)) {
+        shutdown.trigger();
+        return Err(CleanupError::StillRunning {
+            lease: format!("{namespace}/{}", common.lease_name_or(name)),
+            seconds: LEASE_WAIT.as_secs(),
+        });
+    }
+    let shared = Shared {
+        client: client.clone(),
+        clock: Arc::new(SystemClock),
+        events: Arc::new(EventPublisher::new(client, name)),
+        metrics: ControllerMetrics::new(&mut Registry::default(), name),
+        dry_run: common.dry_run,
+        leader: leader.clone(),
+    };
+    let cleaned = clean(shared, args.run).await;
+    shutdown.trigger();
+    // Lets go of the Lease; a loss now changes nothing (the work is done or failed).
+    let _ = leader.join().await;
+    let lines = cleaned.map_err(|e| CleanupError::Clean(e.to_string()))?;
+    let mut out = lines.join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Scales Deployment `namespace/name` to 0 through its `scale` subresource (nothing in a dry run).
+async fn stop_deployment(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    dry_run: bool,
+) -> Result<(), CleanupError> {
+    if dry_run {
+        tracing::info!(%namespace, deployment = name, "dry run: would scale to 0");
+        return Ok(());
+    }
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let patch = json!({"spec": {"replicas": 0}});
+    api.patch_scale(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| CleanupError::StopDeployment {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })?;
+    tracing::info!(%namespace, deployment = name, "scaled to 0");
+    Ok(())
+}
+
+/// The `clean` of a controller that sets nothing on others' objects and keeps no finalizer: it
+/// says so (`why`), and `cleanup` only stops the controller.
+pub fn nothing<R>(
+    why: &'static str,
+) -> impl FnOnce(Shared, R) -> std::future::Ready<Result<Vec<String>, std::convert::Infallible>> {
+    move |_, _| std::future::ready(Ok(vec![format!("nothing to clean: {why}")]))
+}
+
+/// Removes `finalizer` from object `name` of `api` (namespaced for a namespaced kind; a merge patch of `metadata.finalizers`
+/// preconditioned on the resourceVersion read; a conflict reads again). Works on objects that
+/// do not deserialize into their type. `Ok(false)` when the object is gone or never had it.
+///
+/// # Errors
+/// The API's answer to the read or the write; a conflict on every one of [`MAX_ATTEMPTS`] tries.
+pub async fn remove_finalizer(
+    api: &Api<DynamicObject>,
+    name: &str,
+    finalizer: &str,
+) -> Result<bool, kube::Error> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let Some(object) = api.get_opt(name).await? else {
+            return Ok(false);
+        };
+        let finalizers = object.meta().finalizers.clone().unwrap_or_default();
+        if !finalizers.iter().any(|f| f == finalizer) {
+            return Ok(false);
+        }
+        let keep: Vec<String> = finalizers.into_iter().filter(|f| f != finalizer).collect();
+        let keep = if keep.is_empty() {
+            Value::Null
+        } else {
+            json!(keep)
+        };
+        let patch = json!({"metadata": {
+            "resourceVersion": object.meta().resource_version,
+            "finalizers": keep,
+        }});
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(true),
+            Err(error) if is_conflict(&error) && attempt < MAX_ATTEMPTS => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
