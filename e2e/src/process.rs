@@ -77,13 +77,18 @@ pub fn run_job(binary: &str, identity: &Identity, args: &[&str]) -> Result<std::
     if !path.exists() {
         bail!("{} is missing: build the controllers first", path.display());
     }
-    let output = pod_command(&path, identity, &identity.kubeconfig, &format!("{binary}-job"))
-        .args(args)
-        .arg("--lease-namespace")
-        .arg(&identity.namespace)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("run {}", path.display()))?;
+    let output = pod_command(
+        &path,
+        identity,
+        &identity.kubeconfig,
+        &format!("{binary}-job"),
+    )
+    .args(args)
+    .arg("--lease-namespace")
+    .arg(&identity.namespace)
+    .stdin(Stdio::null())
+    .output()
+    .with_context(|| format!("run {}", path.display()))?;
     Ok(output)
 }
 

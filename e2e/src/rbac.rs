@@ -191,7 +191,8 @@ pub async fn resource(
     Ok(kube::discovery::pinned_kind(admin, &gvk).await?.0)
 }
 
-async fn token(admin: &Client, namespace: &str, name: &str) -> Result<String> {
+/// A token (TokenRequest, an hour) of ServiceAccount `namespace/name`.
+pub async fn token(admin: &Client, namespace: &str, name: &str) -> Result<String> {
     let api: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
     let request: TokenRequest = serde_json::from_value(serde_json::json!({
         "apiVersion": "authentication.k8s.io/v1",

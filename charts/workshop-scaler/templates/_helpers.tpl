@@ -54,6 +54,9 @@ app.kubernetes.io/part-of: ebb
 {{/* The flags every ebb binary takes (shared/runtime/src/args.rs), one per values key. */}}
 {{- define "ebb.commonArgs" -}}
 - {{ printf "--metrics-addr=0.0.0.0:%v" .Values.metrics.port | quote }}
+{{- if .Values.metrics.authenticated }}
+- "--metrics-auth"
+{{- end }}
 - {{ printf "--log-format=%s" .Values.logFormat | quote }}
 - {{ printf "--leader-election=%t" .Values.leaderElection.enabled | quote }}
 {{- if .Values.leaderElection.enabled }}

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use ebb_runtime::{app, cleanup};
 use ebb_runtime::cli::{self, About};
+use ebb_runtime::{app, cleanup};
 use workshop_scaler::metrics::Metrics;
 use workshop_scaler::plan::{PlanArgs, plan};
 use workshop_scaler::{CONTROLLER_NAME, RunArgs, controllers};

@@ -22,6 +22,7 @@ use thiserror::Error;
 use tokio::task::JoinHandle;
 
 use crate::frame::{Context, Shared};
+use crate::metrics_auth::KubeAuth;
 use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
@@ -83,7 +84,10 @@ impl Runtime {
             .await
             .map_err(|e| AppError::Client(innermost_summary(&e)))?;
         let health = Health::new();
-        let server = MetricsServer::bind(args.metrics_addr).await?;
+        let mut server = MetricsServer::bind(args.metrics_addr).await?;
+        if args.metrics_auth {
+            server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
+        }
         let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
         let leader =
             LeaderElection::from_args(args, client.clone(), controller, shutdown.clone()).await?;

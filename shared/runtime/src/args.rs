@@ -64,6 +64,21 @@ pub struct CommonArgs {
     )]
     pub metrics_addr: SocketAddr,
 
+    /// /metrics answers only callers whose bearer token the API server authenticates
+    /// (TokenReview) and allows `get` on the non-resource URL /metrics (SubjectAccessReview).
+    /// /healthz and /readyz stay open.
+    #[arg(
+        long,
+        env = "EBB_METRICS_AUTH",
+        value_parser = BoolishValueParser::new(),
+        default_value_t = false,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub metrics_auth: bool,
+
     /// Log line format.
     #[arg(long, env = "EBB_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -34,6 +34,7 @@ pub mod frame;
 pub mod guard;
 pub mod leader;
 pub mod metrics;
+pub mod metrics_auth;
 pub mod patch;
 pub mod pause;
 pub mod plan;

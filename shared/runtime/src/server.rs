@@ -1,5 +1,7 @@
 //! One HTTP server per controller: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness)
-//! and `/readyz` (readiness, false until the controller says its caches are warm).
+//! and `/readyz` (readiness, false until the controller says its caches are warm). With
+//! `--metrics-auth`, `/metrics` answers only callers the API server vouches for
+//! ([`crate::metrics_auth`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,12 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::metrics_auth::{MetricsAuth, Verdict, bearer};
 use crate::shutdown::Shutdown;
 
 /// The OpenMetrics text content type that prometheus-client's text encoder produces.
@@ -62,18 +65,74 @@ impl Health {
 struct AppState {
     registry: Arc<Registry>,
     health: Health,
+    auth: Option<Arc<dyn MetricsAuth>>,
 }
 
 /// The routes, for embedding or testing without a socket.
 pub fn router(registry: Arc<Registry>, health: Health) -> Router {
+    router_with(registry, health, None)
+}
+
+/// [`router`], with `/metrics` answering only callers `auth` allows (when given).
+pub fn router_with(
+    registry: Arc<Registry>,
+    health: Health,
+    auth: Option<Arc<dyn MetricsAuth>>,
+) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(AppState { registry, health })
+        .with_state(AppState {
+            registry,
+            health,
+            auth,
+        })
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+/// Whether the caller of `/metrics` may read it: `None` when it may, else the answer to give.
+async fn refusal(auth: &dyn MetricsAuth, headers: &HeaderMap) -> Option<Response> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer);
+    let Some(token) = token else {
+        return Some((StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response());
+    };
+    match auth.check(token).await {
+        Ok(Verdict::Allowed) => None,
+        Ok(Verdict::Unauthenticated) => {
+            Some((StatusCode::UNAUTHORIZED, "the token is not valid\n").into_response())
+        }
+        Ok(Verdict::Forbidden(user)) => {
+            tracing::debug!(%user, "denied /metrics");
+            Some(
+                (
+                    StatusCode::FORBIDDEN,
+                    format!("{user} may not get /metrics\n"),
+                )
+                    .into_response(),
+            )
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot check a /metrics caller with the API server");
+            Some(
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot check the caller\n",
+                )
+                    .into_response(),
+            )
+        }
+    }
+}
+
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(auth) = &state.auth
+        && let Some(refused) = refusal(auth.as_ref(), &headers).await
+    {
+        return refused;
+    }
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
         Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
@@ -97,10 +156,19 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
 }
 
 /// A bound, not yet serving, server: bind first to learn the address (tests bind `127.0.0.1:0`).
-#[derive(Debug)]
 pub struct MetricsServer {
     listener: TcpListener,
     addr: SocketAddr,
+    auth: Option<Arc<dyn MetricsAuth>>,
+}
+
+impl std::fmt::Debug for MetricsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsServer")
+            .field("addr", &self.addr)
+            .field("auth", &self.auth.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl MetricsServer {
@@ -112,7 +180,17 @@ impl MetricsServer {
         let addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
-        Ok(Self { listener, addr })
+        Ok(Self {
+            listener,
+            addr,
+            auth: None,
+        })
+    }
+
+    /// `/metrics` answers only callers `auth` allows.
+    pub fn with_auth(mut self, auth: Arc<dyn MetricsAuth>) -> Self {
+        self.auth = Some(auth);
+        self
     }
 
     /// The bound address (with the real port when bound to port 0).
@@ -128,7 +206,7 @@ impl MetricsServer {
         shutdown: Shutdown,
     ) -> Result<(), ServerError> {
         tracing::info!(addr = %self.addr, "serving /metrics, /healthz and /readyz");
-        axum::serve(self.listener, router(registry, health))
+        axum::serve(self.listener, router_with(registry, health, self.auth))
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await
             .map_err(ServerError::Serve)
@@ -238,5 +316,65 @@ mod tests {
             .unwrap();
         let err = MetricsServer::bind(first.local_addr()).await.unwrap_err();
         assert!(matches!(err, ServerError::Bind { .. }), "{err}");
+    }
+
+    /// A GET with an `Authorization` header.
+    async fn get_as(addr: SocketAddr, path: &str, authorization: &str) -> u16 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: {authorization}\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap()
+    }
+
+    /// Tokens as an API server would judge them: "reader" may, "stranger" is valid but may not,
+    /// "down" cannot be checked; anything else is not a token.
+    struct Judge;
+
+    impl MetricsAuth for Judge {
+        fn check<'a>(
+            &'a self,
+            token: &'a str,
+        ) -> futures::future::BoxFuture<'a, Result<Verdict, String>> {
+            Box::pin(async move {
+                match token {
+                    "reader" => Ok(Verdict::Allowed),
+                    "stranger" => Ok(Verdict::Forbidden("system:serviceaccount:x:y".into())),
+                    "down" => Err("connection refused".into()),
+                    _ => Ok(Verdict::Unauthenticated),
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn authenticated_metrics_answer_only_allowed_callers_and_probes_stay_open() {
+        let server = MetricsServer::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap()
+            .with_auth(Arc::new(Judge));
+        let addr = server.local_addr();
+        let health = Health::new();
+        health.set_ready(true);
+        let shutdown = Shutdown::new();
+        let task =
+            tokio::spawn(server.run(Arc::new(Registry::default()), health, shutdown.clone()));
+        assert_eq!(get(addr, "/metrics").await.0, 401, "no token");
+        assert_eq!(get_as(addr, "/metrics", "Basic abc").await, 401);
+        assert_eq!(get_as(addr, "/metrics", "Bearer forged").await, 401);
+        assert_eq!(get_as(addr, "/metrics", "Bearer stranger").await, 403);
+        assert_eq!(get_as(addr, "/metrics", "Bearer down").await, 500);
+        assert_eq!(get_as(addr, "/metrics", "bearer reader").await, 200);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        shutdown.trigger();
+        task.await.unwrap().unwrap();
     }
 }
