@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
+.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-readme charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -43,6 +43,10 @@ crds-check:
 	@# The CRD types need kube's derive only (issue #12): no client, runtime or tokio.
 	@if $(CARGO) tree --quiet -p ebb-crds -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime) '; then \
 		echo "ebb-crds must not depend on the above"; exit 1; fi
+
+## charts-readme: regenerate the RBAC table of charts/README.md from charts/*/rbac-needs.yaml.
+charts-readme:
+	HELM="$(HELM)" .ci/check-charts --write-readme
 
 ## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
 ## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
