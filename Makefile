@@ -5,14 +5,14 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy unit crds crds-check charts-readme charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
 
 ## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template, and the
 ## end-to-end suite against a real control plane built here (e2e/cluster).
-test: fmt-check clippy unit crds-check charts-check e2e
+test: fmt-check clippy workflows-check unit crds-check charts-check e2e
 
 fmt:
 	$(CARGO) fmt --all
@@ -26,6 +26,10 @@ clippy:
 	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
 		$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings; \
 	else echo "SKIPPED: clippy missing (cargo clippy -D warnings did not run)"; fi
+
+## workflows-check: lint .github/workflows with actionlint (built from the Go module proxy).
+workflows-check:
+	"$$(.ci/install-actionlint)" .github/workflows/*.yaml
 
 # The end-to-end suite (ebb-e2e) runs in `make e2e`, inside its own network namespace.
 unit:
