@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -51,6 +51,10 @@ crds-check:
 ## charts-readme: regenerate the RBAC table of charts/README.md from charts/*/rbac-needs.yaml.
 charts-readme:
 	HELM="$(HELM)" .ci/check-charts --write-readme
+
+## dashboards: regenerate each chart's Grafana dashboard (charts/*/files/dashboards/) from .ci/dashboards.
+dashboards:
+	.ci/dashboards
 
 ## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
 ## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
