@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -56,11 +56,17 @@ charts-readme:
 dashboards:
 	.ci/dashboards
 
+## chart-docs: regenerate charts/*/README.md from Chart.yaml and values.yaml comments (helm-docs,
+## built from the Go module proxy).
+chart-docs:
+	.ci/chart-docs
+
 ## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
 ## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
 charts-check:
 	$(CARGO) build --quiet --workspace --bins  # the check compares chart flags with each binary's --help
 	@if [ -n "$(CHARTS)" ]; then HELM="$(HELM)" .ci/check-charts; else echo "no charts yet"; fi
+	.ci/chart-docs --check
 
 ## cluster-bin: build ebb-cluster (etcd + kube-apiserver + kube-controller-manager from the
 ## official Kubernetes Go modules pinned in e2e/cluster/go.mod). The first build takes ~10 min.
