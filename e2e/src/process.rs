@@ -176,13 +176,22 @@ impl Controller {
 
     /// GET `path` of the process's metrics/health server: status and body.
     pub fn get(&self, path: &str) -> Result<(u16, String)> {
+        self.get_as(path, None)
+    }
+
+    /// [`Controller::get`] with `Authorization: Bearer <token>` when a token is given.
+    pub fn get_as(&self, path: &str, bearer: Option<&str>) -> Result<(u16, String)> {
         let url = format!("http://{}{path}", self.metrics_addr);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(5)))
             .http_status_as_error(false)
             .build()
             .into();
-        let mut resp = agent.get(&url).call()?;
+        let mut request = agent.get(&url);
+        if let Some(token) = bearer {
+            request = request.header("Authorization", &format!("Bearer {token}"));
+        }
+        let mut resp = request.call()?;
         let status = resp.status().as_u16();
         let body = resp.body_mut().read_to_string()?;
         Ok((status, body))

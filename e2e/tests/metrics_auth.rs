@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use ebb_e2e::rbac::{apply, token};
 use ebb_e2e::{Controller, Setup};
 use serde_json::json;
@@ -14,19 +12,7 @@ use serde_json::json;
 const CHART: &str = "service-scaler";
 
 fn scrape(controller: &Controller, bearer: Option<&str>) -> (u16, String) {
-    let url = format!("http://{}/metrics", controller.metrics_addr);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(5)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut request = agent.get(&url);
-    if let Some(token) = bearer {
-        request = request.header("Authorization", &format!("Bearer {token}"));
-    }
-    let mut answer = request.call().unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.body_mut().read_to_string().unwrap())
+    controller.get_as("/metrics", bearer).unwrap()
 }
 
 #[tokio::test]

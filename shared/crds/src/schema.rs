@@ -95,36 +95,27 @@ pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
 /// the hook's CEL rules read (an API server's CEL sees only the declared fields of an object that
 /// keeps unknown ones): `spec.template.spec.restartPolicy` and `.containers`.
 pub fn hook_template(_: &mut SchemaGenerator) -> Schema {
+    // An object that keeps unknown fields and declares `properties`.
+    fn keeping(properties: Value) -> Value {
+        serde_json::json!({
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": properties,
+        })
+    }
+    let pod = keeping(serde_json::json!({
+        "restartPolicy": {"type": "string", "maxLength": 16},
+        "containers": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        },
+    }));
+    let job = keeping(serde_json::json!({
+        "template": keeping(serde_json::json!({ "spec": pod })),
+    }));
     json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
-        "properties": {
-            "spec": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": true,
-                "properties": {
-                    "template": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": true,
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": true,
-                                "properties": {
-                                    "restartPolicy": {"type": "string", "maxLength": 16},
-                                    "containers": {
-                                        "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "x-kubernetes-preserve-unknown-fields": true,
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    },
-                },
-            },
-        },
+        "properties": { "spec": job },
     })
 }
