@@ -19,7 +19,15 @@ const ABOUT: About = About {
 #[tokio::main]
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
-    let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+    let run = |args| {
+        app::run(
+            CONTROLLER_NAME,
+            app::Kind::Namespaced,
+            args,
+            Metrics::new,
+            controllers,
+        )
+    };
     let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
     cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 }

@@ -101,6 +101,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     ebb_runtime::app::run(
         CONTROLLER_NAME,
+        ebb_runtime::app::Kind::Namespaced,
         args,
         metrics::Metrics::new,
         |args, wiring, metrics| {

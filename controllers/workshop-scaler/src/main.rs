@@ -19,7 +19,15 @@ const ABOUT: About = About {
 #[tokio::main]
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
-    let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+    let run = |args| {
+        app::run(
+            CONTROLLER_NAME,
+            app::Kind::Namespaced,
+            args,
+            Metrics::new,
+            controllers,
+        )
+    };
     // Nothing of ebb's outlives it: cleanup only stops the controller.
     let clean = cleanup::nothing(
         "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \

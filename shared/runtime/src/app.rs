@@ -190,13 +190,14 @@ impl Wiring {
 /// A controller's `run` is this one call:
 ///
 /// ```ignore
-/// app::run(CONTROLLER_NAME, args, Metrics::new, controllers).await
+/// app::run(CONTROLLER_NAME, Kind::Namespaced, args, Metrics::new, controllers).await
 /// ```
 ///
 /// # Errors
 /// Whatever [`Runtime::start`] or [`Runtime::run`] fails with.
 pub async fn run<A, M, F, Fut>(
     name: &str,
+    kind: Kind,
     args: A,
     register: impl FnOnce(&mut Registry) -> M,
     controllers: F,
@@ -209,10 +210,25 @@ where
     let common = args.as_ref().clone();
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
-    let leader_gauge = crate::metrics::register_process(&mut registry, name);
+    let process = crate::metrics::register_process(&mut registry, name);
     let own = register(&mut registry);
     let runtime = Runtime::start(name, &common, registry).await?;
-    leader_gauge.fill(&runtime.leader);
+    process.leader.fill(&runtime.leader);
+    if common.leader_election {
+        // Another install whose scope overlaps this one's: the newer stands down.
+        let watcher = crate::overlap::Watcher {
+            client: runtime.client.clone(),
+            controller: name.to_owned(),
+            lease_namespace: common.lease_namespace.clone(),
+            lease_name: common.lease_name_or(name),
+            scope: crate::overlap::Scope::of(&common, kind == Kind::Namespaced),
+            leader: runtime.leader.clone(),
+            overlapping: process.overlapping,
+            clock: runtime.clock.clone(),
+            shutdown: runtime.shutdown.clone(),
+        };
+        tokio::spawn(watcher.run());
+    }
     let wiring = Wiring {
         client: runtime.client.clone(),
         clock: runtime.clock.clone(),
@@ -224,6 +240,16 @@ where
         shutdown: runtime.shutdown.clone(),
     };
     runtime.run(controllers(args, wiring, own)).await
+}
+
+/// Whether a controller's own kind is namespaced (`--namespace` limits which of its objects it
+/// manages) or cluster-scoped (it manages them all, whatever `--namespace` says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A namespaced kind.
+    Namespaced,
+    /// A cluster-scoped kind.
+    ClusterScoped,
 }
 
 /// The one message of an error chain worth printing: the cause right under the top (kube's

@@ -63,7 +63,15 @@ enum Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Status {
     leading: bool,
+    /// Another install manages the same objects ([`crate::overlap`]): write nothing.
+    standing_down: bool,
     ended: Option<Outcome>,
+}
+
+impl Status {
+    fn writes(&self) -> bool {
+        self.leading && !self.standing_down
+    }
 }
 
 /// This replica's view of leadership. Clones share it.
@@ -78,6 +86,7 @@ impl Leader {
     pub fn disabled() -> Self {
         let (status, _) = watch::channel(Status {
             leading: true,
+            standing_down: false,
             ended: None,
         });
         Self {
@@ -91,6 +100,7 @@ impl Leader {
     pub fn following() -> Self {
         let (status, _) = watch::channel(Status {
             leading: false,
+            standing_down: false,
             ended: None,
         });
         Self {
@@ -99,9 +109,25 @@ impl Leader {
         }
     }
 
-    /// Whether this replica may write now.
+    /// Whether this replica may write now: it holds the Lease (or runs without election) and no
+    /// older install manages the same objects.
     pub fn is_leader(&self) -> bool {
-        self.status.borrow().leading
+        self.status.borrow().writes()
+    }
+
+    /// Stops (`true`) or resumes (`false`) writing while another install's scope overlaps this
+    /// one's ([`crate::overlap`]); the Lease is kept either way.
+    pub fn stand_down(&self, standing_down: bool) {
+        self.status.send_if_modified(|s| {
+            let changed = s.standing_down != standing_down;
+            s.standing_down = standing_down;
+            changed
+        });
+    }
+
+    /// Whether this replica stands down for an overlapping install.
+    pub fn is_standing_down(&self) -> bool {
+        self.status.borrow().standing_down
     }
 
     /// Whether this replica held the lease and lost it.
@@ -113,8 +139,8 @@ impl Leader {
     /// loss), so callers can stop instead of waiting forever.
     pub async fn wait_until_leader(&self) -> bool {
         let mut rx = self.status.subscribe();
-        match rx.wait_for(|s| s.leading || s.ended.is_some()).await {
-            Ok(status) => status.leading,
+        match rx.wait_for(|s| s.writes() || s.ended.is_some()).await {
+            Ok(status) => status.writes(),
             // The sender lives in `self`, so the channel cannot close while we wait.
             Err(_) => false,
         }

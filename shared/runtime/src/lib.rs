@@ -35,6 +35,7 @@ pub mod guard;
 pub mod leader;
 pub mod metrics;
 pub mod metrics_auth;
+pub mod overlap;
 pub mod patch;
 pub mod pause;
 pub mod plan;

@@ -10,7 +10,9 @@ use std::time::Instant;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::{MetricType, TypedMetric};
-use prometheus_client::metrics::{counter::Counter, family::Family, histogram::Histogram};
+use prometheus_client::metrics::{
+    counter::Counter, family::Family, gauge::Gauge, histogram::Histogram,
+};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::Leader;
@@ -154,24 +156,38 @@ impl EncodeMetric for LeaderGauge {
     }
 }
 
+/// What every controller process exports about itself, to fill once the process runs.
+#[derive(Clone, Debug, Default)]
+pub struct Process {
+    /// `ebb_<controller>_leader`: to [`LeaderGauge::fill`] once the election runs.
+    pub leader: LeaderGauge,
+    /// `ebb_<controller>_overlapping_installs`: live installs whose scope overlaps this one's
+    /// ([`crate::overlap`]).
+    pub overlapping: Gauge,
+}
+
 /// Registers what every controller process exports about itself:
-/// `ebb_<controller>_build_info{version}` (always 1) and `ebb_<controller>_leader` (the
-/// returned gauge, to [`LeaderGauge::fill`] once the election runs). The "no leader" alert of
-/// every chart reads the latter.
-pub fn register_process(registry: &mut Registry, controller: &str) -> LeaderGauge {
+/// `ebb_<controller>_build_info{version}` (always 1), `ebb_<controller>_leader` (what the "no
+/// leader" alert of every chart reads) and `ebb_<controller>_overlapping_installs`.
+pub fn register_process(registry: &mut Registry, controller: &str) -> Process {
     let sub = controller_registry(registry, controller);
     sub.register(
         "build",
         "The ebb release this process runs (always 1)",
         Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
     );
-    let leader = LeaderGauge::default();
+    let process = Process::default();
     sub.register(
         "leader",
-        "1 while this replica holds the leader Lease (or runs without election), 0 otherwise",
-        leader.clone(),
+        "1 while this replica holds the leader Lease (or runs without election) and no older install overlaps it, 0 otherwise",
+        process.leader.clone(),
     );
-    leader
+    sub.register(
+        "overlapping_installs",
+        "Other running installs of this controller whose scope overlaps this one's (the newer writes nothing)",
+        process.overlapping.clone(),
+    );
+    process
 }
 
 /// Records a reconcile's duration when dropped.
@@ -214,7 +230,8 @@ mod tests {
     #[test]
     fn build_info_and_the_leader_gauge() {
         let mut registry = Registry::default();
-        let gauge = register_process(&mut registry, "service-scaler");
+        let process = register_process(&mut registry, "service-scaler");
+        let gauge = process.leader.clone();
         let text = render(&registry);
         assert!(
             text.contains(&format!(
@@ -225,11 +242,21 @@ mod tests {
         );
         // Not yet in the election: not the leader.
         assert!(text.contains("ebb_service_scaler_leader 0"), "{text}");
+        assert!(
+            text.contains("ebb_service_scaler_overlapping_installs 0"),
+            "{text}"
+        );
         gauge.fill(&Leader::following());
         assert!(render(&registry).contains("ebb_service_scaler_leader 0"));
-        let gauge = register_process(&mut Registry::default(), "x");
-        gauge.fill(&Leader::disabled());
+        let gauge = register_process(&mut Registry::default(), "x").leader;
+        let leader = Leader::disabled();
+        gauge.fill(&leader);
         assert_eq!(gauge.value(), 1, "without election the one replica leads");
+        // Standing down for an older, overlapping install: not the leader any more.
+        leader.stand_down(true);
+        assert_eq!(gauge.value(), 0);
+        leader.stand_down(false);
+        assert_eq!(gauge.value(), 1);
     }
 
     #[test]
