@@ -14,6 +14,8 @@
 //! - [`plan`]: the offline `plan` subcommand.
 
 ebb_runtime::controller_names!("scaledown-window");
+/// The scope of the controller's own kind: its ScaleDownSchedules are cluster-scoped: `--namespace` never splits them between installs.
+pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::ClusterScoped;
 
 pub mod decide;
 pub mod metrics;

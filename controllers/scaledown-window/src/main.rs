@@ -7,7 +7,7 @@ use ebb_runtime::cli::{self, About};
 use ebb_runtime::{app, cleanup};
 use scaledown_window::metrics::Metrics;
 use scaledown_window::plan::{PlanArgs, plan};
-use scaledown_window::{CONTROLLER_NAME, RunArgs, clean, controllers};
+use scaledown_window::{CONTROLLER_NAME, KIND, RunArgs, clean, controllers};
 
 const ABOUT: About = About {
     name: CONTROLLER_NAME,
@@ -18,15 +18,7 @@ const ABOUT: About = About {
 #[tokio::main]
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
-    let run = |args| {
-        app::run(
-            CONTROLLER_NAME,
-            app::Kind::ClusterScoped,
-            args,
-            Metrics::new,
-            controllers,
-        )
-    };
+    let run = |args| app::run(CONTROLLER_NAME, KIND, args, Metrics::new, controllers);
     let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
     cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 }

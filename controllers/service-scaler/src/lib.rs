@@ -16,6 +16,8 @@
 //! See `controllers/service-scaler/README.md` for users.
 
 ebb_runtime::controller_names!("service-scaler");
+/// The scope of the controller's own kind: its objects are namespaced.
+pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
 pub mod decide;
 pub mod lead;

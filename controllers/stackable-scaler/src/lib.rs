@@ -16,6 +16,8 @@
 //! `plan` subcommand.
 
 ebb_runtime::controller_names!("stackable-scaler");
+/// The scope of the controller's own kind: StackableScalers are namespaced.
+pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
 pub mod builders;
 pub mod decide;
@@ -101,7 +103,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     ebb_runtime::app::run(
         CONTROLLER_NAME,
-        ebb_runtime::app::Kind::Namespaced,
+        KIND,
         args,
         metrics::Metrics::new,
         |args, wiring, metrics| {

@@ -20,6 +20,8 @@
 //! See `controllers/workshop-scaler/README.md` for users.
 
 ebb_runtime::controller_names!("workshop-scaler");
+/// The scope of the controller's own kind: its objects are namespaced.
+pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
 pub mod decide;
 pub mod metrics;

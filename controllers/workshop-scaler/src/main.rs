@@ -7,7 +7,7 @@ use ebb_runtime::cli::{self, About};
 use ebb_runtime::{app, cleanup};
 use workshop_scaler::metrics::Metrics;
 use workshop_scaler::plan::{PlanArgs, plan};
-use workshop_scaler::{CONTROLLER_NAME, RunArgs, controllers};
+use workshop_scaler::{CONTROLLER_NAME, KIND, RunArgs, controllers};
 
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
@@ -19,15 +19,7 @@ const ABOUT: About = About {
 #[tokio::main]
 async fn main() -> ExitCode {
     // Until SIGTERM/SIGINT or the loss of the leader Lease.
-    let run = |args| {
-        app::run(
-            CONTROLLER_NAME,
-            app::Kind::Namespaced,
-            args,
-            Metrics::new,
-            controllers,
-        )
-    };
+    let run = |args| app::run(CONTROLLER_NAME, KIND, args, Metrics::new, controllers);
     // Nothing of ebb's outlives it: cleanup only stops the controller.
     let clean = cleanup::nothing(
         "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \

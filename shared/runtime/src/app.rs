@@ -190,7 +190,7 @@ impl Wiring {
 /// A controller's `run` is this one call:
 ///
 /// ```ignore
-/// app::run(CONTROLLER_NAME, Kind::Namespaced, args, Metrics::new, controllers).await
+/// app::run(CONTROLLER_NAME, KIND, args, Metrics::new, controllers).await
 /// ```
 ///
 /// # Errors

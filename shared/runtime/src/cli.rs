@@ -6,7 +6,7 @@
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
-//!     let run = |args| app::run(CONTROLLER_NAME, args, Metrics::new, controllers);
+//!     let run = |args| app::run(CONTROLLER_NAME, KIND, args, Metrics::new, controllers);
 //!     let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
 //!     cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
 //! }
