@@ -84,43 +84,58 @@ fn start_local() -> Result<Cluster> {
             binary.display()
         );
     }
-    let dir = work_dir().join(format!("cluster-{}", std::process::id()));
-    let mut child = Command::new(&binary)
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--exit-on-stdin-close")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("start {}", binary.display()))?;
-    let stdout = child.stdout.take().context("supervisor stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if line.starts_with("ebb-cluster: ready") {
-                let _ = tx.send(line);
+    // ebb-cluster picks its ports by binding port 0 and letting go; another process may take one
+    // in between ("address already in use"), and the supervisor then exits before it is ready.
+    // That is worth a fresh start; a cluster that hangs is not.
+    const ATTEMPTS: u32 = 3;
+    for attempt in 1..=ATTEMPTS {
+        let dir = work_dir().join(format!("cluster-{}-{attempt}", std::process::id()));
+        let mut child = Command::new(&binary)
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--exit-on-stdin-close")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("start {}", binary.display()))?;
+        let stdout = child.stdout.take().context("supervisor stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("ebb-cluster: ready") {
+                    let _ = tx.send(line);
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(300)) {
+            Ok(line) => {
+                eprintln!("{line}");
+                return Ok(Cluster {
+                    kubeconfig: dir.join("kubeconfig"),
+                    audit_log: Some(dir.join("audit.log")),
+                    local: true,
+                    _supervisor: Some(Mutex::new(child)),
+                });
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if attempt < ATTEMPTS => {
+                let _ = child.wait();
+                eprintln!(
+                    "ebb-cluster exited before it was ready (attempt {attempt}; logs in {}); starting again",
+                    dir.join("logs").display()
+                );
+            }
+            Err(_) => {
+                let _ = child.kill();
+                bail!(
+                    "ebb-cluster did not become ready (attempt {attempt}); logs in {}",
+                    dir.join("logs").display()
+                );
             }
         }
-    });
-    let line = match rx.recv_timeout(Duration::from_secs(300)) {
-        Ok(line) => line,
-        Err(_) => {
-            let _ = child.kill();
-            bail!(
-                "ebb-cluster did not become ready within 5 minutes; logs in {}",
-                dir.join("logs").display()
-            );
-        }
-    };
-    eprintln!("{line}");
-    Ok(Cluster {
-        kubeconfig: dir.join("kubeconfig"),
-        audit_log: Some(dir.join("audit.log")),
-        local: true,
-        _supervisor: Some(Mutex::new(child)),
-    })
+    }
+    bail!("ebb-cluster did not start")
 }
 
 impl Cluster {
