@@ -14,8 +14,12 @@ RUN test -n "$CONTROLLER" || { echo "set --build-arg CONTROLLER=<controller>" >&
 RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .
+# A multi-platform build (linux/amd64 + linux/arm64, emulated) runs this stage once per platform
+# in one BuildKit, and a cache mount's default id is its target path: without a per-platform id
+# both would build into, and copy out of, the same target/. The registry cache is arch-neutral.
+ARG TARGETPLATFORM
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/src/target \
+    --mount=type=cache,target=/src/target,id=ebb-target-${TARGETPLATFORM} \
     cargo build --release --locked -p "$CONTROLLER" --bin "$CONTROLLER" \
  && mkdir -p /out && cp "target/release/$CONTROLLER" /out/controller
 
