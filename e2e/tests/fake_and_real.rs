@@ -128,6 +128,96 @@ async fn transcript(client: Client, ns: &str) -> Vec<String> {
         unchanged.resource_version() == again.resource_version()
     ));
 
+    // Server-side apply is an upsert: an object deleted between a controller's read and its
+    // apply comes back, even with the read's resourceVersion in the body. Only the read's
+    // `metadata.uid` stops it: 409 when the object is gone, 422 (metadata.uid is immutable) when
+    // it was recreated.
+    let apply = |name: &str, meta: serde_json::Value| {
+        let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"owned": "yes"},
+                              "metadata": meta});
+        body["metadata"]["name"] = json!(name);
+        body
+    };
+    let ssa = PatchParams::apply("ebb-probe").force();
+    for (n, (case, meta)) in [
+        ("nothing", json!({})),
+        ("its resourceVersion", json!({"resourceVersion": "RV"})),
+        ("its uid", json!({"uid": "UID"})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("gone-{n}");
+        let read = maps
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!(
+            {"metadata": {"name": name}, "data": {"a": "1"}}))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let meta = serde_json::from_str(
+            &meta
+                .to_string()
+                .replace("RV", &read.resource_version().unwrap())
+                .replace("UID", &read.uid().unwrap()),
+        )
+        .unwrap();
+        maps.delete(&name, &DeleteParams::default()).await.unwrap();
+        let answer = code(
+            maps.patch(&name, &ssa, &Patch::Apply(apply(&name, meta)))
+                .await,
+        );
+        let back = maps.get_opt(&name).await.unwrap().is_some();
+        out.push(format!(
+            "apply to a deleted object carrying {case}: {answer}, recreated {back}"
+        ));
+    }
+    let old = maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!(
+        {"metadata": {"name": "reborn"}, "data": {"a": "1"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    maps.delete("reborn", &DeleteParams::default())
+        .await
+        .unwrap();
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!(
+        {"metadata": {"name": "reborn"}, "data": {"a": "1"}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let answer = match maps
+        .patch(
+            "reborn",
+            &ssa,
+            &Patch::Apply(apply("reborn", json!({"uid": old.uid()}))),
+        )
+        .await
+    {
+        Err(kube::Error::Api(status)) => format!(
+            "{} on {:?}",
+            status.code,
+            // The fields named (kube-apiserver names metadata.uid twice).
+            status.details.map(|d| d
+                .causes
+                .into_iter()
+                .map(|c| c.field)
+                .collect::<std::collections::BTreeSet<_>>())
+        ),
+        other => code(other),
+    };
+    out.push(format!(
+        "apply carrying the uid of an object since recreated: {answer}"
+    ));
+
     // A label-selected watch sees objects move in and out of the selection.
     let selected = ListParams::default().labels("team=a");
     let rv = maps

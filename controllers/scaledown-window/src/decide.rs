@@ -627,6 +627,9 @@ pub enum Observed {
         name: String,
         /// `None`: not found; `Some(None)`: found without `spec.scaleDown.enabled`.
         enabled: Option<Option<bool>>,
+        /// Its `metadata.uid` when found: the apply names it, so an object deleted since is
+        /// not made again (server-side apply is an upsert).
+        uid: Option<String>,
         /// Its pause annotations (none when not found).
         pause: PauseMarks,
     },
@@ -652,6 +655,9 @@ pub enum Change {
     ClusterAutoscaler {
         /// Its name.
         name: String,
+        /// The `metadata.uid` read: the precondition that keeps the apply from creating it
+        /// again after a deletion.
+        uid: Option<String>,
         /// The value.
         enabled: bool,
     },
@@ -700,7 +706,7 @@ impl Change {
     /// A short description for Events and messages.
     pub fn describe(&self) -> String {
         match self {
-            Self::ClusterAutoscaler { name, enabled } => {
+            Self::ClusterAutoscaler { name, enabled, .. } => {
                 format!("set spec.scaleDown.enabled={enabled} on ClusterAutoscaler {name}")
             }
             Self::Node { name, change, .. } => match change {
@@ -848,8 +854,9 @@ pub fn plan_target(
         Observed::ClusterAutoscaler {
             name,
             enabled,
+            uid,
             pause,
-        } => cluster_autoscaler::plan(&mut planner, name, *enabled, pause),
+        } => cluster_autoscaler::plan(&mut planner, name, *enabled, uid.as_deref(), pause),
         Observed::Nodes(nodes) => nodes::plan(&mut planner, nodes),
         Observed::MachineAutoscalers {
             autoscalers,

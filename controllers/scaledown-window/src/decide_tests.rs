@@ -1361,6 +1361,7 @@ fn missing_cluster_autoscaler_selects_nothing() {
         Some(false),
         &Observed::ClusterAutoscaler {
             name: "default".into(),
+            uid: None,
             enabled: None,
             pause: PauseMarks::default(),
         },
@@ -1446,6 +1447,7 @@ fn conditions_report_the_outcome() {
     let intended = TargetPlan {
         changes: vec![Change::ClusterAutoscaler {
             name: "default".into(),
+            uid: Some("ca-uid".into()),
             enabled: false,
         }],
         ..managed.clone()
@@ -1704,6 +1706,7 @@ fn a_paused_cluster_autoscaler_is_left_as_it_is_whichever_way_the_decision_goes(
             Some(desired),
             &Observed::ClusterAutoscaler {
                 name: "default".into(),
+                uid: Some("ca-uid".into()),
                 // Always the opposite of the decision: a change is due unless paused.
                 enabled: Some(Some(!desired)),
                 pause: marks.clone(),
@@ -1828,6 +1831,7 @@ fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
     assert!(plan.paused.is_empty());
     let ca = Observed::ClusterAutoscaler {
         name: "default".into(),
+        uid: Some("ca-uid".into()),
         enabled: Some(Some(false)),
         pause: PauseMarks::paused(),
     };

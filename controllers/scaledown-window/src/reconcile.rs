@@ -464,6 +464,7 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
             Observed::ClusterAutoscaler {
                 name: name.clone(),
                 enabled: found.as_ref().map(targets::cluster_autoscaler_enabled),
+                uid: found.as_ref().and_then(|ca| ca.metadata.uid.clone()),
                 pause: found
                     .map(|ca| targets::pause_marks(&ca.metadata))
                     .unwrap_or_default(),
@@ -640,7 +641,9 @@ async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<()
                 tracing::warn!(schedule = me, %object, %error, "write failed");
                 let error = match &error {
                     kube::Error::Api(status)
-                        if frame::is_conflict(&error) || status.is_not_found() =>
+                        if frame::is_conflict(&error)
+                            || status.is_not_found()
+                            || frame::is_recreated(&error) =>
                     {
                         Error::Conflict(frame::Stale { object })
                     }

@@ -188,12 +188,13 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
     assert_eq!(apply.patch, Some(PatchKind::Apply));
     assert_eq!(apply.query_param("fieldManager"), Some(FIELD_MANAGER));
     assert_eq!(apply.query_param("force"), Some("true"));
+    // The uid read is the apply's precondition (apply would make a deleted object again).
     assert_eq!(
         apply.body,
         Some(json!({
             "apiVersion": "autoscaling.openshift.io/v1",
             "kind": "ClusterAutoscaler",
-            "metadata": { "name": "default" },
+            "metadata": { "name": "default", "uid": t.ca()["metadata"]["uid"] },
             "spec": { "scaleDown": { "enabled": false } },
         }))
     );
@@ -409,6 +410,73 @@ async fn a_conflict_on_the_target_is_read_again_and_decided_again_within_one_rec
         "{}",
         t.metrics()
     );
+}
+
+/// A ClusterAutoscaler deleted between the read and the apply is not made again by the apply
+/// (an upsert): the apply names the uid read, the server refuses it, the schedule reads again and
+/// reports the ClusterAutoscaler missing. Made again by someone else meanwhile, the new one is
+/// written once.
+#[tokio::test]
+async fn a_cluster_autoscaler_deleted_between_read_and_apply_is_not_recreated() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake
+        .before_next(Matcher::patch("/clusterautoscalers/default"), |fake| {
+            fake.remove_json(
+                "autoscaling.openshift.io/v1",
+                "ClusterAutoscaler",
+                "",
+                "default",
+            );
+        });
+    t.converge(ME).await;
+    assert!(
+        t.fake
+            .get_json(
+                "autoscaling.openshift.io/v1",
+                "ClusterAutoscaler",
+                "",
+                "default"
+            )
+            .is_none(),
+        "made again by the apply"
+    );
+    let applies = t
+        .fake
+        .writes_matching(&Matcher::patch("/clusterautoscalers/default"));
+    assert_eq!(applies.len(), 1);
+    assert_eq!(applies[0].status, Some(409));
+    let (_, _, message) = t.condition(ME, decide::READY);
+    assert!(
+        message.contains("selects no ClusterAutoscaler"),
+        "{message}"
+    );
+
+    // Deleted and made again (a new uid) between the read and the apply: 422 on metadata.uid,
+    // read again, applied to the new one.
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
+    t.fake
+        .before_next(Matcher::patch("/clusterautoscalers/default"), |fake| {
+            fake.remove_json(
+                "autoscaling.openshift.io/v1",
+                "ClusterAutoscaler",
+                "",
+                "default",
+            );
+            fake.insert(cluster_autoscaler(true));
+        });
+    t.reconcile(ME).await.unwrap();
+    let statuses: Vec<Option<u16>> = t
+        .fake
+        .writes_matching(&Matcher::patch("/clusterautoscalers/default"))
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses, [Some(422), Some(200)]);
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
 }
 
 #[tokio::test]
@@ -1932,4 +2000,146 @@ async fn cleanup_keeps_to_the_label_selector() {
             .unwrap_or_default()
             .is_empty()
     );
+}
+
+// ----- the fault matrix -------------------------------------------------------------------------
+
+/// Every API call of a schedule meeting its trigger fails in turn with each fault of
+/// `ebb_testkit::matrix::FAULTS`; the run must end where the clean one did (the target flipped
+/// once, the status written), and the table of what happened is `docs/faults/<file>.md`.
+async fn fault_matrix(
+    file: &str,
+    scenario: &str,
+    at: &str,
+    objects: fn() -> Vec<Value>,
+    watched: &[(&str, &str, &str, &str)],
+) {
+    use ebb_testkit::matrix;
+    let rows = matrix::fault_matrix(
+        scenario,
+        async || {
+            let t = Test::new(at);
+            for object in objects() {
+                t.fake.insert(object);
+            }
+            let fake = t.fake.clone();
+            (t, fake)
+        },
+        async |t: &Test, trace: &mut matrix::Trace| {
+            let read = || t.fake.get::<ScaleDownSchedule>("", ME);
+            matrix::settle::<Reconcile>(&t.fake, &t.ctx, read, trace).await;
+        },
+        |t: &Test| {
+            let mut all = watched.to_vec();
+            all.push(("scaling.ebb.dev/v1alpha1", "ScaleDownSchedule", "", ME));
+            matrix::snapshot(&t.fake, &all)
+        },
+    )
+    .await;
+    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
+    matrix::check_doc(&path, scenario, &rows);
+}
+
+#[tokio::test]
+async fn fault_matrix_window_closing_on_a_cluster_autoscaler() {
+    fault_matrix(
+        "scaledown-window-cluster-autoscaler",
+        "scaledown-window: no window open, scale-down is disabled on ClusterAutoscaler `default`",
+        FRIDAY_NOON,
+        || {
+            vec![
+                cluster_autoscaler(true),
+                schedule(ME, ca_target(), nights()),
+            ]
+        },
+        &[(
+            "autoscaling.openshift.io/v1",
+            "ClusterAutoscaler",
+            "",
+            "default",
+        )],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_window_opening_on_a_cluster_autoscaler() {
+    fault_matrix(
+        "scaledown-window-cluster-autoscaler-open",
+        "scaledown-window: a window opens, scale-down is enabled on ClusterAutoscaler `default`",
+        FRIDAY_NIGHT,
+        || {
+            vec![
+                cluster_autoscaler(false),
+                schedule(ME, ca_target(), nights()),
+            ]
+        },
+        &[(
+            "autoscaling.openshift.io/v1",
+            "ClusterAutoscaler",
+            "",
+            "default",
+        )],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_window_closing_on_machine_autoscalers() {
+    fault_matrix(
+        "scaledown-window-machine-autoscalers",
+        "scaledown-window: no window open, MachineAutoscaler `worker-a` is pinned to its MachineSet",
+        FRIDAY_NOON,
+        || {
+            let target = json!({ "machineAutoscalers": { "selector": { "matchLabels": { "scaling": "nightly" } } } });
+            vec![
+                machine_autoscaler("worker-a", 1, 6, json!({ "scaling": "nightly" })),
+                machine_set("worker-a", 3),
+                schedule(ME, target, nights()),
+            ]
+        },
+        &[(
+            "autoscaling.openshift.io/v1beta1",
+            "MachineAutoscaler",
+            MA_NS,
+            "worker-a",
+        )],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_window_closing_on_nodes() {
+    fault_matrix(
+        "scaledown-window-nodes",
+        "scaledown-window: no window open, Nodes `w1` and `w2` get the scale-down-disabled annotation",
+        FRIDAY_NOON,
+        || {
+            vec![
+                node("w1", "workers", json!({ "kept": "yes" })),
+                node("w2", "workers", json!({})),
+                schedule(ME, node_target(), nights()),
+            ]
+        },
+        &[("v1", "Node", "", "w1"), ("v1", "Node", "", "w2")],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_window_closing_on_a_node_pool() {
+    fault_matrix(
+        "scaledown-window-node-pool",
+        "scaledown-window: no window open, NodePool `batch` gets ebb's zero budget beside its own",
+        FRIDAY_NOON,
+        || {
+            let target = json!({ "karpenterNodePools": { "selector": { "matchLabels": { "team": "batch" } } } });
+            vec![
+                node_pool("batch", json!([{ "nodes": "10%" }])),
+                schedule(ME, target, nights()),
+            ]
+        },
+        &[("karpenter.sh/v1", "NodePool", "", "batch")],
+    )
+    .await;
 }

@@ -41,8 +41,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::decide::{
-    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields, READY,
-    SPEC_VALID, UDAAN_FINALIZER, WriteReason,
+    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields,
+    Precondition, READY, SPEC_VALID, UDAAN_FINALIZER, WriteReason,
 };
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
@@ -202,8 +202,8 @@ async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Erro
             }
         }
         if let Some(fields) = &plan.restore {
-            let precondition = current.as_ref().and_then(|h| fields.precondition(h));
-            if !apply_hpa(&hpas, name, fields, precondition.as_deref(), &key).await? {
+            let precondition = current.as_ref().map(|h| fields.precondition(h));
+            if !apply_hpa(&hpas, name, fields, precondition, &key).await? {
                 return Err(conflict(&key));
             }
             ctx.own.metrics.count_write(WriteReason::Restore);
@@ -293,8 +293,8 @@ async fn write_hpa(
             ctx.own.metrics.count_write(WriteReason::Create);
         }
         HpaPlan::Apply { fields, reason } => {
-            let precondition = current.and_then(|h| fields.precondition(h));
-            if !apply_hpa(hpas, name, fields, precondition.as_deref(), key).await? {
+            let precondition = current.map(|h| fields.precondition(h));
+            if !apply_hpa(hpas, name, fields, precondition, key).await? {
                 return Err(conflict(key));
             }
             ctx.own.metrics.count_write(*reason);
@@ -325,21 +325,21 @@ async fn record(
     }
 }
 
-/// Server-side applies the fields ebb owns on the HPA, preconditioned on `resource_version`
-/// when given ([`OwnedFields::precondition`]). `Ok(false)` on a conflict: re-read and decide
-/// again.
+/// Server-side applies the fields ebb owns on the HPA, preconditioned on the HPA as read when
+/// given ([`OwnedFields::precondition`]). `Ok(false)` on a conflict, or when the HPA was deleted
+/// (and perhaps made again) since the read: re-read and decide again.
 async fn apply_hpa(
     hpas: &Api<HorizontalPodAutoscaler>,
     name: &str,
     fields: &OwnedFields,
-    resource_version: Option<&str>,
+    precondition: Option<Precondition>,
     key: &str,
 ) -> Result<bool, Error> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let patch = fields.apply_patch_at(name, resource_version);
+    let patch = fields.apply_patch_at(name, &precondition.unwrap_or_default());
     match hpas.patch(name, &params, &Patch::Apply(&patch)).await {
         Ok(_) => Ok(true),
-        Err(source) if is_conflict(&source) => Ok(false),
+        Err(source) if is_conflict(&source) || frame::is_recreated(&source) => Ok(false),
         Err(source) => Err(write_hpa_failed(key)(source)),
     }
 }

@@ -281,9 +281,11 @@ async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
     assert_eq!(
         apply.body.as_ref().unwrap(),
         // The metrics list is atomic under server-side apply: the write is preconditioned on
-        // the HPA as read, so a metric someone added meanwhile cannot be dropped.
+        // the HPA as read, so a metric someone added meanwhile cannot be dropped; and on its uid,
+        // so an HPA deleted meanwhile is not made again by the apply.
         &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": NAME, "resourceVersion": "2"},
+                "metadata": {"name": NAME, "resourceVersion": "2",
+                             "uid": h.stored_hpa().unwrap().uid()},
                 "spec": {"minReplicas": 2, "maxReplicas": 10, "metrics": metrics_json(Some(60), None)}})
     );
     let hpa = h.stored_hpa().unwrap();
@@ -1368,4 +1370,159 @@ async fn cleanup_removes_ebbs_finalizer_and_nothing_else() {
         .unwrap();
     assert_eq!(again, [format!("ServiceScaler {NS}/{NAME}: no finalizer")]);
     assert_eq!(h.fake.writes().len(), before + 1);
+}
+
+/// Another actor adds a metric to the HPA between ebb's read and its write: the write, carrying
+/// the resourceVersion read, is refused; ebb reads again and writes once more, keeping the metric.
+#[tokio::test]
+async fn a_metric_added_between_read_and_write_is_kept() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake.before_next(Matcher::patch(HPA_PATH), |fake| {
+        fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+            let metrics = hpa.spec.as_mut().unwrap().metrics.get_or_insert_default();
+            metrics.push(
+                serde_json::from_value(json!({"type": "External", "external": {
+                    "metric": {"name": "queue_depth"},
+                    "target": {"type": "AverageValue", "averageValue": "30"}}}))
+                .unwrap(),
+            );
+        });
+    });
+    h.reconcile().await.unwrap();
+    let statuses: Vec<Option<u16>> = h.hpa_writes().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(409), Some(200)]);
+    let (min, max, metrics) = hpa_settings(&h.stored_hpa().unwrap());
+    assert_eq!((min, max), (5, 10));
+    let types: Vec<&str> = metrics
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["Resource", "Resource", "External"], "{metrics}");
+}
+
+/// The HPA is deleted between ebb's read and its write: server-side apply would make it again
+/// from the owned fields alone. The write names the uid read, so it is refused; ebb reads again
+/// and creates a whole HPA, owned by the scaler, once.
+#[tokio::test]
+async fn an_hpa_deleted_between_read_and_write_is_created_whole_once() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+    h.fake.before_next(Matcher::patch(HPA_PATH), |fake| {
+        fake.remove::<HorizontalPodAutoscaler>(NS, NAME);
+    });
+    h.reconcile().await.unwrap();
+    let writes: Vec<(String, Option<u16>)> = h
+        .hpa_writes()
+        .iter()
+        .map(|r| (r.method.to_string(), r.status))
+        .collect();
+    assert_eq!(
+        writes,
+        [("PATCH".into(), Some(409)), ("POST".into(), Some(201))]
+    );
+    let hpa = h.stored_hpa().unwrap();
+    assert_eq!(hpa.spec.as_ref().unwrap().scale_target_ref.name, NAME);
+    assert_eq!(hpa.owner_references()[0].uid, scaler.uid().unwrap());
+    assert_eq!(
+        hpa_settings(&hpa),
+        (5, 10, metrics_json(Some(60), Some(80)))
+    );
+}
+
+// ----- the fault matrix -------------------------------------------------------------------------
+
+/// Every API call of a scaler meeting its trigger fails in turn with each fault of
+/// `ebb_testkit::matrix::FAULTS`; the run must end where the clean one did (the HPA written once
+/// to the same settings, the scaler's status and finalizers alike), and the table of what happened
+/// is `docs/faults/<file>.md`. `setup` prepares the world before the trigger (unrecorded).
+async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness)) {
+    use ebb_testkit::matrix;
+    let rows = matrix::fault_matrix(
+        scenario,
+        async || {
+            let h = Harness::new("2026-05-04T09:00:00Z", false);
+            setup(&h).await;
+            let fake = h.fake.clone();
+            (h, fake)
+        },
+        async |h: &Harness, trace: &mut matrix::Trace| {
+            let read = || h.stored_scaler();
+            matrix::settle::<Reconcile>(&h.fake, &h.ctx, read, trace).await;
+        },
+        |h: &Harness| {
+            matrix::snapshot(
+                &h.fake,
+                &[
+                    ("autoscaling/v2", "HorizontalPodAutoscaler", NS, NAME),
+                    ("scaler.udaan.io/v1", "ServiceScaler", NS, NAME),
+                ],
+            )
+        },
+    )
+    .await;
+    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
+    matrix::check_doc(&path, scenario, &rows);
+}
+
+#[tokio::test]
+async fn fault_matrix_a_range_starting_on_an_owned_hpa() {
+    fault_matrix(
+        "service-scaler-boundary",
+        "service-scaler: a time range starts, its settings are applied to the HPA ebb created",
+        async |h: &Harness| {
+            let scaler = h.scaler(office_spec());
+            h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_creating_the_missing_hpa() {
+    fault_matrix(
+        "service-scaler-create",
+        "service-scaler: a new scaler without an HPA creates one, owned by the scaler",
+        async |h: &Harness| {
+            h.scaler(office_spec());
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_adopting_a_users_hpa() {
+    fault_matrix(
+        "service-scaler-adopt",
+        "service-scaler: a user's HPA is adopted: the finalizer first, then the range's settings",
+        async |h: &Harness| {
+            h.scaler(office_spec());
+            h.hpa(7, 12, Some(90), None, None, json!({}));
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_deleting_a_scaler_restores_its_adopted_hpa() {
+    fault_matrix(
+        "service-scaler-delete",
+        "service-scaler: a scaler that adopted an HPA is deleted: the HPA is restored to \
+         `spec.hpa`, then the finalizer removed",
+        async |h: &Harness| {
+            h.scaler(office_spec());
+            h.hpa(7, 12, Some(90), None, None, json!({}));
+            h.reconcile().await.unwrap();
+            let scalers: Api<ServiceScaler> = Api::namespaced(h.fake.client(), NS);
+            scalers
+                .delete(NAME, &DeleteParams::default())
+                .await
+                .unwrap();
+        },
+    )
+    .await;
 }

@@ -49,8 +49,9 @@ pub trait ScaleTarget: Send + Sync {
 /// A [`ScaleTarget`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
-    /// The API call failed.
-    #[error(transparent)]
+    /// The API call failed. Not `transparent`: the answer itself stays in the chain of sources,
+    /// where the frame finds a 429's `Retry-After`.
+    #[error("{0}")]
     Kube(#[from] kube::Error),
     /// Anything else.
     #[error("{0}")]

@@ -1051,3 +1051,108 @@ async fn the_abort_annotation_fails_the_operation_strips_itself_and_retry_starts
             .is_some()
     );
 }
+
+// ----- the fault matrix -------------------------------------------------------------------------
+
+const DRAIN_SCENARIO: &str = "stackable-scaler: the HPA asks for 1 of 3: the drain Job runs, \
+                              completes, the StatefulSet is resized, it settles";
+
+/// A scaler at 3 replicas with a drain hook, just asked for 1 (unrecorded).
+async fn drain_world() -> (Env, FakeApi) {
+    let e = env();
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(3, true));
+    run(&e).await.unwrap();
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 1);
+    let fake = e.fake.clone();
+    (e, fake)
+}
+
+/// The scale-down to its end as the controller drives it, each reconcile in the context
+/// `process` gives: the Job started, then completed, the StatefulSet settled 30 s later.
+async fn drain_act(
+    e: &Env,
+    process: impl Fn() -> Arc<Context>,
+    trace: &mut ebb_testkit::matrix::Trace,
+) {
+    use ebb_testkit::matrix::settle_with;
+    let read = || e.fake.get::<StackableScaler>("data", "nifi-default");
+    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
+    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+    settle_statefulset(&e.fake);
+    e.clock.advance(chrono::Duration::seconds(30));
+    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+}
+
+/// The hook Jobs that exist, the StatefulSet and the scaler.
+fn drain_outcome(e: &Env) -> Value {
+    let jobs: Vec<String> = e.fake.list::<Job>().iter().map(|j| j.name_any()).collect();
+    json!({
+        "jobs": jobs,
+        "objects": ebb_testkit::matrix::snapshot(&e.fake, &[
+            ("apps/v1", "StatefulSet", "data", "nifi-node-default"),
+            ("autoscaling.stackable.tech/v1alpha1", "StackableScaler", "data", "nifi-default"),
+        ]),
+    })
+}
+
+/// Every API call of a scale-down with a drain hook fails in turn with each fault of
+/// `ebb_testkit::matrix::FAULTS`: the run must end where the clean one did, with the one hook Job
+/// (never skipped, never a second), the StatefulSet resized once, the scaler Idle. The table of
+/// what happened is `docs/faults/stackable-scaler-scale-down.md`.
+#[tokio::test]
+async fn fault_matrix_a_scale_down_with_a_drain_hook() {
+    use ebb_testkit::matrix;
+    let rows = matrix::fault_matrix(
+        DRAIN_SCENARIO,
+        drain_world,
+        async |e: &Env, trace: &mut matrix::Trace| drain_act(e, || e.ctx.clone(), trace).await,
+        drain_outcome,
+    )
+    .await;
+    let path = format!(
+        "{}/../../docs/faults/stackable-scaler-scale-down.md",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    matrix::check_doc(&path, DRAIN_SCENARIO, &rows);
+}
+
+/// The standalone controller restarts with a fresh (empty) hook ledger after each call of the
+/// scale-down in turn: the call took effect, the process died before it saw the answer, and a new
+/// process (new context, new ledger, new backoff) carries on from what the cluster says. It must
+/// end exactly as without the crash: one drain Job, never a second attempt, one resize.
+#[tokio::test]
+async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
+    use ebb_testkit::matrix::Trace;
+    let (clean, fake) = drain_world().await;
+    fake.clear_requests();
+    drain_act(&clean, || clean.ctx.clone(), &mut Trace::default()).await;
+    let expected = drain_outcome(&clean);
+    assert_eq!(expected["jobs"], json!(["nifi-default-prescale-1-0"]));
+    let calls = fake.requests().len();
+    for n in 0..calls {
+        let (e, fake) = drain_world().await;
+        fake.clear_requests();
+        fake.inject_nth(n, ebb_testkit::Fault::TimeoutAfterApply);
+        let restarted = Arc::new(Context::new(
+            e.h.shared(false),
+            Own {
+                metrics: Metrics::default(),
+                ledger: HookLedger::new(),
+            },
+        ));
+        // The old process until its crash; the new one from then on.
+        let process = || {
+            let crashed = fake.requests().iter().any(|r| r.status.is_none());
+            if crashed {
+                restarted.clone()
+            } else {
+                e.ctx.clone()
+            }
+        };
+        drain_act(&e, process, &mut Trace::default()).await;
+        assert_eq!(drain_outcome(&e), expected, "a crash after call {n}");
+    }
+}

@@ -1112,3 +1112,64 @@ async fn dry_run_records_the_intent_and_writes_neither_flag_nor_count() {
     assert_eq!(h.fake.write_count(), 0);
     assert_eq!(h.events().len(), 1);
 }
+
+// ---------------------------------------------------------------- the fault matrix
+
+/// Every API call of a provision meeting its trigger fails in turn with each fault of
+/// `ebb_testkit::matrix::FAULTS`; the run must end where the clean one did (one increase from the
+/// same count, the flag set or released once), and the table of what happened is
+/// `docs/faults/<file>.md`. `setup` seeds the world (unrecorded).
+async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness)) {
+    use ebb_testkit::matrix;
+    let rows = matrix::fault_matrix(
+        scenario,
+        async || {
+            let h = Harness::new();
+            setup(&h).await;
+            let fake = h.fake.clone();
+            (h, fake)
+        },
+        async |h: &Harness, trace: &mut matrix::Trace| {
+            let read = || h.fake.get::<WorkshopProvision>(NS, P);
+            matrix::settle::<Reconcile>(&h.fake, &h.replica.ctx, read, trace).await;
+        },
+        |h: &Harness| matrix::snapshot(&h.fake, &[(API, "WorkshopProvision", NS, P)]),
+    )
+    .await;
+    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
+    matrix::check_doc(&path, scenario, &rows);
+}
+
+#[tokio::test]
+async fn fault_matrix_a_scale_up() {
+    fault_matrix(
+        "workshop-scaler-scale-up",
+        "workshop-scaler: 17 of 20 seats taken, the provision scales 20 -> 30: the flag through \
+         status, then the count",
+        async |h: &Harness| {
+            h.workshop(Some(
+                json!({"enabled": true, "threshold": 0.8, "scaleFactor": 1.5, "maxProvisions": 60}),
+            ));
+            h.provision(P, 20, Some(json!({"maxProvisions": 40})));
+            h.seats(17, 20);
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_matrix_a_release() {
+    fault_matrix(
+        "workshop-scaler-release",
+        "workshop-scaler: every claim of a scale-up is ready, the flag is released",
+        async |h: &Harness| {
+            h.workshop(Some(enabled()));
+            h.provision_with_status(P, 3, None, Some(in_flight_status(2, 3)));
+            h.seats(1, 3);
+            for name in ["a", "b", "c"] {
+                h.claim(P, name, ready());
+            }
+        },
+    )
+    .await;
+}

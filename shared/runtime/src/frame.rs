@@ -19,7 +19,8 @@
 //! - a conflict ([`ReconcileError::is_conflict`], a 409) means the object was stale: it is read
 //!   again and the pass runs again, at most [`MAX_ATTEMPTS`] times per reconcile;
 //! - the error policy: an error that retrying cannot fix waits for a change of the object; any
-//!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success.
+//!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success,
+//!   and never comes back sooner than an API server's 429 asked ([`retry_after`]).
 
 use std::any::TypeId;
 use std::fmt::Debug;
@@ -124,6 +125,18 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
 /// Whether `error` is the API server's 409 Conflict.
 pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+/// Whether `error` is the API server's 422 on `metadata.uid`: a write naming the uid it read met
+/// an object deleted and made again since (the identity precondition of a server-side apply, which
+/// is an upsert: see `scaledown-window`'s ClusterAutoscaler apply). Read again and decide again.
+pub fn is_recreated(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status)
+        if status.code == 422
+            && status
+                .details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.field == "metadata.uid")))
 }
 
 /// Whether `error` is the API server's 404 for a path it does not serve at all (a resource whose
@@ -499,8 +512,29 @@ where
     }))
 }
 
+/// How long the API server asked the client to wait, when an API answer in `error`'s chain of
+/// sources is a 429 Too Many Requests with `details.retryAfterSeconds` (what kube-apiserver's
+/// priority and fairness sends beside its `Retry-After` header).
+pub fn retry_after(error: &(dyn std::error::Error + 'static)) -> Option<Duration> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(kube::Error::Api(status)) = error.downcast_ref::<kube::Error>()
+            && status.code == 429
+        {
+            return status
+                .details
+                .as_ref()
+                .map(|d| Duration::from_secs(d.retry_after_seconds.into()))
+                .filter(|d| !d.is_zero());
+        }
+        next = error.source();
+    }
+    None
+}
+
 /// The frame's error policy for controller `R`: an error retrying cannot fix waits for a change
-/// of the object; any other retries after the object's backoff delay.
+/// of the object; any other retries after the object's backoff delay, or after the server's
+/// `Retry-After` when a 429 asked for longer.
 pub fn error_policy<R: Reconciler>(
     object: Arc<DeserializeGuard<R::Object>>,
     error: &Error<R::Error>,
@@ -514,7 +548,8 @@ pub fn error_policy<R: Reconciler>(
     }
     tracing::warn!(controller = R::NAME, object = %key, category = error.category(), %error,
         "reconcile failed");
-    Action::requeue(ctx.backoff.failed(&key))
+    let backoff = ctx.backoff.failed(&key);
+    Action::requeue(retry_after(error).map_or(backoff, |asked| asked.max(backoff)))
 }
 
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the

@@ -231,6 +231,30 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
 }
 
 #[tokio::test]
+async fn a_429_comes_back_no_sooner_than_the_server_asked() {
+    let (h, ctx) = setup();
+    let policy =
+        |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(guard(&h), e, ctx.clone());
+    h.fake.fail_next(Matcher::patch("/configmaps/cm"), 429);
+    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap_err();
+    let asked = Duration::from_secs(ebb_testkit::RETRY_AFTER_SECONDS.into());
+    assert_eq!(frame::retry_after(&error), Some(asked));
+    // The server's 5 s, not the backoff's first 1 s; then the backoff once it is longer.
+    let delays: Vec<Action> = (0..5).map(|_| policy(&error)).collect();
+    let secs = |s| Action::requeue(Duration::from_secs(s));
+    assert_eq!(delays, [secs(5), secs(5), secs(5), secs(8), secs(16)]);
+    // Other failures keep the plain backoff.
+    h.fake.fail_next(Matcher::patch("/configmaps/cm"), 500);
+    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(frame::retry_after(&error), None);
+    assert_eq!(policy(&error), secs(32));
+}
+
+#[tokio::test]
 async fn a_follower_writes_nothing_and_looks_again_later() {
     let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
     h.fake

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::path::{self, ApiPath, ResourceType};
 use crate::selector;
-use crate::store::{ApiError, ObjectKey, Part, PatchKind, ScalePaths, Store, reason_for};
+use crate::store::{ApiError, ObjectKey, Part, PatchKind, ScalePaths, Store};
 use crate::watch::{
     DEFAULT_BOOKMARK_INTERVAL, WatchBody, WatchRequest, WatchStream, Watcher, is_true,
     partial_metadata,
@@ -98,7 +98,9 @@ impl Matcher {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// Answer with this HTTP status and a matching `metav1.Status` (409, 429, 500, ...); the
-    /// request has no effect.
+    /// request has no effect. A 429 says when to come back as kube-apiserver's priority and
+    /// fairness does: a `Retry-After` header and `details.retryAfterSeconds`, both
+    /// [`RETRY_AFTER_SECONDS`].
     Status(u16),
     /// No answer: the client gets a service error; the request has no effect.
     Timeout,
@@ -106,6 +108,10 @@ pub enum Fault {
     /// the case where a retry must not act twice.
     TimeoutAfterApply,
 }
+
+/// The `Retry-After` of an injected 429, in seconds (kube-apiserver's priority and fairness says 1;
+/// a larger value tells an honoured `Retry-After` from the first step of a backoff).
+pub const RETRY_AFTER_SECONDS: u32 = 5;
 
 /// The error the fake's service returns for injected timeouts; kube surfaces it as
 /// `kube::Error::Service`.
@@ -173,6 +179,8 @@ struct Hook {
 struct FaultRule {
     matcher: Matcher,
     fault: Fault,
+    /// Matching requests to let through before the fault applies.
+    skip: usize,
     remaining: usize,
 }
 
@@ -597,7 +605,19 @@ impl FakeApi {
         self.state().faults.push(FaultRule {
             matcher,
             fault,
+            skip: 0,
             remaining: times,
+        });
+    }
+
+    /// Injects `fault` into request number `n` (counting from 0) of those that arrive from now
+    /// on, whatever it is: with the requests of a clean run in hand, a test fails each in turn.
+    pub fn inject_nth(&self, n: usize, fault: Fault) {
+        self.state().faults.push(FaultRule {
+            matcher: Matcher::any(""),
+            fault,
+            skip: n,
+            remaining: 1,
         });
     }
 
@@ -651,6 +671,10 @@ impl FakeApi {
             .faults
             .iter_mut()
             .find(|f| f.remaining > 0 && f.matcher.matches(method, path, watch))?;
+        if rule.skip > 0 {
+            rule.skip -= 1;
+            return None;
+        }
         rule.remaining -= 1;
         Some(rule.fault)
     }
@@ -717,10 +741,7 @@ impl FakeApi {
             let now = self.now();
             let mut state = self.state();
             let result = match fault {
-                Some(Fault::Status(code)) => Err(ApiError::new(
-                    code,
-                    format!("injected {} ({code})", reason_for(code)),
-                )),
+                Some(Fault::Status(code)) => Err(ApiError::injected(code)),
                 _ => dispatch(
                     &mut state.store,
                     &ApiRequest {
@@ -773,6 +794,11 @@ impl FakeApi {
             header::CONTENT_TYPE,
             header::HeaderValue::from_static("application/json"),
         );
+        if status == 429 {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, RETRY_AFTER_SECONDS.into());
+        }
         Ok(response)
     }
 }

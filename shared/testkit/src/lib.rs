@@ -33,6 +33,7 @@ mod admission;
 mod events;
 mod fake;
 mod harness;
+pub mod matrix;
 mod path;
 pub mod plan_cli;
 mod selector;
@@ -40,7 +41,10 @@ mod store;
 mod watch;
 
 pub use events::{RecordedEvent, RecordingEvents};
-pub use fake::{FAKE_EPOCH_SECONDS, FakeApi, Fault, InjectedTimeout, Matcher, RecordedRequest};
+pub use fake::{
+    FAKE_EPOCH_SECONDS, FakeApi, Fault, InjectedTimeout, Matcher, RETRY_AFTER_SECONDS,
+    RecordedRequest,
+};
 pub use harness::{Harness, Replica, utc};
 pub use store::{PatchKind, ScalePaths};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, DEFAULT_WATCH_HISTORY, DEFAULT_WATCH_TIMEOUT};

@@ -81,6 +81,15 @@ impl ApiError {
         }
     }
 
+    /// An injected failure; a 429 says when to retry, as the API server's does.
+    pub fn injected(code: u16) -> Self {
+        Self {
+            details: (code == 429)
+                .then(|| json!({ "retryAfterSeconds": crate::fake::RETRY_AFTER_SECONDS })),
+            ..Self::new(code, format!("injected {} ({code})", reason_for(code)))
+        }
+    }
+
     /// A missing object of a served kind: the Status names it in `details`, where a path the
     /// server does not serve at all (a CRD not installed) gets none.
     fn not_found(key: &ObjectKey) -> Self {
@@ -632,6 +641,31 @@ impl Store {
         candidate: &Value,
         current: &Value,
     ) -> Result<(), ApiError> {
+        if let Some(uid) = meta_str(candidate, "uid")
+            && Some(uid) != meta_str(current, "uid")
+        {
+            // The object was deleted and made again since the writer read it.
+            return Err(ApiError {
+                reason: "Invalid",
+                details: Some(json!({
+                    "name": key.name,
+                    "kind": key.resource.plural,
+                    "causes": [{
+                        "reason": "FieldValueInvalid",
+                        "field": "metadata.uid",
+                        "message": format!("Invalid value: {uid:?}: field is immutable"),
+                    }],
+                })),
+                ..ApiError::new(
+                    422,
+                    format!(
+                        "{} {:?} is invalid: metadata.uid: field is immutable",
+                        key.resource.qualified(),
+                        key.name
+                    ),
+                )
+            });
+        }
         match resource_version(candidate) {
             Some(rv) if Some(rv) != resource_version(current) => Err(ApiError::conflict(key)),
             _ => Ok(()),
@@ -788,7 +822,21 @@ impl Store {
             if !body.is_object() {
                 return Err(ApiError::new(400, "patch body must be a JSON object"));
             }
+            // An upsert, as on kube-apiserver: a resourceVersion in the body does not stop it,
+            // a uid does (the object it names is gone).
+            if let Some(uid) = meta_str(&body, "uid") {
+                return Err(ApiError::new(
+                    409,
+                    format!(
+                        "Operation cannot be fulfilled on {} {:?}: uid mismatch: the provided \
+                         object specified uid {uid}, and no existing object was found",
+                        key.resource.qualified(),
+                        key.name
+                    ),
+                ));
+            }
             meta_mut(&mut body).insert("name".into(), Value::String(key.name.clone()));
+            meta_mut(&mut body).remove("resourceVersion");
             return self.create(&key.resource, key.namespace.as_deref(), body, now, dry_run);
         }
         let old = self.current(key)?.clone();

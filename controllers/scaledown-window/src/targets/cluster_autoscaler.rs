@@ -69,11 +69,13 @@ pub fn plan_cluster_autoscaler(
 }
 
 /// Plans the ClusterAutoscaler `name` (`enabled`: `None` when not found, else its
-/// `spec.scaleDown.enabled`). Not found: nothing is selected, so nothing is claimed either.
+/// `spec.scaleDown.enabled`; `uid` as read). Not found: nothing is selected, so nothing is claimed
+/// either.
 pub(crate) fn plan(
     planner: &mut Planner<'_>,
     name: &str,
     enabled: Option<Option<bool>>,
+    uid: Option<&str>,
     pause: &PauseMarks,
 ) {
     let Some(enabled) = enabled else {
@@ -93,17 +95,25 @@ pub(crate) fn plan(
     {
         planner.plan.changes.push(Change::ClusterAutoscaler {
             name: name.to_owned(),
+            uid: uid.map(str::to_owned),
             enabled: set,
         });
     }
 }
 
-/// A server-side apply of only `spec.scaleDown.enabled`.
-pub fn patch(name: &str, enabled: bool) -> Value {
+/// A server-side apply of only `spec.scaleDown.enabled`, naming the `uid` read: apply is an
+/// upsert, and a ClusterAutoscaler deleted since the read must not come back made by ebb (on
+/// OpenShift that would start a cluster-autoscaler). With the uid, kube-apiserver answers 409
+/// when the object is gone and 422 (`metadata.uid` is immutable) when it was made again.
+pub fn patch(name: &str, uid: Option<&str>, enabled: bool) -> Value {
+    let mut metadata = json!({ "name": name });
+    if let Some(uid) = uid {
+        metadata["uid"] = json!(uid);
+    }
     json!({
         "apiVersion": "autoscaling.openshift.io/v1",
         "kind": "ClusterAutoscaler",
-        "metadata": { "name": name },
+        "metadata": metadata,
         "spec": { "scaleDown": { "enabled": enabled } },
     })
 }

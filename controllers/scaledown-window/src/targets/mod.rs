@@ -124,7 +124,9 @@ pub(crate) fn metadata(
 /// ownership lives in annotations and in a list SSA cannot key.
 pub fn patch_body(change: &Change, me: &str) -> Value {
     match change {
-        Change::ClusterAutoscaler { name, enabled } => cluster_autoscaler::patch(name, *enabled),
+        Change::ClusterAutoscaler { name, uid, enabled } => {
+            cluster_autoscaler::patch(name, uid.as_deref(), *enabled)
+        }
         Change::Node {
             resource_version,
             change,

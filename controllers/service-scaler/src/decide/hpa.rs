@@ -22,6 +22,16 @@ use super::{
 /// The metric the API server puts into an HPA created without metrics (autoscaling/v2 defaults).
 const SERVER_DEFAULT_CPU_UTILIZATION: i32 = 80;
 
+/// The version and identity of the HPA as read, which a write of [`OwnedFields`] carries (see
+/// [`OwnedFields::precondition`]). Empty: an unconditional apply.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Precondition {
+    /// `metadata.resourceVersion` as read.
+    pub resource_version: Option<String>,
+    /// `metadata.uid` as read.
+    pub uid: Option<String>,
+}
+
 /// The HPA fields ebb owns, as they should be.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OwnedFields {
@@ -225,20 +235,29 @@ impl OwnedFields {
         self
     }
 
-    /// The `resourceVersion` a write of these fields to `current` is preconditioned on. Every
-    /// write carries `spec.metrics`, an atomic list under server-side apply: without the
-    /// precondition a metric another actor added after the read would be dropped. With it the
-    /// write fails with a 409 instead, and ebb reads again and decides again.
-    pub fn precondition(&self, current: &HorizontalPodAutoscaler) -> Option<String> {
-        current.resource_version()
+    /// What a write of these fields to `current` is preconditioned on.
+    /// - Its `resourceVersion`: every write carries `spec.metrics`, an atomic list under
+    ///   server-side apply, so without it a metric another actor added after the read would be
+    ///   dropped. With it the write fails with a 409 instead, and ebb reads again and decides
+    ///   again.
+    /// - Its `uid`: apply is an upsert, even with a resourceVersion; an HPA deleted after the
+    ///   read would be made again from the owned fields alone (no `scaleTargetRef`). With it
+    ///   kube-apiserver answers 409 (gone) or 422 on `metadata.uid` (made again).
+    pub fn precondition(&self, current: &HorizontalPodAutoscaler) -> Precondition {
+        Precondition {
+            resource_version: current.resource_version(),
+            uid: current.uid(),
+        }
     }
 
-    /// [`Self::apply_patch`] with `metadata.resourceVersion` set when `resource_version` is given
-    /// (see [`Self::precondition`]).
-    pub fn apply_patch_at(&self, name: &str, resource_version: Option<&str>) -> Value {
+    /// [`Self::apply_patch`] with the [`Precondition`] in its metadata.
+    pub fn apply_patch_at(&self, name: &str, precondition: &Precondition) -> Value {
         let mut patch = self.apply_patch(name);
-        if let Some(rv) = resource_version {
+        if let Some(rv) = &precondition.resource_version {
             patch["metadata"]["resourceVersion"] = json!(rv);
+        }
+        if let Some(uid) = &precondition.uid {
+            patch["metadata"]["uid"] = json!(uid);
         }
         patch
     }

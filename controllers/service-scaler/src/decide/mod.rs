@@ -80,8 +80,9 @@ mod schedule;
 mod spec;
 
 pub use hpa::{
-    HpaOrigin, OwnedFields, deletion_action, describe_range, describe_settings, disown_patch,
-    has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer, new_hpa, owned_by, scale_target,
+    HpaOrigin, OwnedFields, Precondition, deletion_action, describe_range, describe_settings,
+    disown_patch, has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer, new_hpa, owned_by,
+    scale_target,
 };
 pub use ramp::{Ramp, resolve_ramp};
 pub use schedule::{Schedule, Transition, overlap_message};

@@ -2123,8 +2123,16 @@ fn a_write_carrying_someone_elses_metrics_is_preconditioned_on_the_version_read(
     let own = fields
         .clone()
         .keeping_foreign_metrics(h.spec.as_ref().unwrap());
-    assert_eq!(own.precondition(&h).as_deref(), Some("7"));
-    assert_eq!(own.apply_patch_at("web", None), own.apply_patch("web"));
+    h.metadata.uid = Some("hpa-uid".into());
+    let read = Precondition {
+        resource_version: Some("7".into()),
+        uid: Some("hpa-uid".into()),
+    };
+    assert_eq!(own.precondition(&h), read);
+    assert_eq!(
+        own.apply_patch_at("web", &Precondition::default()),
+        own.apply_patch("web")
+    );
     h.spec.as_mut().unwrap().metrics.as_mut().unwrap().push(
         serde_json::from_value(json!({"type": "External", "external": {
                 "metric": {"name": "queue_depth"},
@@ -2132,11 +2140,11 @@ fn a_write_carrying_someone_elses_metrics_is_preconditioned_on_the_version_read(
         .unwrap(),
     );
     let carrying = fields.keeping_foreign_metrics(h.spec.as_ref().unwrap());
-    assert_eq!(carrying.precondition(&h).as_deref(), Some("7"));
-    let patch = carrying.apply_patch_at("web", Some("7"));
+    assert_eq!(carrying.precondition(&h), read);
+    let patch = carrying.apply_patch_at("web", &read);
     assert_eq!(
         patch["metadata"],
-        json!({"name": "web", "resourceVersion": "7"})
+        json!({"name": "web", "resourceVersion": "7", "uid": "hpa-uid"})
     );
     assert_eq!(patch["spec"]["metrics"][1]["type"], "External");
 }
