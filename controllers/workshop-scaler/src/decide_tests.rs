@@ -1042,6 +1042,13 @@ fn a_release_never_allows_a_second_increase_from_the_same_count() {
 }
 
 // --- properties ---
+//
+// Each property's conditional assertions only check something when the decision reaches their
+// branch (a scale-up, a finish, a release, the from-count guard, an early release). Uniform
+// generators rarely reach some of them (a finish needs `from == count`, a release needs every one
+// of `count` claims settled), so each property draws from a mixture: the uniform generator
+// (`any_observed`), for breadth, and shapes that satisfy the branch's preconditions. The
+// `*_reach_their_branch` tests run the same strategies and fail when a branch's share drops.
 
 fn any_config() -> impl Strategy<Value = Config> {
     (0.01f64..=1.0, 1.0001f64..5.0, 1i32..500, 1i64..7200).prop_map(
@@ -1071,85 +1078,318 @@ fn any_in_flight() -> impl Strategy<Value = Option<InFlight>> {
     ]
 }
 
+fn any_claims() -> impl Strategy<Value = Vec<Claim>> {
+    proptest::collection::vec(any::<bool>(), 0..40).prop_map(|settled| {
+        settled
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| claim(&format!("c{i}"), s))
+            .collect()
+    })
+}
+
+fn any_seats() -> impl Strategy<Value = Seats> {
+    (0u32..300, 0u32..300).prop_map(|(a, b)| Seats {
+        assigned: a.min(b),
+        total: a.max(b),
+    })
+}
+
+/// Uniform: any count, seats, flag and claims.
 fn any_observed() -> impl Strategy<Value = Observed> {
-    (
-        0i32..600,
-        0u32..300,
-        0u32..300,
-        any_in_flight(),
-        proptest::collection::vec(any::<bool>(), 0..40),
-    )
-        .prop_map(|(count, a, b, in_flight, settled)| Observed {
+    (0i32..600, any_seats(), any_in_flight(), any_claims()).prop_map(
+        |(count, seats, in_flight, claims)| Observed {
             count,
-            seats: Seats {
-                assigned: a.min(b),
-                total: a.max(b),
-            },
+            seats,
             in_flight,
-            claims: settled
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| claim(&format!("c{i}"), s))
-                .collect(),
+            claims,
+            ..Observed::default()
+        },
+    )
+}
+
+/// Nothing in flight, demand at 75% or more, a count below most caps: a scale-up starts unless
+/// the threshold is higher or the cap lower.
+fn demand_observed() -> impl Strategy<Value = Observed> {
+    (0i32..60, 1u32..300, 0u32..=25, any_claims()).prop_map(
+        |(count, total, short_percent, claims)| Observed {
+            count,
+            seats: seats(total - total * short_percent / 100, total),
+            claims,
+            ..Observed::default()
+        },
+    )
+}
+
+/// An interrupted scale-up: the flag records `from == count` and a higher target; it is finished
+/// unless the cap is at or below the count.
+fn interrupted_observed() -> impl Strategy<Value = Observed> {
+    (
+        0i32..60,
+        1i32..60,
+        proptest::option::of(0i64..100_000),
+        any_seats(),
+        any_claims(),
+    )
+        .prop_map(|(count, raise, start, seats, claims)| Observed {
+            count,
+            seats,
+            in_flight: Some(InFlight {
+                started_at: start.map(|s| t0() + TimeDelta::seconds(s)),
+                from: Some(count),
+                target: Some(count + raise),
+            }),
+            claims,
             ..Observed::default()
         })
 }
 
+/// A scale-up whose count write landed (or whose flag lacks a start count) and whose claims have
+/// all been created and settled, a few more than `count` sometimes: it is released.
+fn settled_observed() -> impl Strategy<Value = Observed> {
+    (
+        0i32..40,
+        proptest::option::of(1i32..=40),
+        0i32..=40,
+        proptest::option::of(0i64..100_000),
+        0usize..4,
+        any_seats(),
+    )
+        .prop_map(
+            |(count, below, target_below, start, extra, seats)| Observed {
+                count,
+                seats,
+                in_flight: Some(InFlight {
+                    started_at: start.map(|s| t0() + TimeDelta::seconds(s)),
+                    // Anything but the count itself (that would be an interrupted scale-up).
+                    from: below.map(|b| count - b),
+                    target: Some(count - target_below.min(count)),
+                }),
+                claims: claims(usize::try_from(count).unwrap() + extra, true),
+                ..Observed::default()
+            },
+        )
+}
+
+fn any_dt() -> impl Strategy<Value = i64> {
+    0i64..200_000
+}
+
+// What each property reaches: `Ok(true)` when its conditional assertions were checked.
+
+fn never_scales_above_max_provisions_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+    (
+        any_config(),
+        prop_oneof![1 => any_observed(), 2 => demand_observed(), 2 => interrupted_observed()],
+        any_dt(),
+    )
+}
+
+fn never_scales_above_max_provisions(
+    (c, o, dt): (Config, Observed, i64),
+) -> Result<bool, TestCaseError> {
+    let d = decide(
+        &Settings::Enabled(c.clone()),
+        &o,
+        t0() + TimeDelta::seconds(dt),
+    );
+    if d.scales() {
+        prop_assert!(d.desired_count(o.count) <= c.max_provisions, "{d:?}");
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+fn scales_at_least_one_below_the_cap_input() -> impl Strategy<Value = (Config, i32, u32, u32)> {
+    (
+        any_config(),
+        prop_oneof![1 => 0i32..600, 3 => 0i32..60],
+        0u32..300,
+        // Few free seats: demand at or near full.
+        prop_oneof![1 => 0u32..300, 3 => 0u32..10],
+    )
+}
+
+fn scales_at_least_one_below_the_cap(
+    (c, count, assigned, extra): (Config, i32, u32, u32),
+) -> Result<bool, TestCaseError> {
+    let o = observed(count, assigned, assigned + extra);
+    let d = decide(&Settings::Enabled(c.clone()), &o, t0());
+    let mut reached = false;
+    if let Decision::Start { from, to, .. } = d {
+        prop_assert_eq!(from, count);
+        prop_assert!(to > count);
+        prop_assert!(to <= c.max_provisions);
+        reached = true;
+    }
+    // Demand at or above the threshold below the cap always scales.
+    if let Some(u) = o.seats.utilization()
+        && u >= c.threshold
+        && count < c.max_provisions
+    {
+        prop_assert!(d.scales(), "{d:?}");
+        reached = true;
+    }
+    Ok(reached)
+}
+
+fn never_starts_while_in_flight_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+    (
+        any_config(),
+        prop_oneof![1 => any_observed(), 4 => interrupted_observed(), 1 => settled_observed()],
+        any_dt(),
+    )
+}
+
+/// Reached: a Finish, the one write of the count while in flight.
+fn never_starts_while_in_flight(
+    (c, o, dt): (Config, Observed, i64),
+) -> Result<bool, TestCaseError> {
+    prop_assume!(o.in_flight.is_some());
+    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
+    // The only write of the count while in flight finishes the recorded scale-up from its
+    // exact starting count.
+    if let Decision::Finish { from, to } = d {
+        let f = o.in_flight.as_ref().unwrap();
+        prop_assert_eq!(Some(from), f.from);
+        prop_assert_eq!(from, o.count);
+        prop_assert!(to <= f.target.unwrap());
+        prop_assert!(to > from);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+fn never_starts_from_the_released_from_count_input()
+-> impl Strategy<Value = (Config, Observed, i64)> {
+    (
+        any_config(),
+        prop_oneof![1 => any_observed(), 4 => demand_observed()],
+        any_dt(),
+    )
+}
+
+/// Reached: demand would have started a scale-up from the released count, and the guard held it.
+fn never_starts_from_the_released_from_count(
+    (c, o, dt): (Config, Observed, i64),
+) -> Result<bool, TestCaseError> {
+    let o = Observed {
+        last_from: Some(o.count),
+        ..o
+    };
+    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
+    Ok(matches!(d, Decision::Hold(Hold::AlreadyScaledFrom { .. })))
+}
+
+fn an_early_release_never_scales_input()
+-> impl Strategy<Value = (Config, Observed, bool, bool, i64)> {
+    (
+        any_config(),
+        prop_oneof![
+            1 => any_observed(),
+            2 => interrupted_observed(),
+            2 => settled_observed(),
+        ],
+        proptest::bool::weighted(0.6),
+        proptest::bool::weighted(0.6),
+        any_dt(),
+    )
+}
+
+/// Reached: something in flight with a reason to release it (not rejected).
+fn an_early_release_never_scales(
+    (c, o, disabled, asked, dt): (Config, Observed, bool, bool, i64),
+) -> Result<bool, TestCaseError> {
+    prop_assume!(o.in_flight.is_some() && (disabled || asked));
+    let o = Observed {
+        provision_disabled: disabled,
+        release_requested: asked,
+        ..o
+    };
+    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    prop_assert!(matches!(d, Decision::ReleaseEarly { .. }), "{d:?}");
+    Ok(true)
+}
+
+fn finishing_is_idempotent_input() -> impl Strategy<Value = (Config, Observed)> {
+    (
+        any_config(),
+        prop_oneof![1 => any_observed(), 2 => demand_observed(), 2 => interrupted_observed()],
+    )
+}
+
+/// Reached: a Start or a Finish was applied and decided again.
+fn finishing_is_idempotent((c, o): (Config, Observed)) -> Result<bool, TestCaseError> {
+    // Applying a Start or Finish and deciding again never raises the count a second time.
+    let s = Settings::Enabled(c);
+    let d = decide(&s, &o, t0());
+    let (from, to) = match d {
+        Decision::Start { from, to, .. } | Decision::Finish { from, to } => (from, to),
+        _ => return Ok(false),
+    };
+    let after = Observed {
+        count: to,
+        in_flight: Some(InFlight {
+            started_at: Some(t0()),
+            from: Some(from),
+            target: Some(to),
+        }),
+        ..o
+    };
+    let again = decide(&s, &after, t0());
+    prop_assert!(!again.scales(), "{again:?}");
+    Ok(true)
+}
+
+fn release_only_when_all_claims_settled_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+    (
+        any_config(),
+        prop_oneof![1 => any_observed(), 4 => settled_observed()],
+        any_dt(),
+    )
+}
+
+/// Reached: a Release.
+fn release_only_when_all_claims_settled(
+    (c, o, dt): (Config, Observed, i64),
+) -> Result<bool, TestCaseError> {
+    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    if let Decision::Release { .. } = d {
+        prop_assert!(o.claims.iter().all(|c| c.settled));
+        prop_assert!(o.claims.len() >= usize::try_from(o.count).unwrap());
+        return Ok(true);
+    }
+    Ok(false)
+}
+
 proptest! {
     #[test]
-    fn prop_never_scales_above_max_provisions(c in any_config(), o in any_observed(), dt in 0i64..200_000) {
-        let d = decide(&Settings::Enabled(c.clone()), &o, t0() + TimeDelta::seconds(dt));
-        if d.scales() {
-            prop_assert!(d.desired_count(o.count) <= c.max_provisions, "{d:?}");
-        }
+    fn prop_never_scales_above_max_provisions(input in never_scales_above_max_provisions_input()) {
+        never_scales_above_max_provisions(input)?;
     }
 
     #[test]
-    fn prop_scales_at_least_one_below_the_cap(c in any_config(), count in 0i32..600, assigned in 0u32..300, extra in 0u32..300) {
-        let o = observed(count, assigned, assigned + extra);
-        let d = decide(&Settings::Enabled(c.clone()), &o, t0());
-        if let Decision::Start { from, to, .. } = d {
-            prop_assert_eq!(from, count);
-            prop_assert!(to > count);
-            prop_assert!(to <= c.max_provisions);
-        }
-        // Demand at or above the threshold below the cap always scales.
-        if let Some(u) = o.seats.utilization()
-            && u >= c.threshold && count < c.max_provisions
-        {
-            prop_assert!(d.scales(), "{d:?}");
-        }
+    fn prop_scales_at_least_one_below_the_cap(input in scales_at_least_one_below_the_cap_input()) {
+        scales_at_least_one_below_the_cap(input)?;
     }
 
     #[test]
-    fn prop_never_starts_while_in_flight(c in any_config(), o in any_observed(), dt in 0i64..200_000) {
-        prop_assume!(o.in_flight.is_some());
-        let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
-        prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
-        // The only write of the count while in flight finishes the recorded scale-up from its
-        // exact starting count.
-        if let Decision::Finish { from, to } = d {
-            let f = o.in_flight.as_ref().unwrap();
-            prop_assert_eq!(Some(from), f.from);
-            prop_assert_eq!(from, o.count);
-            prop_assert!(to <= f.target.unwrap());
-            prop_assert!(to > from);
-        }
+    fn prop_never_starts_while_in_flight(input in never_starts_while_in_flight_input()) {
+        never_starts_while_in_flight(input)?;
     }
 
     #[test]
-    fn prop_never_starts_from_the_released_from_count(c in any_config(), o in any_observed(), dt in 0i64..200_000) {
-        let o = Observed { last_from: Some(o.count), ..o };
-        let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
-        prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
+    fn prop_never_starts_from_the_released_from_count(
+        input in never_starts_from_the_released_from_count_input()
+    ) {
+        never_starts_from_the_released_from_count(input)?;
     }
 
     #[test]
-    fn prop_an_early_release_never_scales(c in any_config(), o in any_observed(), disabled in any::<bool>(), asked in any::<bool>(), dt in 0i64..200_000) {
-        prop_assume!(o.in_flight.is_some() && (disabled || asked));
-        let o = Observed { provision_disabled: disabled, release_requested: asked, ..o };
-        let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
-        prop_assert!(matches!(d, Decision::ReleaseEarly { .. }), "{d:?}");
+    fn prop_an_early_release_never_scales(input in an_early_release_never_scales_input()) {
+        an_early_release_never_scales(input)?;
     }
 
     #[test]
@@ -1158,30 +1398,13 @@ proptest! {
     }
 
     #[test]
-    fn prop_finishing_is_idempotent(c in any_config(), o in any_observed()) {
-        // Applying a Start or Finish and deciding again never raises the count a second time.
-        let s = Settings::Enabled(c);
-        let d = decide(&s, &o, t0());
-        let (from, to) = match d {
-            Decision::Start { from, to, .. } | Decision::Finish { from, to } => (from, to),
-            _ => return Ok(()),
-        };
-        let after = Observed {
-            count: to,
-            in_flight: Some(InFlight { started_at: Some(t0()), from: Some(from), target: Some(to) }),
-            ..o
-        };
-        let again = decide(&s, &after, t0());
-        prop_assert!(!again.scales(), "{again:?}");
+    fn prop_finishing_is_idempotent(input in finishing_is_idempotent_input()) {
+        finishing_is_idempotent(input)?;
     }
 
     #[test]
-    fn prop_release_only_when_all_claims_settled(c in any_config(), o in any_observed(), dt in 0i64..200_000) {
-        let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
-        if let Decision::Release { .. } = d {
-            prop_assert!(o.claims.iter().all(|c| c.settled));
-            prop_assert!(o.claims.len() >= usize::try_from(o.count).unwrap());
-        }
+    fn prop_release_only_when_all_claims_settled(input in release_only_when_all_claims_settled_input()) {
+        release_only_when_all_claims_settled(input)?;
     }
 
     #[test]
@@ -1193,4 +1416,156 @@ proptest! {
         let expected = i64::from(max).min(exact.max(i64::from(count) + 1));
         prop_assert_eq!(i64::from(next_count(count, factor, max)), expected);
     }
+}
+
+// --- how often the properties reach their branches ---
+
+/// Cases drawn to measure a share.
+const SHARE_CASES: u32 = 2_000;
+/// A property whose branch is reached less often than this fails its share test (the generators
+/// aim at well over half).
+const MIN_SHARE: f64 = 0.4;
+
+/// Runs `property` on `SHARE_CASES` cases of `strategy` (a fixed seed, so the figure is stable)
+/// and returns the share of drawn cases, rejected ones included, that reached its branch.
+fn reach_share<S: Strategy>(
+    name: &str,
+    strategy: S,
+    property: impl Fn(S::Value) -> Result<bool, TestCaseError>,
+) -> f64 {
+    use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let drawn = AtomicUsize::new(0);
+    let reached = AtomicUsize::new(0);
+    let mut runner = TestRunner::new_with_rng(
+        RunnerConfig {
+            cases: SHARE_CASES,
+            // Rejected cases count as not reaching the branch, never as a failed run.
+            max_global_rejects: SHARE_CASES * 4,
+            failure_persistence: None,
+            ..RunnerConfig::default()
+        },
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    runner
+        .run(&strategy, |input| {
+            drawn.fetch_add(1, Ordering::Relaxed);
+            let hit = property(input)?;
+            if hit {
+                reached.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let (drawn, reached) = (drawn.into_inner(), reached.into_inner());
+    let share = reached as f64 / drawn as f64;
+    eprintln!(
+        "{name}: {reached} of {drawn} drawn cases reached the branch ({:.0}%)",
+        share * 100.0
+    );
+    share
+}
+
+fn assert_share(name: &str, share: f64) {
+    assert!(
+        share >= MIN_SHARE,
+        "{name} reaches its branch in {:.0}% of cases only (at least {:.0}% expected): bias its generator",
+        share * 100.0,
+        MIN_SHARE * 100.0
+    );
+}
+
+#[test]
+fn never_scales_above_max_provisions_reaches_a_scale_up() {
+    let name = "prop_never_scales_above_max_provisions (Start or Finish)";
+    let share = reach_share(
+        name,
+        never_scales_above_max_provisions_input(),
+        never_scales_above_max_provisions,
+    );
+    assert_share(name, share);
+}
+
+#[test]
+fn scales_at_least_one_below_the_cap_reaches_a_start() {
+    let name = "prop_scales_at_least_one_below_the_cap (Start, or demand below the cap)";
+    let share = reach_share(
+        name,
+        scales_at_least_one_below_the_cap_input(),
+        scales_at_least_one_below_the_cap,
+    );
+    assert_share(name, share);
+}
+
+#[test]
+fn never_starts_while_in_flight_reaches_a_finish() {
+    let name = "prop_never_starts_while_in_flight (Finish)";
+    let share = reach_share(
+        name,
+        never_starts_while_in_flight_input(),
+        never_starts_while_in_flight,
+    );
+    assert_share(name, share);
+}
+
+#[test]
+fn never_starts_from_the_released_from_count_reaches_the_guard() {
+    let name = "prop_never_starts_from_the_released_from_count (Hold::AlreadyScaledFrom)";
+    let share = reach_share(
+        name,
+        never_starts_from_the_released_from_count_input(),
+        never_starts_from_the_released_from_count,
+    );
+    assert_share(name, share);
+}
+
+#[test]
+fn an_early_release_never_scales_reaches_a_release() {
+    let name = "prop_an_early_release_never_scales (in flight with a reason, not rejected)";
+    let share = reach_share(
+        name,
+        an_early_release_never_scales_input(),
+        an_early_release_never_scales,
+    );
+    assert_share(name, share);
+}
+
+#[test]
+fn finishing_is_idempotent_reaches_a_start_or_finish() {
+    let name = "prop_finishing_is_idempotent (Start or Finish applied)";
+    let share = reach_share(
+        name,
+        finishing_is_idempotent_input(),
+        finishing_is_idempotent,
+    );
+    assert_share(name, share);
+    // Finishing itself, not only starting, is reached often.
+    let finish = reach_share(
+        "prop_finishing_is_idempotent (Finish applied)",
+        finishing_is_idempotent_input(),
+        |(c, o)| {
+            let finishes = matches!(
+                decide(&Settings::Enabled(c.clone()), &o, t0()),
+                Decision::Finish { .. }
+            );
+            Ok(finishing_is_idempotent((c, o))? && finishes)
+        },
+    );
+    assert!(
+        finish >= 0.2,
+        "Finish reached in {:.0}% only",
+        finish * 100.0
+    );
+}
+
+#[test]
+fn release_only_when_all_claims_settled_reaches_a_release() {
+    let name = "prop_release_only_when_all_claims_settled (Release)";
+    let share = reach_share(
+        name,
+        release_only_when_all_claims_settled_input(),
+        release_only_when_all_claims_settled,
+    );
+    assert_share(name, share);
 }
