@@ -12,6 +12,7 @@ use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
 use ebb_runtime::frame::{self, ReconcileError};
+use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
@@ -468,33 +469,58 @@ async fn two_replicas_interleaved_between_the_flag_and_the_count_scale_once() {
     assert_scaled_once(&h);
 }
 
+/// Replicas acting on the same stale copy of the provision (each its own process and Events),
+/// every way their requests can interleave: each ends with one increase 20 -> 30, and as many
+/// `ScaledUp`-style Events as count writes. Two replicas with every request taking turns, so the
+/// other replica's whole reconcile lands at every point of one's, its re-read of the flag
+/// included; three with their writes taking turns.
+async fn replicas_in_every_interleaving(actors: usize, gated: Gated) -> usize {
+    let runs = explore(
+        actors,
+        gated,
+        async || {
+            let h = demand();
+            let stale = h.get(P);
+            let fake = h.fake.clone();
+            ((h, stale, Mutex::new(Vec::new())), fake)
+        },
+        async |(h, stale, events): &(Harness, WorkshopProvision, Mutex<Vec<String>>),
+               _actor,
+               client| {
+            let me = replica_with_client(&h.fake, &h.clock, client);
+            frame::reconcile::<Reconcile>(guard(stale.clone()), me.ctx.clone())
+                .await
+                .unwrap();
+            events.lock().unwrap().extend(me.events.reasons());
+        },
+        |(h, _, events), schedule| {
+            assert_eq!(h.count(P), 30, "in\n{schedule}");
+            assert_scaled_once(h);
+            assert_eq!(
+                events.lock().unwrap().len(),
+                h.count_writes(P).len(),
+                "in\n{schedule}"
+            );
+        },
+    )
+    .await;
+    eprintln!("{actors} replicas ({gated:?} requests take turns): {runs} interleavings");
+    runs
+}
+
 #[tokio::test]
-async fn two_replicas_racing_concurrently_scale_once() {
-    let mut conflicts = 0;
-    for _ in 0..20 {
-        let h = demand();
-        let b = replica(&h.fake, &h.clock, false);
-        let p = guard(h.get(P));
-        let (ra, rb) = tokio::join!(
-            frame::reconcile::<Reconcile>(p.clone(), h.replica.ctx.clone()),
-            frame::reconcile::<Reconcile>(p.clone(), b.ctx.clone()),
-        );
-        ra.unwrap();
-        rb.unwrap();
-        conflicts += h
-            .fake
-            .writes()
-            .iter()
-            .filter(|w| w.status == Some(409))
-            .count();
-        assert_scaled_once(&h);
-        assert_eq!(
-            h.replica.events.reasons().len() + b.events.reasons().len(),
-            h.count_writes(P).len()
-        );
-    }
-    // The race really happened: the loser's writes met the winner's.
-    assert!(conflicts > 0);
+async fn two_replicas_in_every_interleaving_of_their_requests_scale_once() {
+    // Every ordering of two reconciles of 7-9 requests each (conflicts add some): 602.
+    let runs = replicas_in_every_interleaving(2, Gated::All).await;
+    assert!(runs > 500, "{runs}");
+}
+
+#[tokio::test]
+async fn three_replicas_in_every_interleaving_of_their_writes_scale_once() {
+    // Every ordering of three replicas' flag and count writes: 66 (a lost race ends a replica's
+    // writing early).
+    let runs = replicas_in_every_interleaving(3, Gated::Writes).await;
+    assert!(runs > 50, "{runs}");
 }
 
 #[tokio::test]

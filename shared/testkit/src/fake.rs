@@ -218,6 +218,8 @@ enum Answer {
 struct Inner {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
+    /// The turn-taking of actors' requests, while an interleaving is explored.
+    gate: Mutex<Option<Arc<crate::interleave::Gate>>>,
 }
 
 /// An in-memory Kubernetes API server for reconciler tests, reachable through a real
@@ -301,6 +303,7 @@ impl FakeApi {
             inner: Arc::new(Inner {
                 clock: Arc::new(clock),
                 state: Mutex::new(State::default()),
+                gate: Mutex::new(None),
             }),
         }
     }
@@ -308,12 +311,51 @@ impl FakeApi {
     /// A client talking to this fake; its default namespace is `default`. Needs a Tokio runtime
     /// (with time enabled, for watches).
     pub fn client(&self) -> Client {
+        self.client_of(None)
+    }
+
+    /// A client of actor `actor` (a controller replica) in an interleaving explored by
+    /// [`interleave::explore`](crate::interleave::explore): its requests wait for their turn.
+    /// Without an exploration under way it is [`Self::client`].
+    pub fn client_as(&self, actor: usize) -> Client {
+        self.client_of(Some(actor))
+    }
+
+    fn client_of(&self, actor: Option<usize>) -> Client {
         let api = self.clone();
         let service = tower::service_fn(move |request: Request<Body>| {
             let api = api.clone();
-            async move { api.handle(request).await }
+            async move {
+                if let Some(actor) = actor {
+                    let method = request.method().clone();
+                    let write = !matches!(method, Method::GET | Method::HEAD);
+                    let what = format!("{method} {}", request.uri().path());
+                    api.wait_turn(actor, write, what).await;
+                }
+                api.handle(request).await
+            }
         });
         Client::new(service, "default")
+    }
+
+    pub(crate) fn set_gate(&self, gate: Option<Arc<crate::interleave::Gate>>) {
+        *self
+            .inner
+            .gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = gate;
+    }
+
+    async fn wait_turn(&self, actor: usize, write: bool, what: String) {
+        let gate = self
+            .inner
+            .gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(gate) = gate {
+            gate.turn(actor, write, &what).await;
+        }
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {

@@ -129,6 +129,13 @@ impl Replica {
         }
     }
 
+    /// This process, talking through `client` instead (e.g. [`FakeApi::client_as`], an actor of an
+    /// explored interleaving).
+    pub fn with_client(mut self, client: kube::Client) -> Self {
+        self.client = client;
+        self
+    }
+
     /// Registers metrics into this process's registry (a controller's own metrics type).
     pub fn register<M>(&self, register: impl FnOnce(&mut Registry) -> M) -> M {
         register(&mut self.registry.lock().unwrap_or_else(PoisonError::into_inner))

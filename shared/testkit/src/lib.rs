@@ -33,6 +33,7 @@ mod admission;
 mod events;
 mod fake;
 mod harness;
+pub mod interleave;
 pub mod matrix;
 mod path;
 pub mod plan_cli;

@@ -264,6 +264,18 @@ pub fn replica_with_leader(
 ) -> Replica {
     // Each replica (a restart too) has its own registry and Events.
     let process = ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, dry_run, leader);
+    replica_of(process)
+}
+
+/// A replica talking through `client` (an actor of an explored interleaving).
+pub fn replica_with_client(fake: &FakeApi, clock: &ManualClock, client: kube::Client) -> Replica {
+    let process =
+        ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, false, Leader::disabled())
+            .with_client(client);
+    replica_of(process)
+}
+
+fn replica_of(process: ebb_testkit::Replica) -> Replica {
     let ctx = process.context(Own {
         metrics: process.register(Metrics::new),
     });
