@@ -1315,6 +1315,7 @@ fn an_openshift_cluster_autoscaler_reads_and_takes_ebbs_apply() {
     let body = targets::patch_body(
         &Change::ClusterAutoscaler {
             name: "default".into(),
+            uid: Some("6f3c1a2e-0000-4000-8000-000000000001".into()),
             enabled: false,
         },
         ME,
