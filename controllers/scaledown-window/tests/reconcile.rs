@@ -2036,8 +2036,7 @@ async fn fault_matrix(
         },
     )
     .await;
-    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
-    matrix::check_doc(&path, scenario, &rows);
+    matrix::check_doc(file, scenario, &rows);
 }
 
 #[tokio::test]

@@ -1465,8 +1465,7 @@ async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness))
         },
     )
     .await;
-    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
-    matrix::check_doc(&path, scenario, &rows);
+    matrix::check_doc(file, scenario, &rows);
 }
 
 #[tokio::test]

@@ -1112,11 +1112,7 @@ async fn fault_matrix_a_scale_down_with_a_drain_hook() {
         drain_outcome,
     )
     .await;
-    let path = format!(
-        "{}/../../docs/faults/stackable-scaler-scale-down.md",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    matrix::check_doc(&path, DRAIN_SCENARIO, &rows);
+    matrix::check_doc("stackable-scaler-scale-down", DRAIN_SCENARIO, &rows);
 }
 
 /// The standalone controller restarts with a fresh (empty) hook ledger after each call of the

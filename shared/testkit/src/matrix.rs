@@ -265,17 +265,18 @@ pub fn snapshot(fake: &FakeApi, objects: &[(&str, &str, &str, &str)]) -> Value {
         .collect()
 }
 
-/// Checks that `path` (a Markdown file under `docs/faults/`) holds [`table`] of `rows`; with
-/// `EBB_BLESS=1` in the environment it writes the file instead.
-pub fn check_doc(path: &str, scenario: &str, rows: &[Row]) {
+/// Checks that `docs/faults/<file>.md` holds [`table`] of `rows`; with `EBB_BLESS=1` in the
+/// environment it writes the file instead.
+pub fn check_doc(file: &str, scenario: &str, rows: &[Row]) {
+    let path = format!("{}/../../docs/faults/{file}.md", env!("CARGO_MANIFEST_DIR"));
     let text = table(scenario, rows);
     if std::env::var_os("EBB_BLESS").is_some() {
-        if let Err(e) = std::fs::write(path, &text) {
+        if let Err(e) = std::fs::write(&path, &text) {
             panic!("writing {path}: {e}");
         }
         return;
     }
-    let stored = std::fs::read_to_string(path).unwrap_or_default();
+    let stored = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         stored == text,
         "{path} is not the fault matrix of {scenario}; run the test with EBB_BLESS=1 to update \
