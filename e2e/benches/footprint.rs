@@ -1,0 +1,676 @@
+//! What a controller costs a cluster, measured on the binary against the real control plane
+//! (`make bench`; the figures, not timed tests): resident memory idle and holding N objects,
+//! reconcile latency and rate, and the API requests it makes per steady reconcile, per
+//! transition and per idle minute, counted per ServiceAccount from the API server's audit log.
+//!
+//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`), `EBB_BIN_DIR` (the binaries measured;
+//! `make bench` builds and passes `target/release`), `EBB_CLUSTER_BIN` as for the suite.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use chrono::{DateTime, SubsecRound, Utc};
+use ebb_e2e::audit::{self, Entry};
+use ebb_e2e::rbac::apply;
+use ebb_e2e::{Controller, Setup, cluster, eventually};
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// Objects created at once by the bench's own client.
+const CONCURRENCY: usize = 32;
+/// How long an idle controller is watched for its requests.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// One printed figure.
+struct Figure {
+    controller: &'static str,
+    name: String,
+    value: String,
+}
+
+#[derive(Default)]
+struct Figures(Vec<Figure>);
+
+impl Figures {
+    fn add(&mut self, controller: &'static str, name: impl Into<String>, value: impl Into<String>) {
+        let figure = Figure {
+            controller,
+            name: name.into(),
+            value: value.into(),
+        };
+        println!(
+            "figure: {} | {} | {}",
+            figure.controller, figure.name, figure.value
+        );
+        self.0.push(figure);
+    }
+}
+
+/// Requests of one ServiceAccount between two instants, by what they were.
+#[derive(Debug, Default)]
+struct Requests {
+    reads: usize,
+    watches: usize,
+    writes: usize,
+    events: usize,
+    lease: usize,
+}
+
+impl Requests {
+    fn of(entries: &[Entry], from: DateTime<Utc>, to: DateTime<Utc>) -> Self {
+        let mut r = Requests::default();
+        for e in entries
+            .iter()
+            .filter(|e| e.request_received_timestamp >= from && e.request_received_timestamp < to)
+        {
+            let resource = e.object_ref.as_ref().map(|o| o.resource.as_str());
+            if e.is_lease() {
+                r.lease += 1;
+            } else if resource == Some("events") {
+                r.events += 1;
+            } else if e.is_write() {
+                r.writes += 1;
+            } else if e.verb == "watch" {
+                r.watches += 1;
+            } else {
+                r.reads += 1;
+            }
+        }
+        r
+    }
+
+    fn per(&self, n: usize) -> String {
+        let n = n.max(1) as f64;
+        format!(
+            "{:.2} reads, {:.2} writes, {:.2} Events",
+            self.reads as f64 / n,
+            self.writes as f64 / n,
+            self.events as f64 / n
+        )
+    }
+}
+
+fn audit_log() -> Result<&'static Path> {
+    cluster()
+        .audit_log
+        .as_deref()
+        .context("the bench needs the local cluster (its audit log)")
+}
+
+fn sizes() -> Vec<usize> {
+    std::env::var("EBB_BENCH_SIZES")
+        .unwrap_or_else(|_| "1000,10000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// p50 and p99 of a Prometheus histogram (seconds), as the upper bound of the bucket reached.
+fn quantiles(controller: &Controller, metric: &str) -> Result<(f64, f64, f64)> {
+    let scrape = controller.metrics()?;
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    let mut count = 0.0;
+    for sample in &scrape.samples {
+        if sample.metric != metric {
+            continue;
+        }
+        if let prometheus_parse::Value::Histogram(hist) = &sample.value {
+            for b in hist {
+                buckets.push((b.less_than, b.count));
+            }
+            count = hist.last().map_or(0.0, |b| b.count);
+        }
+    }
+    let at = |q: f64| {
+        buckets
+            .iter()
+            .find(|(_, c)| *c >= q * count)
+            .map_or(f64::INFINITY, |(le, _)| *le)
+    };
+    Ok((at(0.5), at(0.99), count))
+}
+
+fn ms(seconds: f64) -> String {
+    if seconds.is_infinite() {
+        "> last bucket".into()
+    } else {
+        format!("≤ {:.0} ms", seconds * 1000.0)
+    }
+}
+
+async fn create_all(docs: Vec<Value>, admin: &kube::Client) -> Result<Duration> {
+    let start = Instant::now();
+    stream::iter(docs)
+        .map(|doc| async move { apply(admin, &doc).await })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(start.elapsed())
+}
+
+/// What every controller is measured for. The controller starts first and takes its Lease; then
+/// `seed` (`n` objects, `what`) is created, and the figures are: creation to converged (each of the
+/// objects of `touch` reconciled once more than before, then 5 s without a write), reconcile
+/// latency, requests per object to converge, resident memory and requests in an idle minute, and
+/// requests per steady reconcile (an annotation nobody reads changed on each object of `touch`).
+async fn common(
+    figures: &mut Figures,
+    c: &'static str,
+    setup: &Setup,
+    (n, seed, what): (usize, Vec<Value>, &str),
+    args: &[&str],
+    touch: (&Api<DynamicObject>, Vec<String>),
+) -> Result<Controller> {
+    let user = setup.identity.username();
+    let prefix = format!("ebb_{}", c.replace('-', "_"));
+    let reconciles = format!("{prefix}_reconciles_total");
+    let controller = Controller::ready(c, &setup.identity, "bench-0", args).await;
+    eventually(Duration::from_secs(60), || async {
+        (controller.metric(&format!("{prefix}_leader"), &[]).ok()? == 1.0).then_some(())
+    })
+    .await?;
+    let before = controller.metric(&reconciles, &[]).unwrap_or(0.0);
+    let started = Utc::now();
+    let created = create_all(seed, &setup.admin).await?;
+    figures.add(
+        c,
+        format!("{n} {what} created by the bench in"),
+        format!("{created:.1?}"),
+    );
+    let objects = touch.1.len();
+    eventually(Duration::from_secs(1800), || async {
+        let done = controller.metric(&reconciles, &[]).ok()?;
+        (done >= before + objects as f64).then_some(())
+    })
+    .await?;
+    quiet(&user, Duration::from_secs(5)).await?;
+    // Converged at the controller's last write (from the audit log).
+    let last_write = audit::entries(audit_log()?, &user, started)?
+        .iter()
+        .filter(|e| e.is_write() && !e.is_lease())
+        .map(|e| e.request_received_timestamp)
+        .max()
+        .unwrap_or(started);
+    let synced = (last_write - started).to_std().unwrap_or_default();
+    figures.add(
+        c,
+        format!("{n} objects: first create to the last write converging"),
+        format!(
+            "{synced:.1?} ({:.0} objects/s)",
+            objects.max(n) as f64 / synced.as_secs_f64()
+        ),
+    );
+    let (p50, p99, count) =
+        quantiles(&controller, &format!("{prefix}_reconcile_duration_seconds"))?;
+    figures.add(
+        c,
+        format!("{n} objects: reconcile latency p50 / p99 ({count:.0} reconciles)"),
+        format!("{} / {}", ms(p50), ms(p99)),
+    );
+    let sync = Requests::of(
+        &audit::entries(audit_log()?, &user, started)?,
+        started,
+        Utc::now(),
+    );
+    figures.add(
+        c,
+        format!("{n} objects: requests per object to converge"),
+        sync.per(n),
+    );
+
+    let idle_from = Utc::now();
+    tokio::time::sleep(IDLE).await;
+    let idle_to = Utc::now();
+    figures.add(
+        c,
+        format!("{n} objects: resident memory converged"),
+        mib(controller.rss_kib()?),
+    );
+    let idle = Requests::of(
+        &audit::entries(audit_log()?, &user, idle_from)?,
+        idle_from,
+        idle_to,
+    );
+    figures.add(
+        c,
+        format!("{n} objects: requests in an idle minute"),
+        format!(
+            "{} reads, {} writes, {} Events, {} Lease requests",
+            idle.reads, idle.writes, idle.events, idle.lease
+        ),
+    );
+
+    let before = controller.metric(&reconciles, &[])?;
+    let touched = Utc::now();
+    let (api, names) = touch;
+    stream::iter(names)
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let patch = json!({"metadata": {"annotations": {"bench.ebb.dev/touch": "1"}}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    eventually(Duration::from_secs(600), || async {
+        let done = controller.metric(&reconciles, &[]).ok()?;
+        (done >= before + objects as f64).then_some(())
+    })
+    .await?;
+    quiet(&user, Duration::from_secs(3)).await?;
+    let steady = Requests::of(
+        &audit::entries(audit_log()?, &user, touched)?,
+        touched,
+        Utc::now(),
+    );
+    figures.add(
+        c,
+        format!("{n} objects: requests per steady reconcile"),
+        steady.per(objects),
+    );
+    Ok(controller)
+}
+
+/// Waits until `user` has written nothing for `quiet_for`.
+async fn quiet(user: &str, quiet_for: Duration) -> Result<()> {
+    eventually(Duration::from_secs(1800), || async {
+        tokio::time::sleep(quiet_for).await;
+        let since = Utc::now() - chrono::Duration::from_std(quiet_for).ok()?;
+        let entries = audit::entries(audit_log().ok()?, user, since).ok()?;
+        entries
+            .iter()
+            .all(|e| !e.is_write() || e.is_lease())
+            .then_some(())
+    })
+    .await
+}
+
+// ----- service-scaler ---------------------------------------------------------------------------
+
+fn service_scaler_doc(name: &str, opens: DateTime<Utc>) -> Value {
+    json!({
+        "apiVersion": "scaler.udaan.io/v1",
+        "kind": "ServiceScaler",
+        "metadata": {"name": name},
+        "spec": {
+            "leadTime": "0s",
+            "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60},
+            "timeRangeSpec": [{
+                "kind": "ZonedDateTime",
+                "from": opens.to_rfc3339(),
+                "to": (opens + chrono::Duration::days(1)).to_rfc3339(),
+                "replicaSpec": {"hpa": {"minReplicas": 5}}
+            }]
+        }
+    })
+}
+
+async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
+    const C: &str = "service-scaler";
+    let setup = Setup::new(C, "bench-ss", true, &[]).await?;
+    let ns = setup.namespace.clone();
+    let user = setup.identity.username();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    // The window opens once everything has converged and was measured.
+    let opens = (Utc::now()
+        + chrono::Duration::seconds(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
+    .trunc_subsecs(0);
+    let names: Vec<String> = (0..n).map(|i| format!("web-{i:05}")).collect();
+    let docs = names
+        .iter()
+        .map(|name| {
+            let mut d = service_scaler_doc(name, opens);
+            d["metadata"]["namespace"] = json!(ns);
+            d
+        })
+        .collect();
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
+        .await?;
+    let controller = common(
+        figures,
+        C,
+        &setup,
+        (n, docs, "ServiceScalers"),
+        &["--namespace", &ns],
+        (&scalers, names),
+    )
+    .await?;
+
+    // The transition: every window opens at `opens`.
+    if Utc::now() >= opens {
+        figures.add(
+            C,
+            format!("{n} objects: requests per transition"),
+            "not measured: the window opened before the steady reconciles ended",
+        );
+    } else {
+        tokio::time::sleep((opens - Utc::now()).to_std()?).await;
+        eventually(Duration::from_secs(600), || async {
+            let list = hpas.list(&ListParams::default()).await.ok()?;
+            list.items
+                .iter()
+                .all(|h| h.spec.as_ref().and_then(|s| s.min_replicas) == Some(5))
+                .then_some(())
+        })
+        .await?;
+        let took = (Utc::now() - opens).to_std()?;
+        quiet(&user, Duration::from_secs(3)).await?;
+        let flip = Requests::of(
+            &audit::entries(audit_log()?, &user, opens)?,
+            opens,
+            Utc::now(),
+        );
+        figures.add(
+            C,
+            format!("{n} objects: requests per transition (a window opening)"),
+            format!("{} (every HPA written within {took:.1?})", flip.per(n)),
+        );
+    }
+    controller.stop().await;
+    Ok(())
+}
+
+// ----- scaledown-window (Nodes, metadata-only watches) -------------------------------------------
+
+async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
+    const C: &str = "scaledown-window";
+    let setup = Setup::new(
+        C,
+        "bench-sdw",
+        false,
+        &[
+            "targets.clusterAutoscaler.enabled=false",
+            "targets.nodeAnnotation.enabled=true",
+            "clusterVersion.enabled=false",
+        ],
+    )
+    .await?;
+    let pool = setup.namespace.clone();
+    let user = setup.identity.username();
+    let nodes: Api<Node> = Api::all(setup.admin.clone());
+    let docs = (0..n)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "Node",
+                   "metadata": {"name": format!("{pool}-{i:06}"), "labels": {"bench-pool": pool}}})
+        })
+        .collect();
+    let opens = (Utc::now()
+        + chrono::Duration::seconds(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
+    .duration_round_up_minute();
+    let name = format!("{pool}-nodes");
+    let schedule = json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1",
+        "kind": "ScaleDownSchedule",
+        "metadata": {"name": name},
+        "spec": {
+            "target": {"nodeAnnotation": {"nodeSelector": {"matchLabels": {"bench-pool": pool}}}},
+            "windows": [{
+                "schedule": format!("{} {} * * *", opens.format("%M"), opens.format("%H")),
+                "duration": "30m",
+                "timeZone": "UTC"
+            }]
+        }
+    });
+    apply(&setup.admin, &schedule).await?;
+    let resource = ebb_e2e::rbac::resource(
+        &setup.admin,
+        "scaling.ebb.dev",
+        "v1alpha1",
+        "ScaleDownSchedule",
+    )
+    .await?;
+    let schedules: Api<DynamicObject> = Api::all_with(setup.admin.clone(), &resource);
+    let controller = common(
+        figures,
+        C,
+        &setup,
+        (n, docs, "Nodes"),
+        &[
+            "--enable-cluster-autoscaler=false",
+            "--enable-node-annotation",
+            "--enable-cluster-version=false",
+        ],
+        (&schedules, vec![name]),
+    )
+    .await?;
+    let annotated = |want: bool| {
+        let nodes = nodes.clone();
+        let pool = pool.clone();
+        async move {
+            let list = nodes
+                .list_metadata(&ListParams::default().labels(&format!("bench-pool={pool}")))
+                .await
+                .ok()?;
+            let done = list.items.iter().all(|node| {
+                node.metadata.annotations.as_ref().is_some_and(|a| {
+                    a.contains_key("cluster-autoscaler.kubernetes.io/scale-down-disabled")
+                }) == want
+            });
+            done.then_some(())
+        }
+    };
+    eventually(Duration::from_secs(60), || annotated(true)).await?;
+    if Utc::now() >= opens {
+        figures.add(
+            C,
+            format!("{n} objects: requests per transition"),
+            "not measured: the window opened before the steady reconciles ended",
+        );
+    } else {
+        tokio::time::sleep((opens - Utc::now()).to_std()?).await;
+        eventually(Duration::from_secs(900), || annotated(false)).await?;
+        let took = (Utc::now() - opens).to_std()?;
+        quiet(&user, Duration::from_secs(3)).await?;
+        let flip = Requests::of(
+            &audit::entries(audit_log()?, &user, opens)?,
+            opens,
+            Utc::now(),
+        );
+        figures.add(
+            C,
+            format!("{n} objects: requests per transition (a window opening), per Node"),
+            format!("{} (every Node released within {took:.1?})", flip.per(n)),
+        );
+    }
+    controller.stop().await;
+    nodes
+        .delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels(&format!("bench-pool={pool}")),
+        )
+        .await?;
+    Ok(())
+}
+
+// ----- workshop-scaler (a policy, Workshops and their provisions) --------------------------------
+
+async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
+    const C: &str = "workshop-scaler";
+    let setup = Setup::new(C, "bench-ws", true, &[]).await?;
+    let ns = setup.namespace.clone();
+    apply(
+        &setup.admin,
+        &json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+            "metadata": {"name": "standard", "namespace": ns},
+            "spec": {"workshopSelector": {"matchLabels": {"bench": "yes"}},
+                     "autoScaling": {"enabled": true, "threshold": 0.8, "scaleFactor": 1.5, "maxProvisions": 60}}}),
+    )
+    .await?;
+    let names: Vec<String> = (0..n).map(|i| format!("lab-{i:05}")).collect();
+    let mut docs = Vec::new();
+    for name in &names {
+        docs.push(
+            json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
+            "metadata": {"name": name, "namespace": ns, "labels": {"bench": "yes"}},
+            "spec": {"displayName": name}}),
+        );
+        docs.push(json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 2, "workshopName": name}}));
+    }
+    let provisions = setup
+        .dynamic("babylon.gpte.redhat.com", "v1", "WorkshopProvision")
+        .await?;
+    let controller = common(
+        figures,
+        C,
+        &setup,
+        (n, docs, "Workshops and WorkshopProvisions"),
+        &["--namespace", &ns],
+        (&provisions, names),
+    )
+    .await?;
+    controller.stop().await;
+    Ok(())
+}
+
+// ----- stackable-scaler (StatefulSets and their scalers) -------------------------------------------
+
+async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
+    const C: &str = "stackable-scaler";
+    let setup = Setup::new(C, "bench-st", true, &[]).await?;
+    let ns = setup.namespace.clone();
+    let names: Vec<String> = (0..n).map(|i| format!("db-{i:05}")).collect();
+    // StatefulSets of 0 replicas (no pods to schedule), then their scalers, owned by them.
+    let sets = names
+        .iter()
+        .map(|name| {
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": 0, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}},
+                                      "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}})
+        })
+        .collect();
+    create_all(sets, &setup.admin).await?;
+    let statefulsets: Api<k8s_openapi::api::apps::v1::StatefulSet> =
+        Api::namespaced(setup.admin.clone(), &ns);
+    let uids: std::collections::BTreeMap<String, String> = statefulsets
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|m| Some((m.metadata.name?, m.metadata.uid?)))
+        .collect();
+    let scalers = names
+        .iter()
+        .map(|name| {
+            json!({"apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+                "metadata": {"name": name, "namespace": ns, "ownerReferences": [{"apiVersion": "apps/v1",
+                    "kind": "StatefulSet", "name": name, "uid": uids.get(name).cloned().unwrap_or_default(),
+                    "controller": true}]},
+                "spec": {"replicas": 0}})
+        })
+        .collect();
+    let api = setup
+        .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
+        .await?;
+    let seed = (
+        n,
+        scalers,
+        "StackableScalers (their StatefulSets made first)",
+    );
+    let controller = common(
+        figures,
+        C,
+        &setup,
+        seed,
+        &["--namespace", &ns],
+        (&api, names),
+    )
+    .await?;
+    controller.stop().await;
+    Ok(())
+}
+
+trait RoundUpMinute {
+    fn duration_round_up_minute(self) -> Self;
+}
+
+impl RoundUpMinute for DateTime<Utc> {
+    fn duration_round_up_minute(self) -> Self {
+        use chrono::DurationRound;
+        self.duration_trunc(chrono::Duration::minutes(1))
+            .unwrap_or(self)
+            + chrono::Duration::minutes(1)
+    }
+}
+
+// ----- idle ---------------------------------------------------------------------------------------
+
+/// Each binary started with nothing to do: resident memory once ready and quiet.
+async fn idle(figures: &mut Figures) -> Result<()> {
+    for (chart, namespaced, args) in [
+        ("workshop-scaler", true, vec![]),
+        ("service-scaler", true, vec![]),
+        (
+            "scaledown-window",
+            false,
+            vec!["--enable-cluster-version=false"],
+        ),
+        ("stackable-scaler", true, vec![]),
+    ] {
+        let setup = Setup::new(chart, "bench-idle", namespaced, &[]).await?;
+        let mut args = args;
+        if namespaced {
+            args.extend(["--namespace", setup.namespace.as_str()]);
+        }
+        let mut controller = Controller::start(chart, &setup.identity, "bench-idle", &args)?;
+        if let Err(e) = controller.wait_ready(Duration::from_secs(60)).await {
+            bail!(
+                "{chart} never became ready: {e:#}\n{}",
+                controller.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let name = match chart {
+            "workshop-scaler" => "workshop-scaler",
+            "service-scaler" => "service-scaler",
+            "scaledown-window" => "scaledown-window",
+            _ => "stackable-scaler",
+        };
+        figures.add(
+            name,
+            "resident memory idle (ready, nothing to watch but its kinds)",
+            mib(controller.rss_kib()?),
+        );
+        controller.stop().await;
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let mut figures = Figures::default();
+    println!(
+        "bench: binaries from {}",
+        ebb_e2e::process::bin_dir().display()
+    );
+    idle(&mut figures).await?;
+    for n in sizes() {
+        service_scaler(&mut figures, n).await?;
+        scaledown_window(&mut figures, n).await?;
+        workshop_scaler(&mut figures, n).await?;
+        stackable_scaler(&mut figures, n).await?;
+    }
+    println!();
+    println!("| controller | figure | value |");
+    println!("|---|---|---|");
+    for f in &figures.0 {
+        println!("| {} | {} | {} |", f.controller, f.name, f.value);
+    }
+    Ok(())
+}
