@@ -3,8 +3,9 @@
 //! reconcile latency and rate, and the API requests it makes per steady reconcile, per
 //! transition and per idle minute, counted per ServiceAccount from the API server's audit log.
 //!
-//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`), `EBB_BIN_DIR` (the binaries measured;
-//! `make bench` builds and passes `target/release`), `EBB_CLUSTER_BIN` as for the suite.
+//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`), `EBB_BENCH_CONTROLLERS` (a comma list
+//! of controllers and `idle`; default all), `EBB_BIN_DIR` (the binaries measured; `make bench`
+//! builds and passes `target/release`), `EBB_CLUSTER_BIN` as for the suite.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -659,12 +660,24 @@ async fn main() -> Result<()> {
         "bench: binaries from {}",
         ebb_e2e::process::bin_dir().display()
     );
-    idle(&mut figures).await?;
+    let only = std::env::var("EBB_BENCH_CONTROLLERS").unwrap_or_default();
+    let runs = |c: &str| only.is_empty() || only.split(',').any(|o| o.trim() == c);
+    if runs("idle") {
+        idle(&mut figures).await?;
+    }
     for n in sizes() {
-        service_scaler(&mut figures, n).await?;
-        scaledown_window(&mut figures, n).await?;
-        workshop_scaler(&mut figures, n).await?;
-        stackable_scaler(&mut figures, n).await?;
+        if runs("service-scaler") {
+            service_scaler(&mut figures, n).await?;
+        }
+        if runs("scaledown-window") {
+            scaledown_window(&mut figures, n).await?;
+        }
+        if runs("workshop-scaler") {
+            workshop_scaler(&mut figures, n).await?;
+        }
+        if runs("stackable-scaler") {
+            stackable_scaler(&mut figures, n).await?;
+        }
     }
     println!();
     println!("| controller | figure | value |");
