@@ -39,6 +39,7 @@ use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::Shutdown;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
+use ebb_runtime::triggers::spec_changes;
 use futures::FutureExt;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -179,7 +180,9 @@ pub fn relate(
             provisions_of(&by_workshop, &ns, &workshop.name_any())
         })
         .watches(claims, all(), |claim| provision_of_claim(&claim))
-        .watches(policies, all(), move |policy| {
+        // Not the policy's status, which the policy controller writes on every Workshop change:
+        // with a thousand provisions in a namespace, each of those writes reconciled them all.
+        .watches_stream(spec_changes(policies, all()), move |policy| {
             // Every provision of the namespace, not only those of the Workshops the policy now
             // selects: a changed or deleted policy also concerns the Workshops it used to select
             // (and makes or ends an ambiguity there), which the new object cannot name. Metadata

@@ -13,6 +13,7 @@
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
 //! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
+//! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`conditions`]: status conditions whose transition time moves only on a status flip.
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
 //! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
@@ -43,6 +44,7 @@ pub mod server;
 pub mod shutdown;
 pub mod telemetry;
 pub mod time;
+pub mod triggers;
 
 pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};

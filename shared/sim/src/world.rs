@@ -168,11 +168,12 @@ pub fn describe(write: &RecordedRequest) -> String {
 
 /// `path=value` for each leaf of a write's body, leaving out what identifies the object.
 fn leaves_of(value: &Value, path: &str, out: &mut Vec<String>) {
-    const IDENTITY: [&str; 6] = [
+    const IDENTITY: [&str; 7] = [
         "apiVersion",
         "kind",
         "metadata.name",
         "metadata.namespace",
+        "metadata.uid",
         "metadata.resourceVersion",
         "metadata.managedFields",
     ];

@@ -1,0 +1,63 @@
+//! Watches of related kinds that trigger reconciles only when what a controller reads of them
+//! changed.
+//!
+//! A related object whose status another controller writes (a WorkshopScalingPolicy's status, say,
+//! which changes whenever a Workshop of its namespace does) would otherwise reconcile every
+//! object it maps to on each of those writes. [`spec_changes`] passes an object on when it is
+//! new, when its `generation`, labels or annotations changed, and when it is deleted; a change of
+//! its status alone is dropped. Hand the stream to `Controller::watches_stream`.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use futures::{Stream, StreamExt};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+
+/// What of an object's metadata a change must touch to count: generation, labels, annotations.
+fn fingerprint<K: Resource>(object: &K) -> u64 {
+    let meta = object.meta();
+    let mut hasher = DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    meta.deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The objects of `api` (as `watcher::Config` selects them) that are new, changed in generation,
+/// labels or annotations, or deleted. A relist passes on only what changed meanwhile.
+pub fn spec_changes<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    // By `namespace/name/uid`: an object deleted and made again is new.
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    watcher::watcher(api, config).filter_map(move |event| {
+        let key = |o: &K| {
+            let m = o.meta();
+            let part = |p: &Option<String>| p.clone().unwrap_or_default();
+            format!("{}/{}/{}", part(&m.namespace), part(&m.name), part(&m.uid))
+        };
+        let passed = match event {
+            Ok(Event::Apply(object) | Event::InitApply(object)) => {
+                let print = fingerprint(&object);
+                (seen.insert(key(&object), print) != Some(print)).then_some(Ok(object))
+            }
+            Ok(Event::Delete(object)) => {
+                seen.remove(&key(&object));
+                Some(Ok(object))
+            }
+            Ok(Event::Init | Event::InitDone) => None,
+            Err(error) => Some(Err(error)),
+        };
+        std::future::ready(passed)
+    })
+}

@@ -1,0 +1,71 @@
+//! `triggers::spec_changes` against FakeApi's watches: a status write passes nothing on; a change
+//! of data (generation), of annotations, and a deletion each pass the object on once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use ebb_runtime::triggers::spec_changes;
+use ebb_testkit::FakeApi;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+async fn next_name(
+    stream: &mut (impl Stream<Item = Result<ConfigMap, watcher::Error>> + Unpin),
+) -> Option<String> {
+    match tokio::time::timeout(Duration::from_millis(300), stream.next()).await {
+        Ok(Some(Ok(cm))) => Some(format!(
+            "{} g{}",
+            cm.metadata.name.unwrap(),
+            cm.metadata.generation.unwrap_or_default()
+        )),
+        Ok(other) => panic!("{other:?}"),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test]
+async fn only_new_spec_metadata_and_deleted_objects_pass() {
+    let fake = FakeApi::new();
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "policy", "namespace": "ns"}, "data": {"v": "1"}}));
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "ns");
+    let mut stream = Box::pin(spec_changes(api.clone(), watcher::Config::default()));
+    assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g1"));
+
+    let params = PatchParams::default();
+    api.patch_status(
+        "policy",
+        &params,
+        &Patch::Merge(json!({"status": {"seen": 1}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next_name(&mut stream).await, None, "a status write");
+
+    api.patch(
+        "policy",
+        &params,
+        &Patch::Merge(json!({"data": {"v": "2"}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g2"));
+
+    api.patch(
+        "policy",
+        &params,
+        &Patch::Merge(json!({"metadata": {"annotations": {"paused": "true"}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g2"));
+
+    api.delete("policy", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g2"));
+    assert_eq!(next_name(&mut stream).await, None);
+}
