@@ -89,9 +89,30 @@ impl Entry {
     }
 }
 
-/// The completed requests of `username` received at or after `since`.
+/// `log` and the files kube-apiserver rotated it into (`audit-<time>.log` beside it, every
+/// 100 MB), oldest first.
+fn log_files(log: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut rotated = Vec::new();
+    if let (Some(dir), Some(stem)) = (log.parent(), log.file_stem().and_then(|s| s.to_str())) {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.starts_with(&format!("{stem}-")) && name.ends_with(".log") {
+                rotated.push(path);
+            }
+        }
+    }
+    rotated.sort();
+    rotated.push(log.to_path_buf());
+    Ok(rotated)
+}
+
+/// The completed requests of `username` received at or after `since` (rotated logs included).
 pub fn entries(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<Entry>> {
-    let text = std::fs::read_to_string(log)?;
+    let mut text = String::new();
+    for file in log_files(log)? {
+        text.push_str(&std::fs::read_to_string(file)?);
+    }
     Ok(text
         .lines()
         .filter(|line| line.contains(username))
