@@ -96,7 +96,10 @@ fn log_files(log: &Path) -> Result<Vec<std::path::PathBuf>> {
     if let (Some(dir), Some(stem)) = (log.parent(), log.file_stem().and_then(|s| s.to_str())) {
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
             if name.starts_with(&format!("{stem}-")) && name.ends_with(".log") {
                 rotated.push(path);
             }

@@ -102,13 +102,25 @@ fn main() {
     let schedules: [(&str, Schedule); 5] = [
         ("udaan: 2 ZonedTime (FirstMatch)", Schedule::First(&udaan)),
         ("5 mixed windows (FirstMatch)", Schedule::First(&mixed)),
-        ("Zurich nights + weekends + noon (AnyOpen)", Schedule::Any(&nights)),
+        (
+            "Zurich nights + weekends + noon (AnyOpen)",
+            Schedule::Any(&nights),
+        ),
         ("*/15 5m cron (AnyOpen)", Schedule::Any(&dense)),
-        ("two complementary windows, never flips (AnyOpen)", Schedule::Any(&always)),
+        (
+            "two complementary windows, never flips (AnyOpen)",
+            Schedule::Any(&always),
+        ),
     ];
     for (name, schedule) in &schedules {
-        rate(&format!("{name}: open at now"), 20_000, || schedule.open_at(now));
-        let iterations = if name.contains("never flips") { 20 } else { 5_000 };
+        rate(&format!("{name}: open at now"), 20_000, || {
+            schedule.open_at(now)
+        });
+        let iterations = if name.contains("never flips") {
+            20
+        } else {
+            5_000
+        };
         rate(&format!("{name}: next_transition"), iterations, || {
             schedule.next_transition(now)
         });
