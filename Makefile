@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -104,9 +104,22 @@ e2e-1.28: cluster-bin-1.28
 demo:
 	@.ci/demo
 
-## bench: benchmarks that print figures (not timed tests).
-bench:
+## fuzz: coverage-guided fuzzing of the parsers of user input (AFL++ via cargo-afl, stable Rust),
+## FUZZ_SECONDS (default 600) per target, one target at a time; FUZZ_TARGETS="cron windows" picks
+## targets. Not part of `make test`: `cargo test` replays the corpora (see fuzz/README.md).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) CARGO="$(CARGO)" fuzz/run $(FUZZ_TARGETS)
+
+## bench: benchmarks that print figures (not timed tests): the schedule engine's questions per
+## call, then each release binary against the real control plane (memory, reconcile latency and
+## rate, API requests from the audit log) with EBB_BENCH_SIZES objects (default 1000,10000).
+bench: cluster-bin
 	$(CARGO) bench -p ebb-schedule --bench transitions
+	$(CARGO) build --release --quiet --bins -p workshop-scaler -p service-scaler -p scaledown-window -p stackable-scaler
+	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) EBB_BIN_DIR=$(CURDIR)/target/release \
+		e2e/isolated $(CARGO) bench -p ebb-e2e --bench footprint
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,6 @@
+//! AFL harness of `ebb_fuzz_targets::crds` (see fuzz/README.md).
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        ebb_fuzz_targets::crds(data);
+    });
+}
