@@ -284,6 +284,40 @@ async fn common(
     Ok(controller)
 }
 
+/// The transition at `opens` (a window opening): waits for it, then until `done`, and reports the
+/// requests per object from then until the controller is quiet again.
+async fn transition(
+    figures: &mut Figures,
+    (c, n, user): (&'static str, usize, &str),
+    opens: DateTime<Utc>,
+    what: &str,
+    done: impl AsyncFn() -> Option<()>,
+) -> Result<()> {
+    if Utc::now() >= opens {
+        figures.add(
+            c,
+            format!("{n} objects: requests per transition"),
+            "not measured: the window opened before the steady reconciles ended",
+        );
+        return Ok(());
+    }
+    tokio::time::sleep((opens - Utc::now()).to_std()?).await;
+    eventually(Duration::from_secs(900), || done()).await?;
+    let took = (Utc::now() - opens).to_std()?;
+    quiet(user, Duration::from_secs(3)).await?;
+    let flip = Requests::of(
+        &audit::entries(audit_log()?, user, opens)?,
+        opens,
+        Utc::now(),
+    );
+    figures.add(
+        c,
+        format!("{n} objects: requests per transition (a window opening), per changed object"),
+        format!("{} ({what} within {took:.1?})", flip.per(n)),
+    );
+    Ok(())
+}
+
 /// Waits until `user` has written nothing for `quiet_for`.
 async fn quiet(user: &str, quiet_for: Duration) -> Result<()> {
     eventually(Duration::from_secs(1800), || async {
@@ -351,35 +385,15 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     .await?;
 
     // The transition: every window opens at `opens`.
-    if Utc::now() >= opens {
-        figures.add(
-            C,
-            format!("{n} objects: requests per transition"),
-            "not measured: the window opened before the steady reconciles ended",
-        );
-    } else {
-        tokio::time::sleep((opens - Utc::now()).to_std()?).await;
-        eventually(Duration::from_secs(600), || async {
-            let list = hpas.list(&ListParams::default()).await.ok()?;
-            list.items
-                .iter()
-                .all(|h| h.spec.as_ref().and_then(|s| s.min_replicas) == Some(5))
-                .then_some(())
-        })
-        .await?;
-        let took = (Utc::now() - opens).to_std()?;
-        quiet(&user, Duration::from_secs(3)).await?;
-        let flip = Requests::of(
-            &audit::entries(audit_log()?, &user, opens)?,
-            opens,
-            Utc::now(),
-        );
-        figures.add(
-            C,
-            format!("{n} objects: requests per transition (a window opening)"),
-            format!("{} (every HPA written within {took:.1?})", flip.per(n)),
-        );
-    }
+    let hpas = &hpas;
+    let opened = async || {
+        let list = hpas.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .all(|h| h.spec.as_ref().and_then(|s| s.min_replicas) == Some(5))
+            .then_some(())
+    };
+    transition(figures, (C, n, &user), opens, "every HPA written", opened).await?;
     controller.stop().await;
     Ok(())
 }
@@ -464,28 +478,15 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
         }
     };
     eventually(Duration::from_secs(60), || annotated(true)).await?;
-    if Utc::now() >= opens {
-        figures.add(
-            C,
-            format!("{n} objects: requests per transition"),
-            "not measured: the window opened before the steady reconciles ended",
-        );
-    } else {
-        tokio::time::sleep((opens - Utc::now()).to_std()?).await;
-        eventually(Duration::from_secs(900), || annotated(false)).await?;
-        let took = (Utc::now() - opens).to_std()?;
-        quiet(&user, Duration::from_secs(3)).await?;
-        let flip = Requests::of(
-            &audit::entries(audit_log()?, &user, opens)?,
-            opens,
-            Utc::now(),
-        );
-        figures.add(
-            C,
-            format!("{n} objects: requests per transition (a window opening), per Node"),
-            format!("{} (every Node released within {took:.1?})", flip.per(n)),
-        );
-    }
+    let released = async || annotated(false).await;
+    transition(
+        figures,
+        (C, n, &user),
+        opens,
+        "every Node released",
+        released,
+    )
+    .await?;
     controller.stop().await;
     nodes
         .delete_collection(
