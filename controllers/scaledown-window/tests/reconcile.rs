@@ -2004,6 +2004,14 @@ async fn cleanup_keeps_to_the_label_selector() {
 
 // ----- the fault matrix -------------------------------------------------------------------------
 
+/// The ClusterAutoscaler the matrix scenarios watch: `(apiVersion, kind, namespace, name)`.
+const CLUSTER_AUTOSCALER: (&str, &str, &str, &str) = (
+    "autoscaling.openshift.io/v1",
+    "ClusterAutoscaler",
+    "",
+    "default",
+);
+
 /// Every API call of a schedule meeting its trigger fails in turn with each fault of
 /// `ebb_testkit::matrix::FAULTS`; the run must end where the clean one did (the target flipped
 /// once, the status written), and the table of what happened is `docs/faults/<file>.md`.
@@ -2051,12 +2059,7 @@ async fn fault_matrix_window_closing_on_a_cluster_autoscaler() {
                 schedule(ME, ca_target(), nights()),
             ]
         },
-        &[(
-            "autoscaling.openshift.io/v1",
-            "ClusterAutoscaler",
-            "",
-            "default",
-        )],
+        &[CLUSTER_AUTOSCALER],
     )
     .await;
 }
@@ -2073,12 +2076,7 @@ async fn fault_matrix_window_opening_on_a_cluster_autoscaler() {
                 schedule(ME, ca_target(), nights()),
             ]
         },
-        &[(
-            "autoscaling.openshift.io/v1",
-            "ClusterAutoscaler",
-            "",
-            "default",
-        )],
+        &[CLUSTER_AUTOSCALER],
     )
     .await;
 }

@@ -693,12 +693,7 @@ async fn a_paused_workload_gets_no_write_until_the_pause_expires() {
 
 #[tokio::test]
 async fn a_workload_paused_mid_operation_holds_the_stage_and_the_deadline_waits() {
-    let e = env();
-    statefulset(&e.fake, 3);
-    e.fake.insert(scaler_json(3, true));
-    run(&e).await.unwrap();
-    e.fake
-        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 1);
+    let (e, _) = drain_world().await;
     run(&e).await.unwrap();
     assert_eq!(stage(&e.fake), ScalerStage::PreScaling);
     assert_eq!(e.fake.list::<Job>().len(), 1);
