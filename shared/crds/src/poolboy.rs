@@ -77,6 +77,17 @@ impl ClaimSettlement {
 }
 
 impl ResourceClaim {
+    /// Trims every resource's `state` to what [`ResourceClaim::settlement`] reads
+    /// ([`ClaimResource::trim_state`]); the settlement stays the same.
+    pub fn trim(&mut self) {
+        if let Some(status) = self.status.as_mut() {
+            status
+                .resources
+                .iter_mut()
+                .for_each(ClaimResource::trim_state);
+        }
+    }
+
     /// Babylon's predicates, in order: ready, failed, complete; otherwise pending.
     pub fn settlement(&self) -> ClaimSettlement {
         let Some(status) = &self.status else {
@@ -123,6 +134,30 @@ impl ClaimResource {
             .and_then(|s| s.pointer("/status/towerJobs/provision/completeTimestamp"))
             .is_some_and(|v| !v.is_null())
     }
+
+    /// Keeps of `state` only what [`ResourceClaim::settlement`] reads. `state` is a whole copy
+    /// of the provider object (an AnarchySubject with its job history, often tens of KiB), and
+    /// a controller caching every claim of a namespace needs two strings of it.
+    pub fn trim_state(&mut self) {
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        let mut kept = Value::Object(serde_json::Map::new());
+        for path in [
+            ["spec", "vars", "current_state"].as_slice(),
+            ["status", "towerJobs", "provision", "completeTimestamp"].as_slice(),
+        ] {
+            let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+            if let Some(value) = state.pointer(&pointer) {
+                let mut at = &mut kept;
+                for part in path {
+                    at = &mut at[*part];
+                }
+                *at = value.clone();
+            }
+        }
+        *state = kept;
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +185,38 @@ mod tests {
     fn resource_completed() -> Value {
         json!({"name": "r", "state": {"spec": {"vars": {"current_state": "started"}},
                "status": {"towerJobs": {"provision": {"completeTimestamp": "2026-01-01T00:00:00Z"}}}}})
+    }
+
+    /// A trimmed claim settles as the whole one did, in every state the predicates know.
+    #[test]
+    fn trimming_a_claim_keeps_its_settlement() {
+        let mut bulky = resource_completed();
+        bulky["state"]["status"]["towerJobs"]["provision"]["log"] = json!("x".repeat(10_000));
+        bulky["state"]["spec"]["vars"]["job_vars"] = json!({"big": "y".repeat(10_000)});
+        let statuses = [
+            json!({"ready": true, "resources": [resource_in_state("provisioning")]}),
+            json!({"resources": [resource_completed(), resource_in_state("start-failed")]}),
+            json!({"resources": [resource_completed(), bulky.clone()]}),
+            json!({"resources": [resource_in_state("provision-error")]}),
+            json!({"resources": [{"name": "r", "state": {}}]}),
+            json!({"resources": [{"name": "r"}]}),
+            json!({"resources": [{"name": "r", "state": {"spec": {"vars": {"current_state": null}},
+                   "status": {"towerJobs": {"provision": {"completeTimestamp": null}}}}}]}),
+            json!({}),
+        ];
+        for status in statuses {
+            let whole = claim(status.clone());
+            let mut trimmed = whole.clone();
+            trimmed.trim();
+            assert_eq!(trimmed.settlement(), whole.settlement(), "{status}");
+        }
+        let mut trimmed = claim(json!({"resources": [bulky]}));
+        trimmed.trim();
+        assert_eq!(
+            serde_json::to_value(&trimmed.status.unwrap().resources[0].state).unwrap(),
+            json!({"spec": {"vars": {"current_state": "started"}},
+                   "status": {"towerJobs": {"provision": {"completeTimestamp": "2026-01-01T00:00:00Z"}}}})
+        );
     }
 
     #[test]

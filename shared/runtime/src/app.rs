@@ -327,7 +327,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let cache = warm_up.cache();
-    let trigger = reflector(writer, watcher(api, config))
+    let trigger = reflector(writer, watcher(api, config).modify(slim))
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 cache.warm();
@@ -335,6 +335,21 @@ where
         })
         .applied_objects();
     Controller::for_stream(trigger, reader)
+}
+
+/// The annotation `kubectl apply` keeps a whole copy of the object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no reconcile reads from an object before the cache holds it: `managedFields` and
+/// `kubectl apply`'s copy of the object, which together are often larger than the rest of it.
+/// Nothing ebb writes is built from a cached object (every write is a patch of its own fields),
+/// so neither is ever written back without them.
+pub fn slim<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
 }
 
 /// The scopes a controller watches: one per `--namespace`, or `None` (cluster-wide) when unset.
@@ -409,6 +424,33 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x"]).unwrap();
         assert_eq!(watcher_config(&cli.common).label_selector, None);
+    }
+
+    /// The cache keeps what reconciles read and drops the two largest parts nothing reads.
+    #[test]
+    fn the_cache_holds_objects_without_managed_fields_or_kubectls_copy() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let mut object = ConfigMap::default();
+        object.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        object.metadata.annotations = Some(
+            [(LAST_APPLIED, "{...}"), ("scaling.ebb.dev/paused", "true")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        );
+        slim(&mut object);
+        // `None`, not an empty list: an empty list written back would clear the server's copy.
+        assert_eq!(object.metadata.managed_fields, None);
+        assert_eq!(
+            object
+                .metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["scaling.ebb.dev/paused"]
+        );
     }
 
     /// kube's error chain repeats its cause at every level; the process says it once.

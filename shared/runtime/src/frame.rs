@@ -328,6 +328,9 @@ pub enum Failure {
     /// What the pass read is stale (category `conflict`): read again and run the pass again.
     #[error(transparent)]
     Conflict(#[from] Stale),
+    /// A cache the pass reads has not listed yet (category `observe`): retried with backoff.
+    #[error(transparent)]
+    Cold(#[from] crate::cache::Cold),
     /// The object breaks a rule (category `invalid`); its status says which. Not retried until
     /// the object changes.
     #[error("{object} is invalid: {message}")]
@@ -342,7 +345,7 @@ pub enum Failure {
 impl ReconcileError for Failure {
     fn category(&self) -> &'static str {
         match self {
-            Failure::Read(_) => "observe",
+            Failure::Read(_) | Failure::Cold(_) => "observe",
             Failure::Write(write) => write.category,
             Failure::Conflict(_) => "conflict",
             Failure::Invalid { .. } => "invalid",

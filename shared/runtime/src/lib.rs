@@ -26,6 +26,7 @@
 pub mod app;
 pub mod args;
 pub mod backoff;
+pub mod cache;
 pub mod cleanup;
 pub mod cli;
 pub mod clock;

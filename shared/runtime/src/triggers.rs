@@ -22,6 +22,10 @@ fn fingerprint<K: Resource>(object: &K) -> u64 {
     meta.generation.hash(&mut hasher);
     meta.labels.hash(&mut hasher);
     meta.annotations.hash(&mut hasher);
+    meta.owner_references
+        .iter()
+        .flatten()
+        .for_each(|o| (&o.uid, &o.controller).hash(&mut hasher));
     meta.deletion_timestamp
         .as_ref()
         .map(|t| t.0.as_second())
@@ -38,9 +42,19 @@ pub fn spec_changes<K>(
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
+    spec_changes_of(watcher::watcher(api, config))
+}
+
+/// [`spec_changes`] of any watch's events: a `metadata_watcher`'s, say, when what is mapped is
+/// only the name (the generation moves with the spec, so metadata is enough to see it change).
+pub fn spec_changes_of<K, S>(events: S) -> impl Stream<Item = Result<K, watcher::Error>> + Send
+where
+    K: Resource + Send + 'static,
+    S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
+{
     // By `namespace/name/uid`: an object deleted and made again is new.
     let mut seen: HashMap<String, u64> = HashMap::new();
-    watcher::watcher(api, config).filter_map(move |event| {
+    events.filter_map(move |event| {
         let key = |o: &K| {
             let m = o.meta();
             let part = |p: &Option<String>| p.clone().unwrap_or_default();
