@@ -48,7 +48,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::{Metrics, ProvisionLabels};
 use crate::policy::ReconcilePolicy;
-use crate::reconcile::{Own, Reconcile};
+use crate::reconcile::{Caches, Feeds, Own, Reconcile};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
@@ -65,14 +65,9 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     // Provisions and policies each get their own context (so their error backoffs are their
     // own), over the same metrics.
-    let policy_ctx = wiring.context(Own {
-        metrics: metrics.clone(),
-    });
-    let ctx = wiring.context(Own { metrics });
-
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
     // are watched in the same scope. `Wiring::scoped` orders every kind's list alike.
-    let scopes = wiring
+    let scopes: Vec<_> = wiring
         .scoped::<Guarded<WorkshopProvision>>()
         .into_iter()
         .zip(wiring.scoped::<Guarded<WorkshopUserAssignment>>())
@@ -80,12 +75,24 @@ pub fn controllers(
         .zip(wiring.scoped::<Guarded<ResourceClaim>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
-        .zip(wiring.scoped::<Guarded<Workshop>>());
+        .zip(wiring.scoped::<Guarded<Workshop>>())
+        .collect();
+    // The related kinds' watches fill the caches the reconciles read, one feed per scope.
+    let mut caches = Caches::default();
+    let feeds: Vec<Feeds> = scopes.iter().map(|_| caches.scope()).collect();
+    let policy_ctx = wiring.context(Own {
+        metrics: metrics.clone(),
+        caches: caches.clone(),
+    });
+    let ctx = wiring.context(Own { metrics, caches });
     let mut controllers = Vec::new();
     for (
-        (((((provisions, assignments), workshops), claims), policies), own_policies),
-        policy_workshops,
-    ) in scopes
+        (
+            (((((provisions, assignments), workshops), claims), policies), own_policies),
+            policy_workshops,
+        ),
+        feeds,
+    ) in scopes.into_iter().zip(feeds)
     {
         let statuses = policy_controller(own_policies, policy_workshops, &wiring.shutdown);
         controllers
@@ -97,6 +104,7 @@ pub fn controllers(
                 workshops,
                 claims,
                 policies,
+                feeds,
             },
             watcher_config(&wiring.common),
             &wiring.shutdown,
@@ -129,6 +137,8 @@ pub struct Related {
     pub claims: Api<Guarded<ResourceClaim>>,
     /// WorkshopScalingPolicies: mapped to every provision of their namespace.
     pub policies: Api<Guarded<WorkshopScalingPolicy>>,
+    /// Where the watches of seats, Workshops and claims put what they see.
+    pub feeds: Feeds,
 }
 
 /// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
@@ -157,6 +167,7 @@ pub fn relate(
         workshops,
         claims,
         policies,
+        feeds,
     } = related;
     let store = controller.store();
     let by_assignment = store.clone();
@@ -166,8 +177,17 @@ pub fn relate(
     // The related kinds are not label-selected: the selector is about the provisions. Every
     // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
     let all = || watcher::Config::default().any_semantic();
+    let assignments = feeds.assignments.watch(assignments, all(), |_| {});
+    let workshops = feeds.workshops.watch(workshops, all(), |_| {});
+    let claims = feeds
+        .claims
+        .watch(claims, all(), |claim: &mut Guarded<ResourceClaim>| {
+            if let Ok(claim) = claim.0.as_mut() {
+                claim.trim();
+            }
+        });
     controller
-        .watches(assignments, all(), move |assignment| {
+        .watches_stream(assignments, move |assignment| {
             // A malformed seat is not counted, so its changes concern no provision.
             let Ok(assignment) = &assignment.0 else {
                 return Vec::new();
@@ -175,11 +195,11 @@ pub fn relate(
             let ns = assignment.namespace().unwrap_or_default();
             provisions_of(&by_assignment, &ns, &assignment.spec.workshop_name)
         })
-        .watches(workshops, all(), move |workshop| {
+        .watches_stream(workshops, move |workshop| {
             let ns = workshop.namespace().unwrap_or_default();
             provisions_of(&by_workshop, &ns, &workshop.name_any())
         })
-        .watches(claims, all(), |claim| provision_of_claim(&claim))
+        .watches_stream(claims, |claim| provision_of_claim(&claim))
         // Not the policy's status, which the policy controller writes on every Workshop change:
         // with a thousand provisions in a namespace, each of those writes reconciled them all.
         .watches_stream(spec_changes(policies, all()), move |policy| {

@@ -23,6 +23,7 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame::{self, Reconciler, WriteError};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::pause::pause_report;
@@ -43,6 +44,40 @@ use crate::metrics::{Metrics, ProvisionLabels, WorkshopLabels};
 pub struct Own {
     /// workshop-scaler's own gauges and counters.
     pub metrics: Metrics,
+    /// What a provision's reconcile reads besides the provision and the policies.
+    pub caches: Caches,
+}
+
+/// The Workshops, seats and claims a provision's reconcile reads, as the watches that map them
+/// onto provisions last saw them: a reconcile reads memory, not the API server (which answered
+/// 35 reads per provision to converge when every reconcile listed them). Claims are held
+/// trimmed to what their settlement needs ([`ResourceClaim::trim`]).
+///
+/// The policies are still listed per reconcile: their CRD is optional, and a cache of a kind
+/// that is not served never answers.
+#[derive(Clone, Default)]
+pub struct Caches {
+    pub workshops: Cache<DeserializeGuard<Workshop>>,
+    pub assignments: Cache<DeserializeGuard<WorkshopUserAssignment>>,
+    pub claims: Cache<DeserializeGuard<ResourceClaim>>,
+}
+
+/// What fills one scope of the [`Caches`].
+pub struct Feeds {
+    pub workshops: Feed<DeserializeGuard<Workshop>>,
+    pub assignments: Feed<DeserializeGuard<WorkshopUserAssignment>>,
+    pub claims: Feed<DeserializeGuard<ResourceClaim>>,
+}
+
+impl Caches {
+    /// Adds one scope (a watched namespace, or the whole cluster) to every cache.
+    pub fn scope(&mut self) -> Feeds {
+        Feeds {
+            workshops: self.workshops.scope(),
+            assignments: self.assignments.scope(),
+            claims: self.claims.scope(),
+        }
+    }
 }
 
 /// What a reconcile needs: the frame's context around [`Own`]. `dry_run`: decide and report, but
@@ -88,14 +123,20 @@ async fn pass(
     let now = ctx.clock.now();
 
     // Configuration first; a disabled provision needs nothing else.
-    let workshops: Api<Workshop> = Api::namespaced(ctx.client.clone(), namespace);
     let workshop_name = &provision.spec.workshop_name;
-    let workshop = workshops
-        .get_opt(workshop_name)
-        .await
-        .map_err(frame::ReadError::of(format!(
-            "Workshop {namespace}/{workshop_name}"
-        )))?;
+    let workshop = match ctx.own.caches.workshops.get(namespace, workshop_name)? {
+        None => None,
+        Some(guarded) => match &guarded.0 {
+            Ok(workshop) => Some(workshop.clone()),
+            // Its watch maps a fixed Workshop onto this provision, which is reconciled then.
+            Err(invalid) => {
+                return Err(Error::Invalid {
+                    object: format!("Workshop {namespace}/{workshop_name}"),
+                    message: invalid.error.clone(),
+                });
+            }
+        },
+    };
     // Policies select Workshops: without the Workshop none applies.
     let policies = match &workshop {
         Some(w) => observe_policies(ctx, namespace, w).await?,
@@ -124,11 +165,11 @@ async fn pass(
     // Seats only matter to a valid, unpaused configuration; claims only while in flight.
     let reads = pause.is_none() && settings.config().is_some();
     let seats = match reads {
-        true => observe_seats(ctx, namespace, workshop_name).await?,
+        true => observe_seats(ctx, namespace, workshop_name)?,
         false => Seats::default(),
     };
     let claims = match reads && in_flight.is_some() {
-        true => observe_claims(ctx, namespace, provision).await?,
+        true => observe_claims(ctx, namespace, provision)?,
         false => Vec::new(),
     };
     let observed = Observed {
@@ -295,17 +336,9 @@ pub fn lifespan_end(lifespan: Option<&Value>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-async fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
-    let api: Api<DeserializeGuard<WorkshopUserAssignment>> =
-        Api::namespaced(ctx.client.clone(), namespace);
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(frame::ReadError::of(format!(
-            "WorkshopUserAssignments in {namespace}"
-        )))?;
+fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
     let mut seats = Seats::default();
-    for assignment in &list.items {
+    for assignment in ctx.own.caches.assignments.in_namespace(namespace)? {
         // A seat that does not deserialize cannot be counted; it must not stop the others.
         let assignment = match &assignment.0 {
             Ok(a) => a,
@@ -345,23 +378,18 @@ pub fn claim_belongs_to<K: Resource>(claim: &K, provision: &WorkshopProvision) -
     labelled || owned
 }
 
-async fn observe_claims(
+fn observe_claims(
     ctx: &Context,
     namespace: &str,
     provision: &WorkshopProvision,
 ) -> Result<Vec<Claim>, Error> {
-    let api: Api<DeserializeGuard<ResourceClaim>> = Api::namespaced(ctx.client.clone(), namespace);
-    // Not a label-selected list: claims linked only by owner reference count too.
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(frame::ReadError::of(format!(
-            "ResourceClaims in {namespace}"
-        )))?;
-    Ok(list
-        .items
+    // Every claim of the namespace: claims linked only by owner reference count too.
+    let mut claims = ctx.own.caches.claims.in_namespace(namespace)?;
+    // The cache holds no order; the decision reports claims by name.
+    claims.sort_by_key(|c| c.name_any());
+    Ok(claims
         .iter()
-        .filter(|c| claim_belongs_to(*c, provision))
+        .filter(|c| claim_belongs_to(c.as_ref(), provision))
         .map(|c| Claim {
             name: c.name_any(),
             deleting: c.meta().deletion_timestamp.is_some(),

@@ -327,6 +327,7 @@ async fn a_policy_change_triggers_a_reconcile() {
         Api::namespaced(c.clone(), NS)
     };
     let shutdown = Shutdown::new();
+    let (ctx, feeds) = watched_context(&h.fake, &h.clock);
     let controller = relate(
         Controller::new(guarded(&client), watcher::Config::default()),
         Related {
@@ -334,10 +335,10 @@ async fn a_policy_change_triggers_a_reconcile() {
             workshops: Api::namespaced(client.clone(), NS),
             claims: Api::namespaced(client.clone(), NS),
             policies: Api::namespaced(client.clone(), NS),
+            feeds,
         },
         &shutdown,
     );
-    let ctx = h.replica.ctx.clone();
     let run = tokio::spawn(
         controller
             .run(
@@ -347,13 +348,13 @@ async fn a_policy_change_triggers_a_reconcile() {
             )
             .for_each(|_| async {}),
     );
-    // Without a policy the provision is reconciled (its Workshop read) and left alone.
+    // Without a policy the provision is reconciled (the policies read) and left alone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !h
         .fake
         .reads()
         .iter()
-        .any(|r| r.path.ends_with(&format!("/workshops/{WORKSHOP}")))
+        .any(|r| r.path.ends_with("/workshopscalingpolicies"))
     {
         assert!(tokio::time::Instant::now() < deadline, "no first reconcile");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -397,9 +398,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     let get = |name: &str| h.fake.get::<WorkshopScalingPolicy>(NS, name).unwrap();
     h.fake.clear_requests();
     for name in ["standard", "everything"] {
-        reconcile_policy(get(name), h.replica.ctx.clone())
-            .await
-            .unwrap();
+        reconcile_policy(get(name), h.replica.ctx()).await.unwrap();
     }
     let everything = get("everything").status.unwrap();
     assert_eq!(everything.workshop_count, Some(2));
@@ -420,7 +419,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     assert_eq!(h.fake.write_count(), 2);
     // Nothing changed: nothing written.
     h.fake.clear_requests();
-    reconcile_policy(get("standard"), h.replica.ctx.clone())
+    reconcile_policy(get("standard"), h.replica.ctx())
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
@@ -431,7 +430,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
         NS,
         "everything",
     );
-    reconcile_policy(get("standard"), h.replica.ctx.clone())
+    reconcile_policy(get("standard"), h.replica.ctx())
         .await
         .unwrap();
     let standard = get("standard").status.unwrap();

@@ -3,10 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
+use ebb_crds::babylon::{
+    Workshop, WorkshopProvision, WorkshopProvisionStatus, WorkshopUserAssignment,
+};
+use ebb_crds::poolboy::ResourceClaim;
 use ebb_runtime::frame;
 use ebb_runtime::{Leader, ManualClock};
 use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
@@ -15,7 +18,7 @@ use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
 use workshop_scaler::metrics::Metrics;
-use workshop_scaler::reconcile::{Context, Own, Reconcile};
+use workshop_scaler::reconcile::{Caches, Context, Feeds, Own, Reconcile};
 
 /// What a reconcile through the frame fails with.
 pub type Error = frame::Error<workshop_scaler::reconcile::Error>;
@@ -32,9 +35,31 @@ pub fn t0() -> DateTime<Utc> {
 
 /// One controller process: its own context, Events and metrics over the shared fake API.
 pub struct Replica {
-    pub ctx: Arc<Context>,
+    ctx: Arc<Context>,
+    /// What the watches would have put in the context's caches by now: filled from the fake
+    /// (unrecorded) whenever the context is handed out.
+    feeds: Mutex<Feeds>,
+    fake: FakeApi,
     pub events: RecordingEvents,
     process: ebb_testkit::Replica,
+}
+
+impl Replica {
+    /// The context for a reconcile, its caches holding what the fake holds now (as if the
+    /// watches had caught up).
+    pub fn ctx(&self) -> Arc<Context> {
+        let mut feeds = self.feeds.lock().unwrap();
+        feeds
+            .workshops
+            .fill(self.fake.list::<DeserializeGuard<Workshop>>());
+        feeds
+            .assignments
+            .fill(self.fake.list::<DeserializeGuard<WorkshopUserAssignment>>());
+        feeds
+            .claims
+            .fill(self.fake.list::<DeserializeGuard<ResourceClaim>>());
+        self.ctx.clone()
+    }
 }
 
 /// The shared harness (`fake`, `clock`, through `Deref`) and the replica under test.
@@ -200,12 +225,12 @@ impl Harness {
     /// One reconcile of `name`, as the controller would run it on a fresh cache.
     pub async fn reconcile(&self, name: &str) -> Result<Action, Error> {
         let provision = self.get(name);
-        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx.clone()).await
+        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
     }
 
     /// One reconcile on a given (possibly stale) copy of the provision.
     pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Action, Error> {
-        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx.clone()).await
+        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
     }
 
     // --- reading back ---
@@ -264,7 +289,7 @@ pub fn replica_with_leader(
 ) -> Replica {
     // Each replica (a restart too) has its own registry and Events.
     let process = ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, dry_run, leader);
-    replica_of(process)
+    replica_of(fake, process)
 }
 
 /// A replica talking through `client` (an actor of an explored interleaving).
@@ -272,15 +297,33 @@ pub fn replica_with_client(fake: &FakeApi, clock: &ManualClock, client: kube::Cl
     let process =
         ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, false, Leader::disabled())
             .with_client(client);
-    replica_of(process)
+    replica_of(fake, process)
 }
 
-fn replica_of(process: ebb_testkit::Replica) -> Replica {
+/// A process's context whose caches only the returned feeds fill (a controller's watches).
+pub fn watched_context(fake: &FakeApi, clock: &ManualClock) -> (Arc<Context>, Feeds) {
+    let process =
+        ebb_testkit::Replica::new(fake, clock, CONTROLLER_NAME, false, Leader::disabled());
+    let mut caches = Caches::default();
+    let feeds = caches.scope();
     let ctx = process.context(Own {
         metrics: process.register(Metrics::new),
+        caches,
+    });
+    (ctx, feeds)
+}
+
+fn replica_of(fake: &FakeApi, process: ebb_testkit::Replica) -> Replica {
+    let mut caches = Caches::default();
+    let feeds = Mutex::new(caches.scope());
+    let ctx = process.context(Own {
+        metrics: process.register(Metrics::new),
+        caches,
     });
     Replica {
         ctx,
+        feeds,
+        fake: fake.clone(),
         events: process.events.clone(),
         process,
     }
