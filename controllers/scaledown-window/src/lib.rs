@@ -30,6 +30,7 @@ use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
+use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use futures::StreamExt;
@@ -168,6 +169,26 @@ fn node_marks(node: &PartialObjectMeta<Node>) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// The Node annotations ebb reads ([`targets::node_view`]); the cache keeps no others.
+const NODE_ANNOTATIONS: [&str; 4] = [
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    DISABLED_BY_ANNOTATION,
+    PAUSED_ANNOTATION,
+    PAUSED_UNTIL_ANNOTATION,
+];
+
+/// Keeps of a Node's metadata what [`targets::node_view`] reads: name, resourceVersion, labels
+/// and ebb's annotations. Real Nodes carry many annotations of their own (CSI, CNI, the
+/// kubelet's) that a cache of thousands of Nodes need not hold.
+fn trim_node(node: &mut PartialObjectMeta<Node>) {
+    let meta = &mut node.metadata;
+    meta.owner_references = None;
+    meta.finalizers = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|key, _| NODE_ANNOTATIONS.contains(&key.as_str()));
+    }
+}
+
 /// Adds the watches that wake schedules when their target objects change: only for enabled
 /// kinds, so a cluster without a kind's CRD (and the RBAC for it) never watches it. The dynamic
 /// watches have no predicate, so any change, the pause annotations included, wakes them: lifting
@@ -177,6 +198,7 @@ fn watch_targets(
     client: &Client,
     args: &RunArgs,
     store: &Store<Guarded>,
+    nodes: Option<Feed<PartialObjectMeta<Node>>>,
 ) -> Controller<Guarded> {
     let targets = args.targets();
     let dynamic =
@@ -234,13 +256,13 @@ fn watch_targets(
             controller = dynamic(controller, api, ar, Box::new(follows));
         }
     }
-    if targets.node_annotation {
+    if let Some(feed) = nodes {
         // Nodes join and change labels at any time; a metadata watch filtered to what ebb reads
-        // keeps this cheap. Node schedules are few, so every schedule is woken.
+        // keeps this cheap, and fills the cache a Nodes target reads. Node schedules are few, so
+        // every schedule is woken.
         let node_meta: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
-        let nodes = watcher(node_meta, watcher::Config::default())
-            .default_backoff()
-            .touched_objects()
+        let nodes = feed
+            .watch(node_meta, watcher::Config::default(), trim_node)
             .predicate_filter(node_marks, Default::default())
             .filter_map(|event| {
                 if let Err(error) = &event {
@@ -259,9 +281,24 @@ fn watch_targets(
 /// # Errors
 /// The first read or write that failed.
 pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, reconcile::Error> {
+    let mut nodes = Cache::default();
+    if args.targets().node_annotation {
+        // No watch runs here: one list fills the Node cache a Nodes target reads.
+        let api: Api<Node> = Api::all(shared.client.clone());
+        let listed = api
+            .list_metadata(&Default::default())
+            .await
+            .map_err(reconcile::Error::Observe)?;
+        nodes.scope().fill(listed.items.into_iter().map(|mut node| {
+            ebb_runtime::app::slim(&mut node);
+            trim_node(&mut node);
+            node
+        }));
+    }
     let own = Own {
         metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
         targets: args.targets(),
+        nodes,
     };
     let selector = args.common.label_selector();
     reconcile::release_all(&frame::Context::new(shared, own), selector).await
@@ -276,16 +313,19 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     let client = wiring.client.clone();
     tracing::info!(targets = ?args.targets(), "target kinds");
+    let mut nodes = Cache::default();
+    let feed = args.targets().node_annotation.then(|| nodes.scope());
     let ctx = wiring.context(Own {
         metrics,
         targets: args.targets(),
+        nodes,
     });
     let schedules: Api<Guarded> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
     let controller =
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
-    let controller = watch_targets(controller, &client, &args, &store);
+    let controller = watch_targets(controller, &client, &args, &store, feed);
     let shutdown = wiring.shutdown.clone();
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
     // A schedule deleted before its reconcile ran drops its gauges here.

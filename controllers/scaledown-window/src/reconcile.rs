@@ -21,13 +21,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownScheduleStatus};
 use ebb_runtime::Notice;
+use ebb_runtime::cache::{Cache, Cold};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::pause::{pause_report, pause_state};
 use ebb_runtime::time::from_k8s_time;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::{ApiResource, DeserializeGuard, DynamicObject};
+use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Resource, ResourceExt};
@@ -90,6 +91,9 @@ pub struct Own {
     pub metrics: Metrics,
     /// The target kinds served.
     pub targets: EnabledTargets,
+    /// The Nodes' metadata as the Node watch last saw it: what a Nodes target reads, instead of
+    /// listing every Node on every reconcile (101 MiB and a 10 s p99 with 10 000 Nodes).
+    pub nodes: Cache<PartialObjectMeta<Node>>,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -113,6 +117,9 @@ pub enum Error {
     /// Reading the target's objects failed.
     #[error("reading the target: {0}")]
     Observe(#[source] kube::Error),
+    /// The Node cache has not listed yet.
+    #[error(transparent)]
+    Cold(#[from] Cold),
     /// A target object changed (or vanished) between read and write: read and decide again.
     #[error(transparent)]
     Conflict(#[from] frame::Stale),
@@ -143,7 +150,8 @@ impl ReconcileError for Error {
             Self::ClusterVersion(_)
             | Self::MachineConfigPools(_)
             | Self::Schedules(_)
-            | Self::Observe(_) => "observe",
+            | Self::Observe(_)
+            | Self::Cold(_) => "observe",
             Self::Conflict(_) => "conflict",
             Self::Apply { .. } => "apply",
             Self::Status(_) => "status",
@@ -472,17 +480,16 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
         }
         ResolvedTarget::Nodes(_) => {
             // Metadata only: labels and annotations are all that matter, and nodes are large.
-            let nodes = Api::<Node>::all(client)
-                .list_metadata(&lp)
-                .await
-                .map_err(Error::Observe)?;
-            Observed::Nodes(
-                nodes
-                    .items
-                    .iter()
-                    .map(|n| targets::node_view(&n.metadata))
-                    .collect(),
-            )
+            let mut nodes: Vec<_> = ctx
+                .own
+                .nodes
+                .all()?
+                .iter()
+                .map(|n| targets::node_view(&n.metadata))
+                .collect();
+            // The cache holds no order; a list came sorted by name.
+            nodes.sort_by(|a, b| a.name.cmp(&b.name));
+            Observed::Nodes(nodes)
         }
         ResolvedTarget::MachineAutoscalers { namespace, .. } => {
             let autoscalers: Api<DynamicObject> =

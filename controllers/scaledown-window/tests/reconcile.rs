@@ -4,16 +4,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use ebb_crds::scaledown::ScaleDownSchedule;
+use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame::{FOLLOWER_REQUEUE, MAX_ATTEMPTS, Shared};
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
 use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
-use kube::core::DeserializeGuard;
+use k8s_openapi::api::core::v1::Node;
+use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
@@ -35,6 +37,8 @@ const MA_NS: &str = "openshift-machine-api";
 struct Test {
     h: Harness,
     ctx: Arc<Context>,
+    /// What the Node watch would have put in the context's cache by now ([`Test::ctx`]).
+    nodes: Mutex<Feed<PartialObjectMeta<Node>>>,
 }
 
 impl Deref for Test {
@@ -57,11 +61,36 @@ impl Test {
     fn with_leader(at: &str, targets: EnabledTargets, dry_run: bool, leader: Leader) -> Self {
         let h = Harness::new(at, CONTROLLER_NAME);
         let metrics = h.register(Metrics::new);
+        let mut cache = Cache::default();
+        let nodes = Mutex::new(cache.scope());
         let ctx = Arc::new(Context::new(
             h.shared_with(dry_run, leader),
-            Own { metrics, targets },
+            Own {
+                metrics,
+                targets,
+                nodes: cache,
+            },
         ));
-        Self { h, ctx }
+        Self { h, ctx, nodes }
+    }
+
+    /// The context for a reconcile, its Node cache holding the Nodes the fake holds now (as if
+    /// the watch had caught up).
+    fn ctx(&self) -> Arc<Context> {
+        self.nodes
+            .lock()
+            .unwrap()
+            .fill(self.fake.list::<PartialObjectMeta<Node>>());
+        self.ctx.clone()
+    }
+
+    /// A Node cache holding the Nodes the fake holds now, for another context.
+    fn node_cache(&self) -> Cache<PartialObjectMeta<Node>> {
+        let mut cache = Cache::default();
+        cache
+            .scope()
+            .fill(self.fake.list::<PartialObjectMeta<Node>>());
+        cache
     }
 
     fn schedule(&self, name: &str) -> ScaleDownSchedule {
@@ -71,12 +100,12 @@ impl Test {
     /// One reconcile as the controller runs it: through the frame (a conflict re-reads the
     /// schedule and runs the pass again).
     async fn reconcile(&self, name: &str) -> Result<Action, frame::Error<Error>> {
-        frame::reconcile::<Reconcile>(self.guard(name), self.ctx.clone()).await
+        frame::reconcile::<Reconcile>(self.guard(name), self.ctx()).await
     }
 
     /// One pass alone, without the frame: what a pass that meets a conflict returns.
     async fn pass(&self, name: &str) -> Result<Action, Error> {
-        Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx).await
+        Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx()).await
     }
 
     fn guard(&self, name: &str) -> Arc<DeserializeGuard<ScaleDownSchedule>> {
@@ -366,7 +395,7 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
     let apply =
         || frame::Error::Reconcile(Error::Status(kube::Error::LinesCodecMaxLineLengthExceeded));
     let policy =
-        |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx.clone());
+        |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx());
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(2)));
     let conflict = Error::Conflict(frame::Stale { object: "x".into() });
@@ -1079,9 +1108,7 @@ async fn malformed_objects_wait_for_a_change() {
     .unwrap();
     let guard = Arc::new(guard);
     // The frame's default: logged, counted under `malformed`, left alone until it changes.
-    let action = frame::reconcile::<Reconcile>(guard, t.ctx.clone())
-        .await
-        .unwrap();
+    let action = frame::reconcile::<Reconcile>(guard, t.ctx()).await.unwrap();
     assert_eq!(action, Action::await_change());
     assert!(
         t.metrics()
@@ -1357,6 +1384,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
         Own {
             metrics: Metrics::default(),
             targets: EnabledTargets::all(),
+            nodes: t.node_cache(),
         },
     );
     t.set(FRIDAY_NIGHT);
@@ -1929,6 +1957,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
         Own {
             metrics: Metrics::default(),
             targets: EnabledTargets::all(),
+            nodes: t.node_cache(),
         },
     );
     let said = release_all(&dry, None).await.unwrap();
@@ -1940,7 +1969,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
     );
     assert_eq!(t.fake.writes().len(), writes_before);
 
-    let done = release_all(&t.ctx, None).await.unwrap();
+    let done = release_all(&t.ctx(), None).await.unwrap();
     assert_eq!(done.len(), 3, "{done:?}");
     assert!(
         done.iter()
@@ -1967,7 +1996,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
 
     // Nothing left: a second run writes nothing.
     let writes_after = t.fake.writes().len();
-    let again = release_all(&t.ctx, None).await.unwrap();
+    let again = release_all(&t.ctx(), None).await.unwrap();
     assert!(
         again
             .iter()
@@ -1987,7 +2016,7 @@ async fn cleanup_keeps_to_the_label_selector() {
     t.fake.insert(other);
     t.converge("other-install").await;
     t.converge("other-install").await;
-    let done = release_all(&t.ctx, Some("install=a")).await.unwrap();
+    let done = release_all(&t.ctx(), Some("install=a")).await.unwrap();
     assert!(done.is_empty(), "{done:?}");
     assert_eq!(
         node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
@@ -2035,7 +2064,7 @@ async fn fault_matrix(
         },
         async |t: &Test, trace: &mut matrix::Trace| {
             let read = || t.fake.get::<ScaleDownSchedule>("", ME);
-            matrix::settle::<Reconcile>(&t.fake, &t.ctx, read, trace).await;
+            matrix::settle_with::<Reconcile>(&t.fake, || t.ctx(), read, trace).await;
         },
         |t: &Test| {
             let mut all = watched.to_vec();
