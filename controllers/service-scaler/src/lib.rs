@@ -30,12 +30,13 @@ use std::future::Future;
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
+use ebb_runtime::triggers::spec_changes;
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::core::DeserializeGuard;
+use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::Metrics;
 use crate::reconcile::{Own, Reconcile};
@@ -45,9 +46,9 @@ use crate::reconcile::{Own, Reconcile};
 pub type RunArgs = ebb_runtime::args::CommonOnly;
 
 /// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
-pub fn scaler_of(
+pub fn scaler_of<K: Resource>(
     store: &Store<DeserializeGuard<ServiceScaler>>,
-    hpa: &HorizontalPodAutoscaler,
+    hpa: &K,
 ) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
@@ -107,12 +108,13 @@ pub fn controllers(
     let scopes = wiring
         .scoped::<DeserializeGuard<ServiceScaler>>()
         .into_iter()
-        .zip(wiring.scoped::<HorizontalPodAutoscaler>());
+        .zip(wiring.scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>());
     let mut controllers = Vec::new();
     for (scalers, hpas) in scopes {
-        // `--label-selector` selects ServiceScalers; every HPA is watched (any change, metadata
-        // included), so drift, the kill-switch and the pause annotations reach the ServiceScaler
-        // of the same name.
+        // `--label-selector` selects ServiceScalers; every HPA is watched, so drift (its
+        // generation moves), the kill-switch and the pause annotations reach the ServiceScaler of
+        // the same name. Metadata only, and not its status: the HPA controller rewrites that
+        // every sync, and the reconcile reads the HPA itself.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
         let controller =
             ebb_runtime::app::controller(scalers, watcher_config(&wiring.common), &wiring.warm_up);
@@ -120,9 +122,8 @@ pub fn controllers(
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();
         let controller = controller
-            .watches(
-                hpas,
-                watcher::Config::default().any_semantic(),
+            .watches_stream(
+                spec_changes(hpas, watcher::Config::default().any_semantic()),
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
