@@ -224,21 +224,43 @@ impl CronSchedule {
         &self,
         after: DateTime<Utc>,
     ) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+        self.fire_times_from(after, wall_clock(&self.tz, after))
+    }
+
+    /// [`CronSchedule::fire_times_after`] from `after` and what the wall clock shows at `after`
+    /// (`wall`, already known to the caller: a zone lookup saved), or from a fire time `after`
+    /// and the wall-clock time it fired for (which maps to it).
+    pub(crate) fn fire_times_from(
+        &self,
+        after: DateTime<Utc>,
+        wall: Option<NaiveDateTime>,
+    ) -> FireTimes<'_> {
         FireTimes {
             schedule: self,
-            // Every fire time whose wall-clock time is at or before `after`'s maps at or before
+            // Every fire time whose wall-clock time is at or before `wall` maps at or before
             // `after` (the wall-clock to instant mapping never decreases), so start there.
-            cursor: wall_clock(&self.tz, after),
+            cursor: wall,
             after,
         }
     }
 
     /// The last fire time at or before `t`, if any.
     pub fn last_fire_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let wall = wall_clock(&self.tz, t)?;
+        self.last_fire_from(t, wall).map(|(fire, _)| fire)
+    }
+
+    /// [`CronSchedule::last_fire_at_or_before`] from `t` and what the wall clock shows at `t`,
+    /// with the wall-clock time the fire is for (to go on with [`CronSchedule::fire_times_from`]).
+    pub(crate) fn last_fire_from(
+        &self,
+        t: DateTime<Utc>,
+        wall: NaiveDateTime,
+    ) -> Option<(DateTime<Utc>, NaiveDateTime)> {
         // Start from a wall-clock time that maps strictly after `t`; every earlier wall-clock time
         // maps no later, so iterating backwards from there misses nothing. Inside a fold the wall
         // clock just after `t` may map to the first pass, before `t`: step past the fold.
-        let mut end = wall_clock(&self.tz, t)?.checked_add_signed(TimeDelta::seconds(1))?;
+        let mut end = wall.checked_add_signed(TimeDelta::seconds(1))?;
         for _ in 0..4 {
             match resolve_local(&self.tz, end) {
                 Some(instant) if instant > t => break,
@@ -251,7 +273,7 @@ impl CronSchedule {
             cursor = local;
             let instant = resolve_local(&self.tz, local)?;
             if instant <= t {
-                return Some(instant);
+                return Some((instant, local));
             }
         }
         None
@@ -296,7 +318,8 @@ impl fmt::Display for CronSchedule {
     }
 }
 
-struct FireTimes<'a> {
+/// Fire times in order (see [`CronSchedule::fire_times_from`]).
+pub(crate) struct FireTimes<'a> {
     schedule: &'a CronSchedule,
     cursor: Option<NaiveDateTime>,
     /// Fire times at or before this are skipped: the start, then the last one returned (several

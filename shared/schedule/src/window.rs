@@ -3,8 +3,8 @@
 use std::str::FromStr;
 
 use chrono::{
-    DateTime, Datelike, FixedOffset, NaiveDate, NaiveTime, TimeDelta, Timelike, Utc, Weekday,
-    WeekdaySet,
+    DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike, Utc,
+    Weekday, WeekdaySet,
 };
 use chrono_tz::Tz;
 
@@ -329,11 +329,11 @@ impl Window {
         }
     }
 
-    /// The local calendar day of `t` in the window's zone (daily kinds only).
-    fn local_date(&self, t: DateTime<Utc>) -> Option<NaiveDate> {
+    /// What the wall clock of the window's zone shows at `t` (daily kinds only).
+    fn local_wall_clock(&self, t: DateTime<Utc>) -> Option<NaiveDateTime> {
         match self {
-            Self::ZonedTime { offset, .. } => wall_clock(offset, t).map(|local| local.date()),
-            Self::LocalTime { tz, .. } => wall_clock(tz, t).map(|local| local.date()),
+            Self::ZonedTime { offset, .. } => wall_clock(offset, t),
+            Self::LocalTime { tz, .. } => wall_clock(tz, t),
             Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
         }
     }
@@ -361,16 +361,67 @@ impl Window {
         }
     }
 
+    /// [`Window::daily_raw`] of `day` when it ends after `t`, `None` otherwise; `wall` is what the
+    /// zone's clock shows at `t`.
+    ///
+    /// Zone lookups are what a sweep spends its time on, so an interval whose wall-clock end the
+    /// clock at `t` has already reached is dropped without any: wall-clock times map to instants
+    /// in order, and `wall` maps to `t` (or, in the second pass of a fold, earlier), so that end
+    /// is at or before `t`. The end is resolved before the start, which is then only resolved for
+    /// an interval that is kept.
+    fn daily_raw_ending_after(
+        &self,
+        day: NaiveDate,
+        t: DateTime<Utc>,
+        wall: NaiveDateTime,
+    ) -> Option<Occurrence> {
+        let Self::LocalTime { from, to, tz, days } = self else {
+            return self.daily_raw(day).filter(|(_, end)| *end > t);
+        };
+        if days.is_some_and(|days| !days.contains(day.weekday())) {
+            return None;
+        }
+        let end_day = if to > from { day } else { day.succ_opt()? };
+        let local_end = end_day.and_time(*to);
+        if local_end <= wall {
+            return None;
+        }
+        let end = resolve_local(tz, local_end)?;
+        if end <= t {
+            return None;
+        }
+        let start = resolve_local(tz, day.and_time(*from))?;
+        (end > start).then_some((start, end))
+    }
+
+    /// [`Window::daily_raw`] of `day` when it starts at or before `end` (so it continues an open
+    /// period ending at `end`), `None` otherwise. The end of `day`'s interval is only resolved
+    /// when its start is close enough.
+    fn daily_raw_starting_by(&self, day: NaiveDate, end: DateTime<Utc>) -> Option<Occurrence> {
+        let Self::LocalTime { from, to, tz, days } = self else {
+            return self.daily_raw(day).filter(|(start, _)| *start <= end);
+        };
+        if days.is_some_and(|days| !days.contains(day.weekday())) {
+            return None;
+        }
+        let end_day = if to > from { day } else { day.succ_opt()? };
+        let start = resolve_local(tz, day.and_time(*from))?;
+        if start > end {
+            return None;
+        }
+        let next_end = resolve_local(tz, end_day.and_time(*to))?;
+        (next_end > start).then_some((start, next_end))
+    }
+
     /// The local day whose daily interval contains `t`, with that interval.
     fn daily_raw_containing(&self, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
-        let today = self.local_date(t)?;
+        let wall = self.local_wall_clock(t)?;
         // An interval starts on its own day and lasts about a day at most: it started today,
         // yesterday or (around DST changes) the day before.
-        let mut day = today.checked_sub_days(chrono::Days::new(2))?;
+        let mut day = wall.date().checked_sub_days(chrono::Days::new(2))?;
         for _ in 0..3 {
-            if let Some((start, end)) = self.daily_raw(day)
+            if let Some((start, end)) = self.daily_raw_ending_after(day, t, wall)
                 && start <= t
-                && t < end
             {
                 return Some((day, (start, end)));
             }
@@ -380,17 +431,14 @@ impl Window {
     }
 
     fn daily_next_span(&self, cursor: DateTime<Utc>) -> Option<Span> {
-        let mut day = self
-            .local_date(cursor)?
-            .checked_sub_days(chrono::Days::new(2))?;
+        let wall = self.local_wall_clock(cursor)?;
+        let mut day = wall.date().checked_sub_days(chrono::Days::new(2))?;
         // The first interval ending after the cursor starts at most a week (plus the two days
         // looked back) later.
         let mut found = None;
         for _ in 0..12 {
-            if let Some((start, end)) = self.daily_raw(day)
-                && end > cursor
-            {
-                found = Some((start, end));
+            if let Some(occurrence) = self.daily_raw_ending_after(day, cursor, wall) {
+                found = Some(occurrence);
                 break;
             }
             day = day.succ_opt()?;
@@ -403,9 +451,9 @@ impl Window {
                     end: Some(end),
                 });
             };
-            match self.daily_raw(next_day) {
+            match self.daily_raw_starting_by(next_day, end) {
                 // Touching or overlapping: one open period.
-                Some((next_start, next_end)) if next_start <= end => {
+                Some((_, next_end)) => {
                     end = end.max(next_end);
                     day = next_day;
                 }
@@ -479,17 +527,34 @@ fn cron_next_span(
     cursor: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Option<Span> {
-    let covering = schedule.last_fire_at_or_before(cursor).filter(|fire| {
-        fire.checked_add_signed(duration)
-            .is_none_or(|end| end > cursor)
-    });
-    let start = match covering {
-        Some(fire) => fire,
-        None => schedule.fire_times_after(cursor).next()?,
+    // The wall clock at `cursor` is looked up once, for both searches below.
+    let wall = wall_clock(&schedule.time_zone(), cursor);
+    let covering = wall
+        .and_then(|wall| schedule.last_fire_from(cursor, wall))
+        .filter(|(fire, _)| {
+            fire.checked_add_signed(duration)
+                .is_none_or(|end| end > cursor)
+        });
+    // The fire times after `start`, going on from the search that found it.
+    let (start, mut later) = match covering {
+        Some((fire, local)) => (fire, schedule.fire_times_from(fire, Some(local))),
+        None => {
+            let mut fires = schedule.fire_times_from(cursor, wall);
+            (fires.next()?, fires)
+        }
     };
     let Some(mut end) = start.checked_add_signed(duration) else {
         return Some(Span { start, end: None });
     };
+    // Usually the next occurrence starts after this one ends: then the period is this occurrence
+    // (the loop below would find the same after a search backwards from `end`, which costs more
+    // zone lookups than going one fire time forwards).
+    if later.next().is_none_or(|next| next > end) {
+        return Some(Span {
+            start,
+            end: Some(end),
+        });
+    }
     let give_up_after = until.max(add_saturating(cursor, DEFAULT_HORIZON));
     // The latest occurrence at or before the current end decides whether the period goes on (an
     // occurrence starting exactly at the end touches it and continues it).
@@ -581,5 +646,201 @@ where
         Ok(set)
     } else {
         Err(ScheduleError::NoDays)
+    }
+}
+
+#[cfg(test)]
+mod reference;
+
+#[cfg(test)]
+mod tests {
+    //! The pruned walk against the straightforward one it replaced ([`reference`]), at many
+    //! instants, most of them around DST changes.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use proptest::prelude::*;
+
+    const ZONES: [&str; 8] = [
+        "UTC",
+        "Europe/Zurich",
+        "America/New_York",
+        "Australia/Sydney",
+        "Australia/Lord_Howe",
+        "America/Santiago",
+        "Asia/Kolkata",
+        // Skipped 2011-12-30 entirely (UTC-10 to UTC+14).
+        "Pacific/Apia",
+    ];
+
+    /// DST changes (and Samoa's skipped day) in the zones above.
+    const CHANGES: [&str; 12] = [
+        "2026-03-29T01:00:00Z", // Europe/Zurich springs forward
+        "2026-10-25T01:00:00Z", // Europe/Zurich falls back
+        "2026-03-08T07:00:00Z", // America/New_York springs forward
+        "2026-11-01T06:00:00Z", // America/New_York falls back
+        "2026-04-04T16:00:00Z", // Australia/Sydney falls back
+        "2026-10-03T16:00:00Z", // Australia/Sydney springs forward
+        "2026-04-04T15:00:00Z", // Australia/Lord_Howe falls back (30 minutes)
+        "2026-10-03T15:30:00Z", // Australia/Lord_Howe springs forward (30 minutes)
+        "2026-04-05T03:00:00Z", // America/Santiago falls back
+        "2026-09-06T04:00:00Z", // America/Santiago springs forward
+        "2011-12-30T10:00:00Z", // Pacific/Apia skips a day
+        "2027-03-28T01:00:00Z", // Europe/Zurich springs forward
+    ];
+
+    /// Instants within two days of a change, on five-minute steps and on odd seconds, or anywhere
+    /// in 2026-2027.
+    fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
+        let near_change = (
+            prop::sample::select(CHANGES.to_vec()),
+            -48 * 12..48 * 12i64,
+            prop::sample::select(vec![0i64, 1, 59, 299]),
+        )
+            .prop_map(|(change, steps, seconds)| {
+                change.parse::<DateTime<Utc>>().unwrap()
+                    + TimeDelta::minutes(5 * steps)
+                    + TimeDelta::seconds(seconds)
+            });
+        let anywhere = (0i64..2 * 365 * 24 * 3600)
+            .prop_map(|s| DateTime::from_timestamp(1_767_225_600 + s, 0).unwrap());
+        prop_oneof![3 => near_change, 1 => anywhere]
+    }
+
+    fn quarter_hour() -> impl Strategy<Value = NaiveTime> {
+        (0u32..96).prop_map(|q| NaiveTime::from_hms_opt(q / 4, (q % 4) * 15, 0).unwrap())
+    }
+
+    fn any_window() -> impl Strategy<Value = Window> {
+        let zone = || prop::sample::select(ZONES.to_vec()).prop_map(|z| z.parse::<Tz>().unwrap());
+        let local_time = (
+            quarter_hour(),
+            quarter_hour(),
+            zone(),
+            prop::option::of(0u8..128),
+        )
+            .prop_map(|(from, to, tz, days)| Window::LocalTime {
+                from,
+                to,
+                tz,
+                days: days.map(|bits| {
+                    let mut set = WeekdaySet::EMPTY;
+                    for i in 0..7u8 {
+                        if bits & (1 << i) != 0 {
+                            set.insert(Weekday::try_from(i).unwrap());
+                        }
+                    }
+                    set
+                }),
+            });
+        let zoned_time = (
+            quarter_hour(),
+            quarter_hour(),
+            prop::sample::select(vec![-10 * 3600, 0, 5 * 3600 + 1800, 14 * 3600]),
+        )
+            .prop_map(|(from, to, offset)| Window::ZonedTime {
+                from,
+                to,
+                offset: FixedOffset::east_opt(offset).unwrap(),
+            });
+        let cron = (
+            0u32..60,
+            0u32..24,
+            prop::sample::select(vec![
+                "{m} {h} * * *",
+                "{m} {h} * * 1-5",
+                "{m} {h} * * 0,6",
+                "*/20 {h} * * *",
+                "*/15 * * * *",
+                "{m} */3 * * *",
+                "{m} 1-3 * * *",
+                "0 {h} 13 * 5",
+                "{m} {h} 1,15,31 * *",
+            ]),
+            zone(),
+            prop::sample::select(vec![1i64, 5, 30, 60, 90, 180, 11 * 60, 24 * 60, 36 * 60]),
+        )
+            .prop_map(|(minute, hour, template, tz, minutes)| {
+                let expression = template
+                    .replace("{m}", &minute.to_string())
+                    .replace("{h}", &hour.to_string());
+                Window::Cron {
+                    schedule: CronSchedule::parse(&expression, tz).unwrap(),
+                    duration: TimeDelta::minutes(minutes),
+                }
+            });
+        prop_oneof![2 => local_time, 1 => zoned_time, 2 => cron]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn next_span_is_the_straightforward_walk(window in any_window(), t in any_instant()) {
+            let until = add_saturating(t, DEFAULT_HORIZON);
+            prop_assert_eq!(window.next_span(t, until), reference::next_span(&window, t, until));
+            // Where the sweep goes next: the end of that span.
+            if let Some(end) = window.next_span(t, until).and_then(|span| span.end) {
+                prop_assert_eq!(
+                    window.next_span(end, until),
+                    reference::next_span(&window, end, until)
+                );
+            }
+        }
+
+        #[test]
+        fn contains_is_the_straightforward_walk(window in any_window(), t in any_instant()) {
+            prop_assert_eq!(window.contains(t), reference::contains(&window, t));
+        }
+    }
+
+    /// Every five minutes for two days around each change, every window kind in every zone.
+    #[test]
+    fn agrees_with_the_straightforward_walk_through_every_change() {
+        let windows = [
+            ("02:30", "03:30"),
+            ("22:00", "06:00"),
+            ("08:00", "18:00"),
+            ("01:00", "02:00"),
+            ("02:15", "02:45"),
+            ("03:00", "03:00"),
+        ];
+        let crons = [
+            ("30 2 * * *", "90m"),
+            ("*/20 1-3 * * *", "20m"),
+            ("0 20 * * 1-5", "11h"),
+            ("0 8 * * 0,6", "12h"),
+            ("*/15 * * * *", "5m"),
+            ("30 7 * * 1-5", "90m"),
+        ];
+        for zone in ZONES {
+            let mut all = Vec::new();
+            for (from, to) in windows {
+                all.push(Window::local_time(from, to, Some(zone), None::<&[&str]>).unwrap());
+                all.push(Window::local_time(from, to, Some(zone), Some(["Sat", "Sun"])).unwrap());
+            }
+            for (expression, duration) in crons {
+                all.push(Window::cron(expression, duration, Some(zone)).unwrap());
+            }
+            for change in CHANGES {
+                let change: DateTime<Utc> = change.parse().unwrap();
+                for step in -24 * 12..24 * 12 {
+                    let t = change + TimeDelta::minutes(5 * step);
+                    let until = add_saturating(t, DEFAULT_HORIZON);
+                    for window in &all {
+                        assert_eq!(
+                            window.next_span(t, until),
+                            reference::next_span(window, t, until),
+                            "{window:?} at {t}"
+                        );
+                        assert_eq!(
+                            window.contains(t),
+                            reference::contains(window, t),
+                            "{window:?} at {t}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
