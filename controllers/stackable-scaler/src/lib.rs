@@ -59,7 +59,7 @@ use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::core::DeserializeGuard;
+use kube::core::{DeserializeGuard, PartialObjectMeta};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
@@ -175,15 +175,17 @@ pub fn controllers(
                 scoped_api::<Job>(&client, scope),
                 watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
             )
+            // Metadata only: the mapping needs the uid, and a metadata watch still sees every
+            // change (its resourceVersion moves with the status too).
             .watches(
-                scoped_api::<StatefulSet>(&client, scope),
+                scoped_api::<PartialObjectMeta<StatefulSet>>(&client, scope),
                 watcher::Config::default(),
-                move |s: StatefulSet| sts_map(s.uid())(),
+                move |s: PartialObjectMeta<StatefulSet>| sts_map(s.uid())(),
             )
             .watches(
-                scoped_api::<Deployment>(&client, scope),
+                scoped_api::<PartialObjectMeta<Deployment>>(&client, scope),
                 watcher::Config::default(),
-                move |d: Deployment| deploy_map(d.uid())(),
+                move |d: PartialObjectMeta<Deployment>| deploy_map(d.uid())(),
             )
             .graceful_shutdown_on({
                 let stop = wiring.shutdown.clone();
