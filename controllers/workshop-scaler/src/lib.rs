@@ -239,7 +239,8 @@ pub fn policy_controller(
     workshops: Api<Guarded<Workshop>>,
     shutdown: &Shutdown,
 ) -> Controller<Guarded<WorkshopScalingPolicy>> {
-    let controller = Controller::new(policies, watcher::Config::default().any_semantic());
+    let controller = Controller::new(policies, watcher::Config::default().any_semantic())
+        .with_config(ebb_runtime::app::controller_config());
     let store = controller.store();
     let token = shutdown.token();
     controller

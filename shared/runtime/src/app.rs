@@ -334,7 +334,21 @@ where
             }
         })
         .applied_objects();
-    Controller::for_stream(trigger, reader)
+    Controller::for_stream(trigger, reader).with_config(controller_config())
+}
+
+/// How many reconciles one controller runs at once.
+///
+/// kube's default is no limit: a thousand objects created at once ran a thousand reconciles at
+/// once, each holding its reads and writes in flight, and the process kept that peak as resident
+/// memory. Every reconcile reads and writes without waiting on anything but the API server, so a
+/// few at a time keep it busy: a Controller still runs one reconcile per object at most, and the
+/// rest wait in its queue, merged per object.
+pub const CONCURRENT_RECONCILES: u16 = 8;
+
+/// The configuration of every controller ebb runs ([`CONCURRENT_RECONCILES`]).
+pub fn controller_config() -> kube::runtime::controller::Config {
+    kube::runtime::controller::Config::default().concurrency(CONCURRENT_RECONCILES)
 }
 
 /// The annotation `kubectl apply` keeps a whole copy of the object in.
