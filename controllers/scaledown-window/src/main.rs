@@ -9,8 +9,6 @@ use scaledown_window::metrics::Metrics;
 use scaledown_window::plan::{PlanArgs, plan};
 use scaledown_window::{CONTROLLER_NAME, KIND, RunArgs, clean, controllers};
 
-ebb_runtime::allocator!();
-
 const ABOUT: About = About {
     name: CONTROLLER_NAME,
     about: "Cluster scale-down only inside time windows (ScaleDownSchedule)",

@@ -9,8 +9,6 @@ use service_scaler::metrics::Metrics;
 use service_scaler::plan::{PlanArgs, plan};
 use service_scaler::{CONTROLLER_NAME, KIND, RunArgs, clean, controllers};
 
-ebb_runtime::allocator!();
-
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
     name: CONTROLLER_NAME,

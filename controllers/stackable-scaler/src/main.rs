@@ -8,8 +8,6 @@ use ebb_runtime::cli::About;
 use stackable_scaler::plan::{PlanArgs, plan};
 use stackable_scaler::{CONTROLLER_NAME, RunArgs};
 
-ebb_runtime::allocator!();
-
 /// What `--help` says.
 const ABOUT: About = About {
     name: CONTROLLER_NAME,

@@ -9,8 +9,6 @@ use workshop_scaler::metrics::Metrics;
 use workshop_scaler::plan::{PlanArgs, plan};
 use workshop_scaler::{CONTROLLER_NAME, KIND, RunArgs, controllers};
 
-ebb_runtime::allocator!();
-
 /// How `--help` and `--version` describe the binary.
 const ABOUT: About = About {
     name: CONTROLLER_NAME,

@@ -15,7 +15,6 @@
 //! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`cache`]: caches of related kinds, filled by their watches, that reconciles read.
-//! - [`allocator!`]: the binaries' allocator.
 //! - [`conditions`]: status conditions whose transition time moves only on a status flip.
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
 //! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
@@ -61,20 +60,3 @@ pub use server::{Health, MetricsServer, serve};
 pub use shutdown::Shutdown;
 pub use telemetry::LogFormat;
 pub use time::{from_k8s_time, rfc3339, to_k8s_time};
-
-#[doc(hidden)]
-pub use mimalloc;
-
-/// Declares mimalloc the binary's allocator: one line at the top of each controller's `main.rs`
-/// (libraries and tests keep the system's).
-///
-/// With glibc's allocator a controller kept the peak of every burst of reconciles as resident
-/// memory: each Tokio worker thread allocates in an arena of its own, and freed memory mostly
-/// stays in it. mimalloc returns freed pages to the system.
-#[macro_export]
-macro_rules! allocator {
-    () => {
-        #[global_allocator]
-        static ALLOCATOR: $crate::mimalloc::MiMalloc = $crate::mimalloc::MiMalloc;
-    };
-}
