@@ -27,7 +27,7 @@ pub mod reconcile;
 
 use std::future::Future;
 
-use ebb_crds::service_scaler::ServiceScaler;
+use ebb_crds::service_scaler::{HpaDefaults, ServiceScaler};
 use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::triggers::spec_changes;
@@ -52,6 +52,17 @@ pub fn scaler_of<K: Resource>(
 ) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
+}
+
+/// What the ServiceScaler cache keeps: a reconcile reads the live ServiceScaler (and its HPA),
+/// so the cached copy only maps HPAs by name and hands the frame its metadata. The spec's
+/// windows and the status are most of an object, and 10 000 of them are most of the memory.
+pub fn metadata_only(scaler: &mut DeserializeGuard<ServiceScaler>) {
+    if let Ok(scaler) = scaler.0.as_mut() {
+        scaler.spec.time_range_spec = Vec::new();
+        scaler.spec.hpa = HpaDefaults::default();
+        scaler.status = None;
+    }
 }
 
 /// `service-scaler cleanup`: removes ebb's finalizer from every ServiceScaler this install
@@ -116,8 +127,12 @@ pub fn controllers(
         // the same name. Metadata only, and not its status: the HPA controller rewrites that
         // every sync, and the reconcile reads the HPA itself.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
-        let controller =
-            ebb_runtime::app::controller(scalers, watcher_config(&wiring.common), &wiring.warm_up);
+        let controller = ebb_runtime::app::controller_trimmed(
+            scalers,
+            watcher_config(&wiring.common),
+            &wiring.warm_up,
+            metadata_only,
+        );
         let store = controller.store();
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();

@@ -138,7 +138,10 @@ impl Harness {
             }))
             .unwrap()
         });
-        reconcile(Arc::new(DeserializeGuard(Ok(scaler))), self.ctx.clone()).await
+        // As the controller's cache holds it: metadata only (the reconcile reads the rest).
+        let mut cached = DeserializeGuard(Ok(scaler));
+        service_scaler::metadata_only(&mut cached);
+        reconcile(Arc::new(cached), self.ctx.clone()).await
     }
 
     fn stored_hpa(&self) -> Option<HorizontalPodAutoscaler> {

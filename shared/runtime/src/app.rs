@@ -325,9 +325,28 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
+    controller_trimmed(api, config, warm_up, |_| {})
+}
+
+/// [`controller`] whose cache holds each object trimmed by `trim` (after [`slim`]): for a
+/// controller whose reconcile reads the live object and needs only the cached one's metadata.
+pub fn controller_trimmed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    warm_up: &WarmUp,
+    mut trim: impl FnMut(&mut K) + Send + 'static,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
     let (reader, writer) = reflector::store();
     let cache = warm_up.cache();
-    let trigger = reflector(writer, watcher(api, config).modify(slim))
+    let trimmed = watcher(api, config).modify(move |object| {
+        slim(object);
+        trim(object);
+    });
+    let trigger = reflector(writer, trimmed)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 cache.warm();
