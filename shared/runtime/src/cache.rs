@@ -33,7 +33,8 @@ pub struct Cold {
 }
 
 /// One scope's store and whether its watch has listed in full.
-struct Scope<K: Resource + 'static>
+#[derive(Clone)]
+struct Scope<K: Resource + Clone + 'static>
 where
     K::DynamicType: Hash + Eq,
 {
@@ -41,40 +42,18 @@ where
     warm: Arc<AtomicBool>,
 }
 
-impl<K: Resource + 'static> Clone for Scope<K>
-where
-    K::DynamicType: Hash + Eq,
-{
-    fn clone(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-            warm: self.warm.clone(),
-        }
-    }
-}
-
 /// The objects of one kind across a controller's scopes, as its watches last saw them.
-pub struct Cache<K: Resource + 'static>
+#[derive(Clone)]
+pub struct Cache<K: Resource + Clone + 'static>
 where
     K::DynamicType: Hash + Eq,
 {
     scopes: Vec<Scope<K>>,
 }
 
-impl<K: Resource + 'static> Clone for Cache<K>
-where
-    K::DynamicType: Hash + Eq,
-{
-    fn clone(&self) -> Self {
-        Self {
-            scopes: self.scopes.clone(),
-        }
-    }
-}
-
 impl<K> Default for Cache<K>
 where
-    K: Resource + 'static,
+    K: Resource + Clone + 'static,
     K::DynamicType: Hash + Eq,
 {
     fn default() -> Self {

@@ -659,41 +659,27 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use ebb_testkit::zones::{DST_CHANGES, DST_ZONES, SKIPPED_DAY, SKIPPED_DAY_ZONE};
     use proptest::prelude::*;
 
-    const ZONES: [&str; 8] = [
-        "UTC",
-        "Europe/Zurich",
-        "America/New_York",
-        "Australia/Sydney",
-        "Australia/Lord_Howe",
-        "America/Santiago",
-        "Asia/Kolkata",
-        // Skipped 2011-12-30 entirely (UTC-10 to UTC+14).
-        "Pacific/Apia",
-    ];
+    /// The property tests' zones, and Samoa's skipped day.
+    fn zones() -> Vec<&'static str> {
+        DST_ZONES.into_iter().chain([SKIPPED_DAY_ZONE]).collect()
+    }
 
-    /// DST changes (and Samoa's skipped day) in the zones above.
-    const CHANGES: [&str; 12] = [
-        "2026-03-29T01:00:00Z", // Europe/Zurich springs forward
-        "2026-10-25T01:00:00Z", // Europe/Zurich falls back
-        "2026-03-08T07:00:00Z", // America/New_York springs forward
-        "2026-11-01T06:00:00Z", // America/New_York falls back
-        "2026-04-04T16:00:00Z", // Australia/Sydney falls back
-        "2026-10-03T16:00:00Z", // Australia/Sydney springs forward
-        "2026-04-04T15:00:00Z", // Australia/Lord_Howe falls back (30 minutes)
-        "2026-10-03T15:30:00Z", // Australia/Lord_Howe springs forward (30 minutes)
-        "2026-04-05T03:00:00Z", // America/Santiago falls back
-        "2026-09-06T04:00:00Z", // America/Santiago springs forward
-        "2011-12-30T10:00:00Z", // Pacific/Apia skips a day
-        "2027-03-28T01:00:00Z", // Europe/Zurich springs forward
-    ];
+    /// Their DST changes, Samoa's skipped day, and a change of the next year.
+    fn changes() -> Vec<&'static str> {
+        DST_CHANGES
+            .into_iter()
+            .chain([SKIPPED_DAY, "2027-03-28T01:00:00Z"])
+            .collect()
+    }
 
     /// Instants within two days of a change, on five-minute steps and on odd seconds, or anywhere
     /// in 2026-2027.
     fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
         let near_change = (
-            prop::sample::select(CHANGES.to_vec()),
+            prop::sample::select(changes()),
             -48 * 12..48 * 12i64,
             prop::sample::select(vec![0i64, 1, 59, 299]),
         )
@@ -712,7 +698,7 @@ mod tests {
     }
 
     fn any_window() -> impl Strategy<Value = Window> {
-        let zone = || prop::sample::select(ZONES.to_vec()).prop_map(|z| z.parse::<Tz>().unwrap());
+        let zone = || prop::sample::select(zones()).prop_map(|z| z.parse::<Tz>().unwrap());
         let local_time = (
             quarter_hour(),
             quarter_hour(),
@@ -813,7 +799,7 @@ mod tests {
             ("*/15 * * * *", "5m"),
             ("30 7 * * 1-5", "90m"),
         ];
-        for zone in ZONES {
+        for zone in zones() {
             let mut all = Vec::new();
             for (from, to) in windows {
                 all.push(Window::local_time(from, to, Some(zone), None::<&[&str]>).unwrap());
@@ -822,7 +808,7 @@ mod tests {
             for (expression, duration) in crons {
                 all.push(Window::cron(expression, duration, Some(zone)).unwrap());
             }
-            for change in CHANGES {
+            for change in changes() {
                 let change: DateTime<Utc> = change.parse().unwrap();
                 for step in -24 * 12..24 * 12 {
                     let t = change + TimeDelta::minutes(5 * step);

@@ -7,15 +7,7 @@ use ebb_schedule::{
 };
 use proptest::prelude::*;
 
-const ZONES: [&str; 7] = [
-    "UTC",
-    "Europe/Zurich",
-    "America/New_York",
-    "Australia/Sydney",
-    "Australia/Lord_Howe",
-    "Asia/Kolkata",
-    "America/Santiago",
-];
+use ebb_testkit::zones::{DST_CHANGES, DST_ZONES as ZONES};
 
 /// 2026-01-01T00:00:00Z.
 const BASE: i64 = 1_767_225_600;
@@ -23,20 +15,6 @@ const BASE: i64 = 1_767_225_600;
 fn instant(seconds_after_base: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(BASE + seconds_after_base, 0).unwrap()
 }
-
-/// 2026's DST changes in the zones above (UTC instants).
-const DST_CHANGES: [&str; 10] = [
-    "2026-03-29T01:00:00Z", // Europe/Zurich springs forward
-    "2026-10-25T01:00:00Z", // Europe/Zurich falls back
-    "2026-03-08T07:00:00Z", // America/New_York springs forward
-    "2026-11-01T06:00:00Z", // America/New_York falls back
-    "2026-04-04T16:00:00Z", // Australia/Sydney falls back
-    "2026-10-03T16:00:00Z", // Australia/Sydney springs forward
-    "2026-04-04T15:00:00Z", // Australia/Lord_Howe falls back (30 minutes)
-    "2026-10-03T15:30:00Z", // Australia/Lord_Howe springs forward (30 minutes)
-    "2026-04-05T03:00:00Z", // America/Santiago falls back
-    "2026-09-06T04:00:00Z", // America/Santiago springs forward
-];
 
 /// Instants over two years, sometimes on a quarter hour (where boundaries fall), sometimes within
 /// a day and a half of a DST change.

@@ -40,6 +40,7 @@ pub mod plan_cli;
 mod selector;
 mod store;
 mod watch;
+pub mod zones;
 
 pub use events::{RecordedEvent, RecordingEvents};
 pub use fake::{
