@@ -2,7 +2,8 @@
 //! `/metrics` parses with the controller's series; two replicas elect one leader and only it
 //! writes; an idle minute after convergence costs no write (Lease renewals aside, counted from
 //! the API server's audit log by token); SIGTERM hands the Lease to the standby within 3 s, and
-//! the new leader acts.
+//! the new leader acts; after a SIGKILL (the Lease not released) a change made while nobody
+//! leads is acted on by the replica that takes the Lease when it expires.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +21,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
+
+/// How long a trigger waits for its effect: long enough for a Lease left by a SIGKILLed leader
+/// to expire and the next replica to act.
+const EFFECT_WITHIN: Duration = Duration::from_secs(45);
 
 type Step<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
@@ -219,7 +224,53 @@ async fn run(subject: Subject) {
                 .all(|w| w.credential_id() == Some(standby_cred.as_str()))
         );
     }
-    standby.stop().await;
+
+    // SIGKILL: the Lease is not released. A change made while nobody leads is acted on, once,
+    // by the standby that takes the Lease when it expires.
+    let (config_c, credential_c) = setup
+        .identity
+        .replica(cluster, &setup.admin, "c")
+        .await
+        .unwrap();
+    let mut c =
+        Controller::start_with(subject.binary, &setup.identity, &config_c, "c", &args).unwrap();
+    c.wait_ready(Duration::from_secs(30)).await.unwrap();
+    let mut leader_proc = standby;
+    let killed = Instant::now();
+    let since = Utc::now();
+    leader_proc.kill().unwrap();
+    (subject.trigger)(&setup, 3).await;
+    let took = killed.elapsed();
+    assert_eq!(
+        holder(&leases, subject.binary).await.as_deref(),
+        Some("c"),
+        "{}: the last replica leads after the kill",
+        subject.binary
+    );
+    println!(
+        "figure: {} SIGKILL take-over and the change acted on {} ms",
+        subject.binary,
+        took.as_millis()
+    );
+    let bound = Duration::from_secs(ebb_runtime::leader::LEASE_DURATION_SECS + 10);
+    assert!(
+        took < bound,
+        "{}: the take-over took {took:?}",
+        subject.binary
+    );
+    if let Some(log) = &log {
+        let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
+        let described: Vec<String> = writes.iter().map(audit::Entry::describe).collect();
+        assert!(
+            !writes.is_empty()
+                && writes
+                    .iter()
+                    .all(|w| w.credential_id() == Some(credential_c.as_str())),
+            "{}: after the kill only the new leader writes: {described:#?}",
+            subject.binary
+        );
+    }
+    c.stop().await;
 }
 
 // --- service-scaler: a ServiceScaler without ranges; the trigger changes maxReplicas.
@@ -241,7 +292,7 @@ fn service_trigger(setup: &Setup, round: u32) -> Step<'_> {
         setup.apply(scaler_doc(i64::from(max))).await.unwrap();
         let hpas: Api<HorizontalPodAutoscaler> =
             Api::namespaced(setup.admin.clone(), &setup.namespace);
-        eventually(Duration::from_secs(15), || async {
+        eventually(EFFECT_WITHIN, || async {
             let hpa = hpas.get("web").await.ok()?;
             (hpa.spec?.max_replicas == max).then_some(())
         })
@@ -310,7 +361,7 @@ fn scaledown_trigger(setup: &Setup, round: u32) -> Step<'_> {
             .await
             .unwrap();
         }
-        eventually(Duration::from_secs(15), || async {
+        eventually(EFFECT_WITHIN, || async {
             let ca = api.get(&name).await.ok()?;
             (ca.data["spec"]["scaleDown"]["enabled"] == json!(false)).then_some(())
         })
@@ -387,7 +438,7 @@ fn stackable_trigger(setup: &Setup, round: u32) -> Step<'_> {
         let idle_at = |want: i32| {
             let scalers = scalers.clone();
             async move {
-                eventually(Duration::from_secs(20), || async {
+                eventually(EFFECT_WITHIN, || async {
                     let s = scalers.get("db").await.ok()?;
                     let idle = s.data["status"]["currentState"]["stage"] == json!("Idle");
                     (idle && s.data["status"]["replicas"] == json!(want)).then_some(())
@@ -409,7 +460,7 @@ fn stackable_trigger(setup: &Setup, round: u32) -> Step<'_> {
             .await
             .unwrap();
         let sets: Api<StatefulSet> = Api::namespaced(admin.clone(), &setup.namespace);
-        eventually(Duration::from_secs(20), || async {
+        eventually(EFFECT_WITHIN, || async {
             (sets.get("db").await.ok()?.spec?.replicas == Some(target)).then_some(())
         })
         .await
@@ -493,7 +544,7 @@ fn workshop_trigger(setup: &Setup, round: u32) -> Step<'_> {
         );
         if round == 0 {
             // Converged: the provision's status reports the decision.
-            eventually(Duration::from_secs(20), || async {
+            eventually(EFFECT_WITHIN, || async {
                 let p = provisions.get("wp").await.ok()?;
                 p.data["status"]["conditions"].as_array().map(|_| ())
             })
@@ -535,7 +586,7 @@ fn workshop_trigger(setup: &Setup, round: u32) -> Step<'_> {
         for i in 0..(4 * round) {
             setup.apply(seat(i, true)).await.unwrap();
         }
-        eventually(Duration::from_secs(20), || async {
+        eventually(EFFECT_WITHIN, || async {
             let p = provisions.get("wp").await.ok()?;
             (p.data["spec"]["count"].as_i64()? > before).then_some(())
         })
