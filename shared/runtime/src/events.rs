@@ -4,7 +4,7 @@
 //! courtesy to humans, and failing to publish one must not fail (and retry) a reconcile. Tests use
 //! the `RecordingEvents` double from the `ebb-testkit` crate.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -110,13 +110,25 @@ impl<T: EventSink + ?Sized> EventSink for Arc<T> {
     }
 }
 
+/// How many Events one publisher remembers to fold repeats into a series.
+///
+/// kube's `Recorder` keeps every Event it published in the last six minutes, in a table that
+/// never shrinks, each entry a whole Event (about 2 KiB): 10 000 objects given an Event at once
+/// held 35 MiB for the life of the process. client-go bounds the same memory (an LRU of 4096
+/// Events); here the publisher starts a fresh `Recorder` after this many Events, so a repeat within
+/// the last few hundred still joins its series and an older one starts a new Event.
+pub const EVENTS_REMEMBERED: usize = 256;
+
 /// Publishes Events through the API server, as `reportingController: <controller name>`.
 ///
 /// kube's `Recorder` underneath folds repeats of the same event into a series (one object with a
-/// count) instead of creating a new Event each time.
+/// count) instead of creating a new Event each time, for the last [`EVENTS_REMEMBERED`] Events.
 #[derive(Clone)]
 pub struct EventPublisher {
-    recorder: Recorder,
+    client: Client,
+    reporter: Reporter,
+    /// The recorder in use and how many Events it has published.
+    recorder: Arc<Mutex<(Recorder, usize)>>,
 }
 
 impl std::fmt::Debug for EventPublisher {
@@ -128,9 +140,24 @@ impl std::fmt::Debug for EventPublisher {
 impl EventPublisher {
     /// A publisher reporting as `controller_name` (the instance is the host/pod name).
     pub fn new(client: Client, controller_name: &str) -> Self {
+        let reporter = Reporter::from(controller_name);
+        let recorder = Recorder::new(client.clone(), reporter.clone());
         Self {
-            recorder: Recorder::new(client, Reporter::from(controller_name)),
+            client,
+            reporter,
+            recorder: Arc::new(Mutex::new((recorder, 0))),
         }
+    }
+
+    /// The recorder for one more Event: a fresh one once the current one has published
+    /// [`EVENTS_REMEMBERED`] (the old one, and what it remembers, go when its last publish ends).
+    fn recorder(&self) -> Recorder {
+        let mut current = self.recorder.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.1 >= EVENTS_REMEMBERED {
+            *current = (Recorder::new(self.client.clone(), self.reporter.clone()), 0);
+        }
+        current.1 += 1;
+        current.0.clone()
     }
 
     /// Publishes one Event, returning the API error if any (it is also logged at warn).
@@ -151,7 +178,7 @@ impl EventPublisher {
             action: action.to_owned(),
             secondary: None,
         };
-        self.recorder
+        self.recorder()
             .publish(&event, reference)
             .await
             .map_err(|source| {

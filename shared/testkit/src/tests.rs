@@ -861,6 +861,57 @@ mod events {
         assert_eq!(event.metadata.namespace.as_deref(), Some("shop"));
     }
 
+    /// Publishes `reason` about Deployment shop/web (note and action fixed).
+    async fn publish(publisher: &EventPublisher, reason: &str) {
+        publisher
+            .publish(&reference(), EventKind::Normal, reason, "Scale", "")
+            .await
+            .unwrap();
+    }
+
+    fn series_of(fake: &FakeApi, reason: &str) -> Vec<i32> {
+        fake.list::<Event>()
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_repeat_joins_its_series() {
+        let fake = FakeApi::new();
+        let publisher = EventPublisher::new(fake.client(), "ebb-test");
+        publish(&publisher, "Scaled").await;
+        publish(&publisher, "Scaled").await;
+        publish(&publisher.clone(), "Scaled").await;
+        assert_eq!(series_of(&fake, "Scaled"), [3]);
+    }
+
+    /// The publisher remembers a bounded number of Events (kube's Recorder alone would keep
+    /// every Event of the last six minutes): a repeat after that many others starts a new Event.
+    #[tokio::test]
+    async fn the_events_remembered_are_bounded() {
+        use ebb_runtime::events::EVENTS_REMEMBERED;
+        let fake = FakeApi::new();
+        let publisher = EventPublisher::new(fake.client(), "ebb-test");
+        publish(&publisher, "First").await;
+        for i in 1..EVENTS_REMEMBERED - 1 {
+            publish(&publisher, &format!("Other{i}")).await;
+        }
+        // The last of EVENTS_REMEMBERED, and still remembered: the repeat joins the series.
+        publish(&publisher, "First").await;
+        assert_eq!(series_of(&fake, "First"), [2]);
+        // The next ones go to a recorder that starts afresh.
+        publish(&publisher, "First").await;
+        let mut first = series_of(&fake, "First");
+        first.sort_unstable();
+        assert_eq!(first, [1, 2], "a new Event once forgotten");
+        publish(&publisher, "First").await;
+        let mut first = series_of(&fake, "First");
+        first.sort_unstable();
+        assert_eq!(first, [2, 2], "and its own series from there");
+    }
+
     #[tokio::test]
     async fn publish_failures_do_not_fail_record() {
         let fake = FakeApi::new();
