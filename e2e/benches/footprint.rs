@@ -302,17 +302,32 @@ async fn transition(
         return Ok(());
     }
     tokio::time::sleep((opens - Utc::now()).to_std()?).await;
-    eventually(Duration::from_secs(900), || done()).await?;
-    let took = (Utc::now() - opens).to_std()?;
-    quiet(user, Duration::from_secs(3)).await?;
-    let flip = Requests::of(
-        &audit::entries(audit_log()?, user, opens)?,
+    changed_since(
+        figures,
+        (c, n, user),
         opens,
-        Utc::now(),
-    );
+        ("a window opening", what),
+        done,
+    )
+    .await
+}
+
+/// A transition that began at `from` (`cause`): waits until `done`, and reports the requests
+/// per changed object from `from` until the controller is quiet again.
+async fn changed_since(
+    figures: &mut Figures,
+    (c, n, user): (&'static str, usize, &str),
+    from: DateTime<Utc>,
+    (cause, what): (&str, &str),
+    done: impl AsyncFn() -> Option<()>,
+) -> Result<()> {
+    eventually(Duration::from_secs(900), || done()).await?;
+    let took = (Utc::now() - from).to_std()?;
+    quiet(user, Duration::from_secs(3)).await?;
+    let flip = Requests::of(&audit::entries(audit_log()?, user, from)?, from, Utc::now());
     figures.add(
         c,
-        format!("{n} objects: requests per transition (a window opening), per changed object"),
+        format!("{n} objects: requests per transition ({cause}), per changed object"),
         format!("{} ({what} within {took:.1?})", flip.per(n)),
     );
     Ok(())
@@ -532,9 +547,38 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         &setup,
         (n, docs, "Workshops and WorkshopProvisions"),
         &["--namespace", &ns],
-        (&provisions, names),
+        (&provisions, names.clone()),
     )
     .await?;
+
+    // The transition: one seat per Workshop, taken (1 of 1, over the policy's 0.8): every
+    // provision scales 2 -> 3, once.
+    let seats = names
+        .iter()
+        .map(|name| {
+            json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopUserAssignment",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"workshopName": name, "resourceClaimName": format!("claim-{name}"),
+                         "assignment": {"email": "user@example.com"}}})
+        })
+        .collect();
+    let from = Utc::now();
+    create_all(seats, &setup.admin).await?;
+    let scaled = async || {
+        let list = provisions.list(&ListParams::default()).await.ok()?;
+        (list.items.len() == n
+            && list
+                .items
+                .iter()
+                .all(|p| p.data["spec"]["count"] == json!(3)))
+        .then_some(())
+    };
+    let user = setup.identity.username();
+    let cause = (
+        "a seat taken on every Workshop",
+        "every provision scaled 2 -> 3",
+    );
+    changed_since(figures, (C, n, &user), from, cause, scaled).await?;
     controller.stop().await;
     Ok(())
 }
@@ -591,9 +635,65 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         &setup,
         seed,
         &["--namespace", &ns],
-        (&api, names),
+        (&api, names.clone()),
     )
     .await?;
+
+    // The transition: every scaler asked for 1 replica through /scale (no hooks). The bench
+    // plays the StatefulSet controller (none runs here): a StatefulSet resized to 1 reports 1
+    // ready, and the scaler goes back to Idle at 1.
+    let from = Utc::now();
+    stream::iter(names)
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let patch = json!({"spec": {"replicas": 1}});
+                api.patch_scale(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let statefulsets = &statefulsets;
+    let api = &api;
+    let idle_at_one = async || {
+        let sets = statefulsets.list(&ListParams::default()).await.ok()?;
+        let resized: Vec<(String, i64)> = sets
+            .items
+            .iter()
+            .filter(|s| {
+                s.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+                    && s.status.as_ref().and_then(|s| s.ready_replicas) != Some(1)
+            })
+            .filter_map(|s| Some((s.metadata.name.clone()?, s.metadata.generation?)))
+            .collect();
+        stream::iter(resized)
+            .map(|(name, generation)| async move {
+                let status = json!({"status": {"replicas": 1, "readyReplicas": 1,
+                    "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
+                    "observedGeneration": generation}});
+                statefulsets
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                    .await
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+        let scalers = api.list(&ListParams::default()).await.ok()?;
+        (scalers.items.len() == n
+            && scalers.items.iter().all(|s| {
+                s.data["status"]["currentState"]["stage"] == json!("Idle")
+                    && s.data["status"]["replicas"] == json!(1)
+            }))
+        .then_some(())
+    };
+    let user = setup.identity.username();
+    let cause = (
+        "every scaler asked for 0 -> 1",
+        "every StatefulSet resized, the scalers Idle",
+    );
+    changed_since(figures, (C, n, &user), from, cause, idle_at_one).await?;
     controller.stop().await;
     Ok(())
 }
