@@ -1147,3 +1147,68 @@ async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
         assert_eq!(drain_outcome(&e), expected, "a crash after call {n}");
     }
 }
+
+// ----- replicas racing ----------------------------------------------------------------------------
+
+/// Two replicas, each its own process with an empty hook ledger (an old leader that has not yet
+/// seen its Lease go, and the new one), reconcile the same stale copy of a scaler just asked for 1
+/// of 3, every way their requests can interleave (reads included). Whatever the order: one drain
+/// Job, started once (a second create is refused by the API server as already there); the scaler
+/// waits in PreScaling for that Job; the StatefulSet is not touched before the hook ran; and as
+/// one `ScalingStarted` Event between them.
+#[tokio::test]
+async fn two_replicas_in_every_interleaving_start_one_drain_job() {
+    use ebb_testkit::interleave::{Gated, explore};
+    use std::sync::Mutex;
+    type World = (Env, Arc<StackableScaler>, Mutex<Vec<String>>);
+    let runs = explore(
+        2,
+        Gated::All,
+        async || {
+            let (e, fake) = drain_world().await;
+            let stale = scaler(&fake);
+            fake.clear_requests();
+            ((e, stale, Mutex::new(Vec::new())), fake)
+        },
+        async |(e, stale, events): &World, _actor, client| {
+            let process = ebb_testkit::Replica::new(
+                &e.fake,
+                &e.clock,
+                CONTROLLER_NAME,
+                false,
+                Leader::disabled(),
+            )
+            .with_client(client);
+            let ctx = process.context(Own {
+                metrics: process.register(Metrics::new),
+                ledger: HookLedger::new(),
+            });
+            // A replica that lost a race may end its pass with an error; the error policy
+            // would run it again, which the check below does not need.
+            let _ = frame::reconcile::<Reconcile>(guard(stale.clone()), ctx).await;
+            events.lock().unwrap().extend(process.events.reasons());
+        },
+        |(e, _, events): &World, schedule| {
+            let jobs: Vec<String> = e.fake.list::<Job>().iter().map(|j| j.name_any()).collect();
+            assert_eq!(jobs, ["nifi-default-prescale-1-0"], "in\n{schedule}");
+            assert_eq!(stage(&e.fake), ScalerStage::PreScaling, "in\n{schedule}");
+            assert_eq!(sts_replicas(&e.fake), Some(3), "in\n{schedule}");
+            let created = e
+                .fake
+                .requests()
+                .iter()
+                .filter(|r| r.method == "POST" && r.path.contains("/jobs") && r.status == Some(201))
+                .count();
+            assert_eq!(created, 1, "in\n{schedule}");
+            let events = events.lock().unwrap();
+            let started = events.iter().filter(|r| *r == "ScalingStarted").count();
+            assert_eq!(
+                started, 1,
+                "one operation started: {events:?}\nin\n{schedule}"
+            );
+        },
+    )
+    .await;
+    eprintln!("2 replicas (every request takes turns): {runs} interleavings");
+    assert!(runs >= 20, "{runs}");
+}
