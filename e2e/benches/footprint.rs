@@ -3,7 +3,8 @@
 //! reconcile latency and rate, and the API requests it makes per steady reconcile, per
 //! transition and per idle minute, counted per ServiceAccount from the API server's audit log.
 //!
-//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`), `EBB_BENCH_CONTROLLERS` (a comma list
+//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`; from 100 000 on, memory and the idle
+//! minute only), `EBB_BENCH_CONTROLLERS` (a comma list
 //! of controllers and `idle`; default all), `EBB_BIN_DIR` (the binaries measured; `make bench`
 //! builds and passes `target/release`), `EBB_CLUSTER_BIN` as for the suite.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -111,6 +112,14 @@ fn sizes() -> Vec<usize> {
         .collect()
 }
 
+/// From this size on only memory (and the idle minute) is measured: the issue asks for resident
+/// memory at 100 000 objects, and touching and flipping that many takes hours on 2 cores.
+const MEMORY_ONLY_FROM: usize = 100_000;
+
+fn memory_only(n: usize) -> bool {
+    n >= MEMORY_ONLY_FROM
+}
+
 fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
@@ -188,7 +197,7 @@ async fn common(
         format!("{created:.1?}"),
     );
     let objects = touch.1.len();
-    eventually(Duration::from_secs(1800), || async {
+    eventually(Duration::from_secs(1800 + n as u64 / 20), || async {
         let done = controller.metric(&reconciles, &[]).ok()?;
         (done >= before + objects as f64).then_some(())
     })
@@ -250,6 +259,9 @@ async fn common(
         ),
     );
 
+    if memory_only(n) {
+        return Ok(controller);
+    }
     let before = controller.metric(&reconciles, &[])?;
     let touched = Utc::now();
     let (api, names) = touch;
@@ -293,6 +305,9 @@ async fn transition(
     what: &str,
     done: impl AsyncFn() -> Option<()>,
 ) -> Result<()> {
+    if memory_only(n) {
+        return Ok(());
+    }
     if Utc::now() >= opens {
         figures.add(
             c,
@@ -551,6 +566,10 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     )
     .await?;
 
+    if memory_only(n) {
+        controller.stop().await;
+        return Ok(());
+    }
     // The transition: one seat per Workshop, taken (1 of 1, over the policy's 0.8): every
     // provision scales 2 -> 3, once.
     let seats = names
@@ -639,6 +658,10 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     )
     .await?;
 
+    if memory_only(n) {
+        controller.stop().await;
+        return Ok(());
+    }
     // The transition: every scaler asked for 1 replica through /scale (no hooks). The bench
     // plays the StatefulSet controller (none runs here): a StatefulSet resized to 1 reports 1
     // ready, and the scaler goes back to Idle at 1.
