@@ -302,6 +302,24 @@ pub fn settings_of(sources: &Sources) -> Settings {
     }
 }
 
+/// [`settings_of`] when the Workshop exists but does not read as ebb's typed view (`error`, from
+/// the deserializer): invalid, naming the Workshop, since what it would inherit is unknown;
+/// unless the provision itself says `enabled: false`, which needs nothing from the Workshop.
+pub fn settings_with_unreadable_workshop(
+    sources: &Sources,
+    workshop: &str,
+    error: &str,
+) -> Settings {
+    if sources.provision.and_then(|p| p.enabled) == Some(false) {
+        return Settings::Disabled;
+    }
+    Settings::Invalid(ConfigError {
+        field: "spec.workshopName",
+        rule: format!("Workshop {workshop} cannot be read: {error}"),
+        origin: Origin::Spec,
+    })
+}
+
 /// Seats of a workshop: WorkshopUserAssignments, and those with `spec.assignment`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Seats {

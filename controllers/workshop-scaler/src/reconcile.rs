@@ -124,17 +124,13 @@ async fn pass(
 
     // Configuration first; a disabled provision needs nothing else.
     let workshop_name = &provision.spec.workshop_name;
-    let workshop = match ctx.own.caches.workshops.get(namespace, workshop_name)? {
-        None => None,
+    let (workshop, unreadable) = match ctx.own.caches.workshops.get(namespace, workshop_name)? {
+        None => (None, None),
         Some(guarded) => match &guarded.0 {
-            Ok(workshop) => Some(workshop.clone()),
-            // Its watch maps a fixed Workshop onto this provision, which is reconciled then.
-            Err(invalid) => {
-                return Err(Error::Invalid {
-                    object: format!("Workshop {namespace}/{workshop_name}"),
-                    message: invalid.error.clone(),
-                });
-            }
+            Ok(workshop) => (Some(workshop.clone()), None),
+            // Reported in the provision's status; its watch maps a fixed Workshop onto this
+            // provision, which is reconciled then.
+            Err(invalid) => (None, Some(invalid.error.clone())),
         },
     };
     // Policies select Workshops: without the Workshop none applies.
@@ -142,11 +138,15 @@ async fn pass(
         Some(w) => observe_policies(ctx, namespace, w).await?,
         None => Vec::new(),
     };
-    let settings = decide::settings_of(&Sources {
+    let sources = Sources {
         provision: provision.spec.auto_scaling.as_ref(),
         workshop: workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
         policies: &policies,
-    });
+    };
+    let settings = match unreadable {
+        None => decide::settings_of(&sources),
+        Some(error) => decide::settings_with_unreadable_workshop(&sources, workshop_name, &error),
+    };
     let status = provision.status.clone().unwrap_or_default();
     let pause = match settings {
         Settings::Disabled => None,

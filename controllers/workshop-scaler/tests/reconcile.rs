@@ -1220,21 +1220,40 @@ async fn a_reconcile_before_the_caches_listed_writes_nothing() {
     assert_eq!(h.count(P), 20);
 }
 
-/// A Workshop that does not fit ebb's typed view names itself, and the provision is left alone
-/// until the Workshop (whose watch maps onto the provision) or the provision changes.
+/// A Workshop that does not fit ebb's typed view is named in the provision's status
+/// (`ConfigValid` false), nothing scales, and the next pass writes nothing more; the Workshop's
+/// watch maps its fix onto the provision. A provision that says `enabled: false` needs nothing
+/// from its Workshop and is left alone.
 #[tokio::test]
-async fn a_malformed_workshop_is_reported_and_nothing_is_written() {
+async fn a_malformed_workshop_is_reported_in_the_status_and_nothing_scales() {
     let h = demand();
     h.fake.modify_json(API, "Workshop", NS, WORKSHOP, |w| {
         w["spec"]["provisionDisabled"] = json!("yes")
     });
-    h.fake.clear_requests();
-    let err = h.reconcile(P).await.unwrap_err();
-    assert_eq!(err.category(), "invalid");
-    assert!(
-        err.to_string()
-            .contains(&format!("Workshop {NS}/{WORKSHOP}")),
-        "{err}"
+    h.reconcile(P).await.unwrap();
+    let (status, reason, message) = h.condition(P, "AutoScalingConfigValid").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidConfig")
     );
-    assert_eq!(h.fake.write_count(), 0);
+    assert!(
+        message.contains(&format!("Workshop {WORKSHOP} cannot be read"))
+            && message.contains("Expected a boolean"),
+        "{message}"
+    );
+    assert_eq!(h.count(P), 20);
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "reported once");
+
+    let h = demand();
+    h.fake.modify_json(API, "WorkshopProvision", NS, P, |p| {
+        p["spec"]["autoScaling"]["enabled"] = json!(false)
+    });
+    h.fake.modify_json(API, "Workshop", NS, WORKSHOP, |w| {
+        w["spec"]["provisionDisabled"] = json!("yes")
+    });
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "disabled: nothing written");
 }
