@@ -49,6 +49,23 @@ async fn holder(leases: &Api<Lease>, name: &str) -> Option<String> {
     leases.get(name).await.ok()?.spec?.holder_identity
 }
 
+/// Starts replica `name` of `binary` with a token of its own (so the audit log tells the
+/// replicas apart), not waiting for it to be ready; returns it and its credential id.
+async fn start_replica(
+    setup: &Setup,
+    binary: &str,
+    name: &str,
+    args: &[&str],
+) -> (Controller, String) {
+    let (config, credential) = setup
+        .identity
+        .replica(cluster(), &setup.admin, name)
+        .await
+        .unwrap();
+    let controller = Controller::start_with(binary, &setup.identity, &config, name, args).unwrap();
+    (controller, credential)
+}
+
 async fn run(subject: Subject) {
     let setup = Setup::new(
         subject.chart,
@@ -66,20 +83,8 @@ async fn run(subject: Subject) {
         args.extend(["--namespace", ns.as_str()]);
     }
     let cluster = cluster();
-    let (config_a, credential_a) = setup
-        .identity
-        .replica(cluster, &setup.admin, "a")
-        .await
-        .unwrap();
-    let (config_b, credential_b) = setup
-        .identity
-        .replica(cluster, &setup.admin, "b")
-        .await
-        .unwrap();
-    let mut a =
-        Controller::start_with(subject.binary, &setup.identity, &config_a, "a", &args).unwrap();
-    let mut b =
-        Controller::start_with(subject.binary, &setup.identity, &config_b, "b", &args).unwrap();
+    let (mut a, credential_a) = start_replica(&setup, subject.binary, "a", &args).await;
+    let (mut b, credential_b) = start_replica(&setup, subject.binary, "b", &args).await;
     let ready_a = a.wait_ready(Duration::from_secs(30)).await.unwrap();
     b.wait_ready(Duration::from_secs(30)).await.unwrap();
     println!(
@@ -227,18 +232,12 @@ async fn run(subject: Subject) {
 
     // SIGKILL: the Lease is not released. A change made while nobody leads is acted on, once,
     // by the standby that takes the Lease when it expires.
-    let (config_c, credential_c) = setup
-        .identity
-        .replica(cluster, &setup.admin, "c")
-        .await
-        .unwrap();
-    let mut c =
-        Controller::start_with(subject.binary, &setup.identity, &config_c, "c", &args).unwrap();
+    let (mut c, credential_c) = start_replica(&setup, subject.binary, "c", &args).await;
     c.wait_ready(Duration::from_secs(30)).await.unwrap();
-    let mut leader_proc = standby;
+    let mut second_leader = standby;
     let killed = Instant::now();
     let since = Utc::now();
-    leader_proc.kill().unwrap();
+    second_leader.kill().unwrap();
     (subject.trigger)(&setup, 3).await;
     let took = killed.elapsed();
     assert_eq!(
