@@ -1,10 +1,15 @@
 //! The controller's own metrics: stage durations, failures, the current stage of every scaler.
 
+use std::fmt;
+use std::sync::Arc;
+
 use ebb_crds::stackable::ScalerStage;
-use prometheus_client::encoding::EncodeLabelSet;
+use ebb_runtime::metrics::{Keep, ObjectRows};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
@@ -21,20 +26,42 @@ struct StageLabels {
     stage: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ScalerStageLabels {
-    namespace: String,
-    name: String,
-    stage: String,
-}
-
 /// `ebb_stackable_scaler_stage_duration_seconds{stage}`, `..._failures_total{stage}` and
-/// `..._stage{namespace,name,stage}` (1 for the current stage, 0 for the others).
+/// `..._stage{namespace,name,stage}` (1 for the current stage, 0 for the others; held as one
+/// row per scaler, written out at each scrape).
 #[derive(Clone, Debug)]
 pub struct Metrics {
     stage_duration: Family<StageLabels, Histogram>,
     failures: Family<StageLabels, Counter>,
-    stage: Family<ScalerStageLabels, Gauge>,
+    stage: Arc<ObjectRows<ScalerStage>>,
+}
+
+/// The current stage of every scaler, as `..._stage` samples.
+#[derive(Debug)]
+struct Stages(Arc<ObjectRows<ScalerStage>>);
+
+impl Collector for Stages {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let family = (
+            "stage",
+            "Current stage of each StackableScaler (1 = current)",
+            MetricType::Gauge,
+        );
+        self.0
+            .encode(&mut encoder, family, |namespace, name, current, family| {
+                for stage in STAGES {
+                    let labels = [
+                        ("namespace", namespace),
+                        ("name", name),
+                        ("stage", stage.as_str()),
+                    ];
+                    family
+                        .encode_family(&labels)?
+                        .encode_gauge(&i64::from(stage == *current))?;
+                }
+                Ok(())
+            })
+    }
 }
 
 impl Default for Metrics {
@@ -45,7 +72,7 @@ impl Default for Metrics {
                 Histogram::new(exponential_buckets(1.0, 3.0, 10))
             }),
             failures: Family::default(),
-            stage: Family::default(),
+            stage: Arc::default(),
         }
     }
 }
@@ -66,11 +93,7 @@ impl Metrics {
             "Scaling operations that failed, by failed stage",
             metrics.failures.clone(),
         );
-        sub.register(
-            "stage",
-            "Current stage of each StackableScaler (1 = current)",
-            metrics.stage.clone(),
-        );
+        sub.register_collector(Box::new(Stages(metrics.stage.clone())));
         metrics
     }
 
@@ -94,27 +117,15 @@ impl Metrics {
 
     /// Sets the current stage of a scaler.
     pub fn set_stage(&self, namespace: &str, name: &str, current: ScalerStage) {
-        for stage in STAGES {
-            let labels = ScalerStageLabels {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                stage: stage.as_str().to_owned(),
-            };
-            self.stage
-                .get_or_create(&labels)
-                .set(i64::from(stage == current));
-        }
+        self.stage.update(namespace, name, |stage| {
+            *stage = current;
+            Keep::Row
+        });
     }
 
     /// Drops a deleted scaler's stage series.
     pub fn forget(&self, namespace: &str, name: &str) {
-        for stage in STAGES {
-            self.stage.remove(&ScalerStageLabels {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                stage: stage.as_str().to_owned(),
-            });
-        }
+        self.stage.remove(namespace, name);
     }
 }
 

@@ -1,16 +1,16 @@
 //! workshop-scaler's own metrics, registered as `ebb_workshop_scaler_*` next to the shared
 //! reconcile metrics.
 
-use std::sync::atomic::AtomicU64;
+use std::fmt;
+use std::sync::Arc;
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use ebb_runtime::metrics::{Keep, ObjectRows};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
 /// Labels of a per-workshop series.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct WorkshopLabels {
     /// Namespace of the Workshop.
     pub namespace: String,
@@ -19,7 +19,7 @@ pub struct WorkshopLabels {
 }
 
 /// Labels of a per-provision series.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ProvisionLabels {
     /// Namespace of the WorkshopProvision.
     pub namespace: String,
@@ -28,16 +28,21 @@ pub struct ProvisionLabels {
 }
 
 /// The gauges and counters of workshop-scaler. Only provisions with auto-scaling enabled get
-/// series; a deleted or disabled provision's series are removed.
+/// gauges; a deleted or disabled provision's gauges are removed. Held as one row per workshop
+/// and per provision ([`ObjectRows`]), written out at each scrape.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
-    utilization: Family<WorkshopLabels, Gauge<f64, AtomicU64>>,
-    count: Family<ProvisionLabels, Gauge>,
-    desired_count: Family<ProvisionLabels, Gauge>,
-    active: Family<ProvisionLabels, Gauge>,
-    at_max: Family<ProvisionLabels, Gauge>,
-    at_max_with_demand: Family<ProvisionLabels, Gauge>,
-    scale_ups: Family<ProvisionLabels, Counter>,
+    utilization: Arc<ObjectRows<f64>>,
+    provisions: Arc<ObjectRows<ProvisionRow>>,
+}
+
+/// What is exported of one provision.
+#[derive(Clone, Copy, Debug, Default)]
+struct ProvisionRow {
+    /// The last observation, while auto-scaling is enabled on the provision.
+    observed: Option<Observation>,
+    /// Scale-ups applied to its `spec.count` (kept after the gauges go).
+    scale_ups: u64,
 }
 
 /// One observation of a provision, for [`Metrics::observe`].
@@ -58,87 +63,106 @@ pub struct Observation {
     pub at_max_with_demand: bool,
 }
 
+/// The gauges of one provision: name, help, value.
+type ProvisionGauge = (&'static str, &'static str, fn(&Observation) -> i64);
+
+const PROVISION_GAUGES: [ProvisionGauge; 5] = [
+    ("provision_size", "spec.count of a WorkshopProvision", |o| {
+        i64::from(o.count)
+    }),
+    (
+        "provision_desired_size",
+        "The count the provision should have after the current decision",
+        |o| i64::from(o.desired_count),
+    ),
+    (
+        "provision_active",
+        "1 while a scale-up is in flight (status.autoScalingActive)",
+        |o| i64::from(o.active),
+    ),
+    (
+        "provision_at_max",
+        "1 while spec.count is at maxProvisions",
+        |o| i64::from(o.at_max),
+    ),
+    (
+        "provision_at_max_with_demand",
+        "1 while spec.count is at maxProvisions and utilization is at or above the threshold",
+        |o| i64::from(o.at_max_with_demand),
+    ),
+];
+
+impl Collector for Metrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        self.utilization.encode_gauge(
+            &mut encoder,
+            "workshop_utilization_ratio",
+            "Assigned / total WorkshopUserAssignments of a workshop with auto-scaling enabled",
+            |u| Some(*u),
+        )?;
+        for (name, help, value) in PROVISION_GAUGES {
+            self.provisions
+                .encode_gauge(&mut encoder, name, help, |row| {
+                    row.observed.as_ref().map(value)
+                })?;
+        }
+        self.provisions.encode_counter(
+            &mut encoder,
+            "scale_ups",
+            "Scale-ups applied to spec.count",
+            |row| (row.scale_ups > 0).then_some(row.scale_ups),
+        )
+    }
+}
+
 impl Metrics {
     /// Creates the metrics and registers them in `registry` under `ebb_workshop_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
         let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
-        sub.register(
-            "workshop_utilization_ratio",
-            "Assigned / total WorkshopUserAssignments of a workshop with auto-scaling enabled",
-            metrics.utilization.clone(),
-        );
-        sub.register(
-            "provision_size",
-            "spec.count of a WorkshopProvision",
-            metrics.count.clone(),
-        );
-        sub.register(
-            "provision_desired_size",
-            "The count the provision should have after the current decision",
-            metrics.desired_count.clone(),
-        );
-        sub.register(
-            "provision_active",
-            "1 while a scale-up is in flight (status.autoScalingActive)",
-            metrics.active.clone(),
-        );
-        sub.register(
-            "provision_at_max",
-            "1 while spec.count is at maxProvisions",
-            metrics.at_max.clone(),
-        );
-        sub.register(
-            "provision_at_max_with_demand",
-            "1 while spec.count is at maxProvisions and utilization is at or above the threshold",
-            metrics.at_max_with_demand.clone(),
-        );
-        sub.register(
-            "scale_ups",
-            "Scale-ups applied to spec.count",
-            metrics.scale_ups.clone(),
-        );
+        sub.register_collector(Box::new(metrics.clone()));
         metrics
     }
 
     /// Records what a reconcile observed and decided.
     pub fn observe(&self, workshop: &WorkshopLabels, provision: &ProvisionLabels, o: Observation) {
-        match o.utilization {
-            Some(u) => {
-                self.utilization.get_or_create(workshop).set(u);
-            }
-            None => {
-                self.utilization.remove(workshop);
-            }
-        }
-        self.count.get_or_create(provision).set(i64::from(o.count));
-        self.desired_count
-            .get_or_create(provision)
-            .set(i64::from(o.desired_count));
-        self.active
-            .get_or_create(provision)
-            .set(i64::from(o.active));
-        self.at_max
-            .get_or_create(provision)
-            .set(i64::from(o.at_max));
-        self.at_max_with_demand
-            .get_or_create(provision)
-            .set(i64::from(o.at_max_with_demand));
+        self.utilization
+            .update(&workshop.namespace, &workshop.name, |u| {
+                match o.utilization {
+                    Some(value) => {
+                        *u = value;
+                        Keep::Row
+                    }
+                    None => Keep::Drop,
+                }
+            });
+        self.provisions
+            .update(&provision.namespace, &provision.name, |row| {
+                row.observed = Some(o);
+                Keep::Row
+            });
     }
 
     /// Counts one applied scale-up.
     pub fn scaled_up(&self, provision: &ProvisionLabels) {
-        self.scale_ups.get_or_create(provision).inc();
+        self.provisions
+            .update(&provision.namespace, &provision.name, |row| {
+                row.scale_ups += 1;
+                Keep::Row
+            });
     }
 
-    /// Drops the series of a provision that is gone or no longer auto-scaled. (The workshop's
-    /// utilization stays: other provisions may share it.)
+    /// Drops the gauges of a provision that is gone or no longer auto-scaled; its scale-up
+    /// counter stays. (The workshop's utilization stays: other provisions may share it.)
     pub fn forget(&self, provision: &ProvisionLabels) {
-        self.count.remove(provision);
-        self.desired_count.remove(provision);
-        self.active.remove(provision);
-        self.at_max.remove(provision);
-        self.at_max_with_demand.remove(provision);
+        self.provisions
+            .update(&provision.namespace, &provision.name, |row| {
+                row.observed = None;
+                match row.scale_ups {
+                    0 => Keep::Drop,
+                    _ => Keep::Row,
+                }
+            });
     }
 }
 

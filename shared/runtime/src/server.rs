@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::State;
@@ -66,6 +66,9 @@ struct AppState {
     registry: Arc<Registry>,
     health: Health,
     auth: Option<Arc<dyn MetricsAuth>>,
+    /// The length of the last `/metrics` answer: the next is written into a buffer of about
+    /// that size instead of one grown by doubling (with 10 000 objects the answer is megabytes).
+    last_len: Arc<AtomicUsize>,
 }
 
 /// The routes, for embedding or testing without a socket.
@@ -87,6 +90,7 @@ pub fn router_with(
             registry,
             health,
             auth,
+            last_len: Arc::default(),
         })
 }
 
@@ -133,9 +137,13 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     {
         return refused;
     }
-    let mut body = String::new();
+    let last = state.last_len.load(Ordering::Relaxed);
+    let mut body = String::with_capacity(last + last / 16);
     match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
-        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Ok(()) => {
+            state.last_len.store(body.len(), Ordering::Relaxed);
+            ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response()
+        }
         Err(error) => {
             tracing::warn!(%error, "cannot encode metrics");
             (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response()
