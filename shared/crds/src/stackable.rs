@@ -95,8 +95,9 @@ pub struct HooksSpec {
 )]
 pub struct HookSpec {
     /// The Job to run (a `batch/v1` JobTemplateSpec: `metadata` and `spec`).
+    // Boxed: a pod spec inline took 2.5 KiB of every scaler a cache holds, hooks or not.
     #[schemars(schema_with = "crate::schema::hook_template")]
-    pub template: JobTemplateSpec,
+    pub template: Box<JobTemplateSpec>,
     /// Deadline of one run in seconds; past it the hook fails. Default 600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
@@ -209,4 +210,17 @@ pub struct StackableScalerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every scaler a controller caches is this size at least: a hook's pod spec held inline
+    /// made each 7.7 KiB, hooks or not (77 MiB for 10 000 scalers).
+    #[test]
+    fn a_scaler_holds_no_job_template_inline() {
+        let size = std::mem::size_of::<StackableScaler>();
+        assert!(size < 1024, "StackableScaler takes {size} bytes");
+    }
 }
