@@ -40,8 +40,10 @@ use ebb_runtime::Shutdown;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::triggers::spec_changes;
-use futures::FutureExt;
-use kube::core::DeserializeGuard as Guarded;
+use futures::channel::mpsc::UnboundedSender;
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::{DeserializeGuard as Guarded, PartialObjectMeta, PartialObjectMetaExt};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -75,7 +77,6 @@ pub fn controllers(
         .zip(wiring.scoped::<Guarded<ResourceClaim>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
-        .zip(wiring.scoped::<Guarded<Workshop>>())
         .collect();
     // The related kinds' watches fill the caches the reconciles read, one feed per scope.
     let mut caches = Caches::default();
@@ -86,15 +87,13 @@ pub fn controllers(
     });
     let ctx = wiring.context(Own { metrics, caches });
     let mut controllers = Vec::new();
-    for (
-        (
-            (((((provisions, assignments), workshops), claims), policies), own_policies),
-            policy_workshops,
-        ),
-        feeds,
-    ) in scopes.into_iter().zip(feeds)
+    for ((((((provisions, assignments), workshops), claims), policies), own_policies), feeds) in
+        scopes.into_iter().zip(feeds)
     {
-        let statuses = policy_controller(own_policies, policy_workshops, &wiring.shutdown);
+        // The policies' statuses follow the Workshops the cache has taken in, so a status is
+        // never computed from a cache that has not seen the change that triggered it.
+        let (seen, workshops_seen) = futures::channel::mpsc::unbounded();
+        let statuses = policy_controller(own_policies, workshops_seen, &wiring.shutdown);
         controllers
             .push(frame::run::<ReconcilePolicy, _>(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
@@ -105,6 +104,7 @@ pub fn controllers(
                 claims,
                 policies,
                 feeds,
+                seen: Some(seen),
             },
             watcher_config(&wiring.common),
             &wiring.shutdown,
@@ -139,7 +139,14 @@ pub struct Related {
     pub policies: Api<Guarded<WorkshopScalingPolicy>>,
     /// Where the watches of seats, Workshops and claims put what they see.
     pub feeds: Feeds,
+    /// Told of each Workshop the cache has taken in (changed or deleted): the policy
+    /// controller's trigger ([`policy_controller`]).
+    pub seen: Option<WorkshopsSeen>,
 }
+
+/// The Workshops the cache has taken in, by name and namespace: what the policy controller
+/// maps onto policies.
+pub type WorkshopsSeen = UnboundedSender<PartialObjectMeta<Workshop>>;
 
 /// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
 /// assignments, Workshops, claims and policies mapped to the provisions they affect.
@@ -168,6 +175,7 @@ pub fn relate(
         claims,
         policies,
         feeds,
+        seen,
     } = related;
     let store = controller.store();
     let by_assignment = store.clone();
@@ -178,7 +186,24 @@ pub fn relate(
     // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
     let all = || watcher::Config::default().any_semantic();
     let assignments = feeds.assignments.watch(assignments, all(), |_| {});
-    let workshops = feeds.workshops.watch(workshops, all(), |_| {});
+    let workshops = feeds
+        .workshops
+        .watch(workshops, all(), |workshop: &mut Guarded<Workshop>| {
+            if let Ok(workshop) = workshop.0.as_mut() {
+                workshop.trim();
+            }
+        })
+        .inspect(move |workshop| {
+            if let (Some(seen), Ok(workshop)) = (&seen, workshop) {
+                let meta = ObjectMeta {
+                    name: workshop.meta().name.clone(),
+                    namespace: workshop.meta().namespace.clone(),
+                    ..ObjectMeta::default()
+                };
+                // Closed only when the policy controller has stopped (shutdown).
+                let _ = seen.unbounded_send(meta.into_response_partial());
+            }
+        });
     let claims = feeds
         .claims
         .watch(claims, all(), |claim: &mut Guarded<ResourceClaim>| {
@@ -230,13 +255,14 @@ pub fn provisions_of(
         .collect()
 }
 
-/// The controller of WorkshopScalingPolicy statuses for one scope: a Workshop change maps to
-/// every policy of its namespace (any of them may select it, or have selected it). Not part of
-/// readiness: where the WorkshopScalingPolicy CRD is not installed this watch keeps retrying
-/// while provisions are served from `spec.autoScaling` alone.
+/// The controller of WorkshopScalingPolicy statuses for one scope: a Workshop the cache has
+/// taken in (`workshops_seen`, fed by [`relate`]) maps to every policy of its namespace (any of
+/// them may select it, or have selected it); the reconcile reads the Workshops from that cache.
+/// Not part of readiness: where the WorkshopScalingPolicy CRD is not installed this watch keeps
+/// retrying while provisions are served from `spec.autoScaling` alone.
 pub fn policy_controller(
     policies: Api<Guarded<WorkshopScalingPolicy>>,
-    workshops: Api<Guarded<Workshop>>,
+    workshops_seen: impl Stream<Item = PartialObjectMeta<Workshop>> + Send + 'static,
     shutdown: &Shutdown,
 ) -> Controller<Guarded<WorkshopScalingPolicy>> {
     let controller = Controller::new(policies, watcher::Config::default().any_semantic())
@@ -244,19 +270,15 @@ pub fn policy_controller(
     let store = controller.store();
     let token = shutdown.token();
     controller
-        .watches(
-            workshops,
-            watcher::Config::default().any_semantic(),
-            move |workshop| {
-                let ns = workshop.namespace().unwrap_or_default();
-                store
-                    .state()
-                    .iter()
-                    .filter(|p| p.namespace().as_deref() == Some(ns.as_str()))
-                    .map(|p| ObjectRef::from_obj(p.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+        .watches_stream(workshops_seen.map(Ok), move |workshop| {
+            let ns = workshop.namespace().unwrap_or_default();
+            store
+                .state()
+                .iter()
+                .filter(|p| p.namespace().as_deref() == Some(ns.as_str()))
+                .map(|p| ObjectRef::from_obj(p.as_ref()))
+                .collect::<Vec<_>>()
+        })
         .graceful_shutdown_on(async move { token.cancelled().await })
 }
 

@@ -3,8 +3,8 @@
 //! reads policies itself ([`crate::reconcile::observe_policies`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::set_condition;
 use ebb_runtime::frame::{self, Reconciler};
@@ -17,6 +17,9 @@ use serde_json::json;
 use crate::FIELD_MANAGER;
 use crate::decide::{self, POLICY_STATUS_MAX_LISTED, PolicyReport};
 use crate::reconcile::{Context, Error, Own, policy_selects};
+
+/// How soon a policy is looked at again while the Workshop cache has not listed yet.
+pub const COLD_RETRY: Duration = Duration::from_secs(5);
 
 /// The reconciler of WorkshopScalingPolicy statuses, run by the frame
 /// ([`ebb_runtime::frame::reconcile`]`::<ReconcilePolicy>`): followers write nothing, a policy
@@ -40,12 +43,17 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
     // The frame has checked both.
     let namespace = frame::namespace_of(policy).to_owned();
     let name = frame::name_of(policy).to_owned();
-    let workshops: Api<DeserializeGuard<Workshop>> =
-        Api::namespaced(ctx.client.clone(), &namespace);
-    let workshops = workshops
-        .list(&ListParams::default())
-        .await
-        .map_err(frame::ReadError::of(format!("Workshops in {namespace}")))?;
+    // From the cache the provisions' Workshop watch fills (that watch triggers this reconcile):
+    // listing them would hold every Workshop of the namespace per reconcile.
+    // At startup that watch triggers this reconcile while it is still listing: look again
+    // shortly, without an error (a Workshop CRD that is not served shows in the provisions').
+    let workshops = match ctx.own.caches.workshops.in_namespace(&namespace) {
+        Ok(workshops) => workshops,
+        Err(cold) => {
+            tracing::debug!(%namespace, policy = %name, %cold, "waiting for the Workshops");
+            return Ok(Action::requeue(COLD_RETRY));
+        }
+    };
     let policies: Api<DeserializeGuard<WorkshopScalingPolicy>> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let others: Vec<WorkshopScalingPolicy> = policies
@@ -61,7 +69,7 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
         .collect();
 
     let mut report = PolicyReport::default();
-    for workshop in workshops.items.iter().filter_map(|w| w.0.as_ref().ok()) {
+    for workshop in workshops.iter().filter_map(|w| w.0.as_ref().ok()) {
         if !policy_selects(policy, workshop) {
             continue;
         }

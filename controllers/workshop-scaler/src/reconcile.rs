@@ -51,7 +51,8 @@ pub struct Own {
 /// The Workshops, seats and claims a provision's reconcile reads, as the watches that map them
 /// onto provisions last saw them: a reconcile reads memory, not the API server (which answered
 /// 35 reads per provision to converge when every reconcile listed them). Claims are held
-/// trimmed to what their settlement needs ([`ResourceClaim::trim`]).
+/// trimmed to what their settlement needs ([`ResourceClaim::trim`]), Workshops to what
+/// configuration and policy selection read ([`Workshop::trim`]).
 ///
 /// The policies are still listed per reconcile: their CRD is optional, and a cache of a kind
 /// that is not served never answers.

@@ -336,6 +336,7 @@ async fn a_policy_change_triggers_a_reconcile() {
             claims: Api::namespaced(client.clone(), NS),
             policies: Api::namespaced(client.clone(), NS),
             feeds,
+            seen: None,
         },
         &shutdown,
     );
@@ -441,4 +442,136 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
         ),
         ("False", "Unique")
     );
+}
+
+/// The real policy controller on the in-memory API, triggered by the Workshops the provisions'
+/// cache takes in: a new Workshop the policy selects appears in its status, read from that cache
+/// (the Workshops are watched once, never listed per policy reconcile).
+#[tokio::test]
+async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
+    use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+    use workshop_scaler::policy::ReconcilePolicy;
+    use workshop_scaler::policy_controller;
+
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    let client = h.fake.client();
+    let shutdown = Shutdown::new();
+    let (ctx, feeds) = watched_context(&h.fake, &h.clock);
+    let (seen, workshops_seen) = futures::channel::mpsc::unbounded();
+    let provisions = relate(
+        Controller::new(
+            Api::<DeserializeGuard<WorkshopProvision>>::namespaced(client.clone(), NS),
+            watcher::Config::default(),
+        ),
+        Related {
+            assignments: Api::namespaced(client.clone(), NS),
+            workshops: Api::namespaced(client.clone(), NS),
+            claims: Api::namespaced(client.clone(), NS),
+            policies: Api::namespaced(client.clone(), NS),
+            feeds,
+            seen: Some(seen),
+        },
+        &shutdown,
+    );
+    let statuses = policy_controller(
+        Api::namespaced(client.clone(), NS),
+        workshops_seen,
+        &shutdown,
+    );
+    let runs = [
+        tokio::spawn(
+            provisions
+                .run(
+                    frame::reconcile::<Reconcile>,
+                    frame::error_policy::<Reconcile>,
+                    ctx.clone(),
+                )
+                .for_each(|_| async {}),
+        ),
+        tokio::spawn(
+            statuses
+                .run(
+                    frame::reconcile::<ReconcilePolicy>,
+                    frame::error_policy::<ReconcilePolicy>,
+                    ctx,
+                )
+                .for_each(|_| async {}),
+        ),
+    ];
+    let listed = || {
+        h.fake
+            .get::<WorkshopScalingPolicy>(NS, "standard")
+            .unwrap()
+            .status
+            .map(|s| s.workshops)
+            .unwrap_or_default()
+    };
+    let wait_for = |want: Vec<&'static str>| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while listed() != want {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the policy lists {:?}, not {want:?}",
+                listed()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    wait_for(vec![WORKSHOP]).await;
+
+    h.fake.insert(json!({
+        "apiVersion": API, "kind": "Workshop",
+        "metadata": {"name": "zz-late", "namespace": NS, "labels": {"team": "ops"}},
+        "spec": {},
+    }));
+    wait_for(vec![WORKSHOP, "zz-late"]).await;
+    // Workshops are only ever watched: no list of them without `watch`, but the watches' own
+    // initial lists (one per watch: the cache's).
+    let lists = h
+        .fake
+        .reads()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/workshops") && !r.query.iter().any(|(k, _)| k == "watch"))
+        .count();
+    assert_eq!(lists, 1, "Workshops listed by the policy reconcile");
+    shutdown.trigger();
+    for run in runs {
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("the controllers stop on shutdown")
+            .unwrap();
+    }
+}
+
+/// Before the Workshop cache has listed (at startup its watch triggers the policy reconcile
+/// while still listing), a policy is looked at again shortly: no error, nothing written.
+#[tokio::test]
+async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
+    use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+    use kube::runtime::controller::Action;
+    use workshop_scaler::policy::{COLD_RETRY, ReconcilePolicy};
+
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    let (ctx, mut feeds) = watched_context(&h.fake, &h.clock);
+    let policy = || {
+        let policy = h.fake.get::<WorkshopScalingPolicy>(NS, "standard").unwrap();
+        Arc::new(DeserializeGuard(Ok(policy)))
+    };
+    h.fake.clear_requests();
+    let action = frame::reconcile::<ReconcilePolicy>(policy(), ctx.clone()).await;
+    assert_eq!(action.unwrap(), Action::requeue(COLD_RETRY));
+    assert_eq!(h.fake.write_count(), 0);
+
+    feeds.workshops.fill(h.fake.list());
+    frame::reconcile::<ReconcilePolicy>(policy(), ctx)
+        .await
+        .unwrap();
+    let status = h
+        .fake
+        .get::<WorkshopScalingPolicy>(NS, "standard")
+        .unwrap()
+        .status;
+    assert_eq!(status.unwrap().workshops, [WORKSHOP]);
 }

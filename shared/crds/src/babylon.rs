@@ -111,6 +111,27 @@ pub struct LabUserInterface {
     pub url: Option<String>,
 }
 
+impl Workshop {
+    /// Keeps what workshop-scaler reads of a Workshop: its name, namespace and labels (what a
+    /// WorkshopScalingPolicy selects), `spec.provisionDisabled`, `spec.lifespan` and
+    /// `spec.autoScaling`. The rest (descriptions, the access password, schedules, Babylon's
+    /// status) is dropped before a cache of every Workshop holds it.
+    pub fn trim(&mut self) {
+        let spec = std::mem::take(&mut self.spec);
+        self.spec = WorkshopSpec {
+            provision_disabled: spec.provision_disabled,
+            lifespan: spec.lifespan,
+            auto_scaling: spec.auto_scaling,
+            ..WorkshopSpec::default()
+        };
+        self.status = None;
+        let meta = &mut self.metadata;
+        meta.annotations = None;
+        meta.owner_references = None;
+        meta.finalizers = None;
+    }
+}
+
 /// Babylon's own counts; ebb counts WorkshopUserAssignments itself and only reads this.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -277,3 +298,36 @@ pub struct Assignment {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct WorkshopUserAssignmentStatus {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn trimming_a_workshop_keeps_what_scaling_reads() {
+        let mut workshop: Workshop = serde_json::from_value(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
+            "metadata": {"name": "lab", "namespace": "ops", "labels": {"team": "ops"},
+                         "annotations": {"note": "x"}},
+            "spec": {"displayName": "Lab", "description": "<p>long</p>", "accessPassword": "s3cret",
+                     "provisionDisabled": true, "lifespan": {"end": "2026-03-10T12:00:00Z"},
+                     "autoScaling": {"enabled": true, "threshold": 0.8}},
+            "status": {"userCount": {"assigned": 3}},
+        }))
+        .unwrap();
+        workshop.trim();
+        let kept = serde_json::to_value(&workshop).unwrap();
+        assert_eq!(
+            kept,
+            json!({
+                "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
+                "metadata": {"name": "lab", "namespace": "ops", "labels": {"team": "ops"}},
+                "spec": {"provisionDisabled": true, "lifespan": {"end": "2026-03-10T12:00:00Z"},
+                         "autoScaling": {"enabled": true, "threshold": 0.8}},
+            })
+        );
+    }
+}
