@@ -17,8 +17,9 @@ use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
+use workshop_scaler::reconcile::Feeds;
 use workshop_scaler::reconcile::Reconcile;
-use workshop_scaler::{Related, relate};
+use workshop_scaler::{Related, WorkshopsSeen, relate};
 
 const P: &str = "ansible-101-rhel";
 
@@ -317,29 +318,40 @@ async fn a_release_never_allows_a_second_increase_from_the_same_count() {
     );
 }
 
+/// The provisions' controller of namespace `NS` on the in-memory API, its related watches
+/// filling `feeds` (and telling `seen` of the Workshops taken in).
+fn provisions_controller(
+    h: &Harness,
+    feeds: Feeds,
+    seen: Option<WorkshopsSeen>,
+    shutdown: &Shutdown,
+) -> Controller<DeserializeGuard<WorkshopProvision>> {
+    let client = h.fake.client();
+    relate(
+        Controller::new(
+            Api::namespaced(client.clone(), NS),
+            watcher::Config::default(),
+        ),
+        Related {
+            assignments: Api::namespaced(client.clone(), NS),
+            workshops: Api::namespaced(client.clone(), NS),
+            claims: Api::namespaced(client.clone(), NS),
+            policies: Api::namespaced(client, NS),
+            feeds,
+            seen,
+        },
+        shutdown,
+    )
+}
+
 /// The real controller on the in-memory API: creating a policy reconciles the provisions of its
 /// namespace, which then scale.
 #[tokio::test]
 async fn a_policy_change_triggers_a_reconcile() {
     let h = stock();
-    let client = h.fake.client();
-    let guarded = |c: &kube::Client| -> Api<DeserializeGuard<WorkshopProvision>> {
-        Api::namespaced(c.clone(), NS)
-    };
     let shutdown = Shutdown::new();
     let (ctx, feeds) = watched_context(&h.fake, &h.clock);
-    let controller = relate(
-        Controller::new(guarded(&client), watcher::Config::default()),
-        Related {
-            assignments: Api::namespaced(client.clone(), NS),
-            workshops: Api::namespaced(client.clone(), NS),
-            claims: Api::namespaced(client.clone(), NS),
-            policies: Api::namespaced(client.clone(), NS),
-            feeds,
-            seen: None,
-        },
-        &shutdown,
-    );
+    let controller = provisions_controller(&h, feeds, None, &shutdown);
     let run = tokio::spawn(
         controller
             .run(
@@ -455,27 +467,12 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
 
     let h = stock();
     h.policy("standard", Some(team_ops()), standard());
-    let client = h.fake.client();
     let shutdown = Shutdown::new();
     let (ctx, feeds) = watched_context(&h.fake, &h.clock);
     let (seen, workshops_seen) = futures::channel::mpsc::unbounded();
-    let provisions = relate(
-        Controller::new(
-            Api::<DeserializeGuard<WorkshopProvision>>::namespaced(client.clone(), NS),
-            watcher::Config::default(),
-        ),
-        Related {
-            assignments: Api::namespaced(client.clone(), NS),
-            workshops: Api::namespaced(client.clone(), NS),
-            claims: Api::namespaced(client.clone(), NS),
-            policies: Api::namespaced(client.clone(), NS),
-            feeds,
-            seen: Some(seen),
-        },
-        &shutdown,
-    );
+    let provisions = provisions_controller(&h, feeds, Some(seen), &shutdown);
     let statuses = policy_controller(
-        Api::namespaced(client.clone(), NS),
+        Api::namespaced(h.fake.client(), NS),
         workshops_seen,
         &shutdown,
     );

@@ -257,16 +257,9 @@ impl<R> ObjectRows<R> {
         value: impl Fn(&R) -> Option<N>,
     ) -> fmt::Result {
         let family = (name, help, MetricType::Gauge);
-        self.encode(
-            encoder,
-            family,
-            |namespace, object, row, family| match value(row) {
-                Some(v) => family
-                    .encode_family(&[("namespace", namespace), ("name", object)])?
-                    .encode_gauge(&v),
-                None => Ok(()),
-            },
-        )
+        self.encode_each(encoder, family, value, |mut sample, v| {
+            sample.encode_gauge(&v)
+        })
     }
 
     /// Writes one counter family `name` (`name_total`): a sample `{namespace, name}` for each
@@ -282,13 +275,27 @@ impl<R> ObjectRows<R> {
         value: impl Fn(&R) -> Option<u64>,
     ) -> fmt::Result {
         let family = (name, help, MetricType::Counter);
+        self.encode_each(encoder, family, value, |mut sample, v| {
+            sample.encode_counter::<NoLabelSet, _, u64>(&v, None)
+        })
+    }
+
+    /// One sample `{namespace, name}` per row `value` gives one for, written by `write`.
+    fn encode_each<N>(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        family: (&str, &str, MetricType),
+        value: impl Fn(&R) -> Option<N>,
+        write: impl Fn(MetricEncoder, N) -> fmt::Result,
+    ) -> fmt::Result {
         self.encode(
             encoder,
             family,
             |namespace, object, row, family| match value(row) {
-                Some(v) => family
-                    .encode_family(&[("namespace", namespace), ("name", object)])?
-                    .encode_counter::<NoLabelSet, _, u64>(&v, None),
+                Some(v) => write(
+                    family.encode_family(&[("namespace", namespace), ("name", object)])?,
+                    v,
+                ),
                 None => Ok(()),
             },
         )
