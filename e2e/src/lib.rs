@@ -21,7 +21,7 @@ pub mod wait;
 
 pub use cluster::{Cluster, Namespace, cluster};
 pub use process::Controller;
-pub use wait::{eventually, settle};
+pub use wait::{eventually, eventually_every, settle};
 
 use std::path::PathBuf;
 

@@ -193,7 +193,12 @@ impl Controller {
         }
         let mut resp = request.call()?;
         let status = resp.status().as_u16();
-        let body = resp.body_mut().read_to_string()?;
+        // ureq stops reading at 10 MB by default; a scrape of 100 000 objects' series is more.
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .read_to_string()?;
         Ok((status, body))
     }
 
@@ -235,9 +240,22 @@ impl Controller {
         Ok(prometheus_parse::Scrape::parse(lines)?)
     }
 
-    /// The sum of a metric's samples whose labels include all of `labels`.
+    /// The sum of a metric's samples whose labels include all of `labels`. Only that metric's
+    /// lines are parsed: with per-object series a scrape of 100 000 objects is millions of lines.
     pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Result<f64> {
-        let scrape = self.metrics()?;
+        let (status, body) = self.get("/metrics")?;
+        if status != 200 {
+            bail!("/metrics answered {status}");
+        }
+        let lines = body
+            .lines()
+            .filter(|l| {
+                l.starts_with('#')
+                    || l.strip_prefix(name)
+                        .is_some_and(|rest| rest.starts_with(['{', ' ']))
+            })
+            .map(|l| Ok(l.to_owned()));
+        let scrape = prometheus_parse::Scrape::parse(lines)?;
         let mut sum = 0.0;
         let mut found = false;
         for sample in scrape.samples.iter().filter(|s| s.metric == name) {

@@ -7,7 +7,21 @@ use anyhow::{Result, bail};
 use tokio::time::{Instant, sleep};
 
 /// Polls `probe` every 100 ms until it returns `Some`, or fails after `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, mut probe: F) -> Result<T>
+pub async fn eventually<T, F, Fut>(timeout: Duration, probe: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    eventually_every(timeout, Duration::from_millis(100), probe).await
+}
+
+/// [`eventually`] polling every `every`: for a probe that costs the process it watches, such
+/// as a scrape of a controller holding 100 000 objects (millions of series lines).
+pub async fn eventually_every<T, F, Fut>(
+    timeout: Duration,
+    every: Duration,
+    mut probe: F,
+) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
@@ -20,7 +34,7 @@ where
         if Instant::now() >= deadline {
             bail!("condition not reached within {timeout:?}");
         }
-        sleep(Duration::from_millis(100)).await;
+        sleep(every).await;
     }
 }
 
