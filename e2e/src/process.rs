@@ -232,30 +232,27 @@ impl Controller {
 
     /// `/metrics`, parsed as the Prometheus text format.
     pub fn metrics(&self) -> Result<prometheus_parse::Scrape> {
+        self.metrics_where(|_| true)
+    }
+
+    /// `/metrics` with only the lines `keep` wants parsed.
+    fn metrics_where(&self, keep: impl Fn(&str) -> bool) -> Result<prometheus_parse::Scrape> {
         let (status, body) = self.get("/metrics")?;
         if status != 200 {
             bail!("/metrics answered {status}");
         }
-        let lines = body.lines().map(|l| Ok(l.to_owned()));
+        let lines = body.lines().filter(|l| keep(l)).map(|l| Ok(l.to_owned()));
         Ok(prometheus_parse::Scrape::parse(lines)?)
     }
 
     /// The sum of a metric's samples whose labels include all of `labels`. Only that metric's
     /// lines are parsed: with per-object series a scrape of 100 000 objects is millions of lines.
     pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Result<f64> {
-        let (status, body) = self.get("/metrics")?;
-        if status != 200 {
-            bail!("/metrics answered {status}");
-        }
-        let lines = body
-            .lines()
-            .filter(|l| {
-                l.starts_with('#')
-                    || l.strip_prefix(name)
-                        .is_some_and(|rest| rest.starts_with(['{', ' ']))
-            })
-            .map(|l| Ok(l.to_owned()));
-        let scrape = prometheus_parse::Scrape::parse(lines)?;
+        let scrape = self.metrics_where(|l| {
+            l.starts_with('#')
+                || l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })?;
         let mut sum = 0.0;
         let mut found = false;
         for sample in scrape.samples.iter().filter(|s| s.metric == name) {
