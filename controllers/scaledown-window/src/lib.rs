@@ -32,10 +32,11 @@ use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
 use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
-use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -133,13 +134,14 @@ impl RunArgs {
     }
 }
 
-type Guarded = DeserializeGuard<ScaleDownSchedule>;
+/// A watched schedule, or one that does not deserialize.
+type GuardedSchedule = Guarded<ScaleDownSchedule>;
 
 /// The schedules in `store` for which `wanted` holds.
 fn schedules_where(
-    store: &Store<Guarded>,
+    store: &Store<GuardedSchedule>,
     wanted: impl Fn(&ScaleDownSchedule) -> bool,
-) -> Vec<ObjectRef<Guarded>> {
+) -> Vec<ObjectRef<GuardedSchedule>> {
     store
         .state()
         .iter()
@@ -194,15 +196,15 @@ fn trim_node(node: &mut PartialObjectMeta<Node>) {
 /// watches have no predicate, so any change, the pause annotations included, wakes them: lifting
 /// an object's pause takes effect at once.
 fn watch_targets(
-    mut controller: Controller<Guarded>,
+    mut controller: Controller<GuardedSchedule>,
     client: &Client,
     args: &RunArgs,
-    store: &Store<Guarded>,
+    store: &Store<GuardedSchedule>,
     nodes: Option<Feed<PartialObjectMeta<Node>>>,
-) -> Controller<Guarded> {
+) -> Controller<GuardedSchedule> {
     let targets = args.targets();
     let dynamic =
-        |controller: Controller<Guarded>,
+        |controller: Controller<GuardedSchedule>,
          api: Api<DynamicObject>,
          ar: ApiResource,
          wanted: Box<dyn Fn(&ScaleDownSchedule) -> bool + Send + Sync>| {
@@ -320,7 +322,7 @@ pub fn controllers(
         targets: args.targets(),
         nodes,
     });
-    let schedules: Api<Guarded> = Api::all(client.clone());
+    let schedules: Api<GuardedSchedule> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
     let controller =
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);

@@ -23,12 +23,13 @@ use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownScheduleStatus};
 use ebb_runtime::Notice;
 use ebb_runtime::cache::{Cache, Cold};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::pause::{pause_report, pause_state};
 use ebb_runtime::time::from_k8s_time;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::{ApiResource, DeserializeGuard, DynamicObject, PartialObjectMeta};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Resource, ResourceExt};
@@ -368,7 +369,7 @@ pub async fn release_all(
     label_selector: Option<&str>,
 ) -> Result<Vec<String>, Error> {
     let now = ctx.clock.now();
-    let guarded: Api<DeserializeGuard<ScaleDownSchedule>> = Api::all(ctx.client.clone());
+    let guarded: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
     let selected = match label_selector {
         Some(selector) => ListParams::default().labels(selector),
         None => ListParams::default(),
@@ -552,7 +553,7 @@ async fn claimants(
     me: &ScaleDownSchedule,
     my_target: Option<ResolvedTarget>,
 ) -> Result<Vec<Claimant>, Error> {
-    let api: Api<DeserializeGuard<ScaleDownSchedule>> = Api::all(ctx.client.clone());
+    let api: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
     let all = api
         .list(&ListParams::default())
         .await

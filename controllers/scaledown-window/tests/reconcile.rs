@@ -11,11 +11,12 @@ use chrono::TimeDelta;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame::{FOLLOWER_REQUEUE, MAX_ATTEMPTS, Shared};
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
 use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
 use k8s_openapi::api::core::v1::Node;
-use kube::core::{DeserializeGuard, PartialObjectMeta};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
@@ -108,8 +109,8 @@ impl Test {
         Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx()).await
     }
 
-    fn guard(&self, name: &str) -> Arc<DeserializeGuard<ScaleDownSchedule>> {
-        Arc::new(DeserializeGuard(Ok(self.schedule(name))))
+    fn guard(&self, name: &str) -> Arc<Guarded<ScaleDownSchedule>> {
+        Arc::new(Guarded(Ok(self.schedule(name))))
     }
 
     /// Reconciles until a pass succeeds (at most five), as the controller retries.
@@ -1099,7 +1100,7 @@ async fn another_controllers_finalizer_is_kept_beside_ours() {
 #[tokio::test]
 async fn malformed_objects_wait_for_a_change() {
     let t = Test::new(FRIDAY_NOON);
-    let guard: DeserializeGuard<ScaleDownSchedule> = serde_json::from_value(json!({
+    let guard: Guarded<ScaleDownSchedule> = serde_json::from_value(json!({
         "apiVersion": "scaling.ebb.dev/v1alpha1",
         "kind": "ScaleDownSchedule",
         "metadata": { "name": "broken" },

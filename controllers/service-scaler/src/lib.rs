@@ -30,10 +30,11 @@ use std::future::Future;
 use ebb_crds::service_scaler::{HpaDefaults, ServiceScaler};
 use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::triggers::spec_changes;
 use futures::FutureExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::core::{DeserializeGuard, PartialObjectMeta};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -47,9 +48,9 @@ pub type RunArgs = ebb_runtime::args::CommonOnly;
 
 /// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
 pub fn scaler_of<K: Resource>(
-    store: &Store<DeserializeGuard<ServiceScaler>>,
+    store: &Store<Guarded<ServiceScaler>>,
     hpa: &K,
-) -> Option<ObjectRef<DeserializeGuard<ServiceScaler>>> {
+) -> Option<ObjectRef<Guarded<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
 }
@@ -57,7 +58,7 @@ pub fn scaler_of<K: Resource>(
 /// What the ServiceScaler cache keeps: a reconcile reads the live ServiceScaler (and its HPA),
 /// so the cached copy only maps HPAs by name and hands the frame its metadata. The spec's
 /// windows and the status are most of an object, and 10 000 of them are most of the memory.
-pub fn metadata_only(scaler: &mut DeserializeGuard<ServiceScaler>) {
+pub fn metadata_only(scaler: &mut Guarded<ServiceScaler>) {
     if let Ok(scaler) = scaler.0.as_mut() {
         scaler.spec.time_range_spec = Vec::new();
         scaler.spec.hpa = HpaDefaults::default();
@@ -117,7 +118,7 @@ pub fn controllers(
 
     // One controller per watched namespace (kube's Controller takes one Api).
     let scopes = wiring
-        .scoped::<DeserializeGuard<ServiceScaler>>()
+        .scoped::<Guarded<ServiceScaler>>()
         .into_iter()
         .zip(wiring.scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>());
     let mut controllers = Vec::new();

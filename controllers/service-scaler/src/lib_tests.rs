@@ -7,8 +7,8 @@ use serde_json::json;
 
 #[test]
 fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
-    let (store, mut writer) = reflector::store::<DeserializeGuard<ServiceScaler>>();
-    let scaler: DeserializeGuard<ServiceScaler> = serde_json::from_value(json!({
+    let (store, mut writer) = reflector::store::<Guarded<ServiceScaler>>();
+    let scaler: Guarded<ServiceScaler> = serde_json::from_value(json!({
         "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
         "metadata": {"name": "web", "namespace": "a"}, "spec": {"hpa": {"maxReplicas": 2}}
     }))

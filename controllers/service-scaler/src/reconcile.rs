@@ -29,6 +29,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
 use ebb_runtime::frame::{self, WriteError, is_conflict};
+use ebb_runtime::guard;
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -137,10 +138,10 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
     let Some(object) = object else {
         return Ok(Read::Gone);
     };
-    let spec = object.data.get("spec").cloned().unwrap_or(Value::Null);
-    let spec: ServiceScalerSpec = match serde_json::from_value(spec) {
+    let spec = object.data.get("spec").unwrap_or(&Value::Null);
+    let spec: ServiceScalerSpec = match guard::read(spec, "spec") {
         Ok(spec) => spec,
-        Err(error) => return Ok(Read::Unreadable(Box::new(object), error.to_string())),
+        Err(error) => return Ok(Read::Unreadable(Box::new(object), error)),
     };
     let status = match object.data.get("status").filter(|s| !s.is_null()) {
         None => None,
@@ -473,7 +474,7 @@ async fn report_unreadable(
         object.namespace().unwrap_or_default(),
         object.name_any()
     );
-    let message = format!("spec: cannot be read: {error}");
+    let message = error.to_owned();
     let generation = object.metadata.generation;
     let mut conditions: Vec<Condition> = object
         .data

@@ -55,11 +55,12 @@ use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_api, scopes, watcher_config};
 use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::core::{DeserializeGuard, PartialObjectMeta};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
@@ -146,7 +147,7 @@ pub fn controllers(
         let scope = scope.as_deref();
         // Guarded: one scaler that does not deserialize cannot stall the watch.
         let controller = ebb_runtime::app::controller(
-            scoped_api::<DeserializeGuard<StackableScaler>>(&client, scope),
+            scoped_api::<Guarded<StackableScaler>>(&client, scope),
             config.clone(),
             &warm_up,
         );
@@ -156,7 +157,7 @@ pub fn controllers(
         // its pause annotations reach the scaler as soon as they are set or removed.
         let by_owner = move |uid: Option<String>| {
             let store = store.clone();
-            move || -> Vec<ObjectRef<DeserializeGuard<StackableScaler>>> {
+            move || -> Vec<ObjectRef<Guarded<StackableScaler>>> {
                 let Some(uid) = uid.clone() else {
                     return Vec::new();
                 };

@@ -14,12 +14,12 @@ use ebb_runtime::Leader;
 use ebb_runtime::conditions::find_condition;
 use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::{self, ReconcileError};
+use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, Matcher, utc};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
@@ -107,8 +107,8 @@ fn stage(fake: &FakeApi) -> ScalerStage {
     decide::stage_of(scaler(fake).status.as_ref())
 }
 
-fn guard(scaler: Arc<StackableScaler>) -> Arc<DeserializeGuard<StackableScaler>> {
-    Arc::new(DeserializeGuard(Ok(scaler.as_ref().clone())))
+fn guard(scaler: Arc<StackableScaler>) -> Arc<Guarded<StackableScaler>> {
+    Arc::new(Guarded(Ok(scaler.as_ref().clone())))
 }
 
 /// One reconcile as the controller runs it: through the frame.
@@ -168,7 +168,7 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
 #[tokio::test]
 async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     let e = env();
-    let guard: DeserializeGuard<StackableScaler> = serde_json::from_value(json!({
+    let guard: Guarded<StackableScaler> = serde_json::from_value(json!({
         "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
         "metadata": {"name": "broken", "namespace": "data"}, "spec": {"replicas": "three"},
     }))

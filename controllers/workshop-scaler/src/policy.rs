@@ -8,8 +8,8 @@ use std::time::Duration;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::conditions::set_condition;
 use ebb_runtime::frame::{self, Reconciler};
+use ebb_runtime::guard::Guarded;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -54,7 +54,7 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
             return Ok(Action::requeue(COLD_RETRY));
         }
     };
-    let policies: Api<DeserializeGuard<WorkshopScalingPolicy>> =
+    let policies: Api<Guarded<WorkshopScalingPolicy>> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let others: Vec<WorkshopScalingPolicy> = policies
         .list(&ListParams::default())

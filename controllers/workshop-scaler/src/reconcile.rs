@@ -26,9 +26,10 @@ use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame::{self, Reconciler, WriteError};
 use ebb_runtime::from_k8s_time;
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::pause_report;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::core::{DeserializeGuard, Selector, SelectorExt};
+use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
@@ -58,16 +59,16 @@ pub struct Own {
 /// that is not served never answers.
 #[derive(Clone, Default)]
 pub struct Caches {
-    pub workshops: Cache<DeserializeGuard<Workshop>>,
-    pub assignments: Cache<DeserializeGuard<WorkshopUserAssignment>>,
-    pub claims: Cache<DeserializeGuard<ResourceClaim>>,
+    pub workshops: Cache<Guarded<Workshop>>,
+    pub assignments: Cache<Guarded<WorkshopUserAssignment>>,
+    pub claims: Cache<Guarded<ResourceClaim>>,
 }
 
 /// What fills one scope of the [`Caches`].
 pub struct Feeds {
-    pub workshops: Feed<DeserializeGuard<Workshop>>,
-    pub assignments: Feed<DeserializeGuard<WorkshopUserAssignment>>,
-    pub claims: Feed<DeserializeGuard<ResourceClaim>>,
+    pub workshops: Feed<Guarded<Workshop>>,
+    pub assignments: Feed<Guarded<WorkshopUserAssignment>>,
+    pub claims: Feed<Guarded<ResourceClaim>>,
 }
 
 impl Caches {
@@ -279,8 +280,7 @@ pub async fn observe_policies(
     namespace: &str,
     workshop: &Workshop,
 ) -> Result<Vec<(String, ebb_crds::babylon::AutoScaling)>, Error> {
-    let api: Api<DeserializeGuard<WorkshopScalingPolicy>> =
-        Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<Guarded<WorkshopScalingPolicy>> = Api::namespaced(ctx.client.clone(), namespace);
     let list = match api.list(&ListParams::default()).await {
         Ok(list) => list.items,
         Err(kube::Error::Api(s)) if s.is_not_found() => Vec::new(),

@@ -12,8 +12,8 @@ use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Shutdown;
 use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
 use futures::StreamExt;
-use kube::core::DeserializeGuard;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -325,7 +325,7 @@ fn provisions_controller(
     feeds: Feeds,
     seen: Option<WorkshopsSeen>,
     shutdown: &Shutdown,
-) -> Controller<DeserializeGuard<WorkshopProvision>> {
+) -> Controller<Guarded<WorkshopProvision>> {
     let client = h.fake.client();
     relate(
         Controller::new(
@@ -397,7 +397,7 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
     use workshop_scaler::policy::ReconcilePolicy;
     let reconcile_policy = |policy: WorkshopScalingPolicy, ctx| {
-        frame::reconcile::<ReconcilePolicy>(Arc::new(DeserializeGuard(Ok(policy))), ctx)
+        frame::reconcile::<ReconcilePolicy>(Arc::new(Guarded(Ok(policy))), ctx)
     };
 
     let h = stock();
@@ -554,7 +554,7 @@ async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
     let (ctx, mut feeds) = watched_context(&h.fake, &h.clock);
     let policy = || {
         let policy = h.fake.get::<WorkshopScalingPolicy>(NS, "standard").unwrap();
-        Arc::new(DeserializeGuard(Ok(policy)))
+        Arc::new(Guarded(Ok(policy)))
     };
     h.fake.clear_requests();
     let action = frame::reconcile::<ReconcilePolicy>(policy(), ctx.clone()).await;

@@ -12,9 +12,9 @@ use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
 use ebb_runtime::frame::{self, ReconcileError};
+use ebb_runtime::guard::Guarded;
 use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::{self, Reconcile};
@@ -876,7 +876,7 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     });
     h.fake.insert(broken.clone());
     h.fake.clear_requests();
-    let broken: DeserializeGuard<WorkshopProvision> = serde_json::from_value(broken).unwrap();
+    let broken: Guarded<WorkshopProvision> = serde_json::from_value(broken).unwrap();
     assert!(broken.0.is_err());
     let action = frame::reconcile::<Reconcile>(Arc::new(broken), h.replica.ctx())
         .await
@@ -884,7 +884,7 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     assert_eq!(action, Action::await_change());
     assert_eq!(h.fake.write_count(), 0);
 
-    let healthy = DeserializeGuard(Ok(h.get(P)));
+    let healthy = Guarded(Ok(h.get(P)));
     frame::reconcile::<Reconcile>(Arc::new(healthy), h.replica.ctx())
         .await
         .unwrap();
@@ -1221,7 +1221,7 @@ async fn a_reconcile_before_the_caches_listed_writes_nothing() {
 }
 
 /// A Workshop that does not fit ebb's typed view is named in the provision's status
-/// (`ConfigValid` false), nothing scales, and the next pass writes nothing more; the Workshop's
+/// (`ConfigValid` false, with the field that does not fit), nothing scales, and the next pass writes nothing more; the Workshop's
 /// watch maps its fix onto the provision. A provision that says `enabled: false` needs nothing
 /// from its Workshop and is left alone.
 #[tokio::test]
@@ -1237,8 +1237,10 @@ async fn a_malformed_workshop_is_reported_in_the_status_and_nothing_scales() {
         ("False", "InvalidConfig")
     );
     assert!(
-        message.contains(&format!("Workshop {WORKSHOP} cannot be read"))
-            && message.contains("Expected a boolean"),
+        message.ends_with(&format!(
+            "Workshop {WORKSHOP} cannot be read: spec.provisionDisabled: \
+             invalid type: string \"yes\", expected a boolean"
+        )),
         "{message}"
     );
     assert_eq!(h.count(P), 20);

@@ -14,7 +14,7 @@
 //! | [`duration`] | `<text>` or `<from>\n<to>[\n<zone>[\n<days, comma-separated>]]` |
 //! | [`windows`] | JSON: a list of ScaleDownSchedule windows, or a ServiceScaler spec |
 //! | [`replicas_config`] | JSON: a stackable `replicas` value |
-//! | [`crds`] | a byte picking the kind, then that object as JSON |
+//! | [`crds`] | a byte picking the kind, then that object as JSON (read as the watches read it) |
 //! | [`webhook`] | the body of an admission request (an `AdmissionReview`) |
 
 use std::future::Future;
@@ -28,10 +28,13 @@ use ebb_crds::stackable::{
     ScalerStage, ScalerState, StackableScaler, StackableScalerSpec, StackableScalerStatus,
 };
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::guard::Guarded;
 use ebb_schedule::{AnyOpen, CronSchedule, DEFAULT_HORIZON, FirstMatch, Tz, Window};
+use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use scaledown_window::decide::ClusterMaintenance;
+use serde::de::DeserializeOwned;
 use stackable_scaler::ReplicasConfig;
 use stackable_scaler::webhook::{self, LiveScalers};
 use workshop_scaler::decide::{self as workshop, Observed, Seats, Sources};
@@ -196,10 +199,10 @@ pub fn crds(data: &[u8]) {
         4 => workshop_object(json),
         5 => workshop_provision(json),
         6 => {
-            let _ = serde_json::from_slice::<WorkshopUserAssignment>(json);
+            let _ = watched::<WorkshopUserAssignment>(json);
         }
         _ => {
-            if let Ok(claim) = serde_json::from_slice::<ResourceClaim>(json) {
+            if let Some(claim) = watched::<ResourceClaim>(json) {
                 let _ = claim.settlement().is_settled();
             }
         }
@@ -207,7 +210,7 @@ pub fn crds(data: &[u8]) {
 }
 
 fn service_scaler_object(json: &[u8]) {
-    let Ok(scaler) = serde_json::from_slice::<ServiceScaler>(json) else {
+    let Some(scaler) = watched::<ServiceScaler>(json) else {
         return;
     };
     evaluate_service_scaler_spec(&scaler.spec);
@@ -215,7 +218,7 @@ fn service_scaler_object(json: &[u8]) {
 }
 
 fn scale_down_schedule(json: &[u8]) {
-    let Ok(schedule) = serde_json::from_slice::<ScaleDownSchedule>(json) else {
+    let Some(schedule) = watched::<ScaleDownSchedule>(json) else {
         return;
     };
     let _ = scaledown_window::decide::resolve_target(&schedule.spec.target);
@@ -226,7 +229,7 @@ fn scale_down_schedule(json: &[u8]) {
 }
 
 fn stackable_scaler(json: &[u8]) {
-    let Ok(scaler) = serde_json::from_slice::<StackableScaler>(json) else {
+    let Some(scaler) = watched::<StackableScaler>(json) else {
         return;
     };
     // The `plan` subcommand's checks of what the schema cannot say, on the same object.
@@ -243,7 +246,7 @@ fn stackable_scaler(json: &[u8]) {
 }
 
 fn workshop_scaling_policy(json: &[u8]) {
-    let Ok(policy) = serde_json::from_slice::<WorkshopScalingPolicy>(json) else {
+    let Some(policy) = watched::<WorkshopScalingPolicy>(json) else {
         return;
     };
     let name = policy.metadata.name.clone().unwrap_or_default();
@@ -258,7 +261,7 @@ fn workshop_scaling_policy(json: &[u8]) {
 }
 
 fn workshop_object(json: &[u8]) {
-    let Ok(workshop) = serde_json::from_slice::<Workshop>(json) else {
+    let Some(workshop) = watched::<Workshop>(json) else {
         return;
     };
     let _ = workshop_scaler::reconcile::lifespan_end(workshop.spec.lifespan.as_ref());
@@ -274,7 +277,7 @@ fn workshop_object(json: &[u8]) {
 }
 
 fn workshop_provision(json: &[u8]) {
-    let Ok(provision) = serde_json::from_slice::<WorkshopProvision>(json) else {
+    let Some(provision) = watched::<WorkshopProvision>(json) else {
         return;
     };
     let observed = Observed {
@@ -292,6 +295,18 @@ fn workshop_provision(json: &[u8]) {
         ..Sources::default()
     };
     decide_workshop(&sources, &observed);
+}
+
+/// `json` as the controllers' watches read it ([`Guarded`]): the object, or `None` when it does
+/// not fit the type (the message naming the field that does not was built, as a controller logs).
+fn watched<K: DeserializeOwned + Resource>(json: &[u8]) -> Option<K> {
+    match serde_json::from_slice::<Guarded<K>>(json).ok()?.0 {
+        Ok(object) => Some(object),
+        Err(invalid) => {
+            let _ = (invalid.error.len(), invalid.metadata.name);
+            None
+        }
+    }
 }
 
 /// workshop-scaler's resolution of `autoScaling` and its decision, with the seats full and empty.

@@ -59,7 +59,7 @@ pub struct Runtime {
     pub client: Client,
     /// The source of "now" for every decision.
     pub clock: Arc<dyn Clock>,
-    /// `/readyz` state; see [`Runtime::ready_when`].
+    /// `/readyz` state; see [`Runtime::warm_up`].
     pub health: Health,
     /// Whether this replica may write.
     pub leader: Leader,

@@ -29,10 +29,11 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::guard::Guarded;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
-use kube::core::{DeserializeGuard, NamespaceResourceScope};
+use kube::core::NamespaceResourceScope;
 use kube::runtime::Controller;
 use kube::runtime::controller::{Action, Error as ControllerError};
 use kube::{Api, Client, Resource};
@@ -413,7 +414,7 @@ enum Seen<K> {
 }
 
 impl<K: Clone> Seen<K> {
-    fn of(guard: &DeserializeGuard<K>) -> Self {
+    fn of(guard: &Guarded<K>) -> Self {
         match &guard.0 {
             Ok(typed) => Self::Typed(Arc::new(typed.clone())),
             Err(invalid) => {
@@ -425,7 +426,7 @@ impl<K: Clone> Seen<K> {
 
 /// The frame's reconcile for controller `R`: hand it to `Controller::run` (see the module docs).
 pub async fn reconcile<R: Reconciler>(
-    object: Arc<DeserializeGuard<R::Object>>,
+    object: Arc<Guarded<R::Object>>,
     ctx: Arc<Context<R::Own>>,
 ) -> Result<Action, Error<R::Error>> {
     let meta = object.meta();
@@ -509,9 +510,9 @@ where
         return Ok(None);
     };
     let value = serde_json::to_value(&found).map_err(kube::Error::SerdeError)?;
-    Ok(Some(match serde_json::from_value::<K>(value) {
+    Ok(Some(match crate::guard::read::<K>(&value, "") {
         Ok(typed) => Seen::Typed(Arc::new(typed)),
-        Err(error) => Seen::Malformed(Box::new(found.metadata), error.to_string()),
+        Err(error) => Seen::Malformed(Box::new(found.metadata), error),
     }))
 }
 
@@ -539,7 +540,7 @@ pub fn retry_after(error: &(dyn std::error::Error + 'static)) -> Option<Duration
 /// of the object; any other retries after the object's backoff delay, or after the server's
 /// `Retry-After` when a 429 asked for longer.
 pub fn error_policy<R: Reconciler>(
-    object: Arc<DeserializeGuard<R::Object>>,
+    object: Arc<Guarded<R::Object>>,
     error: &Error<R::Error>,
     ctx: Arc<Context<R::Own>>,
 ) -> Action {
@@ -559,12 +560,12 @@ pub fn error_policy<R: Reconciler>(
 /// `namespace/name` of each object that was deleted before its reconcile ran (to drop its
 /// gauges, say).
 pub async fn run<R, F>(
-    controller: Controller<DeserializeGuard<R::Object>>,
+    controller: Controller<Guarded<R::Object>>,
     ctx: Arc<Context<R::Own>>,
     gone: F,
 ) where
     R: Reconciler,
-    <DeserializeGuard<R::Object> as Resource>::DynamicType: Eq + Hash + Clone + Debug + Unpin,
+    <Guarded<R::Object> as Resource>::DynamicType: Eq + Hash + Clone + Debug + Unpin,
     F: Fn(&str) + Send,
 {
     controller

@@ -1,54 +1,109 @@
-//! Watching through `DeserializeGuard`, so one object that does not deserialize into ebb's typed
-//! view cannot stall a whole watch: it is logged and left alone until it changes, and every other
-//! object is served as usual.
+//! [`Guarded`]: an object of a typed kind that may not fit the type. Watched, listed and read
+//! through it, one object that does not deserialize into ebb's typed view cannot stall a whole
+//! watch or fail a list: it arrives as its metadata and why, and every other object is served as
+//! usual. The why names the field (`spec.count: invalid type: string "many", expected i32`), so
+//! the log line or status condition that reports it tells the user what to fix.
+//!
+//! kube's `DeserializeGuard` does the same without the field: serde's errors carry no path, and
+//! ebb's malformed objects are the ones a CRD schema let through (a Babylon CRD that keeps unknown
+//! fields), where the user has nothing else to go by.
 
-use std::future::Future;
-use std::sync::Arc;
+use std::borrow::Cow;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::core::DeserializeGuard;
-use kube::runtime::controller::Action;
+use kube::core::PartialObjectMeta;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+use serde_path_to_error::Segment;
 
-use crate::backoff::object_key;
+pub use kube::core::error_boundary::InvalidObject;
 
-/// Runs `reconcile` on an object that deserialized; a malformed one is logged and waits for a
-/// change (nothing is written to it: ebb cannot know what it asks for).
-pub async fn reconcile<K, C, E, Fut>(
-    object: Arc<DeserializeGuard<K>>,
-    ctx: Arc<C>,
-    reconcile: impl FnOnce(Arc<K>, Arc<C>) -> Fut,
-) -> Result<Action, E>
+/// An object of kind `K`, or (`Err`) the metadata of one that does not fit `K` and why, the
+/// field named.
+#[derive(Clone, Debug)]
+pub struct Guarded<K>(pub Result<K, InvalidObject>);
+
+impl<'de, K> Deserialize<'de> for Guarded<K>
 where
-    K: Resource<DynamicType = ()> + Clone,
-    Fut: Future<Output = Result<Action, E>>,
+    K: DeserializeOwned + Resource,
 {
-    match &object.0 {
-        Ok(typed) => reconcile(Arc::new(typed.clone()), ctx).await,
-        Err(invalid) => {
-            tracing::warn!(
-                kind = %K::kind(&()),
-                object = %object_key(object.as_ref()),
-                error = %invalid,
-                "does not deserialize; left alone until it changes"
-            );
-            Ok(Action::await_change())
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let error = match read::<K>(&value, "") {
+            Ok(object) => return Ok(Self(Ok(object))),
+            Err(error) => error,
+        };
+        let PartialObjectMeta { metadata, .. } =
+            PartialObjectMeta::<K>::deserialize(&value).map_err(D::Error::custom)?;
+        Ok(Self(Err(InvalidObject { error, metadata })))
+    }
+}
+
+/// `value`, the field `at` of an object (`spec`; `""` for the object itself), as a `T`; or why
+/// not, naming the field that does not fit: `spec.hpa.minReplicas: invalid type: string "two",
+/// expected i32`. The path is tracked only to explain a failure: reading what fits costs nothing
+/// more.
+///
+/// # Errors
+/// The message, when `value` does not fit `T`.
+pub fn read<T: DeserializeOwned>(value: &serde_json::Value, at: &str) -> Result<T, String> {
+    let error = match T::deserialize(value) {
+        Ok(read) => return Ok(read),
+        Err(error) => error,
+    };
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(read) => Ok(read),
+        Err(pathed) => {
+            let known = pathed
+                .path()
+                .iter()
+                .any(|segment| !matches!(segment, Segment::Unknown));
+            let field = match (at, known) {
+                (at, false) => at.to_owned(),
+                ("", true) => pathed.path().to_string(),
+                (at, true) => format!("{at}.{}", pathed.path()),
+            };
+            Err(match field.as_str() {
+                "" => error.to_string(),
+                field => format!("{field}: {error}"),
+            })
         }
     }
 }
 
-/// Runs `policy` for an object that deserialized; a malformed one waits for a change.
-pub fn error_policy<K, C, E>(
-    object: Arc<DeserializeGuard<K>>,
-    error: &E,
-    ctx: Arc<C>,
-    policy: impl FnOnce(Arc<K>, &E, Arc<C>) -> Action,
-) -> Action
-where
-    K: Clone,
-{
-    match &object.0 {
-        Ok(typed) => policy(Arc::new(typed.clone()), error, ctx),
-        Err(_) => Action::await_change(),
+impl<K: Resource> Resource for Guarded<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        match &self.0 {
+            Ok(object) => object.meta(),
+            Err(invalid) => &invalid.metadata,
+        }
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match &mut self.0 {
+            Ok(object) => object.meta_mut(),
+            Err(invalid) => &mut invalid.metadata,
+        }
     }
 }
 
@@ -57,42 +112,92 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
-    use std::time::Duration;
 
-    fn guard(data: serde_json::Value) -> Arc<DeserializeGuard<ConfigMap>> {
-        Arc::new(
-            serde_json::from_value(json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "a", "namespace": "n"}, "data": data,
-            }))
-            .unwrap(),
-        )
-    }
-
-    #[tokio::test]
-    async fn a_good_object_is_reconciled_and_a_malformed_one_waits() {
-        let ran = |_: Arc<ConfigMap>, _: Arc<()>| async {
-            Ok::<_, ()>(Action::requeue(Duration::from_secs(7)))
-        };
-        let good = reconcile(guard(json!({"k": "v"})), Arc::new(()), ran).await;
-        assert_eq!(good, Ok(Action::requeue(Duration::from_secs(7))));
-        let bad = reconcile(guard(json!({"k": [1]})), Arc::new(()), ran).await;
-        assert_eq!(bad, Ok(Action::await_change()));
+    fn guarded<K: DeserializeOwned + Resource>(object: serde_json::Value) -> Guarded<K> {
+        serde_json::from_value(object).unwrap()
     }
 
     #[test]
-    fn the_error_policy_applies_only_to_good_objects() {
-        let policy =
-            |_: Arc<ConfigMap>, _: &(), _: Arc<()>| Action::requeue(Duration::from_secs(3));
-        assert_eq!(
-            error_policy(guard(json!({})), &(), Arc::new(()), policy),
-            Action::requeue(Duration::from_secs(3))
+    fn an_object_that_fits_is_the_object() {
+        let map: Guarded<ConfigMap> = guarded(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"},
+        }));
+        assert_eq!(map.meta().name.as_deref(), Some("a"));
+        let data = map.0.unwrap().data.unwrap();
+        assert_eq!(data.get("k").map(String::as_str), Some("v"));
+    }
+
+    #[test]
+    fn a_malformed_object_keeps_its_metadata_and_names_the_field() {
+        let deployment: Guarded<Deployment> = guarded(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "7"},
+            "spec": {
+                "replicas": "many",
+                "selector": {},
+                "template": {"spec": {"containers": []}},
+            },
+        }));
+        assert_eq!(deployment.meta().name.as_deref(), Some("web"));
+        assert_eq!(deployment.meta().namespace.as_deref(), Some("shop"));
+        assert_eq!(deployment.meta().resource_version.as_deref(), Some("7"));
+        let invalid = deployment.0.unwrap_err();
+        assert!(
+            invalid
+                .error
+                .starts_with("spec.replicas: invalid type: string \"many\""),
+            "{}",
+            invalid.error
+        );
+    }
+
+    #[test]
+    fn a_field_in_a_list_is_named_with_its_index() {
+        let deployment: Guarded<Deployment> = guarded(json!({
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": {},
+                "template": {"spec": {"containers": [{"name": "a"}, {"name": 7}]}},
+            },
+        }));
+        let invalid = deployment.0.unwrap_err();
+        assert!(
+            invalid
+                .error
+                .starts_with("spec.template.spec.containers[1].name: invalid type: integer `7`"),
+            "{}",
+            invalid.error
+        );
+    }
+
+    #[test]
+    fn a_field_read_alone_is_named_under_its_place() {
+        let spec = json!({"replicas": 2, "paused": "no"});
+        let error = read::<k8s_openapi::api::apps::v1::DeploymentSpec>(&spec, "spec").unwrap_err();
+        assert!(
+            error.starts_with("spec.paused: invalid type: string \"no\", expected a boolean"),
+            "{error}"
+        );
+        // Not a map at all: the place itself is named.
+        let error = read::<k8s_openapi::api::apps::v1::DeploymentSpec>(&json!(3), "spec");
+        assert!(
+            error
+                .unwrap_err()
+                .starts_with("spec: invalid type: integer `3`")
         );
         assert_eq!(
-            error_policy(guard(json!({"k": 1})), &(), Arc::new(()), policy),
-            Action::await_change()
+            read::<std::collections::BTreeMap<String, i32>>(&json!({"a": 1}), "spec"),
+            Ok([("a".to_owned(), 1)].into())
         );
+    }
+
+    #[test]
+    fn an_object_without_readable_metadata_is_an_error() {
+        let result = serde_json::from_value::<Guarded<ConfigMap>>(json!({"metadata": 3}));
+        assert!(result.is_err());
     }
 }

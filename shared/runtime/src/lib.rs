@@ -9,7 +9,8 @@
 //! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
 //! - [`metrics`]: reconcile counters and durations ([`ControllerMetrics`]).
 //! - [`shutdown`]: graceful shutdown on SIGTERM/SIGINT ([`Shutdown`]).
-//! - [`guard`]: watching through `DeserializeGuard`, so a malformed object cannot stall a watch.
+//! - [`guard`]: [`Guarded`](guard::Guarded) objects, so a malformed one cannot stall a watch and
+//!   says which field is wrong.
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
 //! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.

@@ -10,11 +10,11 @@ use ebb_runtime::Leader;
 use ebb_runtime::frame::{
     self, Context, FOLLOWER_REQUEUE, MAX_ATTEMPTS, ReconcileError, Reconciler,
 };
+use ebb_runtime::guard::Guarded;
 use ebb_testkit::{Harness, Matcher};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
@@ -124,7 +124,7 @@ fn setup() -> (Harness, Arc<Context<Own>>) {
     (h, ctx)
 }
 
-fn guard(h: &Harness) -> Arc<DeserializeGuard<ConfigMap>> {
+fn guard(h: &Harness) -> Arc<Guarded<ConfigMap>> {
     let value = h.fake.get_json("v1", "ConfigMap", "ns", "cm").unwrap();
     Arc::new(serde_json::from_value(value).unwrap())
 }
@@ -278,7 +278,7 @@ async fn a_follower_writes_nothing_and_looks_again_later() {
 #[tokio::test]
 async fn a_malformed_object_is_reported_and_every_other_is_served() {
     let (h, ctx) = setup();
-    let bad: Arc<DeserializeGuard<ConfigMap>> = Arc::new(
+    let bad: Arc<Guarded<ConfigMap>> = Arc::new(
         serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "bad", "namespace": "ns"}, "data": {"v": [1]}}))
         .unwrap(),
@@ -330,7 +330,7 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
         (json!({"name": "cm"}), "metadata.namespace"),
         (json!({"name": "", "namespace": "ns"}), "metadata.name"),
     ] {
-        let object: Arc<DeserializeGuard<ConfigMap>> = Arc::new(
+        let object: Arc<Guarded<ConfigMap>> = Arc::new(
             serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": meta, "data": {"v": "1"}}))
             .unwrap(),

@@ -4,11 +4,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
+use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, utc};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::core::DeserializeGuard;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
@@ -63,7 +63,7 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     shared.client = fake.client();
     shared.clock = Arc::new(clock);
     let ctx = Arc::new(Context::new(shared, Mutex::new(Vec::new())));
-    let api: Api<DeserializeGuard<ConfigMap>> = Api::all(fake.client());
+    let api: Api<Guarded<ConfigMap>> = Api::all(fake.client());
     let controller = Controller::new(api, watcher::Config::default());
     let run = frame::run::<Hourly, _>(controller, ctx.clone(), |_| {});
     let day = clock.sleep_until(origin + TimeDelta::hours(24) + TimeDelta::seconds(1));

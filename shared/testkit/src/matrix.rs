@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
+use ebb_runtime::guard::Guarded;
 use http::Method;
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::Value;
 
@@ -97,7 +97,7 @@ pub async fn settle_with<R: Reconciler>(
     for _ in 0..SETTLE_LIMIT {
         let Some(object) = read() else { return };
         let ctx = process();
-        let guard = Arc::new(DeserializeGuard(Ok(object)));
+        let guard = Arc::new(Guarded(Ok(object)));
         let before = writes(fake);
         let seen = fake.requests().len();
         match frame::reconcile::<R>(guard.clone(), ctx.clone()).await {

@@ -11,9 +11,9 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
 use ebb_runtime::{Leader, ManualClock};
 use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
-use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
@@ -49,15 +49,13 @@ impl Replica {
     /// watches had caught up).
     pub fn ctx(&self) -> Arc<Context> {
         let mut feeds = self.feeds.lock().unwrap();
-        feeds
-            .workshops
-            .fill(self.fake.list::<DeserializeGuard<Workshop>>());
+        feeds.workshops.fill(self.fake.list::<Guarded<Workshop>>());
         feeds
             .assignments
-            .fill(self.fake.list::<DeserializeGuard<WorkshopUserAssignment>>());
+            .fill(self.fake.list::<Guarded<WorkshopUserAssignment>>());
         feeds
             .claims
-            .fill(self.fake.list::<DeserializeGuard<ResourceClaim>>());
+            .fill(self.fake.list::<Guarded<ResourceClaim>>());
         self.ctx.clone()
     }
 }
@@ -330,8 +328,8 @@ fn replica_of(fake: &FakeApi, process: ebb_testkit::Replica) -> Replica {
 }
 
 /// `provision` as the controller's watch hands it over: deserialized.
-pub fn guard(provision: WorkshopProvision) -> Arc<DeserializeGuard<WorkshopProvision>> {
-    Arc::new(DeserializeGuard(Ok(provision)))
+pub fn guard(provision: WorkshopProvision) -> Arc<Guarded<WorkshopProvision>> {
+    Arc::new(Guarded(Ok(provision)))
 }
 
 /// `status` of a claim that is ready.
