@@ -1221,8 +1221,8 @@ async fn a_reconcile_before_the_caches_listed_writes_nothing() {
 }
 
 /// A Workshop that does not fit ebb's typed view is named in the provision's status
-/// (`ConfigValid` false, with the field that does not fit), nothing scales, and the next pass writes nothing more; the Workshop's
-/// watch maps its fix onto the provision. A provision that says `enabled: false` needs nothing
+/// (`ConfigValid` false, with the field that does not fit), nothing scales, and the next pass
+/// writes nothing more; the Workshop's watch maps its fix onto the provision. A provision that says `enabled: false` needs nothing
 /// from its Workshop and is left alone.
 #[tokio::test]
 async fn a_malformed_workshop_is_reported_in_the_status_and_nothing_scales() {

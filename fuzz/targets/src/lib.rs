@@ -298,15 +298,9 @@ fn workshop_provision(json: &[u8]) {
 }
 
 /// `json` as the controllers' watches read it ([`Guarded`]): the object, or `None` when it does
-/// not fit the type (the message naming the field that does not was built, as a controller logs).
+/// not fit the type (its message, naming the field, is built while reading, as a controller's is).
 fn watched<K: DeserializeOwned + Resource>(json: &[u8]) -> Option<K> {
-    match serde_json::from_slice::<Guarded<K>>(json).ok()?.0 {
-        Ok(object) => Some(object),
-        Err(invalid) => {
-            let _ = (invalid.error.len(), invalid.metadata.name);
-            None
-        }
-    }
+    serde_json::from_slice::<Guarded<K>>(json).ok()?.0.ok()
 }
 
 /// workshop-scaler's resolution of `autoScaling` and its decision, with the seats full and empty.
