@@ -110,7 +110,8 @@ async fn run(subject: Subject) {
     } else {
         (b, a, credential_b, credential_a)
     };
-    // `_leader` says which replica holds the Lease; `_build_info` which release runs.
+    // `_leader` says which replica holds the Lease; `_build_info` which release runs, and which
+    // tzdb release its zones come from.
     let gauge = format!("ebb_{}_leader", subject.binary.replace('-', "_"));
     let leading = |p: &Controller| p.metric(&gauge, &[]).ok();
     eventually(Duration::from_secs(10), || async {
@@ -125,12 +126,14 @@ async fn run(subject: Subject) {
         )
     });
     let (_, body) = leader_proc.get("/metrics").unwrap();
+    let build_info = format!(
+        "ebb_{}_build_info{{version=\"{}\",tzdata=\"20",
+        subject.binary.replace('-', "_"),
+        env!("CARGO_PKG_VERSION")
+    );
     assert!(
-        body.contains(&format!(
-            "ebb_{}_build_info{{version=\"",
-            subject.binary.replace('-', "_")
-        )),
-        "{}: no build_info",
+        body.contains(&build_info),
+        "{}: no {build_info}...: {body}",
         subject.binary
     );
 

@@ -104,7 +104,8 @@ pub fn parse_windows(windows: &[WindowSpec]) -> Result<Vec<Window>, InvalidSpec>
             Window::cron(&w.schedule, &w.duration, Some(&w.time_zone)).map_err(|error| {
                 let field = match error {
                     ScheduleError::Duration { .. } => "duration",
-                    ScheduleError::UnknownTimeZone(_) => "timeZone",
+                    ScheduleError::UnknownTimeZone(_)
+                    | ScheduleError::UnreadableTimeZone { .. } => "timeZone",
                     _ => "schedule",
                 };
                 InvalidSpec::new(format!("spec.windows[{i}].{field}"), error.to_string())

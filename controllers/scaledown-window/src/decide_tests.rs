@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
 use ebb_crds::scaledown::{
     ClusterAutoscalerTarget, KarpenterNodePoolsTarget, MachineAutoscalersTarget, Maintenance,
     NodeAnnotationTarget, ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec,
 };
 use ebb_runtime::ConditionUpdate;
-use ebb_schedule::Tz;
+use ebb_schedule::Zone;
 use ebb_testkit::utc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use proptest::prelude::*;
@@ -453,26 +453,31 @@ fn daily_spec((h, m, minutes, tz): (u32, u32, i64, &str)) -> WindowSpec {
     window(&format!("{m} {h} * * *"), &format!("{minutes}m"), tz)
 }
 
-/// Oracle, independent of ebb-schedule: the instant a wall time means by the DST rules (a time in
-/// a gap means the end of the gap, a time in a fold its first occurrence).
-fn wall_to_instant(tz: Tz, date: NaiveDate, time: NaiveTime) -> DateTime<Utc> {
+/// Oracle, independent of ebb-schedule's rules (it reads only the zone's offsets): the instant a
+/// wall time means by the DST rules (a time in a gap means the end of the gap, a time in a fold
+/// its first occurrence). A wall time happens at `local - o` for each offset `o` in force near it
+/// whose wall clock then shows `local`; none means a gap, so try a minute later.
+fn wall_to_instant(tz: &Zone, date: NaiveDate, time: NaiveTime) -> DateTime<Utc> {
     let mut local = date.and_time(time);
     loop {
-        match tz.from_local_datetime(&local) {
-            chrono::LocalResult::Single(t) => return t.with_timezone(&Utc),
-            chrono::LocalResult::Ambiguous(a, b) => return a.min(b).with_timezone(&Utc),
-            chrono::LocalResult::None => local += TimeDelta::minutes(1),
+        let offsets = (-30..=30).map(|h| tz.offset_seconds(local.and_utc() + TimeDelta::hours(h)));
+        let instants = offsets
+            .map(|o| local.and_utc() - TimeDelta::seconds(o.into()))
+            .filter(|t| tz.wall_clock(*t) == Some(local));
+        match instants.min() {
+            Some(t) => return t,
+            None => local += TimeDelta::minutes(1),
         }
     }
 }
 
 /// Oracle: is the daily window open at `t`? Some fire `f` (one per local day) has `f <= t < f + d`.
 fn oracle_open((h, m, minutes, tz): (u32, u32, i64, &str), t: DateTime<Utc>) -> bool {
-    let tz: Tz = tz.parse().unwrap();
-    let today = t.with_timezone(&tz).date_naive();
+    let tz: Zone = tz.parse().unwrap();
+    let today = tz.wall_clock(t).unwrap().date();
     let time = NaiveTime::from_hms_opt(h, m, 0).unwrap();
     (-3..=1).any(|offset| {
-        let fire = wall_to_instant(tz, today + TimeDelta::days(offset), time);
+        let fire = wall_to_instant(&tz, today + TimeDelta::days(offset), time);
         fire <= t && t < fire + TimeDelta::minutes(minutes)
     })
 }

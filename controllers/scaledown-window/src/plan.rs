@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::plan::{ManifestError, Output, read_manifest};
+use ebb_runtime::tz::{TzArgs, TzError};
 use serde::Serialize;
 
 use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
@@ -32,6 +33,9 @@ pub struct PlanArgs {
     /// Assume this MachineConfigPool is updating (Updating=True); repeatable.
     #[arg(long = "updating-pool", value_name = "NAME")]
     pub updating_pools: Vec<String>,
+    /// `--tz-data`.
+    #[command(flatten)]
+    pub tz: TzArgs,
 }
 
 impl PlanArgs {
@@ -55,6 +59,9 @@ pub enum PlanError {
         /// The parser's complaint.
         reason: String,
     },
+    /// `--tz-data` cannot be used.
+    #[error(transparent)]
+    TzData(#[from] TzError),
     /// A field breaks a rule.
     #[error("{path}: {invalid}")]
     Invalid {
@@ -65,7 +72,7 @@ pub enum PlanError {
     },
 }
 
-/// The answer, as JSON: exactly these four fields.
+/// The answer, as JSON: exactly these fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanOutput {
@@ -77,6 +84,8 @@ pub struct PlanOutput {
     pub active_window: Option<usize>,
     /// The next instant `scaleDownEnabled` flips (RFC 3339, UTC), `null` when it never does.
     pub next_transition: Option<String>,
+    /// The IANA tzdb release the zones were read from (`2026f`).
+    pub tzdata: String,
 }
 
 /// Decides `schedule` at `at`. Unlike the controller, which holds scale-down disabled on an
@@ -99,6 +108,7 @@ pub fn offline(
         scale_down_enabled: decision.scale_down_enabled,
         active_window: decision.active_window,
         next_transition: decision.next_transition.map(ebb_runtime::rfc3339),
+        tzdata: ebb_schedule::tzdata().release().to_owned(),
     };
     Ok((report, decision))
 }
@@ -108,6 +118,7 @@ pub fn offline(
 /// # Errors
 /// An unreadable file, a wrong kind, a bad `--at`, or an invalid field.
 pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    ebb_runtime::tz::load(&args.tz)?.warn("scaledown-window plan");
     let schedule: ScaleDownSchedule = read_manifest(&args.file)?;
     let at = match &args.at {
         Some(text) => DateTime::parse_from_rfc3339(text.trim())
@@ -169,6 +180,8 @@ fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
             let _ = writeln!(out, "    {}  scale-down {to}", ebb_runtime::rfc3339(*when));
         }
     }
+    let tzdata = ebb_schedule::tzdata();
+    let _ = writeln!(out, "  tzdata: {} ({})", tzdata.release(), tzdata.source());
     out
 }
 

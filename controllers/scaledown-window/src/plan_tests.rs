@@ -19,14 +19,14 @@ fn schedule(yaml_spec: &str) -> ScaleDownSchedule {
 }
 
 #[test]
-fn report_has_exactly_the_four_fields() {
+fn report_has_exactly_its_fields() {
     let s = schedule(
         "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n",
     );
     let (report, _) = offline(&s, utc("2026-03-27T11:00:00Z"), &none()).unwrap();
     assert_eq!(
         json_line(&report),
-        "{\"name\":\"s\",\"scaleDownEnabled\":false,\"activeWindow\":null,\"nextTransition\":\"2026-03-27T19:00:00Z\"}\n"
+        "{\"name\":\"s\",\"scaleDownEnabled\":false,\"activeWindow\":null,\"nextTransition\":\"2026-03-27T19:00:00Z\",\"tzdata\":\"2026f\"}\n"
     );
 }
 
@@ -69,4 +69,5 @@ fn text_lists_the_coming_flips() {
         ),
         "{out}"
     );
+    assert!(out.ends_with("  tzdata: 2026f (bundled)\n"), "{out}");
 }

@@ -33,6 +33,7 @@ fn answer(enabled: bool, window: Option<u32>, next: Option<&str>) -> Value {
         "scaleDownEnabled": enabled,
         "activeWindow": window,
         "nextTransition": next,
+        "tzdata": ebb_schedule::BUNDLED_RELEASE,
     })
 }
 
@@ -131,6 +132,7 @@ fn the_karpenter_example_on_new_york_sundays() {
             "activeWindow": null,
             // Sunday 06:00 EDT, the first morning after the spring-forward night.
             "nextTransition": "2026-03-08T10:00:00Z",
+            "tzdata": ebb_schedule::BUNDLED_RELEASE,
         })
     );
     let got = json_at(&file, "2026-03-08T12:00:00Z", &[]);
@@ -216,4 +218,25 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
         assert!(stderr.contains(message), "{stderr}");
         assert!(stderr.starts_with("scaledown-window plan: "), "{stderr}");
     }
+}
+
+#[test]
+fn vancouver_keeps_daylight_time_after_2026_11_01() {
+    // tzdb 2026e: British Columbia stays on UTC-7 from 2026-11-01. A window opening at 08:00
+    // Vancouver time opens at 15:00Z on 2026-11-26 (under older data: 16:00Z, an hour late).
+    let file = TempFile::new(
+        "vancouver.yaml",
+        concat!(
+            "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\n",
+            "metadata: {name: vancouver}\nspec:\n",
+            "  target: {clusterAutoscaler: {name: default}}\n  windows:\n",
+            "  - {schedule: '0 8 * * *', duration: 1h, timeZone: America/Vancouver}\n",
+        ),
+    );
+    let got = json_at(&file, "2026-11-26T12:00:00Z", &[]);
+    assert_eq!(got["nextTransition"], json!("2026-11-26T15:00:00Z"));
+    assert_eq!(got["tzdata"], json!("2026f"));
+    let out = run(&["--file", file.arg(), "--at", "2026-11-26T12:00:00Z"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("tzdata: 2026f (bundled)"), "{text}");
 }

@@ -6,12 +6,14 @@
 //! ```
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
 //! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization"}, "nextTransition":
-//! RFC3339|null}`; a removed or unset metric target is `null`, `nextTransition` is the next
+//! RFC3339|null, "tzdata"}`; a removed or unset metric target is `null`, `nextTransition` is the next
 //! schedule boundary at which the scheduled settings change. `effective` includes the lead-time
 //! step in force at `--at` ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up
 //! ahead of their boundary); lead steps are not transitions. A ramp (`spec.ramp`, spreading a
 //! decrease after its boundary) depends on the HPA's state, so `plan` does not show it. The text
 //! output also names the metric targets (`metricTargets`) in force; the JSON keeps its contract.
+//! `tzdata` names the IANA release the zones were read from (`--tz-data`, see
+//! `ebb_runtime::tz`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -20,6 +22,7 @@ use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::plan::{ManifestError, Output, read_manifest};
 use ebb_runtime::rfc3339;
+use ebb_runtime::tz::{TzArgs, TzError};
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -40,6 +43,9 @@ pub struct PlanArgs {
     /// `--output`.
     #[command(flatten)]
     pub output: Output,
+    /// `--tz-data`.
+    #[command(flatten)]
+    pub tz: TzArgs,
 }
 
 /// The JSON answer.
@@ -54,6 +60,8 @@ pub struct PlanOutput {
     pub effective: Effective,
     /// The next schedule boundary (lead steps are not transitions); `null`: never.
     pub next_transition: Option<String>,
+    /// The IANA tzdb release the zones were read from (`2026f`).
+    pub tzdata: String,
 }
 
 /// Why `plan` cannot answer. Each message names the file or field and the rule broken.
@@ -73,6 +81,9 @@ pub enum PlanError {
     /// `--at` is not an RFC 3339 instant.
     #[error("--at: {0:?} is not an RFC 3339 instant (e.g. 2026-03-27T12:00:00+05:30)")]
     At(String),
+    /// `--tz-data` cannot be used.
+    #[error(transparent)]
+    TzData(#[from] TzError),
 }
 
 /// Effective settings, every key present (`null` for a removed or unset target).
@@ -106,6 +117,7 @@ pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
     let at = DateTime::parse_from_rfc3339(args.at.trim())
         .map_err(|_| PlanError::At(args.at.clone()))?
         .with_timezone(&Utc);
+    ebb_runtime::tz::load(&args.tz)?.warn("service-scaler plan");
     let scaler: ServiceScaler = read_manifest(&args.file)?;
     render(&scaler, at, args.output).map_err(|errors| PlanError::Invalid {
         path: args.file.display().to_string(),
@@ -122,6 +134,7 @@ pub fn offline(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, 
         matched_range: matched,
         effective: (&crate::lead::lead_at(&schedule, at).settings).into(),
         next_transition: schedule.next_transition(at).map(rfc3339),
+        tzdata: ebb_schedule::tzdata().release().to_owned(),
     })
 }
 
@@ -182,6 +195,13 @@ fn text(
     if let Some(message) = schedule.overlap_message() {
         let _ = writeln!(out, "  overlaps:   {message}");
     }
+    let tzdata = ebb_schedule::tzdata();
+    let _ = writeln!(
+        out,
+        "  tzdata:     {} ({})",
+        tzdata.release(),
+        tzdata.source()
+    );
     if let Some(ramp) = &scaler.spec.ramp {
         let _ = writeln!(
             out,

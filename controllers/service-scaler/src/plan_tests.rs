@@ -21,7 +21,8 @@ fn json_has_exactly_the_contract_keys() {
             "matchedRange": 0,
             "effective": {"minReplicas": 3, "maxReplicas": 8,
                           "targetCPUUtilization": 50, "targetMemoryUtilization": null},
-            "nextTransition": "2026-03-27T18:30:00Z"
+            "nextTransition": "2026-03-27T18:30:00Z",
+            "tzdata": "2026f"
         })
     );
 }

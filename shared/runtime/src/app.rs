@@ -49,6 +49,8 @@ pub enum AppError {
     Server(#[from] ServerError),
     #[error("leader election: {0}")]
     Leader(#[from] LeaderError),
+    #[error("time-zone data: {0}")]
+    TzData(#[from] crate::tz::TzError),
     #[error("metrics/health server task: {0}")]
     Join(#[from] tokio::task::JoinError),
 }
@@ -69,8 +71,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Starts everything a controller needs before its first watch: logging as `--log-format`,
-    /// SIGTERM/SIGINT handling, the client, `/metrics` `/healthz` `/readyz` on `--metrics-addr`
+    /// Starts everything a controller needs before its first watch (logging is set up before,
+    /// by [`run`]): SIGTERM/SIGINT handling, the client, `/metrics` `/healthz` `/readyz` on `--metrics-addr`
     /// (serving `registry`, where the controller has registered its metrics), and leader election
     /// on the Lease named after `controller` unless `--leader-election=false`.
     pub async fn start(
@@ -78,7 +80,6 @@ impl Runtime {
         args: &CommonArgs,
         registry: Registry,
     ) -> Result<Self, AppError> {
-        crate::telemetry::init(args.log_format)?;
         let shutdown = Shutdown::on_signals()?;
         let client = Client::try_default()
             .await
@@ -208,9 +209,11 @@ where
     Fut: Future<Output = ()>,
 {
     let common = args.as_ref().clone();
+    crate::telemetry::init(common.log_format)?;
+    let tzdata = crate::tz::load(&common.tz)?.log();
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
-    let process = crate::metrics::register_process(&mut registry, name);
+    let process = crate::metrics::register_process(&mut registry, name, tzdata.release());
     let own = register(&mut registry);
     let runtime = Runtime::start(name, &common, registry).await?;
     process.leader.fill(&runtime.leader);

@@ -88,6 +88,10 @@ pub struct CommonArgs {
     // errs on the side of not writing.
     #[arg(long, env = "EBB_DRY_RUN", value_parser = FalseyValueParser::new())]
     pub dry_run: bool,
+
+    /// Where time zones are read from (see [`crate::tz`]).
+    #[command(flatten)]
+    pub tz: crate::tz::TzArgs,
 }
 
 /// The flags of a controller that takes only the common ones (its `RunArgs`).

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use clap::{CommandFactory, FromArgMatches};
 
+use crate::CommonArgs;
 use crate::cleanup::{CleanupArgs, CleanupError};
 use crate::clock::{Clock, SystemClock};
 
@@ -83,7 +84,8 @@ impl About {
 }
 
 /// Parses the process's arguments, then runs the controller, `plan` or `cleanup`, printing the
-/// output or the error (`<name>: <error>`) and exiting accordingly. `plan` gets the wall-clock
+/// output or the error (`<name>: <error>`; a controller that fails says so in its
+/// `--log-format`, see [`crate::telemetry::fatal`]) and exiting accordingly. `plan` gets the wall-clock
 /// instant (read here, at the binary's edge, once): the instant it decides at unless told another.
 pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
     about: About,
@@ -92,7 +94,7 @@ pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
     cleanup: Clean,
 ) -> ExitCode
 where
-    R: clap::Args,
+    R: clap::Args + AsRef<CommonArgs>,
     P: clap::Args,
     Run: Future<Output = Result<(), RunError>>,
     RunError: Display,
@@ -112,7 +114,16 @@ where
         Some(Command::Cleanup(args)) => {
             finish(&format!("{} cleanup", about.name), cleanup(args).await)
         }
-        None => finish(about.name, run(cli.run).await.map(|()| String::new())),
+        None => {
+            let format = cli.run.as_ref().log_format;
+            match run(cli.run).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    crate::telemetry::fatal(format, about.name, &error);
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 

@@ -48,6 +48,7 @@ pub mod shutdown;
 pub mod telemetry;
 pub mod time;
 pub mod triggers;
+pub mod tz;
 
 pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};

@@ -171,14 +171,18 @@ pub struct Process {
 }
 
 /// Registers what every controller process exports about itself:
-/// `ebb_<controller>_build_info{version}` (always 1), `ebb_<controller>_leader` (what the "no
-/// leader" alert of every chart reads) and `ebb_<controller>_overlapping_installs`.
-pub fn register_process(registry: &mut Registry, controller: &str) -> Process {
+/// `ebb_<controller>_build_info{version, tzdata}` (always 1; `tzdata` the IANA release its zones
+/// are read from), `ebb_<controller>_leader` (what the "no leader" alert of every chart reads) and
+/// `ebb_<controller>_overlapping_installs`.
+pub fn register_process(registry: &mut Registry, controller: &str, tzdata: &str) -> Process {
     let sub = controller_registry(registry, controller);
     sub.register(
         "build",
-        "The ebb release this process runs (always 1)",
-        Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        "The ebb release this process runs and the tzdb release it reads time zones from (always 1)",
+        Info::new(vec![
+            ("version", env!("CARGO_PKG_VERSION").to_owned()),
+            ("tzdata", tzdata.to_owned()),
+        ]),
     );
     let process = Process::default();
     sub.register(
@@ -358,12 +362,12 @@ mod tests {
     #[test]
     fn build_info_and_the_leader_gauge() {
         let mut registry = Registry::default();
-        let process = register_process(&mut registry, "service-scaler");
+        let process = register_process(&mut registry, "service-scaler", "2026f");
         let gauge = process.leader.clone();
         let text = render(&registry);
         assert!(
             text.contains(&format!(
-                "ebb_service_scaler_build_info{{version=\"{}\"}} 1",
+                "ebb_service_scaler_build_info{{version=\"{}\",tzdata=\"2026f\"}} 1",
                 env!("CARGO_PKG_VERSION")
             )),
             "{text}"
@@ -376,7 +380,7 @@ mod tests {
         );
         gauge.fill(&Leader::following());
         assert!(render(&registry).contains("ebb_service_scaler_leader 0"));
-        let gauge = register_process(&mut Registry::default(), "x").leader;
+        let gauge = register_process(&mut Registry::default(), "x", "2026f").leader;
         let leader = Leader::disabled();
         gauge.fill(&leader);
         assert_eq!(gauge.value(), 1, "without election the one replica leads");

@@ -1,4 +1,11 @@
 //! Logging setup shared by every binary: `tracing` events to stderr as text or JSON lines.
+//!
+//! Lines fit the pipe they go to: text carries ANSI colours only when stderr is a terminal (and
+//! `NO_COLOR` is not set), and with `--log-format json` every line is JSON, the one that says why
+//! the process exits included ([`fatal`]).
+
+use std::fmt::Display;
+use std::io::IsTerminal as _;
 
 use tracing_subscriber::{EnvFilter, filter::LevelFilter};
 
@@ -33,7 +40,11 @@ pub fn init(format: LogFormat) -> Result<(), TelemetryError> {
         .from_env()?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(colours(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ));
     let installed = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
@@ -45,9 +56,72 @@ pub fn init(format: LogFormat) -> Result<(), TelemetryError> {
     installed.map_err(|e| TelemetryError::AlreadyInitialised(e.to_string()))
 }
 
+/// Whether text lines get ANSI colours: only on a terminal, and not when `NO_COLOR` is set to
+/// anything non-empty (no-color.org).
+fn colours(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
+}
+
+/// The line that says why a process exits, in the format its logs are in: `<program>: <error>`
+/// as text, or one JSON object shaped as the JSON log lines are (`timestamp`, `level`,
+/// `message`, `target`). Written straight to stderr, so it is there even when logging could not
+/// be set up.
+pub fn fatal_line(format: LogFormat, program: &str, error: &dyn Display, now: &str) -> String {
+    match format {
+        LogFormat::Text => format!("{program}: {error:#}"),
+        LogFormat::Json => serde_json::json!({
+            "timestamp": now,
+            "level": "ERROR",
+            "message": format!("{error:#}"),
+            "target": program,
+        })
+        .to_string(),
+    }
+}
+
+/// Prints [`fatal_line`] on stderr.
+pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    eprintln!("{}", fatal_line(format, program, error, &now));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(colours(true, None));
+        assert!(colours(true, Some("".into())));
+        assert!(!colours(true, Some("1".into())));
+        assert!(!colours(false, None));
+    }
+
+    #[test]
+    fn the_fatal_line_is_in_the_log_format() {
+        let error = "cannot reach the Kubernetes API: no kubeconfig";
+        assert_eq!(
+            fatal_line(LogFormat::Text, "service-scaler", &error, "t"),
+            "service-scaler: cannot reach the Kubernetes API: no kubeconfig"
+        );
+        let line = fatal_line(
+            LogFormat::Json,
+            "service-scaler",
+            &error,
+            "2026-11-26T14:00:00Z",
+        );
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "timestamp": "2026-11-26T14:00:00Z",
+                "level": "ERROR",
+                "message": error,
+                "target": "service-scaler",
+            })
+        );
+        assert!(!line.contains('\n'));
+    }
 
     #[test]
     fn second_init_reports_instead_of_panicking() {

@@ -1,4 +1,4 @@
-//! The one boundary between chrono (used by ebb's time rules, cron and chrono-tz) and jiff (used by
+//! The one boundary between chrono (used by ebb's time rules and cron) and jiff (used by
 //! k8s-openapi 0.29 for `metav1.Time`).
 //!
 //! Kubernetes `Time` travels as RFC 3339 with whole seconds (`2025-01-01T12:00:00Z`): k8s-openapi

@@ -13,11 +13,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Utc, Weekday};
-use chrono_tz::Tz;
 use cron::TimeUnitSpec;
 
 use crate::ScheduleError;
-use crate::zone::{resolve_local, wall_clock};
+use crate::zone::{Zone, resolve_local, wall_clock};
 
 const FIELD_NAMES: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
 const FIELD_VALUES: [&str; 5] = [
@@ -58,7 +57,7 @@ const MAX_SKIPPED_FIRES: u32 = 10_000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CronSchedule {
     expression: String,
-    tz: Tz,
+    tz: Zone,
     /// Wall-clock times of day that match, ascending, never empty.
     times: Vec<NaiveTime>,
     days: DayRule,
@@ -156,7 +155,7 @@ impl CronSchedule {
     ///
     /// # Errors
     /// [`ScheduleError::Cron`] naming the expression and, where it can, the field at fault.
-    pub fn parse(expression: &str, tz: Tz) -> Result<Self, ScheduleError> {
+    pub fn parse(expression: &str, tz: Zone) -> Result<Self, ScheduleError> {
         let fail = |reason: String| ScheduleError::cron(expression, reason);
         let fields = standard_fields(expression).map_err(fail)?;
         for (index, field) in fields.iter().enumerate() {
@@ -214,8 +213,8 @@ impl CronSchedule {
     }
 
     /// The zone whose wall clock the expression is read in.
-    pub fn time_zone(&self) -> Tz {
-        self.tz
+    pub fn time_zone(&self) -> &Zone {
+        &self.tz
     }
 
     /// Fire times strictly after `after`, ascending, without duplicates. Ends only at the end of
@@ -548,14 +547,18 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    fn zone(name: &str) -> Zone {
+        crate::parse_time_zone(name).unwrap()
+    }
     use ebb_testkit::utc;
 
     fn fields(expression: &str) -> [&str; 5] {
         standard_fields(expression).unwrap()
     }
 
-    fn fires(expression: &str, tz: Tz, after: &str, count: usize) -> Vec<String> {
-        CronSchedule::parse(expression, tz)
+    fn fires(expression: &str, tz: &Zone, after: &str, count: usize) -> Vec<String> {
+        CronSchedule::parse(expression, tz.clone())
             .unwrap()
             .fire_times_after(utc(after))
             .take(count)
@@ -602,7 +605,7 @@ mod tests {
         // 2026-06-01 is a Monday. Each expression fires at midnight UTC; list the weekdays of
         // the first fourteen fires.
         let weekdays = |expression: &str| -> Vec<Weekday> {
-            CronSchedule::parse(expression, Tz::UTC)
+            CronSchedule::parse(expression, Zone::utc())
                 .unwrap()
                 .fire_times_after(utc("2026-05-31T12:00:00Z"))
                 .take(14)
@@ -631,7 +634,7 @@ mod tests {
     #[test]
     fn minute_steps_and_macros() {
         assert_eq!(
-            fires("*/15 * * * *", Tz::UTC, "2026-06-01T10:07:00Z", 3),
+            fires("*/15 * * * *", &Zone::utc(), "2026-06-01T10:07:00Z", 3),
             [
                 "2026-06-01T10:15:00+00:00",
                 "2026-06-01T10:30:00+00:00",
@@ -639,7 +642,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            fires("5/20 * * * *", Tz::UTC, "2026-06-01T10:07:00Z", 3),
+            fires("5/20 * * * *", &Zone::utc(), "2026-06-01T10:07:00Z", 3),
             [
                 "2026-06-01T10:25:00+00:00",
                 "2026-06-01T10:45:00+00:00",
@@ -647,7 +650,7 @@ mod tests {
             ]
         );
         let after = "2026-06-03T10:07:00Z"; // a Wednesday
-        let first = |expression| fires(expression, Tz::UTC, after, 1)[0].clone();
+        let first = |expression| fires(expression, &Zone::utc(), after, 1)[0].clone();
         assert_eq!(first("@hourly"), "2026-06-03T11:00:00+00:00");
         assert_eq!(first("@daily"), "2026-06-04T00:00:00+00:00");
         assert_eq!(first("@midnight"), "2026-06-04T00:00:00+00:00");
@@ -665,7 +668,7 @@ mod tests {
         // 2026: the 13th of February and March are Fridays, November 13th too. Fridays in
         // between fire as well: every 13th OR every Friday.
         assert_eq!(
-            fires("0 0 13 * 5", Tz::UTC, "2026-02-01T00:00:00Z", 4),
+            fires("0 0 13 * 5", &Zone::utc(), "2026-02-01T00:00:00Z", 4),
             [
                 "2026-02-06T00:00:00+00:00",
                 "2026-02-13T00:00:00+00:00",
@@ -675,7 +678,7 @@ mod tests {
         );
         // The 13th of April 2026 is a Monday: it fires on the 13th and on Fridays around it.
         assert_eq!(
-            fires("0 0 13 * 5", Tz::UTC, "2026-04-09T00:00:00Z", 3),
+            fires("0 0 13 * 5", &Zone::utc(), "2026-04-09T00:00:00Z", 3),
             [
                 "2026-04-10T00:00:00+00:00",
                 "2026-04-13T00:00:00+00:00",
@@ -684,16 +687,16 @@ mod tests {
         );
         // One field unrestricted: the other decides alone.
         assert_eq!(
-            fires("0 0 13 * *", Tz::UTC, "2026-04-09T00:00:00Z", 2),
+            fires("0 0 13 * *", &Zone::utc(), "2026-04-09T00:00:00Z", 2),
             ["2026-04-13T00:00:00+00:00", "2026-05-13T00:00:00+00:00"]
         );
         assert_eq!(
-            fires("0 0 * * 5", Tz::UTC, "2026-04-09T00:00:00Z", 2),
+            fires("0 0 * * 5", &Zone::utc(), "2026-04-09T00:00:00Z", 2),
             ["2026-04-10T00:00:00+00:00", "2026-04-17T00:00:00+00:00"]
         );
         // `*/2` restricts (Kubernetes): odd days OR Mondays.
         assert_eq!(
-            fires("0 0 */2 * 1", Tz::UTC, "2026-06-01T12:00:00Z", 4),
+            fires("0 0 */2 * 1", &Zone::utc(), "2026-06-01T12:00:00Z", 4),
             [
                 "2026-06-03T00:00:00+00:00",
                 "2026-06-05T00:00:00+00:00",
@@ -704,7 +707,7 @@ mod tests {
         // `?` and `*/1` do not restrict: Mondays only.
         for expression in ["0 0 ? * 1", "0 0 */1 * 1", "0 0 *,3 * 1"] {
             assert_eq!(
-                fires(expression, Tz::UTC, "2026-06-01T12:00:00Z", 2),
+                fires(expression, &Zone::utc(), "2026-06-01T12:00:00Z", 2),
                 ["2026-06-08T00:00:00+00:00", "2026-06-15T00:00:00+00:00"],
                 "{expression}"
             );
@@ -714,7 +717,7 @@ mod tests {
     #[test]
     fn month_ends_and_leap_days() {
         assert_eq!(
-            fires("0 12 31 * *", Tz::UTC, "2026-01-31T12:00:00Z", 3),
+            fires("0 12 31 * *", &Zone::utc(), "2026-01-31T12:00:00Z", 3),
             [
                 "2026-03-31T12:00:00+00:00",
                 "2026-05-31T12:00:00+00:00",
@@ -722,7 +725,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            fires("0 0 29 2 *", Tz::UTC, "2026-01-01T00:00:00Z", 3),
+            fires("0 0 29 2 *", &Zone::utc(), "2026-01-01T00:00:00Z", 3),
             [
                 "2028-02-29T00:00:00+00:00",
                 "2032-02-29T00:00:00+00:00",
@@ -731,10 +734,10 @@ mod tests {
         );
         // 2100 is not a leap year: eight years between leap days.
         assert_eq!(
-            fires("0 0 29 2 *", Tz::UTC, "2096-03-01T00:00:00Z", 1),
+            fires("0 0 29 2 *", &Zone::utc(), "2096-03-01T00:00:00Z", 1),
             ["2104-02-29T00:00:00+00:00"]
         );
-        let schedule = CronSchedule::parse("0 0 29 2 *", Tz::UTC).unwrap();
+        let schedule = CronSchedule::parse("0 0 29 2 *", Zone::utc()).unwrap();
         assert_eq!(
             schedule.last_fire_at_or_before(utc("2031-06-01T00:00:00Z")),
             Some(utc("2028-02-29T00:00:00Z"))
@@ -743,7 +746,7 @@ mod tests {
 
     #[test]
     fn fire_times_are_strictly_after_and_last_fire_is_at_or_before() {
-        let schedule = CronSchedule::parse("0 8 * * *", Tz::UTC).unwrap();
+        let schedule = CronSchedule::parse("0 8 * * *", Zone::utc()).unwrap();
         let eight = utc("2026-06-01T08:00:00Z");
         assert_eq!(
             schedule.fire_times_after(eight).next(),
@@ -759,10 +762,10 @@ mod tests {
 
     #[test]
     fn spring_forward_gap_fires_once_at_the_end_of_the_gap() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         // 2026-03-29 02:00 CET -> 03:00 CEST (01:00Z).
         assert_eq!(
-            fires("30 2 * * *", zurich, "2026-03-28T00:00:00Z", 3),
+            fires("30 2 * * *", &zurich, "2026-03-28T00:00:00Z", 3),
             [
                 "2026-03-28T01:30:00+00:00",
                 "2026-03-29T01:00:00+00:00",
@@ -771,7 +774,7 @@ mod tests {
         );
         // Several times inside the gap, and 03:00 itself, fire once at 03:00 CEST.
         assert_eq!(
-            fires("*/20 2-3 * * *", zurich, "2026-03-29T00:00:00Z", 4),
+            fires("*/20 2-3 * * *", &zurich, "2026-03-29T00:00:00Z", 4),
             [
                 "2026-03-29T01:00:00+00:00",
                 "2026-03-29T01:20:00+00:00",
@@ -779,10 +782,10 @@ mod tests {
                 "2026-03-30T00:00:00+00:00"
             ]
         );
-        let new_york = Tz::America__New_York;
+        let new_york = zone("America/New_York");
         // 2026-03-08 02:00 EST -> 03:00 EDT (07:00Z).
         assert_eq!(
-            fires("30 2 * * *", new_york, "2026-03-07T00:00:00Z", 3),
+            fires("30 2 * * *", &new_york, "2026-03-07T00:00:00Z", 3),
             [
                 "2026-03-07T07:30:00+00:00",
                 "2026-03-08T07:00:00+00:00",
@@ -793,7 +796,7 @@ mod tests {
         assert_eq!(
             fires(
                 "30 2 * * *",
-                Tz::Australia__Sydney,
+                &zone("Australia/Sydney"),
                 "2026-10-02T00:00:00Z",
                 3
             ),
@@ -807,20 +810,20 @@ mod tests {
 
     #[test]
     fn fall_back_fold_fires_once_at_the_first_occurrence() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         // 2026-10-25 03:00 CEST -> 02:00 CET (01:00Z): 02:30 happens at 00:30Z and 01:30Z.
         assert_eq!(
-            fires("30 2 * * *", zurich, "2026-10-24T12:00:00Z", 2),
+            fires("30 2 * * *", &zurich, "2026-10-24T12:00:00Z", 2),
             ["2026-10-25T00:30:00+00:00", "2026-10-26T01:30:00+00:00"]
         );
         // Starting inside the second pass of the fold does not fire 02:30 again.
         assert_eq!(
-            fires("30 2 * * *", zurich, "2026-10-25T01:15:00Z", 1),
+            fires("30 2 * * *", &zurich, "2026-10-25T01:15:00Z", 1),
             ["2026-10-26T01:30:00+00:00"]
         );
         // Every 20 minutes through the fold: the repeated hour does not fire twice.
         assert_eq!(
-            fires("*/20 * * * *", zurich, "2026-10-24T23:50:00Z", 6),
+            fires("*/20 * * * *", &zurich, "2026-10-24T23:50:00Z", 6),
             [
                 "2026-10-25T00:00:00+00:00",
                 "2026-10-25T00:20:00+00:00",
@@ -830,7 +833,7 @@ mod tests {
                 "2026-10-25T02:40:00+00:00"
             ]
         );
-        let schedule = CronSchedule::parse("30 2 * * *", zurich).unwrap();
+        let schedule = CronSchedule::parse("30 2 * * *", zurich.clone()).unwrap();
         assert_eq!(
             schedule.last_fire_at_or_before(utc("2026-10-25T01:45:00Z")),
             Some(utc("2026-10-25T00:30:00Z"))
@@ -839,7 +842,7 @@ mod tests {
         assert_eq!(
             fires(
                 "30 1 * * *",
-                Tz::America__New_York,
+                &zone("America/New_York"),
                 "2026-10-31T12:00:00Z",
                 2
             ),
@@ -849,7 +852,7 @@ mod tests {
         assert_eq!(
             fires(
                 "30 2 * * *",
-                Tz::Australia__Sydney,
+                &zone("Australia/Sydney"),
                 "2026-04-04T00:00:00Z",
                 2
             ),
@@ -859,7 +862,7 @@ mod tests {
 
     #[test]
     fn last_fire_sees_through_gaps_and_folds() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         let every_20 = CronSchedule::parse("*/20 * * * *", zurich).unwrap();
         // During the second pass of the fold the last fire is 02:40 CEST (00:40Z).
         assert_eq!(
@@ -914,7 +917,7 @@ mod tests {
             ("0 0 31 4,6,9,11 *", "never occurs"),
         ];
         for (expression, reason) in cases {
-            let err = CronSchedule::parse(expression, Tz::UTC).unwrap_err();
+            let err = CronSchedule::parse(expression, Zone::utc()).unwrap_err();
             let message = err.to_string();
             assert!(
                 message.contains(reason) && message.contains(&format!("{expression:?}")),
@@ -922,6 +925,6 @@ mod tests {
             );
         }
         // Impossible day-of-month with a weekday is fine: either matches.
-        assert!(CronSchedule::parse("0 0 30 2 1", Tz::UTC).is_ok());
+        assert!(CronSchedule::parse("0 0 30 2 1", Zone::utc()).is_ok());
     }
 }

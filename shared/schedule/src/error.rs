@@ -42,9 +42,18 @@ pub enum ScheduleError {
         reason: String,
     },
 
-    /// The name is not an IANA time zone known to the bundled time zone database.
+    /// The name is not an IANA time zone known to the time zone data in use.
     #[error("unknown time zone {0:?}: expected an IANA name such as \"Europe/Zurich\" or \"UTC\"")]
     UnknownTimeZone(String),
+
+    /// The time zone data holds the name, but its rules cannot be read.
+    #[error("the time zone data for {name:?} cannot be read: {reason}")]
+    UnreadableTimeZone {
+        /// The zone asked for.
+        name: String,
+        /// What is wrong with its data.
+        reason: String,
+    },
 
     /// A day of the week could not be parsed.
     #[error("invalid day of the week {0:?}: expected one of Mon, Tue, Wed, Thu, Fri, Sat, Sun")]

@@ -63,6 +63,12 @@
 //!    spring-forward night is open 7 real hours, across a fall-back night 9.
 //! 5. **`ZonedTime` windows use a fixed UTC offset** and therefore never shift with DST.
 //!
+//! # Time zone data
+//! Zones are read from the IANA time zone database in use: the newest release the package
+//! registries carried when ebb was built ([`BUNDLED_RELEASE`]), or a zoneinfo directory the
+//! process installed at start ([`tzdata::install`]; see ebb-runtime's `--tz-data`). Answers about
+//! a zone are as right as that data: [`tzdata()`] says which release it is.
+//!
 //! # Cron dialect
 //! See [`CronSchedule`]: the five fields of a Kubernetes CronJob, `0` and `7` both Sunday, names,
 //! `@` macros, and day-of-month OR day-of-week when both are restricted.
@@ -78,6 +84,7 @@ mod combine;
 mod cron;
 mod duration;
 mod error;
+pub mod tzdata;
 mod window;
 mod zone;
 
@@ -85,9 +92,9 @@ pub use crate::combine::{AnyOpen, FirstMatch};
 pub use crate::cron::CronSchedule;
 pub use crate::duration::parse_duration;
 pub use crate::error::ScheduleError;
+pub use crate::tzdata::{BUNDLED_RELEASE, TzData, TzSource, tzdata};
 pub use crate::window::{Interval, Window};
-pub use crate::zone::parse_time_zone;
-pub use chrono_tz::Tz;
+pub use crate::zone::{Zone, parse_time_zone};
 
 /// How far ahead transition previews look by default, and how far a single window's open period is
 /// followed before it counts as never ending: 367 days.

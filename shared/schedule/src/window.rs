@@ -6,11 +6,10 @@ use chrono::{
     DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike, Utc,
     Weekday, WeekdaySet,
 };
-use chrono_tz::Tz;
 
 use crate::cron::CronSchedule;
 use crate::duration::parse_duration;
-use crate::zone::{resolve_local, wall_clock, zone_or_utc};
+use crate::zone::{Zone, fixed_wall_clock, resolve_local, wall_clock, zone_or_utc};
 use crate::{DEFAULT_HORIZON, ScheduleError};
 
 /// Upper bound on consecutive days merged into one open period of a daily window. Only an
@@ -56,7 +55,7 @@ pub enum Window {
         /// Closes when the wall clock shows this time.
         to: NaiveTime,
         /// The zone whose wall clock is read.
-        tz: Tz,
+        tz: Zone,
         /// The weekdays on which an open period may start; `None` for every day.
         days: Option<WeekdaySet>,
     },
@@ -332,7 +331,7 @@ impl Window {
     /// What the wall clock of the window's zone shows at `t` (daily kinds only).
     fn local_wall_clock(&self, t: DateTime<Utc>) -> Option<NaiveDateTime> {
         match self {
-            Self::ZonedTime { offset, .. } => wall_clock(offset, t),
+            Self::ZonedTime { offset, .. } => fixed_wall_clock(offset, t),
             Self::LocalTime { tz, .. } => wall_clock(tz, t),
             Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
         }
@@ -417,9 +416,10 @@ impl Window {
     fn daily_raw_containing(&self, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
         let wall = self.local_wall_clock(t)?;
         // An interval starts on its own day and lasts about a day at most: it started today,
-        // yesterday or (around DST changes) the day before.
+        // yesterday or (around DST changes) the day before, or tomorrow when the clock went back past
+        // midnight (Antarctica/Casey, 2010-03-05: 02:00 +11 back to 23:00 +08 the day before).
         let mut day = wall.date().checked_sub_days(chrono::Days::new(2))?;
-        for _ in 0..3 {
+        for _ in 0..4 {
             if let Some((start, end)) = self.daily_raw_ending_after(day, t, wall)
                 && start <= t
             {
@@ -528,7 +528,7 @@ fn cron_next_span(
     until: DateTime<Utc>,
 ) -> Option<Span> {
     // The wall clock at `cursor` is looked up once, for both searches below.
-    let wall = wall_clock(&schedule.time_zone(), cursor);
+    let wall = wall_clock(schedule.time_zone(), cursor);
     let covering = wall
         .and_then(|wall| schedule.last_fire_from(cursor, wall))
         .filter(|(fire, _)| {
@@ -698,7 +698,7 @@ mod tests {
     }
 
     fn any_window() -> impl Strategy<Value = Window> {
-        let zone = || prop::sample::select(zones()).prop_map(|z| z.parse::<Tz>().unwrap());
+        let zone = || prop::sample::select(zones()).prop_map(|z| z.parse::<Zone>().unwrap());
         let local_time = (
             quarter_hour(),
             quarter_hour(),

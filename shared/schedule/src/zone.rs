@@ -1,35 +1,122 @@
 //! Time zones and the one place where a wall-clock time becomes an instant.
+//!
+//! Zones come from the time zone data in use ([`crate::tzdata`]); their rules are evaluated by
+//! jiff. The engine's instants and calendar stay chrono's (`DateTime<Utc>`, `NaiveDateTime`), the
+//! types the rest of ebb and the `cron` crate speak; the conversion happens here only.
 
-use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
-use chrono_tz::{GapInfo, Tz};
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Datelike as _, FixedOffset, NaiveDateTime, TimeDelta, Timelike as _, Utc};
+use jiff::Timestamp;
+use jiff::civil;
+use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 
 use crate::ScheduleError;
+use crate::tzdata::tzdata;
 
-/// Parses an IANA time zone name such as `Europe/Zurich`, `America/New_York` or `UTC`.
+/// An IANA time zone: its name and its rules from the time zone data in use.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Zone(TimeZone);
+
+impl Zone {
+    /// UTC.
+    pub fn utc() -> Self {
+        Self(TimeZone::UTC)
+    }
+
+    pub(crate) fn from_jiff(tz: TimeZone) -> Self {
+        Self(tz)
+    }
+
+    /// The IANA name, as written (`Europe/Zurich`).
+    pub fn name(&self) -> &str {
+        self.0.iana_name().unwrap_or("UTC")
+    }
+
+    /// The zone's rules, for callers that format instants in it.
+    pub fn as_jiff(&self) -> &TimeZone {
+        &self.0
+    }
+
+    /// The zone's offset from UTC at `t`, in seconds (east positive).
+    pub fn offset_seconds(&self, t: DateTime<Utc>) -> i32 {
+        // Offsets change on whole seconds; beyond jiff's range (years -9999..=9999) the offset at
+        // its end holds.
+        let second = t
+            .timestamp()
+            .clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
+        Timestamp::from_second(second).map_or(0, |at| self.0.to_offset(at).seconds())
+    }
+
+    /// What a wall clock in this zone shows at `t` (`None` only at the ends of representable
+    /// time).
+    pub fn wall_clock(&self, t: DateTime<Utc>) -> Option<NaiveDateTime> {
+        wall_clock(self, t)
+    }
+
+    /// The wall-clock time in this zone at `t`, as an RFC 3339 text with its offset
+    /// (`2026-11-26T08:00:00-07:00`); `None` only at the ends of representable time.
+    pub fn local_rfc3339(&self, t: DateTime<Utc>) -> Option<String> {
+        let offset = FixedOffset::east_opt(self.offset_seconds(t))?;
+        Some(
+            t.with_timezone(&offset)
+                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false),
+        )
+    }
+}
+
+impl fmt::Display for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Debug for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Zone({})", self.name())
+    }
+}
+
+impl FromStr for Zone {
+    type Err = ScheduleError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        parse_time_zone(name)
+    }
+}
+
+/// Parses an IANA time zone name such as `Europe/Zurich`, `America/New_York` or `UTC`, from the
+/// time zone data in use ([`crate::tzdata::tzdata`]).
 ///
 /// Names are matched exactly as the IANA database spells them (`Europe/Zurich`, not
 /// `europe/zurich`). The window parsers use UTC when no zone is given.
 ///
 /// # Errors
-/// [`ScheduleError::UnknownTimeZone`] naming the text.
-pub fn parse_time_zone(name: &str) -> Result<Tz, ScheduleError> {
-    name.parse::<Tz>()
-        .map_err(|_| ScheduleError::UnknownTimeZone(name.to_owned()))
+/// [`ScheduleError::UnknownTimeZone`] naming the text, or
+/// [`ScheduleError::UnreadableTimeZone`] when the data for it cannot be read.
+pub fn parse_time_zone(name: &str) -> Result<Zone, ScheduleError> {
+    tzdata().zone(name)
 }
 
 /// The zone named, or UTC when none is.
-pub(crate) fn zone_or_utc(name: Option<&str>) -> Result<Tz, ScheduleError> {
-    name.map_or(Ok(Tz::UTC), parse_time_zone)
+pub(crate) fn zone_or_utc(name: Option<&str>) -> Result<Zone, ScheduleError> {
+    name.map_or(Ok(Zone::utc()), parse_time_zone)
 }
 
-/// What a wall clock in `tz` shows at instant `t` (`None` only at the ends of the representable
+/// What a wall clock in `zone` shows at instant `t` (`None` only at the ends of the representable
 /// range, where adding the offset would overflow).
-pub(crate) fn wall_clock<Z: TimeZone>(tz: &Z, t: DateTime<Utc>) -> Option<NaiveDateTime> {
-    let offset = tz.offset_from_utc_datetime(&t.naive_utc()).fix();
-    t.naive_utc().checked_add_offset(offset)
+pub(crate) fn wall_clock(zone: &Zone, t: DateTime<Utc>) -> Option<NaiveDateTime> {
+    t.naive_utc()
+        .checked_add_signed(TimeDelta::seconds(zone.offset_seconds(t).into()))
 }
 
-/// The instant a wall-clock time in `tz` stands for, by the crate's DST rules:
+/// What a wall clock at a fixed UTC offset shows at instant `t` (`None` only at the ends).
+pub(crate) fn fixed_wall_clock(offset: &FixedOffset, t: DateTime<Utc>) -> Option<NaiveDateTime> {
+    t.naive_utc().checked_add_offset(*offset)
+}
+
+/// The instant a wall-clock time in `zone` stands for, by the crate's DST rules:
 /// - a time that exists once is that instant;
 /// - a time in a fall-back fold (it happens twice) is its first, earlier occurrence;
 /// - a time in a spring-forward gap (it never happens) is the instant the gap ends, when the wall
@@ -37,14 +124,56 @@ pub(crate) fn wall_clock<Z: TimeZone>(tz: &Z, t: DateTime<Utc>) -> Option<NaiveD
 ///
 /// The mapping never decreases: a later wall time never maps to an earlier instant. `None` only at
 /// the ends of the representable range.
-pub(crate) fn resolve_local(tz: &Tz, local: NaiveDateTime) -> Option<DateTime<Utc>> {
-    match tz.from_local_datetime(&local) {
-        LocalResult::Single(t) => Some(t.with_timezone(&Utc)),
-        LocalResult::Ambiguous(earliest, _) => Some(earliest.with_timezone(&Utc)),
-        LocalResult::None => GapInfo::new(&local, tz)
-            .and_then(|gap| gap.end)
-            .map(|end| end.with_timezone(&Utc)),
+pub(crate) fn resolve_local(zone: &Zone, local: NaiveDateTime) -> Option<DateTime<Utc>> {
+    let Some(civil) = to_civil(local) else {
+        // Beyond jiff's years: no zone has rules of its own there; the offset at the end holds.
+        let end = if local.year() > 0 {
+            DateTime::<Utc>::MAX_UTC
+        } else {
+            DateTime::<Utc>::MIN_UTC
+        };
+        return at_offset(local, zone.offset_seconds(end));
+    };
+    match zone.0.to_ambiguous_timestamp(civil).offset() {
+        AmbiguousOffset::Unambiguous { offset } => at_offset(local, offset.seconds()),
+        AmbiguousOffset::Fold { before, .. } => at_offset(local, before.seconds()),
+        AmbiguousOffset::Gap { before, after } => {
+            // Read with the later offset, the wall time lies before the transition that opened
+            // the gap, and nothing else changes in between: that transition is the gap's end.
+            let earliest = at_offset(local, after.seconds())?;
+            gap_end(&zone.0, earliest, after).or_else(|| at_offset(local, before.seconds()))
+        }
     }
+}
+
+/// The first transition after `earliest` to `offset`.
+fn gap_end(tz: &TimeZone, earliest: DateTime<Utc>, offset: Offset) -> Option<DateTime<Utc>> {
+    let from = Timestamp::from_second(earliest.timestamp()).ok()?;
+    tz.following(from)
+        .take(8)
+        .find(|transition| transition.offset() == offset)
+        .and_then(|transition| DateTime::from_timestamp(transition.timestamp().as_second(), 0))
+}
+
+fn at_offset(local: NaiveDateTime, offset_seconds: i32) -> Option<DateTime<Utc>> {
+    local
+        .checked_sub_signed(TimeDelta::seconds(offset_seconds.into()))
+        .map(|naive| naive.and_utc())
+}
+
+/// `local` to the second, as jiff's civil time; `None` outside jiff's years.
+fn to_civil(local: NaiveDateTime) -> Option<civil::DateTime> {
+    let narrow = |n: u32| i8::try_from(n).ok();
+    civil::DateTime::new(
+        i16::try_from(local.year()).ok()?,
+        narrow(local.month())?,
+        narrow(local.day())?,
+        narrow(local.hour())?,
+        narrow(local.minute())?,
+        narrow(local.second())?,
+        0,
+    )
+    .ok()
 }
 
 #[cfg(test)]
@@ -54,6 +183,10 @@ mod tests {
     use super::*;
     use chrono::NaiveDate;
     use ebb_testkit::utc;
+
+    fn zone(name: &str) -> Zone {
+        parse_time_zone(name).unwrap()
+    }
 
     fn local(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> NaiveDateTime {
         NaiveDate::from_ymd_opt(y, mo, d)
@@ -65,11 +198,11 @@ mod tests {
     #[test]
     fn parses_iana_names_and_names_the_unknown_one() {
         assert_eq!(
-            parse_time_zone("Europe/Zurich").unwrap(),
-            Tz::Europe__Zurich
+            parse_time_zone("Europe/Zurich").unwrap().name(),
+            "Europe/Zurich"
         );
-        assert_eq!(parse_time_zone("UTC").unwrap(), Tz::UTC);
-        assert_eq!(zone_or_utc(None).unwrap(), Tz::UTC);
+        assert_eq!(parse_time_zone("UTC").unwrap(), Zone::utc());
+        assert_eq!(zone_or_utc(None).unwrap(), Zone::utc());
         for bad in ["", "Mars/Olympus", "europe/zurich", "CEST+2", " UTC"] {
             let err = parse_time_zone(bad).unwrap_err();
             assert_eq!(err, ScheduleError::UnknownTimeZone(bad.to_owned()));
@@ -79,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_time_in_a_spring_forward_gap_is_the_end_of_the_gap() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         // 2026-03-29: 02:00 CET -> 03:00 CEST, i.e. at 01:00Z.
         for minute in [0, 1, 30, 59] {
             assert_eq!(
@@ -95,14 +228,14 @@ mod tests {
             resolve_local(&zurich, local(2026, 3, 29, 3, 0)),
             Some(utc("2026-03-29T01:00:00Z"))
         );
-        let new_york = Tz::America__New_York;
+        let new_york = zone("America/New_York");
         // 2026-03-08: 02:00 EST -> 03:00 EDT, i.e. at 07:00Z.
         assert_eq!(
             resolve_local(&new_york, local(2026, 3, 8, 2, 30)),
             Some(utc("2026-03-08T07:00:00Z"))
         );
         // Lord Howe moves by half an hour: 02:00 -> 02:30 on 2026-10-04 (15:00Z).
-        let lord_howe = Tz::Australia__Lord_Howe;
+        let lord_howe = zone("Australia/Lord_Howe");
         assert_eq!(
             resolve_local(&lord_howe, local(2026, 10, 4, 2, 15)),
             Some(utc("2026-10-03T15:30:00Z"))
@@ -111,7 +244,7 @@ mod tests {
 
     #[test]
     fn a_time_in_a_fall_back_fold_is_its_first_occurrence() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         // 2026-10-25: 03:00 CEST -> 02:00 CET at 01:00Z; 02:30 happens at 00:30Z and 01:30Z.
         assert_eq!(
             resolve_local(&zurich, local(2026, 10, 25, 2, 30)),
@@ -121,7 +254,7 @@ mod tests {
             resolve_local(&zurich, local(2026, 10, 25, 3, 0)),
             Some(utc("2026-10-25T02:00:00Z"))
         );
-        let sydney = Tz::Australia__Sydney;
+        let sydney = zone("Australia/Sydney");
         // 2026-04-05: 03:00 AEDT -> 02:00 AEST at 16:00Z on the 4th.
         assert_eq!(
             resolve_local(&sydney, local(2026, 4, 5, 2, 30)),
@@ -131,7 +264,7 @@ mod tests {
 
     #[test]
     fn wall_clock_survives_the_ends_of_time() {
-        let zurich = Tz::Europe__Zurich;
+        let zurich = zone("Europe/Zurich");
         let _ = wall_clock(&zurich, DateTime::<Utc>::MAX_UTC);
         let _ = wall_clock(&zurich, DateTime::<Utc>::MIN_UTC);
         let _ = resolve_local(&zurich, NaiveDateTime::MAX);

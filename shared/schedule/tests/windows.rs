@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, TimeDelta, Utc, Weekday, WeekdaySet};
-use ebb_schedule::{CronSchedule, Interval, ScheduleError, Tz, Window};
+use ebb_schedule::{CronSchedule, Interval, ScheduleError, Window, Zone};
 use ebb_testkit::utc;
 
 fn interval(start: &str, end: &str) -> Interval {
@@ -336,7 +336,7 @@ fn local_time_days_filter_applies_to_the_day_from_falls_on() {
     let Window::LocalTime { days, tz, .. } = &monday_and_tuesday else {
         panic!("not LocalTime");
     };
-    assert_eq!(*tz, Tz::UTC);
+    assert_eq!(*tz, Zone::utc());
     assert_eq!(
         *days,
         Some(WeekdaySet::from_array([Weekday::Mon, Weekday::Tue]))
@@ -557,11 +557,11 @@ fn windows_built_by_hand_with_odd_fields_never_panic() {
         Window::LocalTime {
             from: chrono::NaiveTime::MIN,
             to: chrono::NaiveTime::MIN,
-            tz: Tz::UTC,
+            tz: Zone::utc(),
             days: Some(WeekdaySet::EMPTY),
         },
         Window::Cron {
-            schedule: CronSchedule::parse("* * * * *", Tz::UTC).unwrap(),
+            schedule: CronSchedule::parse("* * * * *", Zone::utc()).unwrap(),
             duration: TimeDelta::zero(),
         },
     ];

@@ -1827,11 +1827,11 @@ proptest! {
         prop_assume!(to > from);
         let hhmm = |q: u32| format!("{:02}:{:02}", q / 4, (q % 4) * 15);
         let s = local_range(&hhmm(from), &hhmm(to), zone);
-        let tz: ebb_schedule::Tz = zone.parse().unwrap();
+        let tz: ebb_schedule::Zone = zone.parse().unwrap();
         let date: chrono::NaiveDate = date.parse().unwrap();
         let from_t = chrono::NaiveTime::from_hms_opt(from / 4, (from % 4) * 15, 0).unwrap();
         let to_t = chrono::NaiveTime::from_hms_opt(to / 4, (to % 4) * 15, 0).unwrap();
-        let wall = |u: DateTime<Utc>| u.with_timezone(&tz).naive_local();
+        let wall = |u: DateTime<Utc>| tz.wall_clock(u).unwrap();
         let start = date.and_hms_opt(0, 0, 0).unwrap().and_utc() - TimeDelta::hours(16);
         let minutes: Vec<DateTime<Utc>> = (0..(56 * 60)).map(|m| start + TimeDelta::minutes(m)).collect();
         let opening = minutes

@@ -235,7 +235,7 @@ fn schedule_field(error: &ScheduleError, range: &TimeRange) -> &'static str {
             }
         }
         ScheduleError::EndNotAfterStart { .. } => "to",
-        ScheduleError::UnknownTimeZone(_) => "timeZone",
+        ScheduleError::UnknownTimeZone(_) | ScheduleError::UnreadableTimeZone { .. } => "timeZone",
         ScheduleError::Weekday(_) | ScheduleError::NoDays => "days",
         ScheduleError::Cron { .. } => "schedule",
         ScheduleError::Duration { .. } => "duration",

@@ -6,7 +6,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use super::{MAX_DAILY_CHAIN, Occurrence, Span, Window, add_saturating};
 use crate::DEFAULT_HORIZON;
 use crate::cron::CronSchedule;
-use crate::zone::wall_clock;
+use crate::zone::{fixed_wall_clock, wall_clock};
 
 /// Whether the window is open at `t`.
 pub(crate) fn contains(window: &Window, t: DateTime<Utc>) -> bool {
@@ -57,7 +57,7 @@ pub(crate) fn next_span(
 /// The local calendar day of `t` in the window's zone (daily kinds only).
 fn local_date(window: &Window, t: DateTime<Utc>) -> Option<NaiveDate> {
     match window {
-        Window::ZonedTime { offset, .. } => wall_clock(offset, t).map(|local| local.date()),
+        Window::ZonedTime { offset, .. } => fixed_wall_clock(offset, t).map(|local| local.date()),
         Window::LocalTime { tz, .. } => wall_clock(tz, t).map(|local| local.date()),
         Window::ZonedDateTime { .. } | Window::Cron { .. } => None,
     }
@@ -67,9 +67,10 @@ fn local_date(window: &Window, t: DateTime<Utc>) -> Option<NaiveDate> {
 fn daily_raw_containing(window: &Window, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
     let today = local_date(window, t)?;
     // An interval starts on its own day and lasts about a day at most: it started today,
-    // yesterday or (around DST changes) the day before.
+    // yesterday or (around DST changes) the day before, or tomorrow when the clock went back past
+    // midnight (Antarctica/Casey, 2010-03-05: 02:00 +11 back to 23:00 +08 the day before).
     let mut day = today.checked_sub_days(chrono::Days::new(2))?;
-    for _ in 0..3 {
+    for _ in 0..4 {
         if let Some((start, end)) = window.daily_raw(day)
             && start <= t
             && t < end
