@@ -1,6 +1,8 @@
-//! `scaledown-window plan --file F --at RFC3339 [--output json] [--upgrading]
-//! [--updating-pool NAME]...`: whether a ScaleDownSchedule allows scale-down at an instant, and
-//! when that flips next, offline.
+//! `scaledown-window plan --file F|- [--at RFC3339] [--lenient] [--tz-data DIR] [--output json]
+//! [--upgrading] [--updating-pool NAME]...`: whether each ScaleDownSchedule of the file allows
+//! scale-down at an instant (default now), and when that flips next, offline. Fields the schema
+//! does not declare are refused (`ebb_runtime::manifest`); the text output shows each instant in
+//! the zones the windows name, beside UTC.
 //!
 //! Whether cluster maintenance is under way (`maintenance.followClusterUpgrade`) cannot be known
 //! offline: none is assumed unless `--upgrading` or `--updating-pool` is given.
@@ -9,8 +11,10 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::plan::{ManifestError, Output, read_manifest};
+use ebb_runtime::manifest::{self, Input, Schema};
+use ebb_runtime::plan::{ManifestError, Output, local_times};
 use ebb_runtime::tz::{TzArgs, TzError};
+use ebb_schedule::Zone;
 use serde::Serialize;
 
 use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
@@ -18,12 +22,12 @@ use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanArgs {
-    /// YAML (or JSON) file holding one ScaleDownSchedule.
-    #[arg(long)]
-    pub file: std::path::PathBuf,
-    /// The instant to decide at, RFC 3339 (`2026-03-27T11:00:00Z`) [default: now].
-    #[arg(long, value_name = "RFC3339")]
-    pub at: Option<String>,
+    /// `--file`, `--at`, `--lenient`.
+    #[command(flatten)]
+    pub input: Input,
+    /// `--tz-data`.
+    #[command(flatten)]
+    pub tz: TzArgs,
     /// `--output`.
     #[command(flatten)]
     pub output: Output,
@@ -33,9 +37,6 @@ pub struct PlanArgs {
     /// Assume this MachineConfigPool is updating (Updating=True); repeatable.
     #[arg(long = "updating-pool", value_name = "NAME")]
     pub updating_pools: Vec<String>,
-    /// `--tz-data`.
-    #[command(flatten)]
-    pub tz: TzArgs,
 }
 
 impl PlanArgs {
@@ -48,17 +49,9 @@ impl PlanArgs {
 /// Why `plan` cannot answer.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// The file cannot be read, or is not one valid ScaleDownSchedule.
+    /// The file cannot be read, is not ScaleDownSchedules, or `--at` is not an instant.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
-    /// `--at` is not an RFC 3339 instant.
-    #[error("--at {value:?}: not an RFC 3339 instant such as 2026-03-27T11:00:00Z ({reason})")]
-    At {
-        /// The text given.
-        value: String,
-        /// The parser's complaint.
-        reason: String,
-    },
     /// `--tz-data` cannot be used.
     #[error(transparent)]
     TzData(#[from] TzError),
@@ -113,33 +106,57 @@ pub fn offline(
     Ok((report, decision))
 }
 
-/// Runs `plan` as the CLI would, deciding at `--at` or else at `now`; returns the output.
-///
-/// # Errors
-/// An unreadable file, a wrong kind, a bad `--at`, or an invalid field.
-pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
-    ebb_runtime::tz::load(&args.tz)?.warn("scaledown-window plan");
-    let schedule: ScaleDownSchedule = read_manifest(&args.file)?;
-    let at = match &args.at {
-        Some(text) => DateTime::parse_from_rfc3339(text.trim())
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| PlanError::At {
-                value: text.clone(),
-                reason: e.to_string(),
-            })?,
-        None => now,
-    };
-    let (report, decision) =
-        offline(&schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
-            path: args.file.display().to_string(),
-            invalid,
-        })?;
-    Ok(args
-        .output
-        .render(&report, |report| text(report, &decision, at)))
+/// The schema `plan` holds a ScaleDownSchedule to: the one ebb's CRD has.
+pub fn schema() -> Schema {
+    Schema::for_kind(ebb_crds::all_crds(), "ScaleDownSchedule")
 }
 
-fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
+/// Runs `plan` as the CLI would, deciding each ScaleDownSchedule of the file at `--at` or else
+/// at `now`; returns the output.
+///
+/// # Errors
+/// An unreadable file, a wrong kind, an undeclared field, a bad `--at`, or an invalid field.
+pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    let program = "scaledown-window plan";
+    ebb_runtime::tz::load(&args.tz)?.warn(program);
+    let at = args.input.at(now)?;
+    let read = manifest::read::<ScaleDownSchedule>(&args.input, &schema())?;
+    manifest::warn(program, &read.warnings);
+    let mut out = String::new();
+    for schedule in &read.objects {
+        let (report, decision) =
+            offline(schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
+                path: args.input.file.display().to_string(),
+                invalid,
+            })?;
+        let zones = zones(schedule);
+        out.push_str(
+            &args
+                .output
+                .render(&report, |report| text(report, &decision, at, &zones)),
+        );
+    }
+    Ok(out)
+}
+
+/// The zones the windows name, in which the text output shows instants.
+fn zones(schedule: &ScaleDownSchedule) -> Vec<Zone> {
+    let mut names: Vec<&str> = schedule
+        .spec
+        .windows
+        .iter()
+        .map(|w| w.time_zone.as_str())
+        .filter(|name| *name != "UTC")
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| name.parse().ok())
+        .collect()
+}
+
+fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>, zones: &[Zone]) -> String {
     let mut out = String::new();
     let state = if report.scale_down_enabled {
         "enabled"
@@ -154,9 +171,10 @@ fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
     };
     let _ = writeln!(
         out,
-        "ScaleDownSchedule {} at {}",
+        "ScaleDownSchedule {} at {}{}",
         report.name,
-        ebb_runtime::rfc3339(at)
+        ebb_runtime::rfc3339(at),
+        local_times(at, zones)
     );
     let _ = writeln!(out, "  scale-down: {state} ({why})");
     match (
@@ -167,7 +185,11 @@ fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
             let _ = writeln!(out, "  next transition: when the maintenance ends");
         }
         (Some(next), false) => {
-            let _ = writeln!(out, "  next transition: {next}");
+            let local = decision
+                .next_transition
+                .map(|t| local_times(t, zones))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  next transition: {next}{local}");
         }
         (None, false) => {
             let _ = writeln!(out, "  next transition: never");
@@ -177,7 +199,12 @@ fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>) -> String {
         let _ = writeln!(out, "  coming flips:");
         for (when, enabled) in &decision.next_transitions {
             let to = if *enabled { "enabled" } else { "disabled" };
-            let _ = writeln!(out, "    {}  scale-down {to}", ebb_runtime::rfc3339(*when));
+            let _ = writeln!(
+                out,
+                "    {}{}  scale-down {to}",
+                ebb_runtime::rfc3339(*when),
+                local_times(*when, zones)
+            );
         }
     }
     let tzdata = ebb_schedule::tzdata();

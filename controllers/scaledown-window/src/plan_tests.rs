@@ -62,7 +62,7 @@ fn text_lists_the_coming_flips() {
     );
     let at = utc("2026-03-27T11:00:00Z");
     let (report, decision) = offline(&s, at, &none()).unwrap();
-    let out = text(&report, &decision, at);
+    let out = text(&report, &decision, at, &[]);
     assert!(
         out.starts_with(
             "ScaleDownSchedule s at 2026-03-27T11:00:00Z\n  scale-down: disabled (no window is open)\n  next transition: 2026-03-27T19:00:00Z\n  coming flips:\n    2026-03-27T19:00:00Z  scale-down enabled\n    2026-03-28T06:00:00Z  scale-down disabled\n"
@@ -70,4 +70,28 @@ fn text_lists_the_coming_flips() {
         "{out}"
     );
     assert!(out.ends_with("  tzdata: 2026f (bundled)\n"), "{out}");
+}
+
+#[test]
+fn text_shows_instants_in_the_windows_zones_beside_utc() {
+    let s = schedule(
+        "target: {clusterAutoscaler: {}}\nwindows:\n- {schedule: '0 20 * * 1-5', duration: 11h, timeZone: Europe/Zurich}\n- {schedule: '0 8 * * *', duration: 1h}\n",
+    );
+    let at = utc("2026-03-27T11:00:00Z");
+    let (report, decision) = offline(&s, at, &none()).unwrap();
+    let zones = zones(&s);
+    assert_eq!(zones.len(), 1, "UTC is not shown twice");
+    let out = text(&report, &decision, at, &zones);
+    assert!(
+        out.starts_with(
+            "ScaleDownSchedule s at 2026-03-27T11:00:00Z (2026-03-27T12:00:00+01:00 Europe/Zurich)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "next transition: 2026-03-27T19:00:00Z (2026-03-27T20:00:00+01:00 Europe/Zurich)"
+        ),
+        "{out}"
+    );
 }

@@ -152,7 +152,7 @@ fn text_output_by_default() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.starts_with(
-            "ScaleDownSchedule workday-nights at 2026-03-28T12:00:00Z\n  scale-down: enabled (window 1 is open)\n  next transition: 2026-03-29T23:00:00Z\n"
+            "ScaleDownSchedule workday-nights at 2026-03-28T12:00:00Z (2026-03-28T13:00:00+01:00 Europe/Zurich)\n  scale-down: enabled (window 1 is open)\n  next transition: 2026-03-29T23:00:00Z (2026-03-30T01:00:00+02:00 Europe/Zurich)\n"
         ),
         "{text}"
     );
@@ -239,4 +239,23 @@ fn vancouver_keeps_daylight_time_after_2026_11_01() {
     let out = run(&["--file", file.arg(), "--at", "2026-11-26T12:00:00Z"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("tzdata: 2026f (bundled)"), "{text}");
+}
+
+#[test]
+fn a_misspelt_field_is_refused_naming_the_declared_one() {
+    let typo = TempFile::new(
+        "typo.yaml",
+        concat!(
+            "apiVersion: scaling.ebb.dev/v1alpha1\nkind: ScaleDownSchedule\nmetadata: {name: x}\n",
+            "spec:\n  target: {clusterAutoscaler: {}}\n  windows:\n",
+            "  - {schedule: '0 20 * * *', duration: 1h, timeZon: Europe/Berlin}\n",
+        ),
+    );
+    let out = run(&["--file", typo.arg(), "--at", "2026-03-28T12:00:00Z"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spec.windows[0].timeZon: unknown field, did you mean \"timeZone\"?"),
+        "{stderr}"
+    );
 }

@@ -2,8 +2,11 @@
 //! (DESIGN.md section 4).
 //!
 //! ```text
-//! service-scaler plan --file F --at RFC3339 [--output json]
+//! service-scaler plan --file F|- [--at RFC3339] [--lenient] [--tz-data DIR] [--output json]
 //! ```
+//! Every ServiceScaler in the file (several documents or a `List`) is decided, one answer each;
+//! fields its schema does not declare are refused (`ebb_runtime::manifest`). `--at` defaults to
+//! now. The text output shows each instant in the zones the object names, beside UTC.
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
 //! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization"}, "nextTransition":
 //! RFC3339|null, "tzdata"}`; a removed or unset metric target is `null`, `nextTransition` is the next
@@ -16,13 +19,14 @@
 //! `ebb_runtime::tz`).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
-use ebb_runtime::plan::{ManifestError, Output, read_manifest};
+use ebb_runtime::manifest::{self, Input, Schema};
+use ebb_runtime::plan::{ManifestError, Output, local_times};
 use ebb_runtime::rfc3339;
 use ebb_runtime::tz::{TzArgs, TzError};
+use ebb_schedule::Zone;
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -34,18 +38,15 @@ const TEXT_PREVIEW: usize = 5;
 /// Flags of `service-scaler plan`.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct PlanArgs {
-    /// YAML file holding one ServiceScaler.
-    #[arg(long, value_name = "FILE")]
-    pub file: PathBuf,
-    /// The instant to decide for, RFC 3339 (e.g. 2026-03-27T12:00:00+05:30).
-    #[arg(long, value_name = "RFC3339")]
-    pub at: String,
-    /// `--output`.
+    /// `--file`, `--at`, `--lenient`.
     #[command(flatten)]
-    pub output: Output,
+    pub input: Input,
     /// `--tz-data`.
     #[command(flatten)]
     pub tz: TzArgs,
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The JSON answer.
@@ -67,7 +68,7 @@ pub struct PlanOutput {
 /// Why `plan` cannot answer. Each message names the file or field and the rule broken.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// The file cannot be read, or is not a ServiceScaler.
+    /// The file cannot be read, is not ServiceScalers, or `--at` is not an instant.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
     /// The ServiceScaler breaks a rule.
@@ -78,9 +79,6 @@ pub enum PlanError {
         /// Every rule broken, each naming its field.
         errors: SpecErrors,
     },
-    /// `--at` is not an RFC 3339 instant.
-    #[error("--at: {0:?} is not an RFC 3339 instant (e.g. 2026-03-27T12:00:00+05:30)")]
-    At(String),
     /// `--tz-data` cannot be used.
     #[error(transparent)]
     TzData(#[from] TzError),
@@ -112,17 +110,44 @@ impl From<&HpaSettings> for Effective {
     }
 }
 
-/// The decision for `args`, rendered as text or JSON (with a trailing newline).
-pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
-    let at = DateTime::parse_from_rfc3339(args.at.trim())
-        .map_err(|_| PlanError::At(args.at.clone()))?
-        .with_timezone(&Utc);
-    ebb_runtime::tz::load(&args.tz)?.warn("service-scaler plan");
-    let scaler: ServiceScaler = read_manifest(&args.file)?;
-    render(&scaler, at, args.output).map_err(|errors| PlanError::Invalid {
-        path: args.file.display().to_string(),
-        errors,
-    })
+/// The schema `plan` holds a ServiceScaler to: the one ebb's CRD has.
+pub fn schema() -> Schema {
+    Schema::for_kind(ebb_crds::all_crds(), "ServiceScaler")
+}
+
+/// The decision for each ServiceScaler of `args`, rendered as text or JSON (with a trailing
+/// newline each).
+pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    let program = "service-scaler plan";
+    ebb_runtime::tz::load(&args.tz)?.warn(program);
+    let at = args.input.at(now)?;
+    let read = manifest::read::<ServiceScaler>(&args.input, &schema())?;
+    manifest::warn(program, &read.warnings);
+    let mut out = String::new();
+    for scaler in &read.objects {
+        let answer = render(scaler, at, args.output).map_err(|errors| PlanError::Invalid {
+            path: args.input.file.display().to_string(),
+            errors,
+        })?;
+        out.push_str(&answer);
+    }
+    Ok(out)
+}
+
+/// The zones `scaler`'s ranges name, in which the text output shows instants.
+fn zones(scaler: &ServiceScaler) -> Vec<Zone> {
+    let mut names: Vec<&str> = scaler
+        .spec
+        .time_range_spec
+        .iter()
+        .filter_map(|range| range.time_zone.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| name.parse().ok())
+        .collect()
 }
 
 /// The decision for `scaler` at `at`.
@@ -162,7 +187,13 @@ fn text(
         None => answer.name.clone(),
     };
     let matched = answer.matched_range;
-    let _ = writeln!(out, "ServiceScaler {name} at {}", rfc3339(at));
+    let zones = zones(scaler);
+    let _ = writeln!(
+        out,
+        "ServiceScaler {name} at {}{}",
+        rfc3339(at),
+        local_times(at, &zones)
+    );
     let _ = writeln!(out, "  in force:   {}", decide::describe_range(matched));
     let lead = crate::lead::lead_at(schedule, at);
     let _ = writeln!(
@@ -186,8 +217,9 @@ fn text(
         let label = if i == 0 { "next:" } else { "then:" };
         let _ = writeln!(
             out,
-            "  {label:<11} {} -> {}: {}",
+            "  {label:<11} {}{} -> {}: {}",
             rfc3339(t.at),
+            local_times(t.at, &zones),
             decide::describe_range(t.matched_range),
             decide::describe_settings(&t.settings)
         );

@@ -1,7 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use ebb_runtime::plan::parse_manifest;
+
+/// The one ServiceScaler of `text`, read as `plan` reads it.
+fn parse_manifest(source: &str, text: &str) -> Result<ServiceScaler, ManifestError> {
+    let read = ebb_runtime::manifest::parse::<ServiceScaler>(source, text, &schema(), false)?;
+    Ok(read.objects.into_iter().next().unwrap())
+}
 
 const UDAAN: &str = include_str!("../../../examples/service-scaler-udaan.yaml");
 

@@ -259,7 +259,10 @@ fn text_is_the_default_output() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("ServiceScaler coder/provisioner at 2026-12-03T08:00:00Z\n"),
+        text.starts_with(
+            "ServiceScaler coder/provisioner at 2026-12-03T08:00:00Z \
+             (2026-12-03T09:00:00+01:00 Europe/Zurich)\n"
+        ),
         "{text}"
     );
     assert!(text.contains("in force:   timeRangeSpec[0]"), "{text}");
@@ -536,4 +539,70 @@ fn tz_data_reads_zones_from_the_directory_given() {
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_misspelt_field_is_refused_naming_the_declared_one() {
+    // `timeZon` would otherwise be dropped and the range read in UTC, without a word.
+    let file = TempFile::new(
+        "typo.yaml",
+        concat!(
+            "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: typo}\n",
+            "spec:\n  hpa: {minReplicas: 1, maxReplicas: 4}\n  timeRangeSpec:\n",
+            "  - {kind: LocalTime, from: \"08:00\", to: \"18:00\", timeZon: Europe/Berlin,\n",
+            "     replicaSpec: {hpa: {minReplicas: 3}}}\n",
+        ),
+    );
+    let at = ["--file", file.arg(), "--at", "2026-11-26T12:00:00Z"];
+    let out = plan(&at);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spec.timeRangeSpec[0].timeZon: unknown field, did you mean \"timeZone\"?"),
+        "{stderr}"
+    );
+    // --lenient reads on, saying so on stderr.
+    let out = plan(&[&at[..], &["--lenient", "--output", "json"]].concat());
+    assert_eq!(plan_cli::json_of(&out)["name"], json!("typo"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("timeZon"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_document_of_a_file_or_stdin_is_decided_and_at_defaults_to_now() {
+    use std::io::Write as _;
+    let one = std::fs::read_to_string(example("service-scaler-udaan.yaml")).unwrap();
+    let two = format!(
+        "{one}\n---\n{}",
+        one.replace("dummy-acorn-service", "second")
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_service-scaler"))
+        .args(["plan", "-f", "-", "--output", "json"])
+        .env("TZDIR", "/nonexistent/ebb-tests")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(two.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("dummy-acorn-service"), json!("second")]);
 }

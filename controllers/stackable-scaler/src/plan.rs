@@ -9,7 +9,8 @@
 
 use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HookSpec, StackableScaler};
-use ebb_runtime::plan::{ManifestError, Output, parse_manifest, read_manifest};
+use ebb_runtime::manifest::{self, Input, Schema};
+use ebb_runtime::plan::{ManifestError, Output};
 use serde::Serialize;
 
 use crate::decide::{self, Action, WorkloadState};
@@ -19,9 +20,9 @@ use crate::steps;
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanArgs {
-    /// YAML (or JSON) file holding one StackableScaler.
-    #[arg(long)]
-    pub file: std::path::PathBuf,
+    /// `--file` (StackableScalers), `--at`, `--lenient`.
+    #[command(flatten)]
+    pub input: Input,
     /// The workload's current replicas (as if ready and settled).
     #[arg(long, allow_hyphen_values = true)]
     pub workload_replicas: Option<i32>,
@@ -156,11 +157,26 @@ fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Parses a manifest (read from `path`) and checks what the schema cannot.
+/// The schema `plan` holds a StackableScaler to: the one ebb's CRD has.
+pub fn schema() -> Schema {
+    Schema::for_kind(ebb_crds::all_crds(), "StackableScaler")
+}
+
+/// Parses a manifest (read from `path`), strictly, and checks what the schema cannot.
 pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
-    let scaler: StackableScaler = parse_manifest(path, text)?;
-    validate(path, &scaler)?;
-    Ok(scaler)
+    let read = manifest::parse::<StackableScaler>(path, text, &schema(), false)?;
+    let mut objects = read.objects.into_iter();
+    match (objects.next(), objects.next()) {
+        (Some(scaler), None) => {
+            validate(path, &scaler)?;
+            Ok(scaler)
+        }
+        _ => Err(PlanError::Invalid {
+            path: path.to_owned(),
+            field: "(file)".into(),
+            rule: "holds several StackableScalers, give one".into(),
+        }),
+    }
 }
 
 /// The answer for a scaler and an optional workload size (settled at that many replicas), at
@@ -269,9 +285,8 @@ fn render_text(output: &PlanOutput) -> String {
 
 /// Runs `plan` on a file: the rendered output, or an error naming the field and rule.
 pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
-    let path = args.file.display().to_string();
-    let scaler: StackableScaler = read_manifest(&args.file)?;
-    validate(&path, &scaler)?;
+    let path = args.input.file.display().to_string();
+    let now = args.input.at(now)?;
     if let Some(n) = args.workload_replicas
         && n < 0
     {
@@ -281,8 +296,15 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
             rule: format!("must be >= 0, got {n}"),
         });
     }
-    let output = offline(&scaler, args.workload_replicas, now);
-    Ok(args.output.render(&output, render_text))
+    let read = manifest::read::<StackableScaler>(&args.input, &schema())?;
+    manifest::warn("stackable-scaler plan", &read.warnings);
+    let mut out = String::new();
+    for scaler in &read.objects {
+        validate(&path, scaler)?;
+        let output = offline(scaler, args.workload_replicas, now);
+        out.push_str(&args.output.render(&output, render_text));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

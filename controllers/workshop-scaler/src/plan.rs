@@ -2,18 +2,22 @@
 //! section 4).
 //!
 //! ```text
-//! workshop-scaler plan --file F --assigned N --total M [--active] [--workshop W] [--output json]
+//! workshop-scaler plan --file F|- --assigned N --total M [--active] [--workshop W] [--at T]
+//!   [--lenient] [--output json]
 //! ```
-//! `F` holds a WorkshopProvision whose `spec.autoScaling` is the effective block (as if inherited
-//! from its Workshop); with `--workshop W` the Workshop's block is merged under it, as the
-//! controller does. `--active` means `status.autoScalingActive` is true. JSON output is exactly
-//! `{"name", "scale", "currentCount", "desiredCount", "reason"}`.
+//! `F` holds WorkshopProvisions (one answer each) whose `spec.autoScaling` is the effective block
+//! (as if inherited from its Workshop); with `--workshop W` the Workshop's block is merged under
+//! it, as the controller does. `--active` means `status.autoScalingActive` is true (set at the
+//! instant decided at, `--at`, default now). JSON output is exactly `{"name", "scale",
+//! "currentCount", "desiredCount", "reason"}`. Both files are held to Babylon's published schema
+//! plus ebb's `spec.autoScaling` (`ebb_runtime::manifest`): a field neither declares is refused.
 
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
-use ebb_runtime::plan::{ManifestError, Output, read_manifest};
+use ebb_runtime::manifest::{self, Input, Schema};
+use ebb_runtime::plan::{ManifestError, Output};
 use serde::Serialize;
 
 use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
@@ -21,9 +25,9 @@ use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
 /// Flags of `workshop-scaler plan`.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct PlanArgs {
-    /// YAML file holding one WorkshopProvision.
-    #[arg(long, value_name = "FILE")]
-    pub file: PathBuf,
+    /// `--file` (WorkshopProvisions), `--at`, `--lenient`.
+    #[command(flatten)]
+    pub input: Input,
     /// YAML file holding its Workshop, whose `spec.autoScaling` the provision's overrides.
     #[arg(long, value_name = "FILE")]
     pub workshop: Option<PathBuf>,
@@ -76,15 +80,50 @@ pub enum PlanError {
     },
 }
 
-/// Runs `plan` and renders its output.
-pub fn plan(args: &PlanArgs, _now: DateTime<Utc>) -> Result<String, PlanError> {
-    let provision: WorkshopProvision = read_manifest(&args.file)?;
+/// The schema `plan` holds a `kind` of Babylon's to: upstream's, with ebb's `spec.autoScaling`.
+pub fn schema(kind: &str) -> Schema {
+    let auto_scaling =
+        Schema::for_kind(ebb_crds::third_party_views(), kind).property(&["spec", "autoScaling"]);
+    let upstream = Schema::for_kind(ebb_crds::babylon_crds(), kind);
+    match auto_scaling {
+        Some(block) => upstream.with_property(&["spec", "autoScaling"], &block),
+        None => upstream,
+    }
+}
+
+/// Runs `plan` and renders its output: one answer per WorkshopProvision of `--file`.
+pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+    let program = "workshop-scaler plan";
+    let at = args.input.at(now)?;
+    let provisions =
+        manifest::read::<WorkshopProvision>(&args.input, &schema("WorkshopProvision"))?;
+    manifest::warn(program, &provisions.warnings);
     let workshop: Option<Workshop> = match &args.workshop {
-        Some(path) => Some(read_manifest(path)?),
+        Some(path) => {
+            let input = Input {
+                file: path.clone(),
+                ..args.input.clone()
+            };
+            let read = manifest::read::<Workshop>(&input, &schema("Workshop"))?;
+            manifest::warn(program, &read.warnings);
+            match <[Workshop; 1]>::try_from(read.objects) {
+                Ok([workshop]) => Some(workshop),
+                Err(_) => {
+                    return Err(PlanError::Flags(format!(
+                        "--workshop {}: holds several Workshops, give one",
+                        path.display()
+                    )));
+                }
+            }
+        }
         None => None,
     };
-    let output = offline(&provision, workshop.as_ref(), args)?;
-    Ok(args.output.render(&output, text))
+    let mut out = String::new();
+    for provision in &provisions.objects {
+        let output = offline(provision, workshop.as_ref(), args, at)?;
+        out.push_str(&args.output.render(&output, text));
+    }
+    Ok(out)
 }
 
 /// The decision for a parsed provision (and optional Workshop).
@@ -92,6 +131,7 @@ pub fn offline(
     provision: &WorkshopProvision,
     workshop: Option<&Workshop>,
     args: &PlanArgs,
+    now: DateTime<Utc>,
 ) -> Result<PlanOutput, PlanError> {
     if args.assigned > args.total {
         return Err(PlanError::Flags(format!(
@@ -99,7 +139,7 @@ pub fn offline(
             args.assigned, args.total
         )));
     }
-    let path = args.file.display().to_string();
+    let path = args.input.file.display().to_string();
     let workshop_block = workshop.and_then(|w| w.spec.auto_scaling.as_ref());
     let provision_block = provision.spec.auto_scaling.as_ref();
     // Unlike the controller, plan reports a broken block even when disabled: the user asked.
@@ -113,9 +153,8 @@ pub fn offline(
     } else {
         Settings::Disabled
     };
-    // Offline there is no clock and no claims: an active flag counts as just set, so the
-    // decision is "wait", whatever the instant.
-    let now = DateTime::UNIX_EPOCH;
+    // Offline there are no claims: an active flag counts as just set, so the decision is
+    // "wait", whatever the instant.
     let observed = Observed {
         count: provision.spec.count,
         seats: Seats {

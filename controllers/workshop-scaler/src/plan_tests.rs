@@ -3,6 +3,8 @@
 use super::*;
 use serde_json::json;
 
+const NOW: DateTime<Utc> = DateTime::UNIX_EPOCH;
+
 fn provision(auto: serde_json::Value, count: i32) -> WorkshopProvision {
     serde_json::from_value(json!({
         "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
@@ -15,7 +17,10 @@ fn provision(auto: serde_json::Value, count: i32) -> WorkshopProvision {
 
 fn args(assigned: u32, total: u32, active: bool) -> PlanArgs {
     PlanArgs {
-        file: "p.yaml".into(),
+        input: Input {
+            file: "p.yaml".into(),
+            ..Input::default()
+        },
         workshop: None,
         assigned,
         total,
@@ -30,6 +35,7 @@ fn scales_at_the_threshold() {
         &provision(json!({"enabled": true}), 20),
         None,
         &args(16, 20, false),
+        NOW,
     )
     .unwrap();
     assert_eq!(
@@ -45,6 +51,7 @@ fn active_never_scales() {
         &provision(json!({"enabled": true}), 20),
         None,
         &args(20, 20, true),
+        NOW,
     )
     .unwrap();
     assert!(!out.scale);
@@ -54,7 +61,7 @@ fn active_never_scales() {
 
 #[test]
 fn disabled_never_scales() {
-    let out = offline(&provision(json!({}), 20), None, &args(20, 20, false)).unwrap();
+    let out = offline(&provision(json!({}), 20), None, &args(20, 20, false), NOW).unwrap();
     assert!(!out.scale);
     assert_eq!(
         out.reason,
@@ -74,6 +81,7 @@ fn the_workshop_block_is_merged_under_the_provisions() {
         &provision(json!({"maxProvisions": 40}), 10),
         Some(&workshop),
         &args(9, 10, false),
+        NOW,
     )
     .unwrap();
     assert_eq!((out.scale, out.desired_count), (true, 30));
@@ -81,6 +89,7 @@ fn the_workshop_block_is_merged_under_the_provisions() {
         &provision(json!({"maxProvisions": 25}), 10),
         Some(&workshop),
         &args(9, 10, false),
+        NOW,
     )
     .unwrap();
     assert_eq!((out.scale, out.desired_count), (true, 25));
@@ -89,19 +98,19 @@ fn the_workshop_block_is_merged_under_the_provisions() {
 #[test]
 fn contradictory_flags_and_invalid_blocks_are_errors() {
     let p = provision(json!({"enabled": true}), 20);
-    let e = offline(&p, None, &args(21, 20, false)).unwrap_err();
+    let e = offline(&p, None, &args(21, 20, false), NOW).unwrap_err();
     assert_eq!(
         e.to_string(),
         "--assigned (21) must not be greater than --total (20)"
     );
     let bad = provision(json!({"threshold": 1.5}), 20);
-    let e = offline(&bad, None, &args(1, 2, false)).unwrap_err();
+    let e = offline(&bad, None, &args(1, 2, false), NOW).unwrap_err();
     assert_eq!(
         e.to_string(),
         "p.yaml: spec.autoScaling.threshold: must be > 0 and <= 1, got 1.5"
     );
     let negative = provision(json!({"enabled": true}), -3);
-    let e = offline(&negative, None, &args(1, 2, false)).unwrap_err();
+    let e = offline(&negative, None, &args(1, 2, false), NOW).unwrap_err();
     assert_eq!(e.to_string(), "p.yaml: spec.count: must be >= 0, got -3");
 }
 

@@ -307,3 +307,39 @@ fn negative_counts_are_rejected() {
     let out = plan(&["--file", "x.yaml", "--assigned", "-1", "--total", "2"]);
     assert!(!out.status.success(), "clap rejects a negative seat count");
 }
+
+#[test]
+fn misspelt_fields_are_refused_by_babylon_s_schema_and_ebb_s_block() {
+    let run = |yaml: &str| {
+        let file = TempFile::new("typo.yaml", yaml);
+        let out = plan(&["--file", file.arg(), "--assigned", "1", "--total", "2"]);
+        assert!(!out.status.success(), "{yaml}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let stderr = run(&provision_yaml("{enabled: true, treshold: 0.5}", 10));
+    assert!(
+        stderr.contains("spec.autoScaling.treshold: unknown field, did you mean \"threshold\"?"),
+        "{stderr}"
+    );
+    // A field of Babylon's own (upstream's schema), misspelt.
+    let stderr =
+        run(&provision_yaml("{enabled: true}", 10).replace("workshopName", "workshopNmae"));
+    assert!(
+        stderr.contains("spec.workshopNmae: unknown field, did you mean \"workshopName\"?"),
+        "{stderr}"
+    );
+    // Upstream's free-form subtree (`spec.parameters`) and status take anything.
+    let file = TempFile::new(
+        "free.yaml",
+        &format!(
+            "{}  parameters: {{any: thing}}\nstatus: {{whatever: 1}}\n",
+            provision_yaml("{enabled: true}", 10)
+        ),
+    );
+    let out = plan(&["--file", file.arg(), "--assigned", "1", "--total", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -49,6 +49,18 @@ pub fn third_party_views() -> Vec<CustomResourceDefinition> {
     .collect()
 }
 
+/// Babylon's CRDs as upstream ships them (the fixtures in `e2e/crds/`), for `plan`'s check of
+/// the fields a manifest may hold. A file that does not parse is left out (a test reads them all).
+pub fn babylon_crds() -> Vec<CustomResourceDefinition> {
+    [
+        include_str!("../../../e2e/crds/workshops.babylon.gpte.redhat.com.yaml"),
+        include_str!("../../../e2e/crds/workshopprovisions.babylon.gpte.redhat.com.yaml"),
+    ]
+    .into_iter()
+    .filter_map(|text| serde_norway::from_str(text).ok())
+    .collect()
+}
+
 /// The file name crdgen writes a CRD to: `<plural>.<group>.yaml`, as `kubectl` names CRDs.
 pub fn crd_file_name(crd: &CustomResourceDefinition) -> String {
     format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or("unnamed"))

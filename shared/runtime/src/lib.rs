@@ -37,6 +37,7 @@ pub mod events;
 pub mod frame;
 pub mod guard;
 pub mod leader;
+pub mod manifest;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod overlap;

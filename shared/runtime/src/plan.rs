@@ -1,13 +1,10 @@
-//! What every controller's offline `plan` subcommand shares: the `--output` flag, reading one
-//! custom resource from a YAML file with errors that name the file and the field, and the exit.
+//! What every controller's offline `plan` subcommand shares: the `--output` flag, the errors of
+//! reading manifests ([`crate::manifest`] reads them), instants shown in local zones, and the exit.
 
 use std::fmt::Display;
-use std::path::Path;
 use std::process::ExitCode;
 
-use kube::Resource;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 /// `--output` of `plan`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,6 +55,14 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    /// `--at` is not an RFC 3339 instant.
+    #[error("--at {value:?}: not an RFC 3339 instant such as 2026-03-27T11:00:00Z ({reason})")]
+    At {
+        /// The text given.
+        value: String,
+        /// The parser's complaint.
+        reason: String,
+    },
     /// The file is not one valid object of the expected kind.
     #[error("{path}: {message}")]
     Parse {
@@ -68,40 +73,18 @@ pub enum ManifestError {
     },
 }
 
-/// Reads `path` as one object of kind `K`: a file holding another kind is an error naming both,
-/// and a field of the wrong shape is an error naming the field and line.
-pub fn read_manifest<K>(path: &Path) -> Result<K, ManifestError>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-{
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    parse_manifest(&shown, &text)
-}
-
-/// Parses `text` (read from `source`, named in errors) as one object of kind `K`.
-pub fn parse_manifest<K>(source: &str, text: &str) -> Result<K, ManifestError>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-{
-    let parse_error = |message: String| ManifestError::Parse {
-        path: source.to_owned(),
-        message,
-    };
-    let value: serde_json::Value =
-        serde_norway::from_str(text).map_err(|e| parse_error(format!("not valid YAML: {e}")))?;
-    let expected = K::kind(&());
-    let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if found != expected {
-        return Err(parse_error(format!(
-            "kind: expected {expected}, got {found:?}"
-        )));
+/// `t` on the wall clocks of `zones`, for text output beside the UTC instant:
+/// ` (2026-11-26T08:00:00-07:00 America/Vancouver)`; empty for no zones.
+pub fn local_times(t: chrono::DateTime<chrono::Utc>, zones: &[ebb_schedule::Zone]) -> String {
+    let shown: Vec<String> = zones
+        .iter()
+        .filter_map(|zone| Some(format!("{} {}", zone.local_rfc3339(t)?, zone.name())))
+        .collect();
+    if shown.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", shown.join(", "))
     }
-    // Parse the text again (not the Value) so errors carry serde_norway's field path and line.
-    serde_norway::from_str(text).map_err(|e| parse_error(e.to_string()))
 }
 
 /// `value` as one line of JSON and a newline.
@@ -131,65 +114,23 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn file(text: &str) -> tempfile_path::TempFile {
-        tempfile_path::TempFile::new(text)
-    }
-
-    /// A file in the target's temp dir, removed on drop (no extra dependency for one test).
-    mod tempfile_path {
-        pub struct TempFile(pub std::path::PathBuf);
-        impl TempFile {
-            pub fn new(text: &str) -> Self {
-                use std::sync::atomic::{AtomicU32, Ordering};
-                static N: AtomicU32 = AtomicU32::new(0);
-                let path = std::env::temp_dir().join(format!(
-                    "ebb-plan-{}-{}.yaml",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                std::fs::write(&path, text).unwrap();
-                Self(path)
-            }
-        }
-        impl Drop for TempFile {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_file(&self.0);
-            }
-        }
-    }
-
-    #[test]
-    fn reads_one_object_of_the_expected_kind() {
-        let f = file("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n");
-        let cm: ConfigMap = read_manifest(&f.0).unwrap();
-        assert_eq!(cm.metadata.name.as_deref(), Some("a"));
-    }
-
-    #[test]
-    fn errors_name_the_file_and_what_is_wrong() {
-        let f = file("apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n");
-        let err = read_manifest::<ConfigMap>(&f.0).unwrap_err().to_string();
-        assert!(
-            err.contains("kind: expected ConfigMap, got \"Secret\""),
-            "{err}"
-        );
-        assert!(err.contains(&f.0.display().to_string()), "{err}");
-
-        let f = file("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: [1]\n");
-        let err = read_manifest::<ConfigMap>(&f.0).unwrap_err().to_string();
-        assert!(err.contains("data"), "{err}");
-
-        let err = read_manifest::<ConfigMap>(Path::new("/nonexistent/x.yaml")).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("cannot read /nonexistent/x.yaml")
-        );
-    }
 
     #[test]
     fn json_is_one_line() {
         assert_eq!(json_line(&serde_json::json!({"a": 1})), "{\"a\":1}\n");
+    }
+
+    #[test]
+    fn local_times_are_each_zone_s_wall_clock() {
+        let t = "2026-11-26T15:00:00Z".parse().unwrap();
+        let zones: Vec<ebb_schedule::Zone> = ["America/Vancouver", "Europe/Zurich"]
+            .iter()
+            .map(|z| z.parse().unwrap())
+            .collect();
+        assert_eq!(
+            local_times(t, &zones),
+            " (2026-11-26T08:00:00-07:00 America/Vancouver, 2026-11-26T16:00:00+01:00 Europe/Zurich)"
+        );
+        assert_eq!(local_times(t, &[]), "");
     }
 }

@@ -598,3 +598,22 @@ fn extreme_instants_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn a_daily_window_stays_open_when_the_clock_goes_back_past_midnight() {
+    // Antarctica/Casey, 2010-03-04T15:00Z: 02:00 +11 back to 23:00 +08 on the day before. The
+    // window that opened at 01:45 (+11, 14:45Z) is open while the clock shows the day before, and
+    // closes when it shows 02:15 again (+08, 18:15Z).
+    let window =
+        Window::local_time("01:45", "02:15", Some("Antarctica/Casey"), None::<&[&str]>).unwrap();
+    for open in [
+        "2010-03-04T14:45:00Z",
+        "2010-03-04T15:00:00Z",
+        "2010-03-04T18:14:59Z",
+    ] {
+        assert!(window.contains(utc(open)), "{open}");
+    }
+    for closed in ["2010-03-04T14:44:59Z", "2010-03-04T18:15:00Z"] {
+        assert!(!window.contains(utc(closed)), "{closed}");
+    }
+}

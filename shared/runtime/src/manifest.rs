@@ -1,0 +1,459 @@
+//! Reading manifests offline as the API server would: every `plan` reads its objects here.
+//!
+//! - From a file or standard input (`-f -`), one document or several (`---`), or a `List` (what
+//!   `kubectl get -o yaml` prints).
+//! - No silent typos: a field the kind's schema does not declare is an error naming its path and
+//!   the nearest declared name (`spec.timeRangeSpec[0].timeZon: unknown field, did you mean
+//!   "timeZone"?`), as `kubectl apply`'s strict field validation says; `--lenient` makes it a
+//!   warning. Subtrees with `x-kubernetes-preserve-unknown-fields` take any field, as they do on
+//!   the server; `metadata` is held to ObjectMeta's fields.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Resource;
+use serde::Deserialize as _;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::plan::ManifestError;
+
+/// The flags every `plan` takes to read its input.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Input {
+    /// YAML or JSON file with the object(s): one document, several (`---`), or a `List`; `-`
+    /// reads standard input.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: PathBuf,
+    /// The instant to decide at, RFC 3339 (e.g. 2026-03-27T12:00:00+05:30) [default: now].
+    #[arg(long, value_name = "RFC3339")]
+    pub at: Option<String>,
+    /// Report fields the schema does not declare as warnings instead of refusing the manifest.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+impl Input {
+    /// `--at`, or `now` when it is not given.
+    ///
+    /// # Errors
+    /// [`ManifestError::At`] when `--at` is not an RFC 3339 instant.
+    pub fn at(&self, now: DateTime<Utc>) -> Result<DateTime<Utc>, ManifestError> {
+        match &self.at {
+            None => Ok(now),
+            Some(text) => DateTime::parse_from_rfc3339(text.trim())
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| ManifestError::At {
+                    value: text.clone(),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+}
+
+/// The openAPIV3Schema of a kind, as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schema(Value);
+
+impl Schema {
+    /// The schema of a CRD's storage version (its first version when none is marked).
+    pub fn of_crd(crd: &CustomResourceDefinition) -> Option<Self> {
+        let versions = &crd.spec.versions;
+        let version = versions
+            .iter()
+            .find(|v| v.storage)
+            .or_else(|| versions.first())?;
+        let schema = version.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+        serde_json::to_value(schema).ok().map(Self)
+    }
+
+    /// The schema of `kind` among `crds`; one that takes every field when none is there.
+    pub fn for_kind(crds: impl IntoIterator<Item = CustomResourceDefinition>, kind: &str) -> Self {
+        crds.into_iter()
+            .find(|crd| crd.spec.names.kind == kind)
+            .and_then(|crd| Self::of_crd(&crd))
+            .unwrap_or(Self(Value::Null))
+    }
+
+    /// Whether the schema declares anything (a missing one takes every field).
+    pub fn declares_fields(&self) -> bool {
+        self.0.get("properties").is_some()
+    }
+
+    /// The schema of the CRD manifest `text` (YAML).
+    ///
+    /// # Errors
+    /// A message when `text` is not a CRD with a schema.
+    pub fn of_crd_yaml(text: &str) -> Result<Self, String> {
+        let crd: CustomResourceDefinition =
+            serde_norway::from_str(text).map_err(|e| format!("not a CRD: {e}"))?;
+        Self::of_crd(&crd).ok_or_else(|| "the CRD has no schema".to_owned())
+    }
+
+    /// This schema with the property at `path` (property names from the root) replaced by
+    /// `property`: e.g. ebb's `spec.autoScaling` in a Babylon schema that does not declare it.
+    #[must_use]
+    pub fn with_property(mut self, path: &[&str], property: &Schema) -> Self {
+        let mut node = &mut self.0;
+        for name in path {
+            let Some(next) = node
+                .as_object_mut()
+                .map(|o| {
+                    o.entry("properties")
+                        .or_insert_with(|| Value::Object(Map::new()))
+                })
+                .and_then(Value::as_object_mut)
+                .map(|properties| {
+                    properties
+                        .entry(*name)
+                        .or_insert_with(|| Value::Object(Map::new()))
+                })
+            else {
+                return self;
+            };
+            node = next;
+        }
+        *node = property.0.clone();
+        self
+    }
+
+    /// The subschema at `path` (property names from the root), if declared.
+    pub fn property(&self, path: &[&str]) -> Option<Schema> {
+        let mut node = &self.0;
+        for name in path {
+            node = node.get("properties")?.get(name)?;
+        }
+        Some(Self(node.clone()))
+    }
+
+    /// Every field of `object` that the schema does not declare (the fields of each object in
+    /// name order).
+    pub fn unknown_fields(&self, object: &Value) -> Vec<UnknownField> {
+        let mut found = Vec::new();
+        if let Some(fields) = object.as_object() {
+            for (key, value) in fields {
+                match key.as_str() {
+                    "apiVersion" | "kind" => {}
+                    "metadata" => metadata_fields(value, &mut found),
+                    _ if self.0.is_null() => {}
+                    _ => walk(&self.0, key, value, key.clone(), &mut found),
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A field the schema does not declare.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownField {
+    /// Its path (`spec.timeRangeSpec[0].timeZon`).
+    pub path: String,
+    /// The declared name nearest to it, when one is near.
+    pub nearest: Option<String>,
+}
+
+impl std::fmt::Display for UnknownField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.nearest {
+            Some(name) => write!(f, "{}: unknown field, did you mean {name:?}?", self.path),
+            None => write!(f, "{}: unknown field", self.path),
+        }
+    }
+}
+
+/// Looks at `key: value` of an object whose schema is `parent`.
+fn walk(parent: &Value, key: &str, value: &Value, path: String, found: &mut Vec<UnknownField>) {
+    match child_schema(parent, key) {
+        Some(schema) => descend(schema, value, path, found),
+        None if preserves_unknown(parent) => {}
+        None => found.push(UnknownField {
+            nearest: nearest(key, declared(parent)),
+            path,
+        }),
+    }
+}
+
+/// Looks inside `value`, declared by `schema`.
+fn descend(schema: &Value, value: &Value, path: String, found: &mut Vec<UnknownField>) {
+    match value {
+        Value::Object(fields) => {
+            for (key, child) in fields {
+                walk(schema, key, child, format!("{path}.{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    descend(item_schema, item, format!("{path}[{i}]"), found);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The schema of property `key` of an object schema: a declared property, or the value schema
+/// of a map (`additionalProperties`).
+fn child_schema<'s>(parent: &'s Value, key: &str) -> Option<&'s Value> {
+    if let Some(schema) = parent.get("properties").and_then(|p| p.get(key)) {
+        return Some(schema);
+    }
+    match parent.get("additionalProperties") {
+        Some(Value::Bool(true)) => Some(&ANY),
+        Some(schema @ Value::Object(_)) => Some(schema),
+        _ => None,
+    }
+}
+
+/// A schema that takes anything (`additionalProperties: true`).
+static ANY: Value = Value::Null;
+
+/// Whether unknown fields are kept here: `x-kubernetes-preserve-unknown-fields`, a schema that
+/// takes anything, or an embedded resource's own fields.
+fn preserves_unknown(schema: &Value) -> bool {
+    schema.is_null()
+        || schema
+            .get("x-kubernetes-preserve-unknown-fields")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
+fn declared(schema: &Value) -> Vec<&str> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// ObjectMeta's fields (the API server validates `metadata` itself, whatever the CRD says).
+const OBJECT_META: [&str; 16] = [
+    "annotations",
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "finalizers",
+    "generateName",
+    "generation",
+    "labels",
+    "managedFields",
+    "name",
+    "namespace",
+    "ownerReferences",
+    "resourceVersion",
+    "selfLink",
+    "uid",
+    "clusterName",
+];
+
+fn metadata_fields(value: &Value, found: &mut Vec<UnknownField>) {
+    for key in value.as_object().into_iter().flat_map(Map::keys) {
+        if !OBJECT_META.contains(&key.as_str()) {
+            found.push(UnknownField {
+                path: format!("metadata.{key}"),
+                nearest: nearest(key, OBJECT_META.to_vec()),
+            });
+        }
+    }
+}
+
+/// The declared name nearest to `key`: the same but for case, or at most a third of its letters
+/// away (at least one, at most three edits).
+fn nearest(key: &str, declared: Vec<&str>) -> Option<String> {
+    if let Some(same) = declared.iter().find(|d| d.eq_ignore_ascii_case(key)) {
+        return Some((*same).to_owned());
+    }
+    let limit = (key.chars().count() / 3).clamp(1, 3);
+    declared
+        .into_iter()
+        .map(|d| (strsim::damerau_levenshtein(key, d), d))
+        .filter(|(distance, _)| *distance <= limit)
+        .min()
+        .map(|(_, d)| d.to_owned())
+}
+
+/// The objects read, and the fields let through because of `--lenient`.
+#[derive(Debug)]
+pub struct Manifests<K> {
+    /// The objects, in document order.
+    pub objects: Vec<K>,
+    /// One line per field the schema does not declare (only with `--lenient`).
+    pub warnings: Vec<String>,
+}
+
+/// Reads every object of kind `K` from `input.file` (or standard input for `-`), checked against
+/// `schema`.
+///
+/// # Errors
+/// The file or stdin cannot be read; a document is not valid YAML, is another kind, has a field
+/// the schema does not declare (unless `--lenient`) or a field of the wrong shape; no object.
+pub fn read<K>(input: &Input, schema: &Schema) -> Result<Manifests<K>, ManifestError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
+    let (source, text) = read_source(&input.file)?;
+    parse(&source, &text, schema, input.lenient)
+}
+
+/// Reads `path`, or standard input for `-`: the name to show in errors, and the text.
+///
+/// # Errors
+/// [`ManifestError::Read`].
+pub fn read_source(path: &Path) -> Result<(String, String), ManifestError> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        return std::io::stdin()
+            .read_to_string(&mut text)
+            .map(|_| ("<stdin>".to_owned(), text))
+            .map_err(|source| ManifestError::Read {
+                path: "<stdin>".to_owned(),
+                source,
+            });
+    }
+    let shown = path.display().to_string();
+    std::fs::read_to_string(path)
+        .map(|text| (shown.clone(), text))
+        .map_err(|source| ManifestError::Read {
+            path: shown,
+            source,
+        })
+}
+
+/// [`read`] on text already read from `source`.
+///
+/// Objects are read from the YAML itself (not through JSON), so what JSON cannot hold (`.inf`)
+/// reaches the rules that refuse it, and errors keep serde's field path and line.
+///
+/// # Errors
+/// As [`read`].
+pub fn parse<K>(
+    source: &str,
+    text: &str,
+    schema: &Schema,
+    lenient: bool,
+) -> Result<Manifests<K>, ManifestError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
+    // The line in serde_norway's message says where; later documents are named too.
+    let not_yaml = |index: usize, e: serde_norway::Error| ManifestError::Parse {
+        path: match index {
+            0 => source.to_owned(),
+            _ => format!("{source}: document {}", index + 1),
+        },
+        message: format!("not valid YAML: {e}"),
+    };
+    let values = serde_norway::Deserializer::from_str(text)
+        .enumerate()
+        .map(|(index, document)| Value::deserialize(document).map_err(|e| not_yaml(index, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let several = values.iter().filter(|v| !v.is_null()).count() > 1;
+    let mut reader = Reader {
+        expected: K::kind(&()).into_owned(),
+        schema,
+        lenient,
+        manifests: Manifests {
+            objects: Vec::new(),
+            warnings: Vec::new(),
+        },
+    };
+    let documents = serde_norway::Deserializer::from_str(text);
+    for ((index, value), document) in values.into_iter().enumerate().zip(documents) {
+        let at = if several {
+            format!("{source}: document {}", index + 1)
+        } else {
+            source.to_owned()
+        };
+        match list_items(&value) {
+            _ if value.is_null() => {}
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let at = format!("{at}: items[{i}]");
+                    reader.check(&at, item)?;
+                    let read = serde_path_to_error::deserialize(item)
+                        .map_err(|e| format!("{}: {}", e.path(), e.inner()));
+                    reader.push(&at, read)?;
+                }
+            }
+            None => {
+                reader.check(&at, &value)?;
+                // serde_norway's message names the field path and the line.
+                reader.push(&at, K::deserialize(document).map_err(|e| e.to_string()))?;
+            }
+        }
+    }
+    if reader.manifests.objects.is_empty() {
+        return Err(ManifestError::Parse {
+            path: source.to_owned(),
+            message: format!("no {} in it", reader.expected),
+        });
+    }
+    Ok(reader.manifests)
+}
+
+/// The items of a `List` (`kind: List` or `<Kind>List`, as `kubectl get -o yaml` prints).
+fn list_items(value: &Value) -> Option<&Vec<Value>> {
+    let kind = value.get("kind")?.as_str()?;
+    if kind.ends_with("List") {
+        value.get("items")?.as_array()
+    } else {
+        None
+    }
+}
+
+struct Reader<'s, K> {
+    expected: String,
+    schema: &'s Schema,
+    lenient: bool,
+    manifests: Manifests<K>,
+}
+
+impl<K> Reader<'_, K> {
+    /// The kind, and the fields the schema does not declare.
+    fn check(&mut self, at: &str, value: &Value) -> Result<(), ManifestError> {
+        let error = |message: String| ManifestError::Parse {
+            path: at.to_owned(),
+            message,
+        };
+        let expected = &self.expected;
+        let found = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        if found != expected {
+            return Err(error(format!("kind: expected {expected}, got {found:?}")));
+        }
+        let unknown = self.schema.unknown_fields(value);
+        if !unknown.is_empty() && !self.lenient {
+            let lines: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+            return Err(error(format!(
+                "{} (fields the {expected} schema does not declare; --lenient reads on)",
+                lines.join("; ")
+            )));
+        }
+        self.manifests
+            .warnings
+            .extend(unknown.iter().map(|field| format!("{at}: {field}")));
+        Ok(())
+    }
+
+    fn push(&mut self, at: &str, read: Result<K, String>) -> Result<(), ManifestError> {
+        let object = read.map_err(|message| ManifestError::Parse {
+            path: at.to_owned(),
+            message,
+        })?;
+        self.manifests.objects.push(object);
+        Ok(())
+    }
+}
+
+/// Prints each warning on stderr as `<program>: warning: <line>`.
+pub fn warn(program: &str, warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("{program}: warning: {warning}");
+    }
+}
+
+#[cfg(test)]
+#[path = "manifest_tests.rs"]
+mod tests;

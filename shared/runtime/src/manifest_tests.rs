@@ -1,0 +1,217 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use serde_json::json;
+
+use super::*;
+
+/// A schema shaped as ebb's CRDs are: declared fields, a map, a list of objects, a free-form
+/// subtree.
+fn schema() -> Schema {
+    Schema(json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "timeRangeSpec": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"from": {"type": "string"}, "to": {"type": "string"},
+                                       "timeZone": {"type": "string"}}
+                    }},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "selectors": {"type": "object", "additionalProperties": {
+                        "type": "object", "properties": {"app": {"type": "string"}}
+                    }},
+                    "parameters": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                                   "properties": {"known": {"type": "object",
+                                       "properties": {"a": {"type": "string"}}}}}
+                }
+            },
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }
+    }))
+}
+
+fn unknown(object: serde_json::Value) -> Vec<String> {
+    schema()
+        .unknown_fields(&object)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_misspelt_field_is_named_with_the_nearest_declared_one() {
+    assert_eq!(
+        unknown(
+            json!({"apiVersion": "v1", "kind": "X", "spec": {"timeRangeSpec": [
+                {"from": "08:00", "to": "09:00", "timeZone": "UTC"},
+                {"from": "08:00", "to": "09:00", "timeZon": "Europe/Berlin"}
+            ]}})
+        ),
+        ["spec.timeRangeSpec[1].timeZon: unknown field, did you mean \"timeZone\"?"]
+    );
+    // Case alone, and far from anything declared.
+    assert_eq!(
+        unknown(json!({"spec": {"TimeRangeSpec": [], "replicasWanted": 3}})),
+        [
+            "spec.TimeRangeSpec: unknown field, did you mean \"timeRangeSpec\"?",
+            "spec.replicasWanted: unknown field",
+        ]
+    );
+    assert_eq!(
+        unknown(json!({"spex": {}})),
+        ["spex: unknown field, did you mean \"spec\"?"]
+    );
+}
+
+#[test]
+fn maps_and_preserved_subtrees_take_any_key_but_what_they_declare_is_checked() {
+    assert!(
+        unknown(json!({"spec": {
+            "labels": {"anything": "goes"},
+            "parameters": {"free": {"form": 1}, "known": {"a": "x"}},
+        }, "status": {"whatever": true}}))
+        .is_empty()
+    );
+    assert_eq!(
+        unknown(json!({"spec": {
+            "selectors": {"one": {"ap": "x"}},
+            "parameters": {"known": {"b": "x"}},
+        }})),
+        [
+            "spec.parameters.known.b: unknown field, did you mean \"a\"?",
+            "spec.selectors.one.ap: unknown field, did you mean \"app\"?",
+        ]
+    );
+}
+
+#[test]
+fn metadata_is_held_to_object_meta() {
+    assert_eq!(
+        unknown(json!({"metadata": {"name": "a", "lables": {"x": "y"}, "namespace": "n"}})),
+        ["metadata.lables: unknown field, did you mean \"labels\"?"]
+    );
+}
+
+fn config_map_schema() -> Schema {
+    Schema(json!({"type": "object", "properties": {
+        "data": {"type": "object", "additionalProperties": {"type": "string"}}
+    }}))
+}
+
+#[test]
+fn several_documents_and_lists_are_read_in_order() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n\
+                apiVersion: v1\nkind: List\nitems:\n\
+                - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n\
+                - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: v}}\n";
+    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), false).unwrap();
+    let names: Vec<_> = read
+        .objects
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+
+    // Another kind among them is named with its document.
+    let text =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Secret\n";
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "f.yaml: document 2: kind: expected ConfigMap, got \"Secret\""
+    );
+    let err = parse::<ConfigMap>("f.yaml", "", &config_map_schema(), false).unwrap_err();
+    assert_eq!(err.to_string(), "f.yaml: no ConfigMap in it");
+}
+
+#[test]
+fn unknown_fields_refuse_the_manifest_unless_lenient() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndatta: {k: v}\n";
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "f.yaml: datta: unknown field, did you mean \"data\"? (fields the ConfigMap schema does \
+         not declare; --lenient reads on)"
+    );
+    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), true).unwrap();
+    assert_eq!(read.objects.len(), 1);
+    assert_eq!(
+        read.warnings,
+        ["f.yaml: datta: unknown field, did you mean \"data\"?"]
+    );
+}
+
+#[test]
+fn a_field_of_the_wrong_shape_is_named() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: [1]}\n";
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    assert!(
+        err.to_string().starts_with("f.yaml: data.k: invalid type"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_schema_can_take_a_property_from_another() {
+    let extra = Schema(json!({"type": "object", "properties": {"enabled": {"type": "boolean"}}}));
+    let merged = schema().with_property(&["spec", "autoScaling"], &extra);
+    assert_eq!(merged.property(&["spec", "autoScaling"]), Some(extra));
+    assert_eq!(
+        merged
+            .unknown_fields(&json!({"spec": {"autoScaling": {"enabeld": true}}}))
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["spec.autoScaling.enabeld: unknown field, did you mean \"enabled\"?"]
+    );
+}
+
+#[test]
+fn at_defaults_to_now() {
+    let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+    let mut input = Input::default();
+    assert_eq!(input.at(now).unwrap(), now);
+    input.at = Some("2026-11-26T08:00:00-07:00".into());
+    assert_eq!(
+        input.at(now).unwrap(),
+        "2026-11-26T15:00:00Z".parse::<DateTime<Utc>>().unwrap()
+    );
+    input.at = Some("tomorrow".into());
+    assert!(
+        input
+            .at(now)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--at \"tomorrow\"")
+    );
+}
+
+#[test]
+fn a_file_is_read_and_an_unreadable_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cm.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n",
+    )
+    .unwrap();
+    let input = Input {
+        file: path.clone(),
+        ..Input::default()
+    };
+    let got: Manifests<ConfigMap> = read(&input, &config_map_schema()).unwrap();
+    assert_eq!(got.objects[0].metadata.name.as_deref(), Some("a"));
+    let input = Input {
+        file: "/nonexistent/x.yaml".into(),
+        ..Input::default()
+    };
+    let err = read::<ConfigMap>(&input, &config_map_schema()).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/x.yaml"),
+        "{err}"
+    );
+}
