@@ -357,18 +357,23 @@ pub struct JobHooks<'a> {
     pub now: DateTime<Utc>,
 }
 
+/// The Job template of `hook` among `hooks`, if the scaler has one (without one the hook is
+/// `Done` at once, and no Job runs).
+pub fn hook_spec(hooks: Option<&HooksSpec>, hook: HookKind) -> Option<&HookSpec> {
+    let hooks = hooks?;
+    match hook {
+        HookKind::PreScale => hooks.pre_scale.as_ref(),
+        HookKind::PostScale => hooks.post_scale.as_ref(),
+        HookKind::OnFailure => hooks.on_failure.as_ref(),
+    }
+}
+
 impl JobHooks<'_> {
     async fn run(&self, hook: HookKind, ctx: &ScalingContext) -> HookResult {
-        let hooks: HooksSpec = self.scaler.spec.hooks.clone().unwrap_or_default();
-        let spec = match hook {
-            HookKind::PreScale => hooks.pre_scale,
-            HookKind::PostScale => hooks.post_scale,
-            HookKind::OnFailure => hooks.on_failure,
-        };
-        match spec {
+        match hook_spec(self.scaler.spec.hooks.as_ref(), hook) {
             Some(spec) => {
                 self.tracker
-                    .run(self.scaler, &spec, hook, ctx, self.now)
+                    .run(self.scaler, spec, hook, ctx, self.now)
                     .await
             }
             None => Ok(HookOutcome::Done),

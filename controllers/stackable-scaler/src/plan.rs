@@ -14,8 +14,8 @@ use ebb_runtime::plan::{ManifestError, Output};
 use serde::Serialize;
 
 use crate::decide::{self, Action, WorkloadState};
-use crate::hooks::ScaleDirection;
-use crate::steps;
+use crate::hooks::{HookKind, ScaleDirection};
+use crate::steps::{self, Answer, WalkStep};
 
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -26,6 +26,11 @@ pub struct PlanArgs {
     /// The workload's current replicas (as if ready and settled).
     #[arg(long, allow_hyphen_values = true)]
     pub workload_replicas: Option<i32>,
+    /// How a hook's Job answers, to walk the operation past it: `pre`, `post` or `on-failure`,
+    /// `=done`, `=in-progress` or `=failed` (repeatable). A hook with a template and no answer
+    /// stops the walk there, as the controller would wait for its Job.
+    #[arg(long = "hook", value_name = "HOOK=ANSWER", value_parser = parse_hook_answer)]
+    pub hooks: Vec<(HookKind, Answer)>,
     /// `--output`.
     #[command(flatten)]
     pub output: Output,
@@ -67,6 +72,67 @@ pub struct PlanOutput {
     pub events: Vec<String>,
     /// One sentence.
     pub message: String,
+    /// The whole operation as far as the `--hook` answers let it go, step by step.
+    pub walk: Vec<WalkStep>,
+    /// The stage the walk ends in.
+    pub final_stage: &'static str,
+    /// The hook Jobs the walk creates (or reads), by name.
+    pub jobs: Vec<String>,
+    /// Whether the admission webhook (`--enable-webhook`) would let a `spec.replicas` change
+    /// through (`/scale` or the object) in the state given.
+    pub scale_write: ScaleWrite,
+}
+
+/// The admission webhook's answer to a `spec.replicas` change in the state given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ScaleWrite {
+    /// Allowed (the stage is Idle or Failed) or denied (an operation is in flight).
+    pub allowed: bool,
+    /// Why.
+    pub reason: String,
+}
+
+/// `pre=done` and the like (`--hook`).
+fn parse_hook_answer(text: &str) -> Result<(HookKind, Answer), String> {
+    let (hook, answer) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: expected HOOK=ANSWER, e.g. pre=done"))?;
+    let hook = match hook.trim().to_ascii_lowercase().as_str() {
+        "pre" | "prescale" => HookKind::PreScale,
+        "post" | "postscale" => HookKind::PostScale,
+        "on-failure" | "onfailure" => HookKind::OnFailure,
+        other => return Err(format!("hook {other:?}: expected pre, post or on-failure")),
+    };
+    let answer = match answer.trim().to_ascii_lowercase().as_str() {
+        "done" => Answer::Done,
+        "in-progress" | "inprogress" => Answer::InProgress,
+        "failed" => Answer::Failed,
+        other => {
+            return Err(format!(
+                "answer {other:?}: expected done, in-progress or failed"
+            ));
+        }
+    };
+    Ok((hook, answer))
+}
+
+/// What the webhook says to a replicas change of a scaler in `stage` (its rule:
+/// [`ScalerStage::is_active`](ebb_crds::stackable::ScalerStage::is_active)).
+fn scale_write(stage: ebb_crds::stackable::ScalerStage) -> ScaleWrite {
+    if stage.is_active() {
+        ScaleWrite {
+            allowed: false,
+            reason: format!(
+                "denied: the scaler is in {} (an operation is in flight); spec.replicas can change again when it is Idle or Failed",
+                stage.as_str()
+            ),
+        }
+    } else {
+        ScaleWrite {
+            allowed: true,
+            reason: format!("allowed: the scaler is {}", stage.as_str()),
+        }
+    }
 }
 
 /// Why `plan` cannot answer.
@@ -184,10 +250,12 @@ pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
 pub fn offline(
     scaler: &StackableScaler,
     workload_replicas: Option<i32>,
+    answers: &[(HookKind, Answer)],
     now: DateTime<Utc>,
 ) -> PlanOutput {
     let workload = workload_replicas.map(WorkloadState::settled);
     let preview = steps::preview(scaler, workload.as_ref(), now);
+    let walk = steps::walk(scaler, workload.as_ref(), answers, now);
     let name = scaler.metadata.name.clone().unwrap_or_default();
     let namespace = scaler.metadata.namespace.clone().unwrap_or_default();
     let events = preview
@@ -245,6 +313,17 @@ pub fn offline(
             .unwrap_or_default(),
         events,
         message,
+        jobs: walk
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                WalkStep::Job { job, .. } => Some(job.clone()),
+                _ => None,
+            })
+            .collect(),
+        final_stage: decide::stage_of(Some(&walk.status)).as_str(),
+        walk: walk.steps,
+        scale_write: scale_write(decide::stage_of(scaler.status.as_ref())),
     }
 }
 
@@ -280,6 +359,24 @@ fn render_text(output: &PlanOutput) -> String {
         out.push_str(&format!("  event {event}\n"));
     }
     out.push_str(&format!("  next: {}\n", output.message));
+    out.push_str(&format!(
+        "  a spec.replicas change now (webhook): {}\n",
+        output.scale_write.reason
+    ));
+    if output.walk.len() > 1 || !output.jobs.is_empty() {
+        out.push_str("  walk:\n");
+        for step in &output.walk {
+            let line = match step {
+                WalkStep::Stage { stage } => format!("stage {stage}"),
+                WalkStep::Job { hook, job, answer } => format!("{hook} hook: Job {job} ({answer})"),
+                WalkStep::NoJob { hook } => format!("{hook} hook: no template, done"),
+                WalkStep::Resize { to } => format!("set the workload's replicas to {to}"),
+                WalkStep::Strip { annotation } => format!("remove the annotation {annotation}"),
+            };
+            out.push_str(&format!("    {line}\n"));
+        }
+        out.push_str(&format!("  ends in: {}\n", output.final_stage));
+    }
     out
 }
 
@@ -301,7 +398,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let mut out = String::new();
     for scaler in &read.objects {
         validate(&path, scaler)?;
-        let output = offline(scaler, args.workload_replicas, now);
+        let output = offline(scaler, args.workload_replicas, &args.hooks, now);
         out.push_str(&args.output.render(&output, render_text));
     }
     Ok(out)

@@ -10,7 +10,7 @@ const MANIFEST: &str = "apiVersion: autoscaling.stackable.tech/v1alpha1\nkind: S
 
 #[test]
 fn a_fresh_scaler_asked_to_grow_runs_the_pre_scale_hook() {
-    let r = offline(&parse("f", MANIFEST).unwrap(), Some(3), now());
+    let r = offline(&parse("f", MANIFEST).unwrap(), Some(3), &[], now());
     assert_eq!(
         (r.current_stage, r.next_stage, r.action, r.hook),
         (None, "PreScaling", "runHook", Some("prescale"))
@@ -25,7 +25,7 @@ fn a_fresh_scaler_asked_to_grow_runs_the_pre_scale_hook() {
 
 #[test]
 fn without_the_workload_a_fresh_scaler_waits() {
-    let r = offline(&parse("f", MANIFEST).unwrap(), None, now());
+    let r = offline(&parse("f", MANIFEST).unwrap(), None, &[], now());
     assert_eq!(
         (r.next_stage, r.action, r.requeue_after_seconds),
         ("Idle", "wait", Some(30))
@@ -37,7 +37,7 @@ fn scaling_sets_replicas() {
     let text = format!(
         "{MANIFEST}status: {{replicas: 3, previousReplicas: 3, desiredReplicas: 5, scaleEvent: 1, currentState: {{stage: Scaling}}}}\n"
     );
-    let r = offline(&parse("f", &text).unwrap(), Some(3), now());
+    let r = offline(&parse("f", &text).unwrap(), Some(3), &[], now());
     assert_eq!(
         (r.current_stage, r.action, r.set_replicas),
         (Some("Scaling"), "setReplicas", Some(5))
@@ -84,7 +84,7 @@ fn invalid_input_names_the_field() {
 
 #[test]
 fn text_output_tells_the_story() {
-    let text = render_text(&offline(&parse("f", MANIFEST).unwrap(), Some(3), now()));
+    let text = render_text(&offline(&parse("f", MANIFEST).unwrap(), Some(3), &[], now()));
     assert!(text.starts_with("s: (no status) -> PreScaling\n"), "{text}");
     assert!(
         text.contains("operation: Up from 3 to 5 (removed ordinals -, added ordinals 3,4)"),

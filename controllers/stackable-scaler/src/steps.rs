@@ -247,3 +247,216 @@ impl World for Offline {
         Ok(())
     }
 }
+
+/// How a hook answers in a [`walk`] (`plan --hook pre=done`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Its Job succeeded.
+    Done,
+    /// Its Job still runs: the walk stops there.
+    InProgress,
+    /// Its Job failed.
+    Failed,
+}
+
+impl Answer {
+    /// `done`, `in-progress`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Done => "done",
+            Answer::InProgress => "in-progress",
+            Answer::Failed => "failed",
+        }
+    }
+}
+
+/// One thing a [`walk`] did, in order.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "step")]
+pub enum WalkStep {
+    /// The status was saved, at this stage.
+    Stage {
+        /// The stage saved.
+        stage: &'static str,
+    },
+    /// A hook's Job would be created (or read), and how it answered.
+    Job {
+        /// `prescale`, `postscale`, `onfailure`.
+        hook: &'static str,
+        /// The Job's name.
+        job: String,
+        /// `done`, `in-progress`, `failed`, or `unanswered` (no `--hook` for it: the walk stops).
+        answer: &'static str,
+    },
+    /// A hook without a Job template: done at once.
+    NoJob {
+        /// The hook.
+        hook: &'static str,
+    },
+    /// The workload's replicas would be set (the walk takes it as settled there).
+    Resize {
+        /// The new size.
+        to: i32,
+    },
+    /// An annotation would be removed.
+    Strip {
+        /// The annotation.
+        annotation: &'static str,
+    },
+}
+
+/// Where a whole operation goes offline ([`walk`]).
+#[derive(Clone, Debug)]
+pub struct Walk {
+    /// What was done, in order.
+    pub steps: Vec<WalkStep>,
+    /// The status at the end.
+    pub status: StackableScalerStatus,
+    /// The Events of the walk, in order.
+    pub notes: Vec<Note>,
+    /// The plan the walk stopped at.
+    pub end: Option<Plan>,
+}
+
+/// How many passes a [`walk`] may take (an operation is four: to PreScaling, the resize, the
+/// workload settled, PostScaling to Idle).
+pub const MAX_PASSES: usize = 8;
+
+/// Runs the step loop pass after pass for `scaler` without a cluster, as far as `answers` (how
+/// each hook's Job answers) let it: each hook with a template is a Job whose answer is looked up
+/// (none: the walk stops there, as the controller would wait), a hook without one is done, and a
+/// resize leaves the workload settled at the new size for the next pass. The offline `plan`'s walk.
+pub fn walk(
+    scaler: &StackableScaler,
+    workload: Option<&WorkloadState>,
+    answers: &[(HookKind, Answer)],
+    now: DateTime<Utc>,
+) -> Walk {
+    let mut world = Walking {
+        scaler: scaler.clone(),
+        answers,
+        steps: Vec::new(),
+    };
+    let mut workload = workload.cloned();
+    let mut notes = Vec::new();
+    let mut end = None;
+    for _ in 0..MAX_PASSES {
+        // No step of this world waits: each pass finishes in its first poll.
+        let steps = futures::executor::block_on(run(&mut world, workload.as_ref(), now));
+        notes.extend(steps.notes);
+        let Ok(plan) = steps.end;
+        end = plan;
+        match end.as_ref().map(|plan| &plan.action) {
+            Some(Action::SetReplicas { to }) => workload = Some(WorkloadState::settled(*to)),
+            _ => break,
+        }
+    }
+    Walk {
+        steps: world.steps,
+        status: world.scaler.status.unwrap_or_default(),
+        notes,
+        end,
+    }
+}
+
+/// The world of a [`walk`]: a copy of the scaler, and hooks answering as told.
+struct Walking<'a> {
+    scaler: StackableScaler,
+    answers: &'a [(HookKind, Answer)],
+    steps: Vec<WalkStep>,
+}
+
+impl Walking<'_> {
+    /// Records the Job `hook` runs for operation `scale_event` (attempt `attempt`), once.
+    fn record_job(&mut self, hook: HookKind, scale_event: i64, attempt: i64) {
+        let step = if crate::jobs::hook_spec(self.scaler.spec.hooks.as_ref(), hook).is_none() {
+            WalkStep::NoJob {
+                hook: hook.as_str(),
+            }
+        } else {
+            WalkStep::Job {
+                hook: hook.as_str(),
+                job: crate::jobs::job_name(&self.scaler.name_any(), hook, scale_event, attempt),
+                answer: self.told(hook).map_or("unanswered", Answer::as_str),
+            }
+        };
+        if self.steps.last() != Some(&step) {
+            self.steps.push(step);
+        }
+    }
+
+    /// The answer of `hook` for the scaler's operation: done without a template, else as told.
+    fn told(&self, hook: HookKind) -> Option<Answer> {
+        if crate::jobs::hook_spec(self.scaler.spec.hooks.as_ref(), hook).is_none() {
+            return Some(Answer::Done);
+        }
+        self.answers
+            .iter()
+            .find(|(kind, _)| *kind == hook)
+            .map(|(_, answer)| *answer)
+    }
+}
+
+impl World for Walking<'_> {
+    type Error = Infallible;
+
+    fn scaler(&self) -> &StackableScaler {
+        &self.scaler
+    }
+
+    fn answer(&self, hook: HookKind) -> Option<HookResult> {
+        match self.told(hook)? {
+            Answer::Done => Some(Ok(crate::hooks::HookOutcome::Done)),
+            Answer::InProgress => None,
+            Answer::Failed => Some(Err(crate::hooks::HookError::new(format!(
+                "the {} hook's Job failed",
+                hook.as_str()
+            )))),
+        }
+    }
+
+    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Infallible> {
+        let stage = status
+            .current_state
+            .as_ref()
+            .map_or(ScalerStage::Idle, |state| state.stage);
+        let before = decide::stage_of(self.scaler.status.as_ref());
+        let hook_before = pending_hook(self.scaler.status.as_ref());
+        if before != stage || self.steps.is_empty() {
+            self.steps.push(WalkStep::Stage {
+                stage: stage.as_str(),
+            });
+        }
+        self.scaler.status = Some(status.clone());
+        // A hook stage entered: its Job starts (the answer may be known before it is asked).
+        if let Some(hook) = pending_hook(Some(status)).filter(|h| Some(*h) != hook_before) {
+            self.record_job(
+                hook,
+                status.scale_event.unwrap_or(0),
+                status.attempt.unwrap_or(0),
+            );
+        }
+        Ok(())
+    }
+
+    async fn strip(&mut self, annotation: &'static str) -> Result<(), Infallible> {
+        if let Some(annotations) = self.scaler.metadata.annotations.as_mut() {
+            annotations.remove(annotation);
+        }
+        self.steps.push(WalkStep::Strip { annotation });
+        Ok(())
+    }
+
+    async fn ask(&mut self, hook: HookKind, context: &ScalingContext) -> Result<bool, Infallible> {
+        self.record_job(hook, context.scale_event, context.attempt);
+        Ok(matches!(
+            self.told(hook),
+            Some(Answer::Done | Answer::Failed)
+        ))
+    }
+
+    async fn resize(&mut self, replicas: i32) -> Result<(), Infallible> {
+        self.steps.push(WalkStep::Resize { to: replicas });
+        Ok(())
+    }
+}

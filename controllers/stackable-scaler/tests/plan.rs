@@ -54,9 +54,94 @@ fn the_example_asked_for_5_with_3_running_runs_the_pre_scale_hook() {
                 "Initialized: status initialized from the workload: 3 replicas",
                 "ScalingStarted: scaling up from 3 to 5"
             ],
-            "message": "run the prescale hook for scaling from 3 to 5 replicas"
+            "message": "run the prescale hook for scaling from 3 to 5 replicas",
+            "walk": [
+                {"step": "stage", "stage": "Idle"},
+                {"step": "stage", "stage": "PreScaling"},
+                {"step": "job", "hook": "prescale", "job": "nifi-default-prescale-1-0",
+                 "answer": "unanswered"}
+            ],
+            "finalStage": "PreScaling",
+            "jobs": ["nifi-default-prescale-1-0"],
+            "scaleWrite": {"allowed": true, "reason": "allowed: the scaler is Idle"}
         })
     );
+}
+
+fn walk(extra: &[&str]) -> Value {
+    let file = example();
+    let mut args = vec![
+        "--file",
+        file.to_str().unwrap(),
+        "--workload-replicas",
+        "3",
+        "--output",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    PLAN.json(&args)
+}
+
+#[test]
+fn a_whole_operation_is_walked_with_the_hooks_answers() {
+    // The pre-scale Job succeeds: the StatefulSet goes to 5, there is no post-scale template,
+    // and the scaler is Idle again.
+    let got = walk(&["--hook", "pre=done"]);
+    assert_eq!(
+        got["walk"],
+        json!([
+            {"step": "stage", "stage": "Idle"},
+            {"step": "stage", "stage": "PreScaling"},
+            {"step": "job", "hook": "prescale", "job": "nifi-default-prescale-1-0", "answer": "done"},
+            {"step": "stage", "stage": "Scaling"},
+            {"step": "resize", "to": 5},
+            {"step": "stage", "stage": "PostScaling"},
+            {"step": "noJob", "hook": "postscale"},
+            {"step": "stage", "stage": "Idle"}
+        ])
+    );
+    assert_eq!(got["finalStage"], json!("Idle"));
+    assert_eq!(got["jobs"], json!(["nifi-default-prescale-1-0"]));
+
+    // It fails: Failed, and the on-failure hook (no template) is done.
+    let got = walk(&["--hook", "pre=failed"]);
+    assert_eq!(got["finalStage"], json!("Failed"));
+    assert_eq!(
+        got["walk"].as_array().unwrap().last().unwrap(),
+        &json!({"step": "noJob", "hook": "onfailure"})
+    );
+    // Still running: the walk stops at the Job.
+    assert_eq!(walk(&["--hook", "pre=in-progress"])["finalStage"], json!("PreScaling"));
+}
+
+#[test]
+fn the_webhook_s_answer_to_a_replicas_change_follows_the_stage_given() {
+    let text = std::fs::read_to_string(example()).unwrap();
+    let in_flight = TempFile::new(
+        "prescaling.yaml",
+        &format!(
+            "{text}status:\n  replicas: 3\n  previousReplicas: 3\n  desiredReplicas: 5\n  scaleEvent: 1\n  currentState: {{stage: PreScaling}}\n"
+        ),
+    );
+    let got = PLAN.json(&["--file", in_flight.arg(), "--workload-replicas", "3", "--output", "json"]);
+    assert_eq!(got["scaleWrite"]["allowed"], json!(false));
+    assert!(
+        got["scaleWrite"]["reason"].as_str().unwrap().contains("PreScaling"),
+        "{got}"
+    );
+    let out = run(&["--file", in_flight.arg(), "--workload-replicas", "3"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("a spec.replicas change now (webhook): denied"), "{text}");
+}
+
+#[test]
+fn a_hook_answer_that_does_not_parse_is_refused() {
+    for bad in ["pre", "middle=done", "pre=maybe"] {
+        let out = run(&["--file", example().to_str().unwrap(), "--hook", bad]);
+        assert!(!out.status.success(), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--hook"), "{bad}: {stderr}");
+    }
 }
 
 #[test]
