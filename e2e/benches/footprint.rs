@@ -722,7 +722,7 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         let scalers = api.list(&ListParams::default()).await.ok()?;
         (scalers.items.len() == n
             && scalers.items.iter().all(|s| {
-                s.data["status"]["currentState"]["stage"] == json!("Idle")
+                s.data["status"]["currentState"]["stage"] == json!({"stage": "idle"})
                     && s.data["status"]["replicas"] == json!(1)
             }))
         .then_some(())

@@ -442,7 +442,8 @@ fn stackable_trigger(setup: &Setup, round: u32) -> Step<'_> {
             async move {
                 eventually(EFFECT_WITHIN, || async {
                     let s = scalers.get("db").await.ok()?;
-                    let idle = s.data["status"]["currentState"]["stage"] == json!("Idle");
+                    let idle =
+                        s.data["status"]["currentState"]["stage"] == json!({"stage": "idle"});
                     (idle && s.data["status"]["replicas"] == json!(want)).then_some(())
                 })
                 .await

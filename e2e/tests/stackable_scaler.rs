@@ -8,6 +8,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use chrono::Utc;
+use ebb_crds::stackable::{ScalerStage, ScalerState};
 use ebb_e2e::rbac::{apply, render};
 use ebb_e2e::{Controller, Setup, cluster, eventually, tls, work_dir};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -18,8 +19,13 @@ use serde_json::{Value, json};
 
 const CHART: &str = "stackable-scaler";
 
-fn stage(scaler: &DynamicObject) -> Option<&str> {
-    scaler.data["status"]["currentState"]["stage"].as_str()
+/// The scaler's `status.currentState`, read as the controller reads it (both wire forms).
+fn state(scaler: &DynamicObject) -> Option<ScalerState> {
+    serde_json::from_value(scaler.data["status"]["currentState"].clone()).ok()
+}
+
+fn stage(scaler: &DynamicObject) -> Option<&'static str> {
+    state(scaler).map(|state| state.stage.as_str())
 }
 
 /// The names of the hook Jobs in the test's namespace.
@@ -334,9 +340,18 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     let failed = wait_stage("Failed")
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    // Written in Stackable's PR's tagged form.
+    let written = &failed.data["status"]["currentState"]["stage"];
+    assert_eq!(written["stage"], json!("failed"), "{written}");
     assert_eq!(
-        failed.data["status"]["currentState"]["failedIn"],
-        json!("PreScaling")
+        written["details"]["failedAt"],
+        json!("preScaling"),
+        "{written}"
+    );
+    assert!(written["details"]["reason"].is_string(), "{written}");
+    assert_eq!(
+        state(&failed).and_then(|s| s.failed_in),
+        Some(ScalerStage::PreScaling)
     );
     assert_eq!(
         statefulsets
@@ -465,9 +480,9 @@ async fn a_stage_that_never_converges_fails_and_an_abort_fails_at_once() {
     let failed = wait_stage("Failed", 30)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
-    let state = &failed.data["status"]["currentState"];
-    assert_eq!(state["failedIn"], json!("Scaling"), "{state}");
-    let reason = state["reason"].as_str().unwrap_or_default();
+    let failure = state(&failed).unwrap_or_default();
+    assert_eq!(failure.failed_in, Some(ScalerStage::Scaling), "{failure:?}");
+    let reason = failure.reason.unwrap_or_default();
     assert!(reason.contains("after 3s"), "names the deadline: {reason}");
     assert!(
         reason.contains("kafka-broker"),
@@ -496,9 +511,7 @@ async fn a_stage_that_never_converges_fails_and_an_abort_fails_at_once() {
     annotate("autoscaling.stackable.tech/abort").await;
     let aborted = eventually(Duration::from_secs(20), || async {
         let s = scalers.get("kafka").await.ok()?;
-        let reason = s.data["status"]["currentState"]["reason"]
-            .as_str()?
-            .to_owned();
+        let reason = state(&s)?.reason?;
         let stripped = !s
             .annotations()
             .contains_key("autoscaling.stackable.tech/abort");
@@ -508,8 +521,154 @@ async fn a_stage_that_never_converges_fails_and_an_abort_fails_at_once() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
     assert_eq!(
-        aborted.data["status"]["currentState"]["failedIn"],
-        json!("Scaling")
+        state(&aborted).and_then(|s| s.failed_in),
+        Some(ScalerStage::Scaling)
     );
+    controller.stop().await;
+}
+
+/// Scalers written in another form continue where they stood: one left `Failed` by an earlier ebb
+/// release (`stage: Failed` with `failedIn` and `reason` beside it) and one written by Stackable's
+/// PR (`stage: {stage: idle}`). The controller reads both, writes the PR's form from then on, and
+/// carries each through a retry or a change of replicas.
+#[tokio::test]
+async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_continued() {
+    let setup = Setup::new(CHART, "e2e-skf", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let admin = setup.admin.clone();
+    let statefulsets: Api<StatefulSet> = Api::namespaced(admin.clone(), &ns);
+    let scalers: Api<DynamicObject> = setup
+        .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
+        .await
+        .unwrap();
+    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let stored = [
+        (
+            "old",
+            json!({"replicas": 3, "scaleEvent": 1, "previousReplicas": 3, "desiredReplicas": 2,
+                   "currentState": {"stage": "Failed", "failedIn": "PreScaling",
+                                    "reason": "written by an earlier ebb", "failureHook": "Done",
+                                    "lastTransitionTime": now}}),
+        ),
+        (
+            "pr",
+            json!({"replicas": 3,
+                   "currentState": {"stage": {"stage": "idle"}, "lastTransitionTime": now}}),
+        ),
+    ];
+    for (name, status) in &stored {
+        setup
+            .apply(json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": 3, "serviceName": name,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "app", "image": "app:1"}]}}
+                }
+            }))
+            .await
+            .unwrap();
+        settle_workload(&statefulsets, name, 3).await;
+        let sts = statefulsets.get(name).await.unwrap();
+        setup
+            .apply(json!({
+                "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+                "metadata": {"name": name, "ownerReferences": [{
+                    "apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
+                    "uid": sts.uid().unwrap(), "controller": true
+                }]},
+                "spec": {"replicas": 3}
+            }))
+            .await
+            .unwrap();
+        // Stored as the other writer left it (the API server keeps either form).
+        scalers
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+            .unwrap();
+        let read = scalers.get(name).await.unwrap();
+        assert_eq!(read.data["status"]["currentState"], status["currentState"]);
+    }
+
+    let args = ["--namespace", ns.as_str(), "--leader-election=false"];
+    let controller = Controller::ready("stackable-scaler", &setup.identity, "skf-0", &args).await;
+    let settle_at = |name: &'static str, replicas: i32| {
+        let statefulsets = statefulsets.clone();
+        async move {
+            eventually(Duration::from_secs(20), || async {
+                let sts = statefulsets.get(name).await.ok()?;
+                (sts.spec?.replicas == Some(replicas)).then_some(())
+            })
+            .await?;
+            settle_workload(&statefulsets, name, replicas).await;
+            Ok::<(), anyhow::Error>(())
+        }
+    };
+    let idle_at = |name: &'static str, replicas: i64| {
+        let scalers = scalers.clone();
+        async move {
+            eventually(Duration::from_secs(20), || async {
+                let s = scalers.get(name).await.ok()?;
+                (s.data["status"]["currentState"]["stage"] == json!({"stage": "idle"})
+                    && s.data["status"]["replicas"] == json!(replicas))
+                .then_some(s)
+            })
+            .await
+        }
+    };
+
+    // Earlier ebb's Failed is read as Failed (it waits for a retry, writing its status in the
+    // PR's form), and the retry starts over from Idle.
+    let failed = eventually(Duration::from_secs(20), || async {
+        let s = scalers.get("old").await.ok()?;
+        let written = &s.data["status"]["currentState"]["stage"];
+        (written["stage"] == json!("failed")).then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("old: {e}\n{}", controller.log_tail()));
+    let written = &failed.data["status"]["currentState"]["stage"]["details"];
+    assert_eq!(written["failedAt"], json!("preScaling"), "{written}");
+    assert_eq!(
+        written["reason"],
+        json!("written by an earlier ebb"),
+        "{written}"
+    );
+    scalers
+        .patch(
+            "old",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"autoscaling.stackable.tech/retry": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    idle_at("old", 3)
+        .await
+        .unwrap_or_else(|e| panic!("old after retry: {e}\n{}", controller.log_tail()));
+
+    // Both then go through a change of replicas.
+    for (name, to) in [("old", 4), ("pr", 2)] {
+        scalers
+            .patch_scale(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": to}})),
+            )
+            .await
+            .unwrap();
+        settle_at(name, to)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", controller.log_tail()));
+        idle_at(name, i64::from(to))
+            .await
+            .unwrap_or_else(|e| panic!("{name} at {to}: {e}\n{}", controller.log_tail()));
+    }
     controller.stop().await;
 }

@@ -7,24 +7,22 @@ use std::ops::Range;
 use ebb_crds::stackable::ScalerStage;
 use serde::Serialize;
 
-/// Which way an operation moves the workload.
+/// Which way an operation moves the workload. As in Stackable's PR, an operation whose target
+/// equals its start (its hooks still run, once) counts as `Up`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum ScaleDirection {
-    /// More replicas.
+    /// As many replicas or more.
     Up,
     /// Fewer replicas.
     Down,
-    /// The same number (an operation whose target equals its start: hooks still run, once).
-    None,
 }
 
 impl ScaleDirection {
-    /// `Up`, `Down` or `None`: the value of `EBB_SCALE_DIRECTION`.
+    /// `Up` or `Down`: the value of `EBB_SCALE_DIRECTION`.
     pub fn as_str(self) -> &'static str {
         match self {
             ScaleDirection::Up => "Up",
             ScaleDirection::Down => "Down",
-            ScaleDirection::None => "None",
         }
     }
 }
@@ -96,12 +94,13 @@ pub struct ScalingContext {
 }
 
 impl ScalingContext {
-    /// Up, Down or None.
+    /// `Up` when the target is at least the start (Stackable's rule: `desired >= current`),
+    /// else `Down`.
     pub fn direction(&self) -> ScaleDirection {
-        match self.desired_replicas.cmp(&self.previous_replicas) {
-            std::cmp::Ordering::Greater => ScaleDirection::Up,
-            std::cmp::Ordering::Less => ScaleDirection::Down,
-            std::cmp::Ordering::Equal => ScaleDirection::None,
+        if self.desired_replicas >= self.previous_replicas {
+            ScaleDirection::Up
+        } else {
+            ScaleDirection::Down
         }
     }
 

@@ -35,9 +35,9 @@ fn scaling_to_and_from_zero() {
 }
 
 #[test]
-fn no_change_has_no_direction_and_no_ordinals() {
+fn no_change_is_up_as_in_stackable_s_rule_and_has_no_ordinals() {
     let c = ctx(3, 3);
-    assert_eq!(c.direction(), ScaleDirection::None);
+    assert_eq!(c.direction(), ScaleDirection::Up);
     assert!(c.added_ordinals().is_empty() && c.removed_ordinals().is_empty());
 }
 

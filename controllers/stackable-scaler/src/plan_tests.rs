@@ -84,7 +84,12 @@ fn invalid_input_names_the_field() {
 
 #[test]
 fn text_output_tells_the_story() {
-    let text = render_text(&offline(&parse("f", MANIFEST).unwrap(), Some(3), &[], now()));
+    let text = render_text(&offline(
+        &parse("f", MANIFEST).unwrap(),
+        Some(3),
+        &[],
+        now(),
+    ));
     assert!(text.starts_with("s: (no status) -> PreScaling\n"), "{text}");
     assert!(
         text.contains("operation: Up from 3 to 5 (removed ordinals -, added ordinals 3,4)"),

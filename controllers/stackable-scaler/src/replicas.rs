@@ -1,13 +1,16 @@
 //! `ReplicasConfig`: how a product operator's role group says how many replicas it wants.
 //!
-//! One field accepts four shapes, so existing integer configs keep working:
+//! One field accepts every shape of Stackable's PR, so existing integer configs keep working:
 //! ```yaml
 //! replicas: 3                      # Fixed(3); 0 is rejected
+//! replicas: {fixed: 3}             # the same, tagged (the PR writes this)
 //! replicas: externallyScaled       # someone else owns the replicas
-//! replicas: {hpa: {maxReplicas: 10, minReplicas: 2, metrics: [...]}}   # an HPA targets the scaler
-//! replicas: {auto: {minReplicas: 1, maxReplicas: 5}}                   # the operator decides
+//! replicas: {hpa: {spec: {maxReplicas: 10, minReplicas: 2, metrics: [...]}}}  # an HPA targets the scaler
+//! replicas: {hpa: {maxReplicas: 10, minReplicas: 2}}                        # ebb's earlier form of it
+//! replicas: {auto: {minReplicas: 1, maxReplicas: 5}}                        # the operator decides
 //! ```
-//! Deserialization validates, and errors name the field and the rule broken.
+//! Deserialization validates, and errors name the field and the rule broken. A fixed count is
+//! written as a bare integer (both read it) and an HPA in the PR's `{hpa: {spec: ...}}` form.
 
 use std::fmt;
 
@@ -62,8 +65,8 @@ pub enum ReplicasConfigError {
     /// A string other than `externallyScaled`.
     #[error("replicas: unknown value {0:?} (the only string accepted is \"externallyScaled\")")]
     UnknownString(String),
-    /// An object whose key is not `hpa` or `auto`, or with more than one key.
-    #[error("replicas: expected exactly one of `hpa` or `auto`, got {0}")]
+    /// An object whose key is not `fixed`, `hpa` or `auto`, or with more than one key.
+    #[error("replicas: expected exactly one of `fixed`, `hpa` or `auto`, got {0}")]
     UnknownShape(String),
     /// `hpa.maxReplicas` missing or below 1.
     #[error("replicas.hpa.maxReplicas: must be at least 1, got {0}")]
@@ -184,7 +187,7 @@ impl Serialize for ReplicasConfig {
             ReplicasConfig::ExternallyScaled => serializer.serialize_str(EXTERNALLY_SCALED),
             ReplicasConfig::Hpa(hpa) => {
                 let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry("hpa", hpa)?;
+                map.serialize_entry("hpa", &HpaSpec { spec: hpa })?;
                 map.end()
             }
             ReplicasConfig::Auto(auto) => {
@@ -194,6 +197,29 @@ impl Serialize for ReplicasConfig {
             }
         }
     }
+}
+
+/// `{spec: ...}`: the PR's `HpaConfig`.
+#[derive(Serialize)]
+struct HpaSpec<'a> {
+    spec: &'a HpaConfig,
+}
+
+/// The HPA spec under `hpa`: the PR's `{spec: {...}}`, or ebb's earlier flat form (an HPA spec
+/// has no field `spec`, so the two cannot be confused).
+fn hpa_spec<E: de::Error>(value: serde_json::Value) -> Result<HpaConfig, E> {
+    let spec = match value {
+        serde_json::Value::Object(mut fields) if fields.contains_key("spec") => {
+            if let Some(other) = fields.keys().find(|k| *k != "spec") {
+                return Err(E::custom(ReplicasConfigError::UnknownShape(format!(
+                    "`hpa.spec` together with `hpa.{other}`"
+                ))));
+            }
+            fields.remove("spec").unwrap_or_default()
+        }
+        flat => flat,
+    };
+    serde_json::from_value(spec).map_err(|e| E::custom(format!("replicas.hpa: {e}")))
 }
 
 impl<'de> Deserialize<'de> for ReplicasConfig {
@@ -221,7 +247,7 @@ impl<'de> Visitor<'de> for ReplicasVisitor {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
-            "a number of replicas (>= 1), \"externallyScaled\", or {hpa: {...}} / {auto: {...}}",
+            "a number of replicas (>= 1), \"externallyScaled\", or {fixed: n} / {hpa: {...}} / {auto: {...}}",
         )
     }
 
@@ -256,8 +282,12 @@ impl<'de> Visitor<'de> for ReplicasVisitor {
             )));
         };
         let config = match key.as_str() {
+            "fixed" => {
+                let n: i64 = map.next_value()?;
+                Self::integer(i128::from(n))?
+            }
             "hpa" => {
-                let hpa: HpaConfig = map.next_value()?;
+                let hpa = hpa_spec(map.next_value()?)?;
                 hpa.validate().map_err(de::Error::custom)?;
                 ReplicasConfig::Hpa(hpa)
             }
@@ -290,7 +320,7 @@ impl JsonSchema for ReplicasConfig {
     /// keeps the value as given and the operator validates it on read (errors name the field).
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "Replicas: a number (>= 1), \"externallyScaled\", {hpa: HorizontalPodAutoscalerSpec without scaleTargetRef} or {auto: {minReplicas, maxReplicas}}.",
+            "description": "Replicas: a number (>= 1) or {fixed: n}, \"externallyScaled\", {hpa: {spec: HorizontalPodAutoscalerSpec without scaleTargetRef}} (or the spec directly under hpa) or {auto: {minReplicas, maxReplicas}}.",
             "x-kubernetes-preserve-unknown-fields": true,
         })
     }

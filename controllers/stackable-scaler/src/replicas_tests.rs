@@ -122,9 +122,9 @@ fn a_tagged_auto_object() {
 #[test]
 fn unknown_or_ambiguous_objects_are_rejected() {
     assert!(
-        json(r#"{"fixed": 3}"#)
+        json(r#"{"fixd": 3}"#)
             .unwrap_err()
-            .contains("got the key `fixed`")
+            .contains("got the key `fixd`")
     );
     assert!(json("{}").unwrap_err().contains("an empty object"));
     let err = json(r#"{"auto": {"minReplicas": 1, "maxReplicas": 2}, "hpa": {"maxReplicas": 2}}"#)
@@ -136,7 +136,7 @@ fn unknown_or_ambiguous_objects_are_rejected() {
 }
 
 #[test]
-fn serialization_uses_the_same_shapes() {
+fn serialization_uses_shapes_both_read() {
     assert_eq!(
         serde_json::to_string(&ReplicasConfig::Fixed(3)).unwrap(),
         "3"
@@ -156,7 +156,7 @@ fn serialization_uses_the_same_shapes() {
     let hpa = json(r#"{"hpa": {"maxReplicas": 4}}"#).unwrap();
     assert_eq!(
         serde_json::to_string(&hpa).unwrap(),
-        r#"{"hpa":{"maxReplicas":4}}"#
+        r#"{"hpa":{"spec":{"maxReplicas":4}}}"#
     );
 }
 
@@ -215,4 +215,77 @@ proptest! {
     fn arbitrary_json_never_panics(text in ".{0,40}") {
         let _ = serde_json::from_str::<ReplicasConfig>(&text);
     }
+}
+
+/// Every input of the PR's `replicas_config.rs` tests (stackabletech/operator-rs, branch
+/// `feat/autoscale` @ 5a46dec), with the same meaning.
+#[test]
+fn every_input_of_the_seed_pr_s_tests_means_the_same() {
+    assert_eq!(json("3").unwrap(), ReplicasConfig::Fixed(3));
+    assert_eq!(json(r#"{"fixed": 5}"#).unwrap(), ReplicasConfig::Fixed(5));
+    assert_eq!(
+        json(r#""externallyScaled""#).unwrap(),
+        ReplicasConfig::ExternallyScaled
+    );
+    let ReplicasConfig::Hpa(hpa) = json(r#"{"hpa": {"spec": {"maxReplicas": 10}}}"#).unwrap()
+    else {
+        panic!("not hpa")
+    };
+    assert_eq!(hpa.0.max_replicas, 10);
+    assert_eq!(
+        json(r#"{"auto": {"minReplicas": 2, "maxReplicas": 10}}"#).unwrap(),
+        ReplicasConfig::Auto(AutoConfig {
+            min_replicas: 2,
+            max_replicas: 10
+        })
+    );
+    assert_eq!(
+        serde_json::from_str::<Option<ReplicasConfig>>("null").unwrap(),
+        None
+    );
+    // What the PR's validate() refuses is refused here when read.
+    for (input, message) in [
+        ("0", "replicas: 0 is not allowed"),
+        (r#"{"fixed": 0}"#, "replicas: 0 is not allowed"),
+        (
+            r#"{"auto": {"minReplicas": 0, "maxReplicas": 5}}"#,
+            "replicas.auto.minReplicas: must be at least 1",
+        ),
+        (
+            r#"{"auto": {"minReplicas": 5, "maxReplicas": 2}}"#,
+            "replicas.auto.minReplicas (5) must not exceed replicas.auto.maxReplicas (2)",
+        ),
+    ] {
+        let err = json(input).unwrap_err();
+        assert!(err.contains(message), "{input}: {err}");
+    }
+    // As the PR: PascalCase and numeric strings are not accepted.
+    assert!(json(r#""ExternallyScaled""#).is_err());
+    assert!(json(r#""3""#).is_err());
+}
+
+#[test]
+fn ebb_s_flat_hpa_form_is_still_read_and_the_pr_s_form_is_written() {
+    let flat = json(r#"{"hpa": {"minReplicas": 2, "maxReplicas": 10}}"#).unwrap();
+    let nested = json(r#"{"hpa": {"spec": {"minReplicas": 2, "maxReplicas": 10}}}"#).unwrap();
+    assert_eq!(flat, nested);
+    assert_eq!(
+        serde_json::to_value(&flat).unwrap(),
+        serde_json::json!({"hpa": {"spec": {"minReplicas": 2, "maxReplicas": 10}}})
+    );
+    // A fixed count stays a bare integer, which both read.
+    assert_eq!(
+        serde_json::to_value(ReplicasConfig::Fixed(3)).unwrap(),
+        serde_json::json!(3)
+    );
+    let err = json(r#"{"hpa": {"spec": {"maxReplicas": 3}, "maxReplicas": 3}}"#).unwrap_err();
+    assert!(
+        err.contains("`hpa.spec` together with `hpa.maxReplicas`"),
+        "{err}"
+    );
+    let err = json(r#"{"hpa": {"spec": {"minReplicas": 4, "maxReplicas": 3}}}"#).unwrap_err();
+    assert!(
+        err.contains("replicas.hpa.minReplicas (4) must not exceed"),
+        "{err}"
+    );
 }

@@ -111,7 +111,10 @@ fn a_whole_operation_is_walked_with_the_hooks_answers() {
         &json!({"step": "noJob", "hook": "onfailure"})
     );
     // Still running: the walk stops at the Job.
-    assert_eq!(walk(&["--hook", "pre=in-progress"])["finalStage"], json!("PreScaling"));
+    assert_eq!(
+        walk(&["--hook", "pre=in-progress"])["finalStage"],
+        json!("PreScaling")
+    );
 }
 
 #[test]
@@ -123,15 +126,28 @@ fn the_webhook_s_answer_to_a_replicas_change_follows_the_stage_given() {
             "{text}status:\n  replicas: 3\n  previousReplicas: 3\n  desiredReplicas: 5\n  scaleEvent: 1\n  currentState: {{stage: PreScaling}}\n"
         ),
     );
-    let got = PLAN.json(&["--file", in_flight.arg(), "--workload-replicas", "3", "--output", "json"]);
+    let got = PLAN.json(&[
+        "--file",
+        in_flight.arg(),
+        "--workload-replicas",
+        "3",
+        "--output",
+        "json",
+    ]);
     assert_eq!(got["scaleWrite"]["allowed"], json!(false));
     assert!(
-        got["scaleWrite"]["reason"].as_str().unwrap().contains("PreScaling"),
+        got["scaleWrite"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("PreScaling"),
         "{got}"
     );
     let out = run(&["--file", in_flight.arg(), "--workload-replicas", "3"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("a spec.replicas change now (webhook): denied"), "{text}");
+    assert!(
+        text.contains("a spec.replicas change now (webhook): denied"),
+        "{text}"
+    );
 }
 
 #[test]

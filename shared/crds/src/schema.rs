@@ -91,6 +91,16 @@ pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
     schema
 }
 
+/// `status.currentState.stage` of a StackableScaler: Stackable's PR's tagged object, or the
+/// stage's name as earlier ebb releases wrote it. A structural schema cannot say "string or
+/// object", so the field keeps what it is given; the controller reads both forms.
+pub fn tagged_stage(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "description": "The current stage, as Stackable's PR writes it: {stage: idle} (preScaling, scaling, postScaling), or {stage: failed, details: {failedAt: <stage>, reason: <why>}}. The stage's name alone (Idle), as earlier ebb releases wrote it, is read too.",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// A hook's `batch/v1` JobTemplateSpec: free-form, except the path down to the pod spec, which
 /// the hook's CEL rules read (an API server's CEL sees only the declared fields of an object that
 /// keeps unknown ones): `spec.template.spec.restartPolicy` and `.containers`.

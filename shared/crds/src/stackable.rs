@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
     printcolumn(
         name = "Stage",
         type_ = "string",
-        json_path = ".status.currentState.stage"
+        json_path = ".status.currentState.stage.stage"
     ),
     printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".status.replicas"),
@@ -143,25 +143,200 @@ impl ScalerStage {
 }
 
 /// Where the state machine is.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+///
+/// On the wire `stage` is Stackable's PR's tagged form, `{stage: idle}` ... `{stage: failed,
+/// details: {failedAt: preScaling, reason: ...}}`, so the PR's types read what ebb writes. The
+/// form earlier ebb releases wrote (`stage: Failed` with `failedIn` and `reason` beside it) is
+/// read too, so a scaler continues where it stood after an upgrade.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(try_from = "StateWire", into = "StateWire")]
 pub struct ScalerState {
     /// The current stage.
     pub stage: ScalerStage,
     /// When the stage was entered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<Time>,
     /// For `Failed`: the stage that failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_in: Option<ScalerStage>,
     /// For `Failed`: why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4096))]
     pub reason: Option<String>,
     /// For `Failed`: where the `onFailure` hook is. It runs after `Failed` is recorded and is
     /// never started twice; a retry waits while it is `Pending`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_hook: Option<FailureHookState>,
+}
+
+impl JsonSchema for ScalerState {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ScalerState".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        StateWire::json_schema(generator)
+    }
+}
+
+/// [`ScalerState`] as written and read.
+#[derive(Serialize, Deserialize, Clone, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "ScalerState")]
+struct StateWire {
+    /// The current stage, as Stackable's PR writes it: `{stage: idle}` (`preScaling`, `scaling`,
+    /// `postScaling`), or `{stage: failed, details: {failedAt: <stage>, reason: <why>}}`. The
+    /// name alone (`Idle`), as earlier ebb releases wrote it, is read too.
+    #[schemars(schema_with = "crate::schema::tagged_stage")]
+    stage: StageWire,
+    /// When the stage was entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_transition_time: Option<Time>,
+    /// Earlier ebb releases: for `Failed`, the stage that failed (now `stage.details.failedAt`).
+    /// Read, never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failed_in: Option<ScalerStage>,
+    /// Earlier ebb releases: for `Failed`, why (now `stage.details.reason`). Read, never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    reason: Option<String>,
+    /// For `Failed`: where the `onFailure` hook is (`Pending`, `Done`, `Failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failure_hook: Option<FailureHookState>,
+}
+
+impl From<ScalerState> for StateWire {
+    fn from(state: ScalerState) -> Self {
+        let failed = state.stage == ScalerStage::Failed;
+        StateWire {
+            stage: StageWire {
+                stage: state.stage,
+                failed_at: state.failed_in.filter(|_| failed),
+                reason: state.reason.filter(|_| failed),
+            },
+            last_transition_time: state.last_transition_time,
+            failed_in: None,
+            reason: None,
+            failure_hook: state.failure_hook,
+        }
+    }
+}
+
+impl From<StateWire> for ScalerState {
+    fn from(wire: StateWire) -> Self {
+        ScalerState {
+            stage: wire.stage.stage,
+            last_transition_time: wire.last_transition_time,
+            failed_in: wire.stage.failed_at.or(wire.failed_in),
+            reason: wire.stage.reason.or(wire.reason),
+            failure_hook: wire.failure_hook,
+        }
+    }
+}
+
+/// `status.currentState.stage`: the PR's tagged object, or earlier ebb's name.
+#[derive(Clone, Debug, PartialEq)]
+struct StageWire {
+    stage: ScalerStage,
+    failed_at: Option<ScalerStage>,
+    reason: Option<String>,
+}
+
+impl ScalerStage {
+    /// The name in the PR's tagged form (`preScaling`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            ScalerStage::Idle => "idle",
+            ScalerStage::PreScaling => "preScaling",
+            ScalerStage::Scaling => "scaling",
+            ScalerStage::PostScaling => "postScaling",
+            ScalerStage::Failed => "failed",
+        }
+    }
+
+    /// The stage named `name`, in the PR's form (`preScaling`) or ebb's earlier (`PreScaling`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            ScalerStage::Idle,
+            ScalerStage::PreScaling,
+            ScalerStage::Scaling,
+            ScalerStage::PostScaling,
+            ScalerStage::Failed,
+        ]
+        .into_iter()
+        .find(|stage| stage.tag() == name || stage.as_str() == name)
+    }
+}
+
+impl Serialize for StageWire {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Details<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            failed_at: Option<&'static str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'a str>,
+        }
+        let failed = self.stage == ScalerStage::Failed;
+        let mut map = serializer.serialize_map(Some(if failed { 2 } else { 1 }))?;
+        map.serialize_entry("stage", self.stage.tag())?;
+        if failed {
+            map.serialize_entry(
+                "details",
+                &Details {
+                    failed_at: self.failed_at.map(ScalerStage::tag),
+                    reason: self.reason.as_deref(),
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StageWire {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let unknown = |name: &str| {
+            D::Error::custom(format!(
+                "unknown stage {name:?}: expected idle, preScaling, scaling, postScaling or failed"
+            ))
+        };
+        match &value {
+            // Earlier ebb releases: the name alone.
+            serde_json::Value::String(name) => Ok(StageWire {
+                stage: ScalerStage::from_name(name).ok_or_else(|| unknown(name))?,
+                failed_at: None,
+                reason: None,
+            }),
+            serde_json::Value::Object(fields) => {
+                let name = fields
+                    .get("stage")
+                    .and_then(serde_json::Value::as_str)
+                    .ok_or_else(|| D::Error::custom("stage: expected a string tag"))?;
+                let stage = ScalerStage::from_name(name).ok_or_else(|| unknown(name))?;
+                let details = fields.get("details").filter(|d| !d.is_null());
+                let failed_at = match details.and_then(|d| d.get("failedAt")) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(at) => {
+                        let at = at.as_str().unwrap_or_default();
+                        Some(ScalerStage::from_name(at).ok_or_else(|| {
+                            D::Error::custom(format!("details.failedAt: unknown stage {at:?}"))
+                        })?)
+                    }
+                };
+                let reason = details
+                    .and_then(|d| d.get("reason"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned);
+                Ok(StageWire {
+                    stage,
+                    failed_at,
+                    reason,
+                })
+            }
+            _ => Err(D::Error::custom(
+                "expected {stage: <name>[, details: {failedAt, reason}]} or a stage name",
+            )),
+        }
+    }
 }
 
 /// Progress of the `onFailure` hook of a failed operation.
@@ -214,7 +389,92 @@ pub struct StackableScalerStatus {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use serde_json::json;
+
+    fn state(value: serde_json::Value) -> ScalerState {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_stage_is_written_in_the_seed_pr_s_tagged_form() {
+        let idle = ScalerState::default();
+        assert_eq!(
+            serde_json::to_value(&idle).unwrap(),
+            json!({"stage": {"stage": "idle"}})
+        );
+        let scaling = ScalerState {
+            stage: ScalerStage::PreScaling,
+            ..ScalerState::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&scaling).unwrap(),
+            json!({"stage": {"stage": "preScaling"}})
+        );
+        let failed = ScalerState {
+            stage: ScalerStage::Failed,
+            failed_in: Some(ScalerStage::PreScaling),
+            reason: Some("timeout".into()),
+            failure_hook: Some(FailureHookState::Pending),
+            ..ScalerState::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"stage": {"stage": "failed", "details": {"failedAt": "preScaling", "reason": "timeout"}},
+                   "failureHook": "Pending"})
+        );
+        // And read back.
+        assert_eq!(state(serde_json::to_value(&failed).unwrap()), failed);
+    }
+
+    #[test]
+    fn the_seed_pr_s_form_and_earlier_ebb_s_are_both_read() {
+        for stage in [
+            ScalerStage::Idle,
+            ScalerStage::PreScaling,
+            ScalerStage::Scaling,
+            ScalerStage::PostScaling,
+        ] {
+            let want = ScalerState {
+                stage,
+                ..ScalerState::default()
+            };
+            assert_eq!(state(json!({"stage": {"stage": stage.tag()}})), want);
+            assert_eq!(
+                state(json!({"stage": {"stage": stage.tag(), "details": null}})),
+                want
+            );
+            assert_eq!(state(json!({"stage": stage.as_str()})), want);
+        }
+        let want = ScalerState {
+            stage: ScalerStage::Failed,
+            failed_in: Some(ScalerStage::Scaling),
+            reason: Some("boom".into()),
+            failure_hook: Some(FailureHookState::Done),
+            ..ScalerState::default()
+        };
+        assert_eq!(
+            state(
+                json!({"stage": {"stage": "failed", "details": {"failedAt": "scaling", "reason": "boom"}},
+                         "failureHook": "Done"})
+            ),
+            want
+        );
+        assert_eq!(
+            state(
+                json!({"stage": "Failed", "failedIn": "Scaling", "reason": "boom", "failureHook": "Done"})
+            ),
+            want
+        );
+        let err = serde_json::from_value::<ScalerState>(json!({"stage": {"stage": "resting"}}))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown stage \"resting\""),
+            "{err}"
+        );
+    }
 
     /// Every scaler a controller caches is this size at least: a hook's pod spec held inline
     /// made each 7.7 KiB, hooks or not (77 MiB for 10 000 scalers).

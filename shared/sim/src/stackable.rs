@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use ebb_crds::stackable::ScalerStage;
+use ebb_crds::stackable::{ScalerStage, ScalerState};
 use k8s_openapi::api::batch::v1::Job;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -157,7 +157,15 @@ fn stage_of(world: &World, key: &Key) -> Option<ScalerStage> {
     let scaler = world
         .fake
         .get_json(API, "StackableScaler", &key.namespace, &key.scaler)?;
-    serde_json::from_value(scaler.pointer("/status/currentState/stage")?.clone()).ok()
+    state_stage(&scaler)
+}
+
+/// The stage in `object`'s `status.currentState`, in either form the controller reads.
+fn state_stage(object: &serde_json::Value) -> Option<ScalerStage> {
+    let state = object.pointer("/status/currentState")?.clone();
+    serde_json::from_value::<ScalerState>(state)
+        .ok()
+        .map(|state| state.stage)
 }
 
 fn stage_number(stage: ScalerStage) -> f64 {
@@ -388,12 +396,8 @@ fn seconds_in_stage(
         .iter()
         .filter(|w| w.path.ends_with(&status_path) && w.status.is_some_and(|s| s < 300))
         .filter_map(|w| {
-            let stage = w
-                .body
-                .as_ref()?
-                .pointer("/status/currentState/stage")?
-                .as_str()?;
-            Some((w.at, stage.to_owned()))
+            let stage = state_stage(w.body.as_ref()?)?;
+            Some((w.at, stage.as_str().to_owned()))
         })
         .collect();
     let mut out = BTreeMap::new();
