@@ -240,8 +240,18 @@ fn stackable_scaler(json: &[u8]) {
     if let Some(status) = &scaler.status {
         let _ = stackable_scaler::decide::stage_deadline(status, &timeouts);
     }
+    // The walk too: with no answers, and with every hook's Job done (the whole operation).
+    use stackable_scaler::HookKind;
+    use stackable_scaler::steps::Answer;
+    let done = [
+        (HookKind::PreScale, Answer::Done),
+        (HookKind::PostScale, Answer::Done),
+        (HookKind::OnFailure, Answer::Failed),
+    ];
     for workload in [None, Some(0), Some(scaler.spec.replicas)] {
-        let _ = stackable_scaler::plan::offline(&scaler, workload, noon());
+        for answers in [&[][..], &done[..]] {
+            let _ = stackable_scaler::plan::offline(&scaler, workload, answers, noon());
+        }
     }
 }
 
