@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{ManifestError, Output, local_times};
+use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
 use ebb_runtime::tz::{TzArgs, TzError};
 use ebb_schedule::Zone;
 use serde::Serialize;
@@ -141,19 +141,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
 
 /// The zones the windows name, in which the text output shows instants.
 fn zones(schedule: &ScaleDownSchedule) -> Vec<Zone> {
-    let mut names: Vec<&str> = schedule
-        .spec
-        .windows
-        .iter()
-        .map(|w| w.time_zone.as_str())
-        .filter(|name| *name != "UTC")
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .filter_map(|name| name.parse().ok())
-        .collect()
+    zones_named(schedule.spec.windows.iter().map(|w| w.time_zone.as_str()))
 }
 
 fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>, zones: &[Zone]) -> String {

@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{ManifestError, Output, local_times};
+use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
 use ebb_runtime::rfc3339;
 use ebb_runtime::tz::{TzArgs, TzError};
 use ebb_schedule::Zone;
@@ -136,18 +136,13 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
 
 /// The zones `scaler`'s ranges name, in which the text output shows instants.
 fn zones(scaler: &ServiceScaler) -> Vec<Zone> {
-    let mut names: Vec<&str> = scaler
-        .spec
-        .time_range_spec
-        .iter()
-        .filter_map(|range| range.time_zone.as_deref())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .filter_map(|name| name.parse().ok())
-        .collect()
+    zones_named(
+        scaler
+            .spec
+            .time_range_spec
+            .iter()
+            .filter_map(|range| range.time_zone.as_deref()),
+    )
 }
 
 /// The decision for `scaler` at `at`.

@@ -87,6 +87,18 @@ pub fn local_times(t: chrono::DateTime<chrono::Utc>, zones: &[ebb_schedule::Zone
     }
 }
 
+/// The zones `names` name (each once, UTC left out: instants are shown in UTC anyway), in which
+/// text output shows instants ([`local_times`]); names that are not zones are left out.
+pub fn zones_named<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<ebb_schedule::Zone> {
+    let mut names: Vec<&str> = names.into_iter().filter(|name| *name != "UTC").collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| name.parse().ok())
+        .collect()
+}
+
 /// `value` as one line of JSON and a newline.
 pub fn json_line<T: Serialize>(value: &T) -> String {
     // Plan outputs are structs of strings, numbers and booleans: serializing cannot fail.
