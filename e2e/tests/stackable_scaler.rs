@@ -623,21 +623,34 @@ async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_con
         }
     };
 
-    // Earlier ebb's Failed is read as Failed (it waits for a retry, writing its status in the
-    // PR's form), and the retry starts over from Idle.
+    // Earlier ebb's Failed is read as Failed: its conditions say so, from the fields of the old
+    // form (a pass that changes only conditions writes only those; the stage keeps its form until
+    // it changes). The retry then starts over from Idle.
+    let failed_condition = |s: &DynamicObject| {
+        s.data["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == json!("Failed")).cloned())
+    };
     let failed = eventually(Duration::from_secs(20), || async {
         let s = scalers.get("old").await.ok()?;
-        let written = &s.data["status"]["currentState"]["stage"];
-        (written["stage"] == json!("failed")).then_some(s)
+        failed_condition(&s)
+            .is_some_and(|c| c["status"] == json!("True"))
+            .then_some(s)
     })
-    .await
-    .unwrap_or_else(|e| panic!("old: {e}\n{}", controller.log_tail()));
-    let written = &failed.data["status"]["currentState"]["stage"]["details"];
-    assert_eq!(written["failedAt"], json!("preScaling"), "{written}");
+    .await;
+    let failed = match failed {
+        Ok(failed) => failed,
+        Err(e) => {
+            let now = scalers.get("old").await.map(|s| s.data);
+            panic!("old: {e}\n{now:?}\n{}", controller.log_tail())
+        }
+    };
+    let condition = failed_condition(&failed).unwrap_or_default();
+    assert_eq!(condition["reason"], json!("PreScaling"), "{condition}");
     assert_eq!(
-        written["reason"],
+        condition["message"],
         json!("written by an earlier ebb"),
-        "{written}"
+        "{condition}"
     );
     scalers
         .patch(
@@ -649,6 +662,7 @@ async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_con
         )
         .await
         .unwrap();
+    // idle_at reads the PR's form: the retry wrote it.
     idle_at("old", 3)
         .await
         .unwrap_or_else(|e| panic!("old after retry: {e}\n{}", controller.log_tail()));
