@@ -277,3 +277,18 @@ fn invalid_input_exits_non_zero_naming_the_field() {
             .contains("--workload-replicas: must be >= 0")
     );
 }
+
+#[test]
+fn at_is_taken_and_a_bad_one_named() {
+    let file = example();
+    let base = ["--file", file.to_str().unwrap(), "--workload-replicas", "3"];
+    let out = run(&[&base[..], &["--at", "2026-11-26T12:00:00Z"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&[&base[..], &["--at", "noon"]].concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--at \"noon\""));
+}

@@ -343,3 +343,19 @@ fn misspelt_fields_are_refused_by_babylon_s_schema_and_ebb_s_block() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn at_is_taken_and_a_bad_one_named() {
+    let file = example("workshop-provision.yaml");
+    let file = file.to_str().unwrap();
+    let base = ["--file", file, "--assigned", "17", "--total", "20"];
+    let out = plan(&[&base[..], &["--at", "2026-11-26T12:00:00-07:00"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = plan(&[&base[..], &["--at", "noon"]].concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--at \"noon\""));
+}
