@@ -79,9 +79,12 @@ pub fn fatal_line(format: LogFormat, program: &str, error: &dyn Display, now: &s
     }
 }
 
-/// Prints [`fatal_line`] on stderr.
+/// Prints [`fatal_line`] on stderr, stamped with the wall clock (as every log line is).
 pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    use crate::clock::Clock as _;
+    let now = crate::clock::SystemClock
+        .now()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     eprintln!("{}", fatal_line(format, program, error, &now));
 }
 
