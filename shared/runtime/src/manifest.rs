@@ -77,21 +77,6 @@ impl Schema {
             .unwrap_or(Self(Value::Null))
     }
 
-    /// Whether the schema declares anything (a missing one takes every field).
-    pub fn declares_fields(&self) -> bool {
-        self.0.get("properties").is_some()
-    }
-
-    /// The schema of the CRD manifest `text` (YAML).
-    ///
-    /// # Errors
-    /// A message when `text` is not a CRD with a schema.
-    pub fn of_crd_yaml(text: &str) -> Result<Self, String> {
-        let crd: CustomResourceDefinition =
-            serde_norway::from_str(text).map_err(|e| format!("not a CRD: {e}"))?;
-        Self::of_crd(&crd).ok_or_else(|| "the CRD has no schema".to_owned())
-    }
-
     /// This schema with the property at `path` (property names from the root) replaced by
     /// `property`: e.g. ebb's `spec.autoScaling` in a Babylon schema that does not declare it.
     #[must_use]
