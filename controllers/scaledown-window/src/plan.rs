@@ -120,10 +120,9 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let program = "scaledown-window plan";
     ebb_runtime::tz::load(&args.tz)?.warn(program);
     let at = args.input.at(now)?;
-    let read = manifest::read::<ScaleDownSchedule>(&args.input, &schema())?;
-    manifest::warn(program, &read.warnings);
+    let objects = manifest::read::<ScaleDownSchedule>(program, &args.input, &schema())?;
     let mut out = String::new();
-    for schedule in &read.objects {
+    for schedule in &objects {
         let (report, decision) =
             offline(schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
                 path: args.input.file.display().to_string(),

@@ -121,10 +121,9 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let program = "service-scaler plan";
     ebb_runtime::tz::load(&args.tz)?.warn(program);
     let at = args.input.at(now)?;
-    let read = manifest::read::<ServiceScaler>(&args.input, &schema())?;
-    manifest::warn(program, &read.warnings);
+    let objects = manifest::read::<ServiceScaler>(program, &args.input, &schema())?;
     let mut out = String::new();
-    for scaler in &read.objects {
+    for scaler in &objects {
         let answer = render(scaler, at, args.output).map_err(|errors| PlanError::Invalid {
             path: args.input.file.display().to_string(),
             errors,

@@ -393,10 +393,10 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
             rule: format!("must be >= 0, got {n}"),
         });
     }
-    let read = manifest::read::<StackableScaler>(&args.input, &schema())?;
-    manifest::warn("stackable-scaler plan", &read.warnings);
+    let scalers =
+        manifest::read::<StackableScaler>("stackable-scaler plan", &args.input, &schema())?;
     let mut out = String::new();
-    for scaler in &read.objects {
+    for scaler in &scalers {
         validate(&path, scaler)?;
         let output = offline(scaler, args.workload_replicas, &args.hooks, now);
         out.push_str(&args.output.render(&output, render_text));

@@ -96,17 +96,15 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
     let program = "workshop-scaler plan";
     let at = args.input.at(now)?;
     let provisions =
-        manifest::read::<WorkshopProvision>(&args.input, &schema("WorkshopProvision"))?;
-    manifest::warn(program, &provisions.warnings);
+        manifest::read::<WorkshopProvision>(program, &args.input, &schema("WorkshopProvision"))?;
     let workshop: Option<Workshop> = match &args.workshop {
         Some(path) => {
             let input = Input {
                 file: path.clone(),
                 ..args.input.clone()
             };
-            let read = manifest::read::<Workshop>(&input, &schema("Workshop"))?;
-            manifest::warn(program, &read.warnings);
-            match <[Workshop; 1]>::try_from(read.objects) {
+            let workshops = manifest::read::<Workshop>(program, &input, &schema("Workshop"))?;
+            match <[Workshop; 1]>::try_from(workshops) {
                 Ok([workshop]) => Some(workshop),
                 Err(_) => {
                     return Err(PlanError::Flags(format!(
@@ -119,7 +117,7 @@ pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
         None => None,
     };
     let mut out = String::new();
-    for provision in &provisions.objects {
+    for provision in &provisions {
         let output = offline(provision, workshop.as_ref(), args, at)?;
         out.push_str(&args.output.render(&output, text));
     }

@@ -270,17 +270,21 @@ pub struct Manifests<K> {
 }
 
 /// Reads every object of kind `K` from `input.file` (or standard input for `-`), checked against
-/// `schema`.
+/// `schema`; what `--lenient` let through is said on stderr as `<program>: warning: ...`.
 ///
 /// # Errors
 /// The file or stdin cannot be read; a document is not valid YAML, is another kind, has a field
 /// the schema does not declare (unless `--lenient`) or a field of the wrong shape; no object.
-pub fn read<K>(input: &Input, schema: &Schema) -> Result<Manifests<K>, ManifestError>
+pub fn read<K>(program: &str, input: &Input, schema: &Schema) -> Result<Vec<K>, ManifestError>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     let (source, text) = read_source(&input.file)?;
-    parse(&source, &text, schema, input.lenient)
+    let read = parse(&source, &text, schema, input.lenient)?;
+    for warning in &read.warnings {
+        eprintln!("{program}: warning: {warning}");
+    }
+    Ok(read.objects)
 }
 
 /// Reads `path`, or standard input for `-`: the name to show in errors, and the text.
@@ -429,13 +433,6 @@ impl<K> Reader<'_, K> {
         })?;
         self.manifests.objects.push(object);
         Ok(())
-    }
-}
-
-/// Prints each warning on stderr as `<program>: warning: <line>`.
-pub fn warn(program: &str, warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("{program}: warning: {warning}");
     }
 }
 

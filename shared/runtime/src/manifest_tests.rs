@@ -202,13 +202,13 @@ fn a_file_is_read_and_an_unreadable_one_named() {
         file: path.clone(),
         ..Input::default()
     };
-    let got: Manifests<ConfigMap> = read(&input, &config_map_schema()).unwrap();
-    assert_eq!(got.objects[0].metadata.name.as_deref(), Some("a"));
+    let got: Vec<ConfigMap> = read("test", &input, &config_map_schema()).unwrap();
+    assert_eq!(got[0].metadata.name.as_deref(), Some("a"));
     let input = Input {
         file: "/nonexistent/x.yaml".into(),
         ..Input::default()
     };
-    let err = read::<ConfigMap>(&input, &config_map_schema()).unwrap_err();
+    let err = read::<ConfigMap>("test", &input, &config_map_schema()).unwrap_err();
     assert!(
         err.to_string()
             .starts_with("cannot read /nonexistent/x.yaml"),

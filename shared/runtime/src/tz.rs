@@ -12,7 +12,7 @@
 //!   it says it holds a newer release than the bundled one; otherwise the bundled data is.
 //!
 //! What was chosen shows in the log line `time-zone data`, the `tzdata` label of
-//! `ebb_<controller>_build_info` and every `plan` output.
+//! `ebb_<controller>_build_info` and the `plan` output of the controllers that read zones.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -112,28 +112,25 @@ pub fn choose(configured: Option<Directory>, system: Option<Directory>) -> Resul
             }
         });
     }
-    let Some(dir) = system else {
-        return Ok(Choice {
-            data: TzData::new_bundled(),
-            warning: None,
-        });
-    };
-    match &dir.release {
-        Some(release)
-            if !dir.files.is_empty()
-                && compare_releases(release, BUNDLED_RELEASE) == Some(Ordering::Greater) =>
-        {
-            let release = release.clone();
-            Ok(Choice {
-                data: TzData::from_files(release, dir.path, dir.files),
-                warning: None,
-            })
-        }
-        _ => Ok(Choice {
-            data: TzData::new_bundled(),
-            warning: None,
-        }),
-    }
+    let newer_system = system.filter(|dir| {
+        !dir.files.is_empty()
+            && dir
+                .release
+                .as_deref()
+                .and_then(|r| compare_releases(r, BUNDLED_RELEASE))
+                == Some(Ordering::Greater)
+    });
+    Ok(Choice {
+        data: match newer_system {
+            Some(Directory {
+                path,
+                release: Some(release),
+                files,
+            }) => TzData::from_files(release, path, files),
+            _ => TzData::new_bundled(),
+        },
+        warning: None,
+    })
 }
 
 /// Whether `release` is the bundled one or newer.
