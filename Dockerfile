@@ -1,17 +1,22 @@
 # syntax=docker/dockerfile:1
-# One small static image per controller; the build arg picks the binary:
+# One small image per controller; the build arg picks the binary:
 #   docker build --build-arg CONTROLLER=service-scaler -t ghcr.io/ebb-dev/service-scaler:dev .
 # CONTROLLER: workshop-scaler | service-scaler | scaledown-window | stackable-scaler
 # The image's entrypoint is the binary: `docker run IMAGE plan --file ...` works too.
+# .ci/images builds the same image without Docker (from .ci/image-rootfs and this file's USER,
+# EXPOSE, LABEL and ENTRYPOINT); .ci/image-check fails when the two drift.
 
 ARG RUST_VERSION=1.95
 
-# Build: musl targets link statically by default, so the binary needs no libc at run time.
-FROM rust:${RUST_VERSION}-alpine AS build
+# Build: Debian 12 (glibc), as the machines that run .ci/images. The binary links glibc
+# dynamically; .ci/image-rootfs copies the libraries it needs from this stage.
+FROM rust:${RUST_VERSION}-bookworm AS build
 ARG CONTROLLER
 RUN test -n "$CONTROLLER" || { echo "set --build-arg CONTROLLER=<controller>" >&2; exit 1; }
-# ring (TLS) compiles C: the image has gcc; musl-dev adds the libc headers.
-RUN apk add --no-cache musl-dev
+# The image's CA certificates and zoneinfo come from Debian's packages.
+RUN dpkg -s ca-certificates tzdata >/dev/null 2>&1 \
+ || { apt-get update && apt-get install -y --no-install-recommends ca-certificates tzdata \
+      && rm -rf /var/lib/apt/lists/*; }
 WORKDIR /src
 COPY . .
 # A multi-platform build (linux/amd64 + linux/arm64, emulated) runs this stage once per platform
@@ -22,14 +27,16 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target,id=ebb-target-${TARGETPLATFORM} \
     cargo build --release --locked -p "$CONTROLLER" --bin "$CONTROLLER" \
  && mkdir -p /out && cp "target/release/$CONTROLLER" /out/controller
+# The image's whole file system: the binary, its glibc libraries, CA certificates, zoneinfo,
+# passwd/group (root, nonroot 65532) and /tmp. No shell, no package manager.
+RUN .ci/image-rootfs /out/controller /rootfs
 
-# Run: no shell, no package manager; CA certificates and a passwd entry for 65532 only.
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM scratch
 ARG CONTROLLER
 LABEL org.opencontainers.image.title="ebb ${CONTROLLER}" \
       org.opencontainers.image.source="https://github.com/ebb-dev/ebb" \
       org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=build /out/controller /usr/local/bin/controller
+COPY --from=build /rootfs /
 # Numeric, so Kubernetes can verify runAsNonRoot.
 USER 65532:65532
 EXPOSE 8080 8443

@@ -2,11 +2,14 @@
 // end-to-end suite: an embedded etcd, kube-apiserver and kube-controller-manager, all built
 // from the official Kubernetes modules (no downloaded binaries).
 //
-// One binary, three roles (the way hyperkube used to ship them):
+// One binary, several roles (the way hyperkube used to ship them):
 //
-//	ebb-cluster [flags]                 supervisor: etcd in-process, the other two as children
+//	ebb-cluster [flags]                 supervisor: etcd in-process, the others as children
 //	ebb-cluster kube-apiserver ...      the upstream kube-apiserver command, unchanged
 //	ebb-cluster kube-controller-manager ...
+//	ebb-cluster kube-scheduler ...      with --node only (node.go): the scheduler, kubelet
+//	ebb-cluster kubelet ...             and kube-proxy of the same release, so a pod runs on
+//	ebb-cluster kube-proxy ...          a real node next to the control plane
 //
 // The supervisor wipes and fills --dir (certificates, kubeconfigs, etcd data, audit log,
 // component logs), prints exactly one line on stdout when the API is ready, and runs until
@@ -18,6 +21,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
@@ -26,15 +30,16 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 )
 
+// commands are the upstream commands this binary runs by name; nodecmds.go adds the node's.
+var commands = map[string]func() *cobra.Command{
+	"kube-apiserver":          apiserver.NewAPIServerCommand,
+	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
+}
+
 func main() {
 	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "kube-apiserver":
-			command := apiserver.NewAPIServerCommand()
-			command.SetArgs(os.Args[2:])
-			os.Exit(cli.Run(command))
-		case "kube-controller-manager":
-			command := controllermanager.NewControllerManagerCommand()
+		if newCommand, ok := commands[os.Args[1]]; ok {
+			command := newCommand()
 			command.SetArgs(os.Args[2:])
 			os.Exit(cli.Run(command))
 		}

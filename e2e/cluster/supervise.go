@@ -34,6 +34,12 @@ type options struct {
 	controllers      string
 	stdinLifetime    bool
 	readyTimeout     time.Duration
+	// --node: a node next to the control plane (node.go)
+	node       bool
+	nodeIP     string
+	images     string
+	containerd string
+	ctr        string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -48,11 +54,25 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.stdinLifetime, "exit-on-stdin-close", false,
 		"stop when standard input reaches end of file (a harness that dies takes the cluster with it)")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the API to become ready")
+	fs.BoolVar(&o.node, "node", false,
+		"also run a node (containerd, kubelet, kube-proxy, kube-scheduler) and every controller of kube-controller-manager; needs e2e/isolated's namespaces")
+	fs.StringVar(&o.nodeIP, "node-ip", "198.19.200.1", "the node's address, on lo (with --node)")
+	fs.StringVar(&o.images, "images", "", "directory of OCI image archives to import into the node (with --node)")
+	fs.StringVar(&o.containerd, "containerd", "containerd", "containerd binary (with --node)")
+	fs.StringVar(&o.ctr, "ctr", "ctr", "containerd's ctr binary, to import images (with --node)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if o.node {
+		// A node runs what any cluster runs: every controller, the API server reachable from
+		// pods at its advertised address.
+		o.controllers = "*"
+		if o.advertiseAddress == "127.0.0.1" {
+			o.advertiseAddress = o.nodeIP
+		}
+	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (subcommands: kube-apiserver, kube-controller-manager)", fs.Arg(0))
+		return o, fmt.Errorf("unexpected argument %q (subcommands: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy)", fs.Arg(0))
 	}
 	return o, nil
 }
@@ -81,7 +101,7 @@ func supervise(args []string) error {
 		ctx = stopOnStdinClose(ctx)
 	}
 
-	files, err := writePKI(dir, o.advertiseAddress)
+	files, err := writePKI(dir, o.advertiseAddress, o.nodeIP)
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -107,7 +127,7 @@ func supervise(args []string) error {
 		return err
 	}
 	apiserver, err := startChild(ctx, self, filepath.Join(dir, "logs", "kube-apiserver.log"),
-		apiserverArgs(dir, apiPort, o.advertiseAddress, etcd.Clients[0].Addr().String(), files))
+		apiserverArgs(dir, apiPort, o, etcd.Clients[0].Addr().String(), files))
 	if err != nil {
 		return err
 	}
@@ -122,7 +142,7 @@ func supervise(args []string) error {
 		return err
 	}
 	kcm, err := startChild(ctx, self, filepath.Join(dir, "logs", "kube-controller-manager.log"),
-		controllerManagerArgs(dir, kcmPort, o.controllers, files))
+		controllerManagerArgs(dir, kcmPort, o, files))
 	if err != nil {
 		return err
 	}
@@ -131,12 +151,24 @@ func supervise(args []string) error {
 		return fmt.Errorf("kube-controller-manager: %w (log: %s)", err, kcm.log)
 	}
 
+	var nodeExited <-chan error
+	if o.node {
+		n, err := startNode(ctx, o, dir, self, server, files)
+		defer n.stop()
+		if err != nil {
+			return err
+		}
+		nodeExited = n.exited()
+	}
+
 	// The one line a harness waits for.
 	fmt.Printf("ebb-cluster: ready at %s, kubeconfig %s\n", server, filepath.Join(dir, "kubeconfig"))
 
 	select {
 	case <-ctx.Done():
 		return nil
+	case err := <-nodeExited:
+		return err
 	case err := <-apiserver.exited:
 		return fmt.Errorf("kube-apiserver exited: %v (log: %s)", err, apiserver.log)
 	case err := <-kcm.exited:
@@ -149,9 +181,12 @@ func supervise(args []string) error {
 // pkiFiles are the paths of everything writePKI made.
 type pkiFiles struct {
 	ca, servingCert, servingKey, adminCert, adminKey, kcmCert, kcmKey, serviceAccountKey string
+	// the node's: the kubelet's serving pair, and the API server's client pair for it
+	kubeletServingCert, kubeletServingKey, kubeletClientCert, kubeletClientKey string
+	nodeUsers                                                                  []nodeUser
 }
 
-func writePKI(dir, advertiseAddress string) (pkiFiles, error) {
+func writePKI(dir, advertiseAddress, nodeIP string) (pkiFiles, error) {
 	pki := filepath.Join(dir, "pki")
 	var f pkiFiles
 	ca, err := newAuthority()
@@ -162,7 +197,7 @@ func writePKI(dir, advertiseAddress string) (pkiFiles, error) {
 	if err := os.WriteFile(f.ca, ca.certPEM(), 0o644); err != nil {
 		return f, err
 	}
-	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(apiService)}
 	if ip := net.ParseIP(advertiseAddress); ip != nil && !ip.IsLoopback() {
 		ips = append(ips, ip)
 	}
@@ -193,9 +228,47 @@ func writePKI(dir, advertiseAddress string) (pkiFiles, error) {
 	if f.kcmCert, f.kcmKey, err = writePair(pki, "kube-controller-manager", kcm); err != nil {
 		return f, err
 	}
+	// The node's components, each as the user the bootstrap RBAC policy and the Node
+	// authorizer know: the kubelet as system:node:<name>, kube-proxy, kube-scheduler.
+	for _, user := range []struct{ name, cn, group string }{
+		{"kubelet", "system:node:" + nodeName, "system:nodes"},
+		{"kube-proxy", "system:kube-proxy", ""},
+		{"kube-scheduler", "system:kube-scheduler", ""},
+	} {
+		var groups []string
+		if user.group != "" {
+			groups = []string{user.group}
+		}
+		pair, err := ca.issue(user.cn, groups, nil, nil)
+		if err != nil {
+			return f, err
+		}
+		cert, key, err := writePair(pki, user.name, pair)
+		if err != nil {
+			return f, err
+		}
+		f.nodeUsers = append(f.nodeUsers, nodeUser{user.name, cert, key})
+	}
+	kubeletServing, err := ca.issue(nodeName, nil, []string{nodeName}, []net.IP{net.ParseIP(nodeIP)})
+	if err != nil {
+		return f, err
+	}
+	if f.kubeletServingCert, f.kubeletServingKey, err = writePair(pki, "kubelet-serving", kubeletServing); err != nil {
+		return f, err
+	}
+	kubeletClient, err := ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil)
+	if err != nil {
+		return f, err
+	}
+	if f.kubeletClientCert, f.kubeletClientKey, err = writePair(pki, "kubelet-client", kubeletClient); err != nil {
+		return f, err
+	}
 	f.serviceAccountKey, err = newServiceAccountKey(pki)
 	return f, err
 }
+
+// nodeUser is the client identity of one of the node's components.
+type nodeUser struct{ name, cert, key string }
 
 func writeKubeconfigs(dir, server string, f pkiFiles) error {
 	write := func(path, user, cert, key string) error {
@@ -209,6 +282,11 @@ func writeKubeconfigs(dir, server string, f pkiFiles) error {
 	if err := write(filepath.Join(dir, "kubeconfig"), "admin", f.adminCert, f.adminKey); err != nil {
 		return err
 	}
+	for _, u := range f.nodeUsers {
+		if err := write(filepath.Join(dir, u.name+".kubeconfig"), u.name, u.cert, u.key); err != nil {
+			return err
+		}
+	}
 	return write(filepath.Join(dir, "kube-controller-manager.kubeconfig"), "kube-controller-manager", f.kcmCert, f.kcmKey)
 }
 
@@ -221,15 +299,14 @@ rules:
 - level: Metadata
 `
 
-func apiserverArgs(dir string, port int, advertiseAddress, etcdAddress string, f pkiFiles) []string {
+func apiserverArgs(dir string, port int, o options, etcdAddress string, f pkiFiles) []string {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	_ = os.WriteFile(policy, []byte(auditPolicy), 0o644)
-	return []string{
+	args := []string{
 		"kube-apiserver",
 		"--etcd-servers=http://" + etcdAddress,
-		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--advertise-address=" + advertiseAddress,
+		"--advertise-address=" + o.advertiseAddress,
 		"--cert-dir=" + filepath.Join(dir, "pki"),
 		"--tls-cert-file=" + f.servingCert,
 		"--tls-private-key-file=" + f.servingKey,
@@ -237,14 +314,9 @@ func apiserverArgs(dir string, port int, advertiseAddress, etcdAddress string, f
 		"--service-account-key-file=" + f.serviceAccountKey,
 		"--service-account-signing-key-file=" + f.serviceAccountKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
-		// Webhooks that name a Service are called at its endpoints, not its ClusterIP: there
-		// is no kube-proxy here, and this is how the suite reaches a webhook served by a local
-		// process.
-		"--enable-aggregator-routing=true",
-		"--endpoint-reconciler-type=none",
 		"--audit-policy-file=" + policy,
 		"--audit-log-path=" + filepath.Join(dir, "audit.log"),
 		"--audit-log-format=json",
@@ -252,11 +324,28 @@ func apiserverArgs(dir string, port int, advertiseAddress, etcdAddress string, f
 		"--profiling=false",
 		"--v=1",
 	}
+	if o.node {
+		// Pods reach the API server at its advertised address (through the `kubernetes`
+		// Service), the API server reaches the kubelet (logs, exec) at the node's address.
+		return append(args,
+			"--bind-address=0.0.0.0",
+			"--kubelet-client-certificate="+f.kubeletClientCert,
+			"--kubelet-client-key="+f.kubeletClientKey,
+			"--kubelet-certificate-authority="+f.ca,
+			"--kubelet-preferred-address-types=InternalIP")
+	}
+	return append(args,
+		"--bind-address=127.0.0.1",
+		// Webhooks that name a Service are called at its endpoints, not its ClusterIP: there
+		// is no kube-proxy here, and this is how the suite reaches a webhook served by a local
+		// process.
+		"--enable-aggregator-routing=true",
+		"--endpoint-reconciler-type=none")
 }
 
-func controllerManagerArgs(dir string, port int, controllers string, f pkiFiles) []string {
+func controllerManagerArgs(dir string, port int, o options, f pkiFiles) []string {
 	kubeconfig := filepath.Join(dir, "kube-controller-manager.kubeconfig")
-	return []string{
+	args := []string{
 		"kube-controller-manager",
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -264,13 +353,23 @@ func controllerManagerArgs(dir string, port int, controllers string, f pkiFiles)
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(dir, "pki", "kube-controller-manager"),
-		"--controllers=" + controllers,
+		"--controllers=" + o.controllers,
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--root-ca-file=" + f.ca,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--profiling=false",
 		"--v=1",
 	}
+	if o.node {
+		args = append(args,
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr="+clusterCIDR,
+			"--node-cidr-mask-size=24",
+			// The HPA controller acts every 5 s here (15 s upstream): the suite waits less.
+			"--horizontal-pod-autoscaler-sync-period=5s")
+	}
+	return args
 }
 
 func startEtcd(dataDir, logFile string) (*embed.Etcd, error) {
@@ -309,8 +408,9 @@ func startEtcd(dataDir, logFile string) (*embed.Etcd, error) {
 	}
 }
 
-// child is a component running as a subprocess of this binary.
+// child is a component running as a subprocess (of this binary, or containerd).
 type child struct {
+	name   string
 	cmd    *exec.Cmd
 	log    string
 	exited chan error
@@ -330,7 +430,7 @@ func startChild(ctx context.Context, self, logFile string, args []string) (*chil
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
-	c := &child{cmd: cmd, log: logFile, exited: make(chan error, 1)}
+	c := &child{name: args[0], cmd: cmd, log: logFile, exited: make(chan error, 1)}
 	go func() {
 		err := cmd.Wait()
 		out.Close()

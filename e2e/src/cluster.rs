@@ -32,13 +32,37 @@ pub struct Cluster {
 }
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static NODE_CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// What a test binary's own cluster runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// The control plane alone, with the garbage collector and namespace controller: quick to
+    /// start; tests write Job, StatefulSet and HPA status themselves.
+    ControlPlane,
+    /// The control plane with a node (containerd, kubelet, kube-proxy, kube-scheduler) and
+    /// every controller of kube-controller-manager: pods run, charts install as on any cluster.
+    Node,
+}
 
 /// The cluster of this test run, started (and its CRDs installed) on first use.
 pub fn cluster() -> &'static Cluster {
-    let started = CLUSTER.get_or_init(|| {
+    started(&CLUSTER, Kind::ControlPlane)
+}
+
+/// A cluster with a node, started on first use: the images of `target/images/` (`.ci/images`,
+/// or `EBB_E2E_IMAGES`) imported into it, the third-party CRDs of `e2e/crds/` installed and
+/// ebb's own left to the charts, as on a user's cluster. Under `EBB_E2E_KUBECONFIG` it is that
+/// cluster, which must have the images.
+pub fn node_cluster() -> &'static Cluster {
+    started(&NODE_CLUSTER, Kind::Node)
+}
+
+fn started(cell: &'static OnceLock<Result<Cluster, String>>, kind: Kind) -> &'static Cluster {
+    let started = cell.get_or_init(|| {
         // Started on a thread of its own: the caller may be inside a tokio runtime, and the
         // setup runs one of its own.
-        std::thread::spawn(|| start().map_err(|e| format!("{e:#}")))
+        std::thread::spawn(move || start(kind).map_err(|e| format!("{e:#}")))
             .join()
             .unwrap_or_else(|_| Err("cluster setup panicked".into()))
     });
@@ -48,7 +72,7 @@ pub fn cluster() -> &'static Cluster {
     }
 }
 
-fn start() -> Result<Cluster> {
+fn start(kind: Kind) -> Result<Cluster> {
     let cluster = match std::env::var_os("EBB_E2E_KUBECONFIG") {
         Some(path) if !path.is_empty() => Cluster {
             kubeconfig: PathBuf::from(path),
@@ -56,16 +80,27 @@ fn start() -> Result<Cluster> {
             local: false,
             _supervisor: None,
         },
-        _ => start_local()?,
+        _ => start_local(kind)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let client = cluster.client().await?;
-        install_crds(&client).await
+        let files = match kind {
+            Kind::ControlPlane => crd_files()?,
+            Kind::Node => yaml_files(&repo_root().join("e2e/crds"))?,
+        };
+        install_crds(&client, files).await
     })?;
     Ok(cluster)
+}
+
+/// The image archives a node imports: `EBB_E2E_IMAGES`, else `target/images` (`.ci/images`).
+pub fn images_dir() -> PathBuf {
+    std::env::var_os("EBB_E2E_IMAGES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/images"))
 }
 
 /// `ebb-cluster`: `EBB_CLUSTER_BIN`, else `target/bin/ebb-cluster` (built by `make cluster-bin`).
@@ -75,7 +110,7 @@ fn cluster_binary() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target/bin/ebb-cluster"))
 }
 
-fn start_local() -> Result<Cluster> {
+fn start_local(kind: Kind) -> Result<Cluster> {
     let binary = cluster_binary();
     if !binary.exists() {
         bail!(
@@ -90,7 +125,16 @@ fn start_local() -> Result<Cluster> {
     const ATTEMPTS: u32 = 3;
     for attempt in 1..=ATTEMPTS {
         let dir = work_dir().join(format!("cluster-{}-{attempt}", std::process::id()));
-        let mut child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if kind == Kind::Node {
+            if std::env::var_os("EBB_E2E_IN_NETNS").is_none() {
+                bail!(
+                    "a node runs only inside e2e/isolated's namespaces (make e2e runs the suite there)"
+                );
+            }
+            command.arg("--node").arg("--images").arg(images_dir());
+        }
+        let mut child = command
             .arg("--dir")
             .arg(&dir)
             .arg("--exit-on-stdin-close")
@@ -181,10 +225,10 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-async fn install_crds(client: &Client) -> Result<()> {
+async fn install_crds(client: &Client, files: Vec<PathBuf>) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut names = Vec::new();
-    for file in crd_files()? {
+    for file in files {
         let text = std::fs::read_to_string(&file)?;
         let crd: CustomResourceDefinition =
             serde_norway::from_str(&text).with_context(|| format!("parse {}", file.display()))?;
@@ -226,10 +270,37 @@ pub struct Namespace {
 
 impl Namespace {
     pub async fn create(client: &Client, prefix: &str) -> Result<Namespace> {
+        Self::create_labelled(client, prefix, &[]).await
+    }
+
+    /// A namespace that enforces the `restricted` Pod Security Standard, as platforms set
+    /// for workloads: a pod that asks for more than it may is refused at admission.
+    pub async fn create_restricted(client: &Client, prefix: &str) -> Result<Namespace> {
+        Self::create_labelled(
+            client,
+            prefix,
+            &[
+                ("pod-security.kubernetes.io/enforce", "restricted"),
+                ("pod-security.kubernetes.io/enforce-version", "latest"),
+            ],
+        )
+        .await
+    }
+
+    async fn create_labelled(
+        client: &Client,
+        prefix: &str,
+        labels: &[(&str, &str)],
+    ) -> Result<Namespace> {
         let name = unique(prefix);
         let api: Api<CoreNamespace> = Api::all(client.clone());
+        let mut all = serde_json::Map::new();
+        all.insert("ebb.dev/e2e".into(), "true".into());
+        for (key, value) in labels {
+            all.insert((*key).into(), (*value).into());
+        }
         let ns: CoreNamespace = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "labels": {"ebb.dev/e2e": "true"}}
+            "metadata": {"name": name, "labels": all}
         }))?;
         api.create(&PostParams::default(), &ns).await?;
         Ok(Namespace { name })

@@ -14,12 +14,13 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod helm;
 pub mod process;
 pub mod rbac;
 pub mod tls;
 pub mod wait;
 
-pub use cluster::{Cluster, Namespace, cluster};
+pub use cluster::{Cluster, Namespace, cluster, node_cluster};
 pub use process::Controller;
 pub use wait::{eventually, eventually_every, settle};
 
@@ -38,6 +39,29 @@ pub fn work_dir() -> PathBuf {
     let dir = repo_root().join("target").join("e2e");
     std::fs::create_dir_all(&dir).expect("create target/e2e");
     dir
+}
+
+/// GET `url` (plain HTTP, 5 s), with `Authorization: Bearer <token>` when a token is given:
+/// status and body, whatever the status.
+pub fn http_get(url: &str, bearer: Option<&str>) -> anyhow::Result<(u16, String)> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.get(url);
+    if let Some(token) = bearer {
+        request = request.header("Authorization", &format!("Bearer {token}"));
+    }
+    let mut resp = request.call()?;
+    let status = resp.status().as_u16();
+    // ureq stops reading at 10 MB by default; a scrape of 100 000 objects' series is more.
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(u64::MAX)
+        .read_to_string()?;
+    Ok((status, body))
 }
 
 /// A name unique within this run, for namespaces and releases (`prefix-<pid>-<n>`).

@@ -181,25 +181,7 @@ impl Controller {
 
     /// [`Controller::get`] with `Authorization: Bearer <token>` when a token is given.
     pub fn get_as(&self, path: &str, bearer: Option<&str>) -> Result<(u16, String)> {
-        let url = format!("http://{}{path}", self.metrics_addr);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(5)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut request = agent.get(&url);
-        if let Some(token) = bearer {
-            request = request.header("Authorization", &format!("Bearer {token}"));
-        }
-        let mut resp = request.call()?;
-        let status = resp.status().as_u16();
-        // ureq stops reading at 10 MB by default; a scrape of 100 000 objects' series is more.
-        let body = resp
-            .body_mut()
-            .with_config()
-            .limit(u64::MAX)
-            .read_to_string()?;
-        Ok((status, body))
+        crate::http_get(&format!("http://{}{path}", self.metrics_addr), bearer)
     }
 
     /// Waits until `/readyz` answers 200 (the controller's caches are warm).

@@ -4,8 +4,9 @@
 //! The order makes it safe while the controller still runs: scale the controller's Deployment to 0
 //! (`--stop-deployment`), take its leader Lease (so no replica can write again: a replica that
 //! is not the leader writes nothing, and a stopping one lets go of the Lease), then let the
-//! controller's own `clean` undo what it set and remove its finalizers. With `--dry-run` the
-//! `clean` says what it would do and writes nothing.
+//! controller's own `clean` undo what it set and remove its finalizers, and last delete the
+//! Lease it let go of (nothing of the controller is left). With `--dry-run` the `clean` says
+//! what it would do and writes nothing.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -13,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Client, Resource};
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
@@ -77,6 +79,15 @@ pub enum CleanupError {
     /// The controller's own clean-up failed.
     #[error("{0}")]
     Clean(String),
+    /// The cleaned controller's Lease could not be deleted.
+    #[error("deleting Lease {lease}: {source}")]
+    DeleteLease {
+        /// `namespace/name`.
+        lease: String,
+        /// The API's answer.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// Runs `<controller> cleanup` for controller `name`: stops the Deployment, takes the Lease, then
@@ -118,7 +129,7 @@ where
     let shared = Shared {
         client: client.clone(),
         clock: Arc::new(SystemClock),
-        events: Arc::new(EventPublisher::new(client, name)),
+        events: Arc::new(EventPublisher::new(client.clone(), name)),
         metrics: ControllerMetrics::new(&mut Registry::default(), name),
         dry_run: common.dry_run,
         leader: leader.clone(),
@@ -127,12 +138,30 @@ where
     shutdown.trigger();
     // Lets go of the Lease; a loss now changes nothing (the work is done or failed).
     let _ = leader.join().await;
-    let lines = cleaned.map_err(|e| CleanupError::Clean(e.to_string()))?;
+    let mut lines = cleaned.map_err(|e| CleanupError::Clean(e.to_string()))?;
+    if common.leader_election && !common.dry_run {
+        let lease = common.lease_name_or(name);
+        delete_lease(&client, namespace, &lease).await?;
+        lines.push(format!("Lease {namespace}/{lease}: deleted"));
+    }
     let mut out = lines.join("\n");
     if !out.is_empty() {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// Deletes the cleaned controller's Lease (gone already: fine).
+async fn delete_lease(client: &Client, namespace: &str, name: &str) -> Result<(), CleanupError> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    match leases.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(CleanupError::DeleteLease {
+            lease: format!("{namespace}/{name}"),
+            source,
+        }),
+    }
 }
 
 /// Scales Deployment `namespace/name` to 0 through its `scale` subresource (nothing in a dry run).
