@@ -137,6 +137,36 @@ impl<'a> Release<'a> {
     }
 }
 
+/// Whether a pod is Ready (its readiness probe, or its containers running where it has none).
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// A container of the test workload image (`ebb.dev/busybox:dev`, built by `.ci/images`) that
+/// runs `script` with `sh -c` (none: waits for SIGTERM), shaped for a namespace that enforces
+/// the `restricted` Pod Security Standard.
+pub fn busybox(name: &str, script: Option<&str>) -> serde_json::Value {
+    let mut container = serde_json::json!({
+        "name": name,
+        "image": "ebb.dev/busybox:dev",
+        "imagePullPolicy": "Never",
+        "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}},
+        "securityContext": {
+            "runAsNonRoot": true,
+            "allowPrivilegeEscalation": false,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}
+        }
+    });
+    if let Some(script) = script {
+        container["command"] = serde_json::json!(["/bin/sh", "-c", script]);
+    }
+    container
+}
+
 /// GET `http://<address>:<port><path>` (a Service's ClusterIP: the suite runs in the node's
 /// network namespace, where kube-proxy's rules send it to a pod), with a bearer token if given.
 pub fn get(address: &str, port: i32, path: &str, bearer: Option<&str>) -> Result<(u16, String)> {

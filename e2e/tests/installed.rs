@@ -11,12 +11,12 @@
 
 use std::time::Duration;
 
-use ebb_e2e::helm::{Release, get, pod_memory};
+use ebb_e2e::helm::{Release, get, pod_memory, pod_ready as ready};
 use ebb_e2e::rbac::{apply, token};
 use ebb_e2e::{Namespace, eventually, node_cluster, unique};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
@@ -26,13 +26,6 @@ const NODE: &str = "ebb-node";
 
 fn names<K: Resource>(items: &[K]) -> Vec<String> {
     items.iter().filter_map(|k| k.meta().name.clone()).collect()
-}
-
-fn ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// The one Lease of the namespace (the controller's) and its holder, once one holds it.

@@ -1,0 +1,573 @@
+//! The seed stories end to end on a real node: each controller installed by its chart from the
+//! images built here, next to the real HPA, Deployment, StatefulSet and Job controllers, with
+//! real pods.
+//!
+//! - seed 001/004: a ServiceScaler window with `leadTime` raises an HPA's bounds; the HPA
+//!   controller scales the Deployment, whose pods run before the window opens and go after it
+//!   closes; the kill switch and the pause annotation hold.
+//! - seed 002: a ScaleDownSchedule keeps the cluster-autoscaler's scale-down-disabled annotation
+//!   on the real Node outside its window and takes it off while the window is open.
+//! - seed 003: an HPA drives a StackableScaler through `/scale`; the pre-scale hook runs as a Job
+//!   pod before the StatefulSet shrinks from its highest ordinal; the admission webhook, reached
+//!   through its Service, refuses a `/scale` write mid-operation; a failing hook ends in Failed
+//!   and the retry annotation runs it again.
+//! - seed 000: workshop-scaler scales a stock-Babylon WorkshopProvision once.
+//!
+//! This binary has a node cluster of its own: the charts here watch their own namespace only.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, SubsecRound, Timelike, Utc};
+use ebb_crds::stackable::ScalerState;
+use ebb_e2e::helm::{Release, busybox, pod_ready};
+use ebb_e2e::rbac::{apply, resource};
+use ebb_e2e::{Namespace, eventually, node_cluster, settle, tls, unique, work_dir};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+const NODE: &str = "ebb-node";
+
+/// The running (not terminating) pods labelled `app=<app>`, and how many are Ready.
+async fn pods(admin: &Client, ns: &str, app: &str) -> Option<(Vec<Pod>, usize)> {
+    let api: Api<Pod> = Api::namespaced(admin.clone(), ns);
+    let list = api
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .ok()?;
+    let live: Vec<Pod> = list
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    let ready = live.iter().filter(|p| pod_ready(p)).count();
+    Some((live, ready))
+}
+
+/// Waits until exactly `n` pods of `app` run and are Ready.
+async fn until_ready(admin: &Client, ns: &str, app: &str, n: usize, timeout: Duration) -> Vec<Pod> {
+    eventually(timeout, || async {
+        pods(admin, ns, app)
+            .await
+            .filter(|(live, ready)| live.len() == n && *ready == n)
+            .map(|(live, _)| live)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{app}: not {n} Ready pods: {e}"))
+}
+
+/// Until `at` (plus `slack`), as a timeout from now.
+fn until(at: DateTime<Utc>, slack: u64) -> Duration {
+    (at - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(slack)
+}
+
+/// Seed 001/004: a window with a lead time scales real pods before it opens and back after it
+/// closes; the kill switch and the pause annotation on the HPA hold.
+#[tokio::test]
+async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after() {
+    let cluster = node_cluster();
+    let admin = cluster.client().await.unwrap();
+    let ns = Namespace::create_restricted(&admin, "seed-001")
+        .await
+        .unwrap();
+    let n = ns.name.as_str();
+    let release = Release::new(cluster, "service-scaler", &unique("ss"), n);
+    release
+        .install(&[&format!("watchNamespaces[0]={n}")])
+        .expect("helm install service-scaler");
+
+    let app = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": n},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"terminationGracePeriodSeconds": 5,
+                                       "containers": [busybox("web", None)]}}}
+    });
+    apply(&admin, &app).await.unwrap();
+    until_ready(&admin, n, "web", 1, Duration::from_secs(60)).await;
+
+    // The window: 3 pods from `edge` for 45 s; 1 outside. Stepped up over the 90 s before the
+    // edge (leadTime), so the pods run when the window opens. The HPA has no metrics here (no
+    // metrics-server): the controller then keeps the replicas within minReplicas..maxReplicas,
+    // which is what the window moves.
+    let edge = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(100);
+    let end = edge + chrono::Duration::seconds(45);
+    let scaler = |min: i64, max: i64| {
+        json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": {"name": "web", "namespace": n},
+            "spec": {
+                "leadTime": "90s",
+                "hpa": {"minReplicas": min, "maxReplicas": max, "targetCPUUtilization": 80},
+                "timeRangeSpec": [{"kind": "ZonedDateTime", "from": edge.to_rfc3339(), "to": end.to_rfc3339(),
+                                   "replicaSpec": {"hpa": {"minReplicas": 3, "maxReplicas": 3}}}]
+            }
+        })
+    };
+    apply(&admin, &scaler(1, 1)).await.unwrap();
+
+    until_ready(&admin, n, "web", 3, until(edge, 30)).await;
+    let running = Utc::now();
+    println!(
+        "figure: seed 001 three pods Running {:.1} s before the window's edge (leadTime 90s, HPA sync 5s)",
+        (edge - running).num_milliseconds() as f64 / 1000.0
+    );
+    assert!(
+        running <= edge,
+        "the pods ran only {} after the edge",
+        running - edge
+    );
+
+    until_ready(&admin, n, "web", 1, until(end, 40)).await;
+    let back = Utc::now();
+    println!(
+        "figure: seed 001 back to one pod {:.1} s after the window closed",
+        (back - end).num_milliseconds() as f64 / 1000.0
+    );
+
+    // Kill switch: with managed=false on the HPA, a changed ServiceScaler reaches it no more.
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), n);
+    let annotate = |key: &'static str, value: Value| {
+        let hpas = hpas.clone();
+        async move {
+            hpas.patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {key: value}}})),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let bounds = |hpa: &HorizontalPodAutoscaler| {
+        let spec = hpa.spec.as_ref().unwrap();
+        (spec.min_replicas, spec.max_replicas)
+    };
+    let held = |why: &'static str| {
+        let hpas = hpas.clone();
+        let admin = admin.clone();
+        async move {
+            settle(Duration::from_secs(10), || async {
+                let hpa = hpas.get("web").await?;
+                anyhow::ensure!(bounds(&hpa) == (Some(1), 1), "{why}: {:?}", bounds(&hpa));
+                let (live, _) = pods(&admin, n, "web").await.unwrap_or_default();
+                anyhow::ensure!(live.len() == 1, "{why}: {} pods", live.len());
+                Ok(())
+            })
+            .await
+            .unwrap();
+        }
+    };
+    annotate("service-scaler.kubernetes.io/managed", json!("false")).await;
+    apply(&admin, &scaler(2, 2)).await.unwrap();
+    held("the kill switch did not hold").await;
+
+    // Pause: the same with the kill switch off and the pause annotation on.
+    annotate("scaling.ebb.dev/paused", json!("true")).await;
+    annotate("service-scaler.kubernetes.io/managed", Value::Null).await;
+    held("the pause did not hold").await;
+
+    // Unpaused, the change lands and the HPA controller runs a second pod.
+    annotate("scaling.ebb.dev/paused", Value::Null).await;
+    until_ready(&admin, n, "web", 2, Duration::from_secs(45)).await;
+    release.uninstall().unwrap();
+    ns.delete(&admin).await.unwrap();
+}
+
+/// Seed 002: the node annotation that keeps the cluster-autoscaler from removing a node is on
+/// the real Node outside the window and off while it is open.
+#[tokio::test]
+async fn scaledown_window_annotates_the_real_node_outside_its_window() {
+    const DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+    let cluster = node_cluster();
+    let admin = cluster.client().await.unwrap();
+    let ns = Namespace::create_restricted(&admin, "seed-002")
+        .await
+        .unwrap();
+    let release = Release::new(cluster, "scaledown-window", &unique("sdw"), &ns.name);
+    release
+        .install(&[
+            "targets.clusterAutoscaler.enabled=false",
+            "targets.nodeAnnotation.enabled=true",
+            "clusterVersion.enabled=false",
+        ])
+        .expect("helm install scaledown-window");
+
+    let story = unique("pool");
+    let nodes: Api<Node> = Api::all(admin.clone());
+    nodes
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"ebb.dev/story": story}}})),
+        )
+        .await
+        .unwrap();
+    // A window of one minute at the next whole minute at least 20 s away (cron's resolution).
+    let open = (Utc::now() + chrono::Duration::seconds(20))
+        .duration_trunc(chrono::Duration::minutes(1))
+        .unwrap()
+        + chrono::Duration::minutes(1);
+    let close = open + chrono::Duration::minutes(1);
+    let schedule = story.clone();
+    apply(
+        &admin,
+        &json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "ScaleDownSchedule",
+            "metadata": {"name": schedule},
+            "spec": {
+                "target": {"nodeAnnotation": {"nodeSelector": {"matchLabels": {"ebb.dev/story": story}}}},
+                "windows": [{"schedule": format!("{} {} * * *", open.minute(), open.hour()),
+                             "duration": "1m", "timeZone": "UTC"}]
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    let annotated = || async {
+        let node = nodes.get(NODE).await.ok()?;
+        Some(node.annotations().get(DISABLED).map(String::as_str) == Some("true"))
+    };
+    let reach = |want: bool, by: DateTime<Utc>, what: &'static str| async move {
+        eventually(until(by, 10), || async {
+            annotated().await.filter(|a| *a == want)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        Utc::now()
+    };
+    reach(true, Utc::now(), "annotated outside the window").await;
+    assert!(Utc::now() < open, "the setup took past the window's start");
+    let released = reach(false, open, "released inside the window").await;
+    println!(
+        "figure: seed 002 the Node's annotation removed {} ms after the window opened",
+        (released - open).num_milliseconds()
+    );
+    assert!(released >= open, "released before the window opened");
+    let kept = reach(true, close, "annotated again after the window").await;
+    assert!(kept >= close, "annotated again before the window closed");
+
+    // The Node is the cluster's: take the story's label and schedule away again.
+    let schedules: Api<DynamicObject> = Api::all_with(
+        admin.clone(),
+        &resource(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule")
+            .await
+            .unwrap(),
+    );
+    schedules
+        .delete(&schedule, &Default::default())
+        .await
+        .unwrap();
+    release.uninstall().unwrap();
+    nodes
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"ebb.dev/story": null}}})),
+        )
+        .await
+        .unwrap();
+    ns.delete(&admin).await.unwrap();
+}
+
+/// The scaler's stage, read as the controller reads it (both wire forms).
+fn stage(scaler: &DynamicObject) -> Option<String> {
+    serde_json::from_value::<ScalerState>(scaler.data["status"]["currentState"].clone())
+        .ok()
+        .map(|s| s.stage.as_str().to_owned())
+}
+
+/// Seed 003: the HPA controller drives a StackableScaler through `/scale`; the pre-scale hook
+/// runs as a real Job pod, then the StatefulSet shrinks from its highest ordinal. The webhook,
+/// reached through its Service, refuses `/scale` writes while the hook runs. A hook that exits 1
+/// ends in Failed; the retry annotation runs it again.
+#[tokio::test]
+async fn stackable_scaler_runs_its_hook_as_a_pod_before_the_statefulset_shrinks() {
+    let cluster = node_cluster();
+    let admin = cluster.client().await.unwrap();
+    let ns = Namespace::create_restricted(&admin, "seed-003")
+        .await
+        .unwrap();
+    let n = ns.name.as_str();
+    let release = Release::new(cluster, "stackable-scaler", &unique("sk"), n);
+    let service = format!("{}-webhook", release.fullname());
+    // The webhook's serving certificate in a Secret, as cert-manager would leave it.
+    let cert = tls::serving_cert(
+        &[
+            format!("{service}.{n}.svc"),
+            format!("{service}.{n}.svc.cluster.local"),
+        ],
+        &work_dir().join(format!("{n}-webhook-certs")),
+    )
+    .unwrap();
+    let pem = |file: &str| std::fs::read_to_string(cert.dir.join(file)).unwrap();
+    apply(
+        &admin,
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "webhook-certs", "namespace": n},
+                "stringData": {"tls.crt": pem("tls.crt"), "tls.key": pem("tls.key")}}),
+    )
+    .await
+    .unwrap();
+    release
+        .install(&[
+            &format!("watchNamespaces[0]={n}"),
+            "webhook.enabled=true",
+            "webhook.failurePolicy=Fail",
+            "webhook.tls.secretName=webhook-certs",
+            &format!("webhook.tls.caBundle={}", cert.ca_bundle()),
+        ])
+        .expect("helm install stackable-scaler with its webhook");
+
+    // The workload: a real StatefulSet of three pods, and its scaler (owned by it, as
+    // Stackable's operators create them), whose pre-scale hook is a script.
+    let sts = apply(
+        &admin,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "nifi-node-default", "namespace": n},
+            "spec": {"replicas": 3, "serviceName": "nifi", "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": "nifi"}},
+                     "template": {"metadata": {"labels": {"app": "nifi"}},
+                                  "spec": {"terminationGracePeriodSeconds": 5,
+                                           "containers": [busybox("nifi", None)]}}}
+        }),
+    )
+    .await
+    .unwrap();
+    until_ready(&admin, n, "nifi", 3, Duration::from_secs(60)).await;
+    let scaler = |hook: &str| {
+        json!({
+            "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+            "metadata": {"name": "nifi", "namespace": n, "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "nifi-node-default",
+                "uid": sts.uid().unwrap(), "controller": true}]},
+            "spec": {"replicas": 3, "hooks": {"preScale": {"timeoutSeconds": 120, "template": {
+                "spec": {"backoffLimit": 0, "template": {"spec": {"containers": [busybox("offload", Some(hook))]}}}}}}}
+        })
+    };
+    apply(&admin, &scaler("echo offloading; sleep 4; echo done"))
+        .await
+        .unwrap();
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(
+            &admin,
+            "autoscaling.stackable.tech",
+            "v1alpha1",
+            "StackableScaler",
+        )
+        .await
+        .unwrap(),
+    );
+    let wait_stage = |want: &'static str, timeout: u64| {
+        let scalers = scalers.clone();
+        async move {
+            eventually(Duration::from_secs(timeout), || async {
+                let s = scalers.get("nifi").await.ok()?;
+                (stage(&s).as_deref() == Some(want)).then_some(s)
+            })
+            .await
+            .unwrap_or_else(|e| panic!("never {want}: {e}"))
+        }
+    };
+    wait_stage("Idle", 30).await;
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), n);
+
+    // The HPA: 2 replicas at most. The HPA controller writes the scaler's /scale.
+    let hpa = |replicas: i64| {
+        json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "nifi", "namespace": n},
+            "spec": {"minReplicas": replicas, "maxReplicas": replicas,
+                     "scaleTargetRef": {"apiVersion": "autoscaling.stackable.tech/v1alpha1",
+                                        "kind": "StackableScaler", "name": "nifi"}}
+        })
+    };
+    apply(&admin, &hpa(2)).await.unwrap();
+    wait_stage("PreScaling", 30).await;
+
+    // Mid-operation the API server asks the webhook, through its Service, and it refuses.
+    let refused = scalers
+        .patch_scale(
+            "nifi",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .expect_err("a /scale write while the hook runs must be refused");
+    let message = refused.to_string();
+    assert!(
+        message.contains("admission webhook") && message.contains("denied"),
+        "refused by the webhook: {message}"
+    );
+
+    // The hook ran as a pod and succeeded; then the StatefulSet shrank from its highest ordinal.
+    wait_stage("Idle", 90).await;
+    let ran = jobs.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(ran.len(), 1, "one hook Job");
+    assert_eq!(
+        ran[0].status.as_ref().unwrap().succeeded,
+        Some(1),
+        "{:?}",
+        ran[0].status
+    );
+    let left = until_ready(&admin, n, "nifi", 2, Duration::from_secs(60)).await;
+    let mut names: Vec<String> = left.iter().map(ResourceExt::name_any).collect();
+    names.sort();
+    assert_eq!(names, ["nifi-node-default-0", "nifi-node-default-1"]);
+
+    // A hook that exits 1: Failed, and the StatefulSet keeps its pods.
+    apply(&admin, &scaler("echo cannot offload; exit 1"))
+        .await
+        .unwrap();
+    apply(&admin, &hpa(1)).await.unwrap();
+    let failed = wait_stage("Failed", 90).await;
+    println!(
+        "seed 003: failed as expected: {}",
+        failed.data["status"]["currentState"]
+    );
+    let job_names = || async {
+        let list = jobs.list(&ListParams::default()).await.unwrap();
+        list.items
+            .into_iter()
+            .map(|j| (j.name_any(), j.status.and_then(|s| s.succeeded)))
+            .collect::<Vec<_>>()
+    };
+    let before_retry: Vec<String> = job_names()
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    settle(Duration::from_secs(5), || async {
+        let (live, _) = pods(&admin, n, "nifi").await.unwrap_or_default();
+        anyhow::ensure!(
+            live.len() == 2,
+            "a failed hook still scaled: {} pods",
+            live.len()
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    // Fixed, and retried: the hook runs again (a new Job), and the scale-down goes through.
+    apply(&admin, &scaler("echo offloading; exit 0"))
+        .await
+        .unwrap();
+    scalers
+        .patch(
+            "nifi",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"autoscaling.stackable.tech/retry": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_stage("Idle", 90).await;
+    let left = until_ready(&admin, n, "nifi", 1, Duration::from_secs(60)).await;
+    assert_eq!(left[0].name_any(), "nifi-node-default-0");
+    let after_retry = job_names().await;
+    assert!(
+        after_retry
+            .iter()
+            .any(|(name, succeeded)| !before_retry.contains(name) && *succeeded == Some(1)),
+        "the retry ran the hook again, as a new Job that succeeded: {before_retry:?} -> {after_retry:?}"
+    );
+    release.uninstall().unwrap();
+    ns.delete(&admin).await.unwrap();
+}
+
+/// Seed 000: workshop-scaler, installed by its chart, scales a stock-Babylon WorkshopProvision
+/// once when its seats fill past the threshold of a WorkshopScalingPolicy.
+#[tokio::test]
+async fn workshop_scaler_scales_a_provision_once() {
+    let cluster = node_cluster();
+    let admin = cluster.client().await.unwrap();
+    let ns = Namespace::create_restricted(&admin, "seed-000")
+        .await
+        .unwrap();
+    let n = ns.name.as_str();
+    let release = Release::new(cluster, "workshop-scaler", &unique("ws"), n);
+    release
+        .install(&[&format!("watchNamespaces[0]={n}")])
+        .expect("helm install workshop-scaler");
+    apply(
+        &admin,
+        &json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
+                "metadata": {"name": "ws", "namespace": n, "labels": {"ebb.dev/auto-scaling": "standard"}},
+                "spec": {"displayName": "Ansible 101", "openRegistration": true}}),
+    )
+    .await
+    .unwrap();
+    apply(
+        &admin,
+        &json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+                "metadata": {"name": "standard", "namespace": n},
+                "spec": {"workshopSelector": {"matchLabels": {"ebb.dev/auto-scaling": "standard"}},
+                         "autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 1.5, "maxProvisions": 10}}}),
+    )
+    .await
+    .unwrap();
+    apply(
+        &admin,
+        &json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+                "metadata": {"name": "wp", "namespace": n},
+                "spec": {"catalogItem": {"name": "ansible-rhel.prod", "namespace": "babylon-catalog-prod"},
+                         "count": 2, "concurrency": 10, "startDelay": 10, "workshopName": "ws",
+                         "parameters": {"purpose": "Training"}}}),
+    )
+    .await
+    .unwrap();
+    for (i, email) in ["ada@example.com", "bob@example.com", "eve@example.com", ""]
+        .iter()
+        .enumerate()
+    {
+        let mut spec = json!({"workshopName": "ws", "resourceClaimName": format!("claim-{i}")});
+        if !email.is_empty() {
+            spec["assignment"] = json!({"email": email});
+        }
+        apply(
+            &admin,
+            &json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopUserAssignment",
+                    "metadata": {"name": format!("seat-{i}"), "namespace": n}, "spec": spec}),
+        )
+        .await
+        .unwrap();
+    }
+    let provisions: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(&admin, "babylon.gpte.redhat.com", "v1", "WorkshopProvision")
+            .await
+            .unwrap(),
+    );
+    let count = |p: &DynamicObject| p.data["spec"]["count"].as_i64();
+    // 3 of 4 seats taken, over the 0.5 threshold: 2 * 1.5 = 3 provisions, once.
+    eventually(Duration::from_secs(60), || async {
+        provisions
+            .get("wp")
+            .await
+            .ok()
+            .filter(|p| count(p) == Some(3))
+    })
+    .await
+    .expect("the chart-installed controller scaled the provision");
+    settle(Duration::from_secs(10), || async {
+        let p = provisions.get("wp").await?;
+        anyhow::ensure!(count(&p) == Some(3), "scaled again: {:?}", count(&p));
+        Ok(())
+    })
+    .await
+    .unwrap();
+    release.uninstall().unwrap();
+    ns.delete(&admin).await.unwrap();
+}
