@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -89,6 +89,12 @@ images: cluster-bin
 	.ci/images
 	.ci/image-check
 
+## try: a playground for a newcomer: the cluster with its node, the four charts installed from
+## the images built here and one example of each (e2e/playground/), a kubeconfig for your own
+## shell (through a relay on 127.0.0.1), until Ctrl-C; then everything it started stops.
+try: images
+	HELM="$(HELM)" e2e/try
+
 ## cluster: that control plane with a node, in private namespaces (e2e/isolated), until Ctrl-C;
 ## state and kubeconfig in target/ebb-cluster/ (reachable from inside the namespace: `make try`
 ## gives one for the host).
@@ -96,12 +102,14 @@ cluster: images
 	e2e/isolated $(CLUSTER_BIN) --node --images target/images --dir target/ebb-cluster
 
 ## e2e: every controller binary as a process against the real control plane, with its chart's
-## RBAC; every chart installed by Helm onto a real node from the images built here (installed.rs);
-## then that the node left nothing on the host, and the smoke scenarios against Kubernetes 1.28
+## RBAC; every chart installed by Helm onto a real node from the images built here (installed.rs)
+## and the seed stories with real pods (stories.rs); `make try`'s playground checked from the
+## host; that the node left nothing on the host; the smoke scenarios against Kubernetes 1.28
 ## (e2e-1.28). EBB_E2E_KUBECONFIG=path runs the same suite against any cluster instead.
 e2e: cluster-bin images
 	$(CARGO) test --no-run --quiet -p ebb-e2e
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) e2e/isolated $(CARGO) test -p ebb-e2e -- --nocapture
+	HELM="$(HELM)" e2e/try --smoke
 	.ci/node-leftovers
 	$(MAKE) --no-print-directory e2e-1.28
 

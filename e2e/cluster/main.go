@@ -10,6 +10,7 @@
 //	ebb-cluster kube-scheduler ...      with --node only (node.go): the scheduler, kubelet
 //	ebb-cluster kubelet ...             and kube-proxy of the same release, so a pod runs on
 //	ebb-cluster kube-proxy ...          a real node next to the control plane
+//	ebb-cluster relay ...               on the host: TCP to a cluster's --api-socket (relay.go)
 //
 // The supervisor wipes and fills --dir (certificates, kubeconfigs, etcd data, audit log,
 // component logs), prints exactly one line on stdout when the API is ready, and runs until
@@ -43,6 +44,13 @@ func main() {
 			command.SetArgs(os.Args[2:])
 			os.Exit(cli.Run(command))
 		}
+	}
+	if len(os.Args) > 1 && os.Args[1] == "relay" {
+		if err := relay(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "ebb-cluster relay: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := supervise(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "ebb-cluster: %v\n", err)

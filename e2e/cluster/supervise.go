@@ -40,6 +40,7 @@ type options struct {
 	images     string
 	containerd string
 	ctr        string
+	apiSocket  string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -60,6 +61,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.images, "images", "", "directory of OCI image archives to import into the node (with --node)")
 	fs.StringVar(&o.containerd, "containerd", "containerd", "containerd binary (with --node)")
 	fs.StringVar(&o.ctr, "ctr", "ctr", "containerd's ctr binary, to import images (with --node)")
+	fs.StringVar(&o.apiSocket, "api-socket", "",
+		"also serve the API server on this Unix socket (a host outside the namespace reaches it with `ebb-cluster relay`)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -159,6 +162,12 @@ func supervise(args []string) error {
 			return err
 		}
 		nodeExited = n.exited()
+	}
+
+	if o.apiSocket != "" {
+		if err := serveAPISocket(ctx, o.apiSocket, fmt.Sprintf("127.0.0.1:%d", apiPort)); err != nil {
+			return fmt.Errorf("api socket: %w", err)
+		}
 	}
 
 	// The one line a harness waits for.
