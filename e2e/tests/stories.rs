@@ -124,12 +124,68 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
         running - edge
     );
 
+    // A `helm upgrade` with a changed value while the window closes: the pod rolls and the
+    // Lease moves to the new one across the edge, and the transition is still written once.
+    let upgrade_at = end - chrono::Duration::seconds(3);
+    tokio::time::sleep(until(upgrade_at, 0)).await;
+    let upgraded = tokio::task::spawn_blocking({
+        let (chart, name, ns) = (release.chart.clone(), release.name.clone(), n.to_owned());
+        move || {
+            Release::new(node_cluster(), &chart, &name, &ns)
+                .upgrade(&[&format!("watchNamespaces[0]={ns}"), "logLevel=debug"])
+        }
+    });
     until_ready(&admin, n, "web", 1, until(end, 40)).await;
     let back = Utc::now();
     println!(
         "figure: seed 001 back to one pod {:.1} s after the window closed",
         (back - end).num_milliseconds() as f64 / 1000.0
     );
+    upgraded
+        .await
+        .unwrap()
+        .expect("helm upgrade across the edge");
+    if let Some(log) = &cluster.audit_log {
+        let deployment = release.deployment(&admin).await.unwrap();
+        let account = deployment
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .service_account_name
+            .unwrap();
+        let user = format!("system:serviceaccount:{n}:{account}");
+        let writes =
+            ebb_e2e::audit::writes(log, &user, upgrade_at - chrono::Duration::seconds(2)).unwrap();
+        let described: Vec<String> = writes.iter().map(ebb_e2e::audit::Entry::describe).collect();
+        let mut per_object = std::collections::BTreeMap::<String, usize>::new();
+        for entry in &writes {
+            let o = entry.object_ref.clone().unwrap_or_default();
+            if o.resource == "events" {
+                continue;
+            }
+            *per_object
+                .entry(format!(
+                    "{}{:?} {}",
+                    o.resource,
+                    o.subresource,
+                    o.name.unwrap_or_default()
+                ))
+                .or_default() += 1;
+        }
+        println!("seed 001: writes across the upgrade and the edge: {described:#?}");
+        assert!(
+            per_object.values().all(|count| *count == 1),
+            "one transition, one write per object, though the leader changed: {described:#?}"
+        );
+        assert!(
+            per_object
+                .keys()
+                .any(|k| k.starts_with("horizontalpodautoscalers")),
+            "the HPA was written for the edge: {described:#?}"
+        );
+    }
 
     // Kill switch: with managed=false on the HPA, a changed ServiceScaler reaches it no more.
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), n);
