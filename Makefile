@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try e2e e2e-1.28 cluster cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -94,12 +94,6 @@ images: cluster-bin
 ## shell (through a relay on 127.0.0.1), until Ctrl-C; then everything it started stops.
 try: images
 	HELM="$(HELM)" e2e/try
-
-## cluster: that control plane with a node, in private namespaces (e2e/isolated), until Ctrl-C;
-## state and kubeconfig in target/ebb-cluster/ (reachable from inside the namespace: `make try`
-## gives one for the host).
-cluster: images
-	e2e/isolated $(CLUSTER_BIN) --node --images target/images --dir target/ebb-cluster
 
 ## e2e: every controller binary as a process against the real control plane, with its chart's
 ## RBAC; every chart installed by Helm onto a real node from the images built here (installed.rs)
