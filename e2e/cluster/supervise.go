@@ -26,7 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// options of the supervisor; every one has a default that suits `make cluster`.
+// options of the supervisor; every one has a default that suits the suite.
 type options struct {
 	dir              string
 	port             int

@@ -53,7 +53,8 @@ pub fn cluster() -> &'static Cluster {
 /// A cluster with a node, started on first use: the images of `target/images/` (`.ci/images`,
 /// or `EBB_E2E_IMAGES`) imported into it, the third-party CRDs of `e2e/crds/` installed and
 /// ebb's own left to the charts, as on a user's cluster. Under `EBB_E2E_KUBECONFIG` it is that
-/// cluster, which must have the images.
+/// cluster, which must have the images (`kind load image-archive`), and charts install there
+/// with `crds.install=false` ([`crate::helm::Release`]).
 pub fn node_cluster() -> &'static Cluster {
     started(&NODE_CLUSTER, Kind::Node)
 }
@@ -87,9 +88,11 @@ fn start(kind: Kind) -> Result<Cluster> {
         .build()?;
     runtime.block_on(async {
         let client = cluster.client().await?;
+        // A node cluster of its own leaves ebb's CRDs to the charts, as on a user's cluster;
+        // a given cluster is shared with the node-less tests, which install them all.
         let files = match kind {
-            Kind::ControlPlane => crd_files()?,
-            Kind::Node => yaml_files(&repo_root().join("e2e/crds"))?,
+            Kind::Node if cluster.local => yaml_files(&repo_root().join("e2e/crds"))?,
+            _ => crd_files()?,
         };
         install_crds(&client, files).await
     })?;

@@ -62,6 +62,10 @@ impl<'a> Release<'a> {
         for set in LOCAL_IMAGES.iter().chain(sets) {
             args.extend(["--set", set]);
         }
+        // A given cluster has ebb's CRDs from the node-less tests, not owned by any release.
+        if !self.cluster.local {
+            args.extend(["--set", "crds.install=false"]);
+        }
         let start = Instant::now();
         self.helm(&args)?;
         Ok(start.elapsed())
@@ -171,6 +175,16 @@ pub fn busybox(name: &str, script: Option<&str>) -> serde_json::Value {
 /// network namespace, where kube-proxy's rules send it to a pod), with a bearer token if given.
 pub fn get(address: &str, port: i32, path: &str, bearer: Option<&str>) -> Result<(u16, String)> {
     crate::http_get(&format!("http://{address}:{port}{path}"), bearer)
+}
+
+/// The name of a node of the cluster (`ebb-node` on the suite's own).
+pub async fn a_node(client: &Client) -> Result<String> {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let list = nodes.list(&ListParams::default()).await?;
+    list.items
+        .into_iter()
+        .find_map(|n| n.metadata.name)
+        .context("the cluster has no node")
 }
 
 /// A pod's memory working set as the kubelet reports it (its Summary API, through the API

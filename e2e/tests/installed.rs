@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use ebb_e2e::helm::{Release, get, pod_memory, pod_ready as ready};
+use ebb_e2e::helm::{Release, a_node, get, pod_memory, pod_ready as ready};
 use ebb_e2e::rbac::{apply, token};
 use ebb_e2e::{Namespace, eventually, node_cluster, unique};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -21,8 +21,6 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use serde_json::json;
-
-const NODE: &str = "ebb-node";
 
 fn names<K: Resource>(items: &[K]) -> Vec<String> {
     items.iter().filter_map(|k| k.meta().name.clone()).collect()
@@ -84,12 +82,13 @@ async fn install_upgrade_uninstall(chart: &str, short: &str) {
     let (status, body) = scrape(&admin, &release, None).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(&build_info), "{body}");
+    let node = a_node(&admin).await.unwrap();
     let memory = eventually(Duration::from_secs(60), || {
         let admin = admin.clone();
-        let (ns, pod) = (ns.name.clone(), holder.clone());
+        let (ns, pod, node) = (ns.name.clone(), holder.clone(), node.clone());
         // The kubelet's first figures for a new pod are zeros.
         async move {
-            pod_memory(&admin, NODE, &ns, &pod)
+            pod_memory(&admin, &node, &ns, &pod)
                 .await
                 .ok()
                 .filter(|bytes| *bytes > 0)
