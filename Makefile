@@ -5,7 +5,7 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -94,6 +94,13 @@ images: cluster-bin
 ## shell (through a relay on 127.0.0.1), until Ctrl-C; then everything it started stops.
 try: images
 	HELM="$(HELM)" e2e/try
+
+## cluster: only the cluster with its node (in e2e/isolated's namespaces), a kubeconfig for your
+## own shell in target/try/, until Ctrl-C.
+cluster: cluster-bin
+	$(CARGO) build --quiet --workspace --bins
+	.ci/images
+	HELM="$(HELM)" e2e/try --bare
 
 ## e2e: every controller binary as a process against the real control plane, with its chart's
 ## RBAC; every chart installed by Helm onto a real node from the images built here (installed.rs)

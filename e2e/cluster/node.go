@@ -538,12 +538,14 @@ readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 tlsCertFile: %s
 tlsPrivateKeyFile: %s
+# As on any cluster: callers prove who they are (a client certificate of the cluster's CA, or a
+# token the API server reviews) and the API server decides what they may do (SubjectAccessReview
+# as the node, which the Node authorizer allows).
 authentication:
   anonymous: {enabled: false}
-  webhook: {enabled: false}
+  webhook: {enabled: true}
   x509: {clientCAFile: %s}
-# Only holders of a certificate of the cluster's CA get here (the API server's kubelet client).
-authorization: {mode: AlwaysAllow}
+authorization: {mode: Webhook}
 clusterDNS: []
 resolvConf: %s
 evictionHard: {memory.available: "1Mi", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}

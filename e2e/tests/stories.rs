@@ -76,7 +76,10 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     let n = ns.name.as_str();
     let release = Release::new(cluster, "service-scaler", &unique("ss"), n);
     release
-        .install(&[&format!("watchNamespaces[0]={n}")])
+        .install(&[
+            &format!("watchNamespaces[0]={n}"),
+            "cleanupOnUninstall.enabled=true",
+        ])
         .expect("helm install service-scaler");
 
     let app = json!({
@@ -132,8 +135,11 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     let upgraded = tokio::task::spawn_blocking({
         let (chart, name, ns) = (release.chart.clone(), release.name.clone(), n.to_owned());
         move || {
-            Release::new(node_cluster(), &chart, &name, &ns)
-                .upgrade(&[&format!("watchNamespaces[0]={ns}"), "logLevel=debug"])
+            Release::new(node_cluster(), &chart, &name, &ns).upgrade(&[
+                &format!("watchNamespaces[0]={ns}"),
+                "cleanupOnUninstall.enabled=true",
+                "logLevel=debug",
+            ])
         }
     });
     until_ready(&admin, n, "web", 1, until(end, 40)).await;
@@ -233,7 +239,27 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     // Unpaused, the change lands and the HPA controller runs a second pod.
     annotate("scaling.ebb.dev/paused", Value::Null).await;
     until_ready(&admin, n, "web", 2, Duration::from_secs(45)).await;
+
+    // Uninstalled with the chart's cleanup hook: ebb's finalizer is off the ServiceScaler, and
+    // the HPA keeps the settings in force (README: "Before an uninstall").
     release.uninstall().unwrap();
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(&admin, "scaler.udaan.io", "v1", "ServiceScaler")
+            .await
+            .unwrap(),
+    );
+    let left = scalers.get("web").await.unwrap();
+    assert!(
+        !left
+            .finalizers()
+            .iter()
+            .any(|f| f.starts_with("scaling.ebb.dev/")),
+        "ebb's finalizer outlived the uninstall: {:?}",
+        left.finalizers()
+    );
+    assert_eq!(bounds(&hpas.get("web").await.unwrap()), (Some(2), 2));
     ns.delete(&admin).await.unwrap();
 }
 
@@ -253,6 +279,7 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
             "targets.clusterAutoscaler.enabled=false",
             "targets.nodeAnnotation.enabled=true",
             "clusterVersion.enabled=false",
+            "cleanupOnUninstall.enabled=true",
         ])
         .expect("helm install scaledown-window");
 
@@ -312,18 +339,28 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
     let kept = reach(true, close, "annotated again after the window").await;
     assert!(kept >= close, "annotated again before the window closed");
 
-    // The Node is the cluster's: take the story's label and schedule away again.
+    // Uninstalled with the chart's cleanup hook while the window is closed: the Node is
+    // released and the schedule keeps no finalizer of ebb's.
+    release.uninstall().unwrap();
+    assert_eq!(
+        annotated().await,
+        Some(false),
+        "the Node kept ebb's annotation"
+    );
     let schedules: Api<DynamicObject> = Api::all_with(
         admin.clone(),
         &resource(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule")
             .await
             .unwrap(),
     );
+    let left = schedules.get(&schedule).await.unwrap();
+    assert!(left.finalizers().is_empty(), "{:?}", left.finalizers());
+
+    // The Node is the cluster's: take the story's label and schedule away again.
     schedules
         .delete(&schedule, &Default::default())
         .await
         .unwrap();
-    release.uninstall().unwrap();
     nodes
         .patch(
             node,
