@@ -70,10 +70,13 @@ charts-check:
 
 ## cluster-bin: build ebb-cluster (etcd, kube-apiserver, kube-controller-manager and the node's
 ## kubelet, kube-proxy and kube-scheduler, from the official Kubernetes Go modules pinned in
-## e2e/cluster/go.mod) and the node's sandbox process. The first build takes ~10 min.
+## e2e/cluster/go.mod), the node's sandbox process and containerd v2 (.ci/install-containerd).
+## The first build takes ~10 min.
 CLUSTER_BIN := $(CURDIR)/target/bin/ebb-cluster
 cluster-bin:
 	e2e/cluster/build $(CLUSTER_BIN)
+	@# The node's container runtime: containerd v2 from the Go module proxy, else Debian's 1.6.
+	.ci/install-containerd >/dev/null || echo "cluster-bin: containerd v2 did not build; the node falls back to Debian's containerd"
 
 ## cluster-bin-1.28: the same control plane at Kubernetes 1.28, the oldest release ebb supports
 ## (e2e/cluster/k8s-1.28/go.mod).

@@ -265,10 +265,20 @@ func startNode(ctx context.Context, o options, dir, self, server string, f pkiFi
 
 	// containerd, then the images (the sandbox image first of all).
 	socket := filepath.Join(n.state, "containerd.sock")
-	if err := writeContainerdConfig(dir, n.state, socket); err != nil {
+	containerdPath, err := exec.LookPath(o.containerd)
+	if err != nil {
+		return n, fmt.Errorf("%s: %w (.ci/run installs it)", o.containerd, err)
+	}
+	major, err := containerdMajor(ctx, containerdPath)
+	if err != nil {
 		return n, err
 	}
-	containerd, err := startProcess(ctx, filepath.Join(logs, "containerd.log"), o.containerd,
+	// containerd starts its shims from PATH: the ones built beside it, not another release's.
+	_ = os.Setenv("PATH", filepath.Dir(containerdPath)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := writeContainerdConfig(dir, n.state, socket, major); err != nil {
+		return n, err
+	}
+	containerd, err := startProcess(ctx, filepath.Join(logs, "containerd.log"), containerdPath,
 		"--config", filepath.Join(dir, "containerd.toml"))
 	if err != nil {
 		return n, err
@@ -427,7 +437,7 @@ func (n *node) exited() <-chan error {
 	return out
 }
 
-func writeContainerdConfig(dir, state, socket string) error {
+func writeContainerdConfig(dir, state, socket string, major int) error {
 	cni := filepath.Join(state, "cni")
 	// CNI: one bridge with host-local addresses from this node's pod range, and portmap.
 	conflist := map[string]any{
@@ -454,8 +464,57 @@ func writeContainerdConfig(dir, state, socket string) error {
 	if err := os.WriteFile(filepath.Join(cni, "net.d", "10-ebb.conflist"), data, 0o644); err != nil {
 		return err
 	}
-	// containerd 1.6's configuration format (version 2); every path is the node's own.
-	config := fmt.Sprintf(`version = 2
+	// Every path is the node's own.
+	root, opt := filepath.Join(state, "containerd", "root"), filepath.Join(state, "containerd", "opt")
+	runState, conf := filepath.Join(state, "containerd", "state"), filepath.Join(cni, "net.d")
+	var config string
+	if major >= 2 {
+		config = fmt.Sprintf(containerdConfig2, root, runState, socket, opt, pauseImage, cniBinDir(), conf)
+	} else {
+		config = fmt.Sprintf(containerdConfig16, root, runState, socket, opt, pauseImage, cniBinDir(), conf)
+	}
+	return os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(config), 0o644)
+}
+
+// containerdConfig2 is containerd 2's configuration (version 4: the CRI plugin split into
+// runtime and images), importing nothing from the host's /etc/containerd. Without
+// CAP_SYS_RESOURCE (this VM) runc cannot lower oom_score_adj: keep it.
+const containerdConfig2 = `version = 4
+root = %[1]q
+state = %[2]q
+imports = []
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[plugins."io.containerd.server.v1.grpc"]
+  address = %[3]q
+
+[plugins."io.containerd.server.v1.ttrpc"]
+  address = "%[3]s.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[4]q
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = %[5]q
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[6]q]
+    conf_dir = %[7]q
+`
+
+// containerdConfig16 is containerd 1.6's (Debian 12's, the fallback; format version 2).
+const containerdConfig16 = `version = 2
 root = %q
 state = %q
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
@@ -468,7 +527,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
-  # Without CAP_SYS_RESOURCE (this VM) runc cannot lower oom_score_adj: keep it as it is.
   restrict_oom_score_adj = true
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -481,9 +539,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
-`, filepath.Join(state, "containerd", "root"), filepath.Join(state, "containerd", "state"), socket,
-		filepath.Join(state, "containerd", "opt"), pauseImage, cniBinDir(), filepath.Join(cni, "net.d"))
-	return os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(config), 0o644)
+`
+
+// containerdMajor is the major version `containerd --version` reports ("containerd
+// github.com/containerd/containerd/v2 v2.4.2 ..." or "containerd github.com/containerd/containerd
+// 1.6.20~ds1 ...").
+func containerdMajor(ctx context.Context, binary string) (int, error) {
+	out, err := exec.CommandContext(ctx, binary, "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w", binary, err)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		return 0, fmt.Errorf("%s --version: unexpected %q", binary, out)
+	}
+	version := strings.TrimPrefix(fields[2], "v")
+	major, err := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: no version in %q", binary, out)
+	}
+	return major, nil
 }
 
 // cniBinDir is where Debian's containernetworking-plugins puts the plugins.

@@ -136,6 +136,15 @@ fn start_local(kind: Kind) -> Result<Cluster> {
                 );
             }
             command.arg("--node").arg("--images").arg(images_dir());
+            // containerd v2 as `make cluster-bin` builds it; without it, Debian's on PATH.
+            let containerd = repo_root().join(".tools/containerd/bin");
+            if containerd.join("containerd").exists() {
+                command
+                    .arg("--containerd")
+                    .arg(containerd.join("containerd"))
+                    .arg("--ctr")
+                    .arg(containerd.join("ctr"));
+            }
         }
         let mut child = command
             .arg("--dir")
