@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -466,48 +464,23 @@ func stopChildren(children []*child) {
 
 // waitReady polls a health endpoint with the admin identity until it answers 200.
 func waitReady(ctx context.Context, endpoint string, f pkiFiles, timeout time.Duration, c *child) error {
-	pool := x509.NewCertPool()
-	caPEM, err := os.ReadFile(f.ca)
+	// kube-controller-manager serves a self-signed certificate of its own.
+	client, err := adminClient(f, !strings.Contains(endpoint, "/readyz"))
 	if err != nil {
 		return err
 	}
-	pool.AppendCertsFromPEM(caPEM)
-	admin, err := tls.LoadX509KeyPair(f.adminCert, f.adminKey)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{
-		Timeout: 5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{
-			RootCAs:      pool,
-			Certificates: []tls.Certificate{admin},
-			// kube-controller-manager serves a self-signed certificate of its own.
-			InsecureSkipVerify: !strings.Contains(endpoint, "/readyz"),
-		}},
-	}
-	deadline := time.Now().Add(timeout)
-	last := "no answer"
-	for time.Now().Before(deadline) {
+	return waitFor(ctx, timeout, c, func() error {
 		resp, err := client.Get(endpoint)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		} else {
-			last = err.Error()
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-c.exited:
-			return fmt.Errorf("exited before ready: %v", err)
-		case <-time.After(200 * time.Millisecond):
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
 		}
-	}
-	return fmt.Errorf("not ready after %s: %s", timeout, last)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	})
 }
 
 func freePort() (int, error) {
