@@ -81,64 +81,68 @@ func checkNodeIsolation(nodeIP string) error {
 	if !hasIP {
 		return fmt.Errorf("the node address %s is not on lo (e2e/isolated puts it there)", nodeIP)
 	}
-	mounts, err := tmpfsMounts()
+	list, err := mounts()
 	if err != nil {
 		return err
 	}
+	// The last mount at a point is the one in sight (mountinfo lists them in mount order).
+	tmpfs := map[string]bool{}
+	for _, m := range list {
+		tmpfs[m.point] = m.fsType == "tmpfs"
+	}
 	for _, dir := range []string{"/run", "/var/log/pods", "/var/log/containers"} {
-		if !mounts[dir] {
+		if !tmpfs[dir] {
 			return fmt.Errorf("%s is not a tmpfs of its own: run the node through e2e/isolated, which makes one in a private mount namespace", dir)
 		}
 	}
 	return nil
 }
 
-// tmpfsMounts returns the mount points of tmpfs file systems, from /proc/self/mountinfo.
-func tmpfsMounts() (map[string]bool, error) {
+// mount is one line of /proc/self/mountinfo: where, and what file system type.
+type mount struct{ point, fsType string }
+
+// mounts lists this mount namespace's mounts, from /proc/self/mountinfo.
+func mounts() ([]mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	mounts := map[string]bool{}
+	var all []mount
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw": the mount point
 		// is the fifth field, the type the first after " - ".
 		fields := strings.Fields(scanner.Text())
 		for i, field := range fields {
-			if field == "-" && i+1 < len(fields) && len(fields) > 4 && fields[i+1] == "tmpfs" {
-				mounts[fields[4]] = true
+			if field == "-" && i+1 < len(fields) && len(fields) > 4 {
+				all = append(all, mount{point: fields[4], fsType: fields[i+1]})
+				break
 			}
 		}
 	}
-	return mounts, scanner.Err()
+	return all, scanner.Err()
 }
 
 // cgroupHierarchies lists the mount points of the cgroup v1 hierarchies (not the empty
 // cgroup2 "unified" one): kubelet's cgroupfs driver needs the v1 controllers. With all, the
 // cgroup2 mounts too: runc makes each container's cgroup there as well.
 func cgroupHierarchies(all bool) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	list, err := mounts()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var dirs []string
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		for i, field := range fields {
-			if field == "-" && i+1 < len(fields) && (fields[i+1] == "cgroup" || all && fields[i+1] == "cgroup2") {
-				dirs = append(dirs, fields[4])
-			}
+	for _, m := range list {
+		if m.fsType == "cgroup" || all && m.fsType == "cgroup2" {
+			dirs = append(dirs, m.point)
 		}
 	}
 	if len(dirs) == 0 {
 		return nil, errors.New("no cgroup v1 hierarchy is mounted (this node runs on cgroup v1 hosts)")
 	}
 	sort.Strings(dirs)
-	return dirs, scanner.Err()
+	return dirs, nil
 }
 
 // makeCgroupRoot makes the node's own cgroup in every hierarchy, so that stopping the node can
@@ -403,23 +407,19 @@ func lockNode(ctx context.Context, timeout time.Duration) (*os.File, error) {
 // overlays) and the pods' network namespaces (/run/netns/cni-*), deepest first, and removes
 // the directory.
 func removeState(state string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	list, err := mounts()
 	if err != nil {
 		return err
 	}
-	var mounts []string
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) > 4 && (fields[4] == state || strings.HasPrefix(fields[4], state+"/") ||
-			strings.HasPrefix(fields[4], "/run/netns/cni-")) {
-			mounts = append(mounts, fields[4])
+	var points []string
+	for _, m := range list {
+		if m.point == state || strings.HasPrefix(m.point, state+"/") || strings.HasPrefix(m.point, "/run/netns/cni-") {
+			points = append(points, m.point)
 		}
 	}
-	f.Close()
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
-	for _, m := range mounts {
-		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		_ = syscall.Unmount(p, syscall.MNT_DETACH)
 	}
 	return os.RemoveAll(state)
 }
