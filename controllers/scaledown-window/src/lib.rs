@@ -28,12 +28,13 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
 use ebb_runtime::cache::{Cache, Feed};
+use ebb_runtime::contact::resilient;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
+use ebb_runtime::{ApiContact, CommonArgs};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
@@ -201,6 +202,7 @@ fn watch_targets(
     args: &RunArgs,
     store: &Store<GuardedSchedule>,
     nodes: Option<Feed<PartialObjectMeta<Node>>>,
+    contact: &ApiContact,
 ) -> Controller<GuardedSchedule> {
     let targets = args.targets();
     let dynamic =
@@ -209,9 +211,16 @@ fn watch_targets(
          ar: ApiResource,
          wanted: Box<dyn Fn(&ScaleDownSchedule) -> bool + Send + Sync>| {
             let store = store.clone();
-            controller.watches_with(api, ar, watcher::Config::default(), move |_| {
-                schedules_where(&store, &wanted)
-            })
+            let events = resilient(
+                watcher::watcher(api, watcher::Config::default()),
+                contact,
+                &ar.kind,
+            );
+            controller.watches_stream_with(
+                events.touched_objects(),
+                move |_| schedules_where(&store, &wanted),
+                ar,
+            )
         };
     if targets.cluster_autoscaler || targets.machine_autoscalers {
         // Its own schedules write it; machineAutoscalers schedules report whether it allows
@@ -264,7 +273,7 @@ fn watch_targets(
         // every schedule is woken.
         let node_meta: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
         let nodes = feed
-            .watch(node_meta, watcher::Config::default(), trim_node)
+            .watch(node_meta, watcher::Config::default(), contact, trim_node)
             .predicate_filter(node_marks, Default::default())
             .filter_map(|event| {
                 if let Err(error) = &event {
@@ -327,7 +336,14 @@ pub fn controllers(
     let controller =
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
-    let controller = watch_targets(controller, &client, &args, &store, feed);
+    let controller = watch_targets(
+        controller,
+        &client,
+        &args,
+        &store,
+        feed,
+        wiring.warm_up.contact(),
+    );
     let shutdown = wiring.shutdown.clone();
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
     // A schedule deleted before its reconcile ran drops its gauges here.

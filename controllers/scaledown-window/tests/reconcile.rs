@@ -1375,6 +1375,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
     // A restart loses nothing: a fresh context restores the configured minimum inside the window.
     let restarted = Context::new(
         Shared {
+            contact: ebb_runtime::ApiContact::new(Arc::new(t.clock.clone())),
             client: t.fake.client(),
             clock: Arc::new(t.clock.clone()),
             events: Arc::new(t.events.clone()),

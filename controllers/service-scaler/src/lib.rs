@@ -139,7 +139,11 @@ pub fn controllers(
         let metrics = metrics.clone();
         let controller = controller
             .watches_stream(
-                spec_changes(hpas, watcher::Config::default().any_semantic()),
+                spec_changes(
+                    hpas,
+                    watcher::Config::default().any_semantic(),
+                    wiring.warm_up.contact(),
+                ),
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });

@@ -92,8 +92,7 @@ impl AsRef<CommonArgs> for RunArgs {
     }
 }
 
-/// Runs the controller (and, with `--enable-webhook`, the admission webhook) until SIGTERM or a
-/// lost lease.
+/// Runs the controller (and, with `--enable-webhook`, the admission webhook) until SIGTERM.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // The webhook's certificate and port are checked before anything starts.
     let listener = if args.enable_webhook {

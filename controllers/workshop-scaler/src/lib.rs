@@ -36,11 +36,11 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::Shutdown;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::triggers::spec_changes;
+use ebb_runtime::{ApiContact, Shutdown};
 use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -160,7 +160,7 @@ pub fn controller(
 ) -> Controller<Guarded<WorkshopProvision>> {
     // /readyz turns green once every provision cache holds its first full list.
     let controller = ebb_runtime::app::controller(provisions, provisions_wc, warm_up);
-    relate(controller, related, shutdown)
+    relate(controller, related, shutdown, warm_up.contact())
 }
 
 /// Adds to `controller` (over WorkshopProvisions) the watches of the related kinds and graceful
@@ -169,6 +169,7 @@ pub fn relate(
     controller: Controller<Guarded<WorkshopProvision>>,
     related: Related,
     shutdown: &Shutdown,
+    contact: &ApiContact,
 ) -> Controller<Guarded<WorkshopProvision>> {
     let Related {
         assignments,
@@ -186,14 +187,19 @@ pub fn relate(
     // The related kinds are not label-selected: the selector is about the provisions. Every
     // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
     let all = || watcher::Config::default().any_semantic();
-    let assignments = feeds.assignments.watch(assignments, all(), |_| {});
+    let assignments = feeds.assignments.watch(assignments, all(), contact, |_| {});
     let workshops = feeds
         .workshops
-        .watch(workshops, all(), |workshop: &mut Guarded<Workshop>| {
-            if let Ok(workshop) = workshop.0.as_mut() {
-                workshop.trim();
-            }
-        })
+        .watch(
+            workshops,
+            all(),
+            contact,
+            |workshop: &mut Guarded<Workshop>| {
+                if let Ok(workshop) = workshop.0.as_mut() {
+                    workshop.trim();
+                }
+            },
+        )
         .inspect(move |workshop| {
             if let (Some(seen), Ok(workshop)) = (&seen, workshop) {
                 let meta = ObjectMeta {
@@ -205,13 +211,16 @@ pub fn relate(
                 let _ = seen.unbounded_send(meta.into_response_partial());
             }
         });
-    let claims = feeds
-        .claims
-        .watch(claims, all(), |claim: &mut Guarded<ResourceClaim>| {
+    let claims = feeds.claims.watch(
+        claims,
+        all(),
+        contact,
+        |claim: &mut Guarded<ResourceClaim>| {
             if let Ok(claim) = claim.0.as_mut() {
                 claim.trim();
             }
-        });
+        },
+    );
     controller
         .watches_stream(assignments, move |assignment| {
             // A malformed seat is not counted, so its changes concern no provision.
@@ -228,7 +237,7 @@ pub fn relate(
         .watches_stream(claims, |claim| provision_of_claim(&claim))
         // Not the policy's status, which the policy controller writes on every Workshop change:
         // with a thousand provisions in a namespace, each of those writes reconciled them all.
-        .watches_stream(spec_changes(policies, all()), move |policy| {
+        .watches_stream(spec_changes(policies, all(), contact), move |policy| {
             // Every provision of the namespace, not only those of the Workshops the policy now
             // selects: a changed or deleted policy also concerns the Workshops it used to select
             // (and makes or ends an ambiguity there), which the new object cannot name. Metadata

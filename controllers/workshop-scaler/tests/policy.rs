@@ -341,6 +341,7 @@ fn provisions_controller(
             seen,
         },
         shutdown,
+        &ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
     )
 }
 

@@ -27,7 +27,7 @@ use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
 use crate::{
-    Clock, CommonArgs, ControllerMetrics, EventPublisher, EventSink, Health, Leader,
+    ApiContact, Clock, CommonArgs, ControllerMetrics, EventPublisher, EventSink, Health, Leader,
     LeaderElection, LeaderError, MetricsServer, Shutdown, SystemClock,
 };
 
@@ -65,8 +65,10 @@ pub struct Runtime {
     pub health: Health,
     /// Whether this replica may write.
     pub leader: Leader,
-    /// Triggered by SIGTERM/SIGINT or a lost lease.
+    /// Triggered by SIGTERM/SIGINT.
     pub shutdown: Shutdown,
+    /// What the process knows of its link to the API server.
+    pub contact: ApiContact,
     server: JoinHandle<Result<(), ServerError>>,
 }
 
@@ -79,10 +81,13 @@ impl Runtime {
         controller: &str,
         args: &CommonArgs,
         registry: Registry,
+        contact: ApiContact,
     ) -> Result<Self, AppError> {
         let shutdown = Shutdown::on_signals()?;
-        let client = Client::try_default()
+        let config = kube::Config::infer()
             .await
+            .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+        let client = crate::contact::client(config, &contact)
             .map_err(|e| AppError::Client(innermost_summary(&e)))?;
         let health = Health::new();
         let mut server = MetricsServer::bind(args.metrics_addr).await?;
@@ -91,7 +96,8 @@ impl Runtime {
         }
         let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
         let leader =
-            LeaderElection::from_args(args, client.clone(), controller, shutdown.clone()).await?;
+            LeaderElection::from_args(args, client.clone(), controller, &contact, shutdown.clone())
+                .await?;
         tracing::info!(
             controller,
             namespaces = ?args.watched_namespaces(),
@@ -105,6 +111,7 @@ impl Runtime {
             health,
             leader,
             shutdown,
+            contact,
             server,
         })
     }
@@ -112,11 +119,10 @@ impl Runtime {
     /// The readiness of this process's caches: `/readyz` turns green once every cache
     /// registered with it (see [`controller`]) holds its first full list.
     pub fn warm_up(&self) -> WarmUp {
-        WarmUp::new(self.health.clone())
+        WarmUp::new(self.health.clone(), self.contact.clone())
     }
 
     /// Drives `controllers` until they end or shutdown is triggered, then stops the server.
-    /// A lost lease is an error, so the process exits non-zero and its restart competes again.
     pub async fn run<F>(self, controllers: F) -> Result<(), AppError>
     where
         F: Future<Output = ()>,
@@ -128,7 +134,7 @@ impl Runtime {
         self.health.set_ready(false);
         self.shutdown.trigger();
         self.server.await??;
-        self.leader.join().await?;
+        self.leader.join().await;
         tracing::info!("stopped");
         Ok(())
     }
@@ -161,6 +167,7 @@ impl Wiring {
     /// The frame's shared parts of a reconcile context.
     pub fn shared(&self) -> Shared {
         Shared {
+            contact: self.warm_up.contact().clone(),
             client: self.client.clone(),
             clock: self.clock.clone(),
             events: self.events.clone(),
@@ -187,7 +194,7 @@ impl Wiring {
 
 /// Runs controller `name` as a process with its flags `args` (the common ones among them): registers
 /// the reconcile metrics and the controller's own (`register`), starts the [`Runtime`], then
-/// drives what `controllers` builds from `args` on its [`Wiring`] until shutdown or a lost lease.
+/// drives what `controllers` builds from `args` on its [`Wiring`] until shutdown.
 /// A controller's `run` is this one call:
 ///
 /// ```ignore
@@ -214,8 +221,10 @@ where
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
     let process = crate::metrics::register_process(&mut registry, name, tzdata.release());
+    let contact = ApiContact::new(Arc::new(SystemClock));
+    contact.register(crate::metrics::controller_registry(&mut registry, name));
     let own = register(&mut registry);
-    let runtime = Runtime::start(name, &common, registry).await?;
+    let runtime = Runtime::start(name, &common, registry, contact).await?;
     process.leader.fill(&runtime.leader);
     if common.leader_election {
         // Another install whose scope overlaps this one's: the newer stands down.
@@ -270,20 +279,29 @@ pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
     }
 }
 
-/// Counts the caches that have not yet listed in full; `/readyz` turns green at zero.
+/// The process's watches: it counts the caches that have not yet listed in full (`/readyz`
+/// turns green at zero) and holds the [`ApiContact`] every watch reports to.
 #[derive(Clone)]
 pub struct WarmUp {
     health: Health,
     pending: Arc<AtomicUsize>,
+    contact: ApiContact,
 }
 
 impl WarmUp {
     /// Nothing registered yet; `health` turns ready when every registered cache is warm.
-    pub fn new(health: Health) -> Self {
+    pub fn new(health: Health, contact: ApiContact) -> Self {
         Self {
             health,
             pending: Arc::new(AtomicUsize::new(0)),
+            contact,
         }
+    }
+
+    /// The link to the API server every watch reports to and waits through
+    /// ([`crate::contact::resilient`]).
+    pub fn contact(&self) -> &ApiContact {
+        &self.contact
     }
 
     /// Registers one more cache that must list in full before the process is ready. Register
@@ -345,7 +363,13 @@ where
 {
     let (reader, writer) = reflector::store();
     let cache = warm_up.cache();
-    let trimmed = watcher(api, config).modify(move |object| {
+    let contact = warm_up.contact();
+    let trimmed = crate::contact::resilient(
+        watcher(api, config),
+        contact,
+        &K::kind(&K::DynamicType::default()),
+    )
+    .modify(move |object| {
         slim(object);
         trim(object);
     });
@@ -356,7 +380,13 @@ where
             }
         })
         .applied_objects();
-    Controller::for_stream(trigger, reader).with_config(controller_config())
+    // The server's return, and this replica starting to lead, reconcile everything once: an edge
+    // that passed while the server was away, or a reconcile that failed on the outage or ran as
+    // a follower, is acted on at once (see crate::contact).
+    Controller::for_stream(trigger, reader)
+        .with_config(controller_config())
+        .trigger_backoff(crate::contact::NoPause)
+        .reconcile_all_on(contact.wake_ups())
 }
 
 /// How many reconciles one controller runs at once.

@@ -136,17 +136,19 @@ where
 {
     /// The watch of `api` that fills this scope, each object trimmed by `trim` (after
     /// [`crate::app::slim`]) before it is stored: the objects it saw change, deleted ones too,
-    /// for `Controller::watches_stream`. The cache is filled only while the stream is polled.
+    /// for `Controller::watches_stream`. The cache is filled only while the stream is polled;
+    /// failures wait as [`crate::contact::resilient`] says.
     pub fn watch(
         self,
         api: Api<K>,
         config: watcher::Config,
+        contact: &crate::ApiContact,
         mut trim: impl FnMut(&mut K) + Send + 'static,
     ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
         let warm = self.warm;
-        // Backed off on errors here, so the stream can go anywhere (a trigger, a reconcile-all).
-        let trimmed = watcher::watcher(api, config)
-            .default_backoff()
+        let kind = K::kind(&K::DynamicType::default()).into_owned();
+        // Retried here, so the stream can go anywhere (a trigger, a reconcile-all).
+        let trimmed = crate::contact::resilient(watcher::watcher(api, config), contact, &kind)
             .modify(move |object| {
                 crate::app::slim(object);
                 trim(object);

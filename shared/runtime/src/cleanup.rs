@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::args::CommonArgs;
 use crate::frame::{MAX_ATTEMPTS, Shared, is_conflict};
 use crate::leader::{LEASE_DURATION_SECS, LeaderElection, LeaderError};
-use crate::{ControllerMetrics, EventPublisher, Shutdown, SystemClock};
+use crate::{ApiContact, ControllerMetrics, EventPublisher, Shutdown, SystemClock};
 
 /// How long `cleanup` waits for the running controller to let go of its Lease: four lease
 /// durations (a replica that stops releases it at once; one that dies, within one duration).
@@ -117,7 +117,10 @@ where
         stop_deployment(&client, namespace, deployment, common.dry_run).await?;
     }
     let shutdown = Shutdown::new();
-    let leader = LeaderElection::from_args(&common, client.clone(), name, shutdown.clone()).await?;
+    let contact = ApiContact::new(Arc::new(SystemClock));
+    let leader =
+        LeaderElection::from_args(&common, client.clone(), name, &contact, shutdown.clone())
+            .await?;
     let leading = tokio::time::timeout(LEASE_WAIT, leader.wait_until_leader()).await;
     if !matches!(leading, Ok(true)) {
         shutdown.trigger();
@@ -127,6 +130,7 @@ where
         });
     }
     let shared = Shared {
+        contact,
         client: client.clone(),
         clock: Arc::new(SystemClock),
         events: Arc::new(EventPublisher::new(client.clone(), name)),
@@ -136,8 +140,8 @@ where
     };
     let cleaned = clean(shared, args.run).await;
     shutdown.trigger();
-    // Lets go of the Lease; a loss now changes nothing (the work is done or failed).
-    let _ = leader.join().await;
+    // Lets go of the Lease.
+    leader.join().await;
     let mut lines = cleaned.map_err(|e| CleanupError::Clean(e.to_string()))?;
     if common.leader_election && !common.dry_run {
         let lease = common.lease_name_or(name);

@@ -40,7 +40,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use crate::{Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
+use crate::{ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
 
 /// When a replica that does not lead looks again (the lease duration).
 pub const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
@@ -87,6 +87,9 @@ pub struct Shared {
     pub dry_run: bool,
     /// Only the leader writes.
     pub leader: Leader,
+    /// The link to the API server: a reconcile that failed for want of it is reconciled again
+    /// when it answers ([`crate::contact`]).
+    pub contact: ApiContact,
 }
 
 impl<T> Context<T> {
@@ -552,6 +555,9 @@ pub fn error_policy<R: Reconciler>(
     }
     tracing::warn!(controller = R::NAME, object = %key, category = error.category(), %error,
         "reconcile failed");
+    // For want of the server: its return reconciles every object at once (crate::contact), so
+    // the backoff below only spaces the attempts while it is away.
+    ctx.contact.failed_if_unreachable(error);
     let backoff = ctx.backoff.failed(&key);
     Action::requeue(retry_after(error).map_or(backoff, |asked| asked.max(backoff)))
 }

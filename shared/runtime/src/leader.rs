@@ -1,24 +1,27 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease (via kube-lease-manager), switchable off.
 //!
 //! Per the design: election gates writes, not watches. Every replica watches and keeps its caches
-//! warm; only the leader writes (check [`Leader::is_leader`] before writing). A replica that loses
-//! the lease does not try to carry on: it triggers the [`Shutdown`] and [`Leader::join`] returns
-//! [`LeaderError::LostLease`], so `main` exits non-zero and the restarted pod re-enters the election.
+//! warm; only the leader writes (check [`Leader::is_leader`] before writing).
 //!
-//! While the API server is unreachable the lease cannot be renewed, and kube-lease-manager keeps the
-//! last known state; writes fail in that situation anyway, and the first successful sync that shows
-//! another holder ends the process.
+//! A leader writes only while the Lease it last saw names it and is at least [`WRITE_MARGIN`]
+//! from expiring: a leader cut off from the API server cannot renew, and stops writing before
+//! any other replica could take the Lease over (no two writers, ever). It does not exit: it
+//! keeps its caches and stays in the election, so once the server answers it renews (and
+//! writes again) or follows the replica that took over. A single replica recovers without a
+//! restart, and an outage never ends in CrashLoopBackOff.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
+use tokio::time::Instant;
 
+use crate::ApiContact;
 use crate::args::CommonArgs;
 use crate::shutdown::Shutdown;
 
@@ -26,12 +29,16 @@ use crate::shutdown::Shutdown;
 pub const LEASE_DURATION_SECS: u64 = 15;
 /// How long before expiry the holder renews (seconds).
 pub const LEASE_GRACE_SECS: u64 = 5;
+/// How long before its Lease could expire a leader that has not renewed stops writing: room for
+/// a write in flight and for clocks that differ between replicas.
+pub const WRITE_MARGIN: Duration = Duration::from_secs(3);
 /// How long shutdown waits for the lease to be released.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Pause after a failed election step, times the number of failures in a row (at most 10).
+/// Pause after a failed election step (the server is away): short, so the first step after it
+/// answers again comes within a second of its return.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
 
-/// Why leader election failed or ended.
+/// Why leader election could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaderError {
     /// The Lease could not be read or created at start.
@@ -45,19 +52,9 @@ pub enum LeaderError {
         #[source]
         source: LeaseManagerError,
     },
-    /// This replica held the lease and lost it; the process should exit.
-    #[error("lost the leader lease to another replica")]
-    LostLease,
     /// No identity: neither `POD_NAME` nor a host name is available.
     #[error("cannot determine a leader-election identity: set POD_NAME")]
     NoIdentity,
-}
-
-/// How the election ended, kept as data so every `Leader` clone can report it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Outcome {
-    Released,
-    LostLease,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,7 +62,8 @@ struct Status {
     leading: bool,
     /// Another install manages the same objects ([`crate::overlap`]): write nothing.
     standing_down: bool,
-    ended: Option<Outcome>,
+    /// The election ended (shutdown) and the Lease was let go.
+    ended: bool,
 }
 
 impl Status {
@@ -82,35 +80,31 @@ pub struct Leader {
 }
 
 impl Leader {
-    /// Election switched off (`--leader-election=false`): always the leader.
-    pub fn disabled() -> Self {
+    fn with(leading: bool, disabled: bool) -> Self {
         let (status, _) = watch::channel(Status {
-            leading: true,
+            leading,
             standing_down: false,
-            ended: None,
+            ended: false,
         });
         Self {
             status: Arc::new(status),
-            disabled: true,
+            disabled,
         }
+    }
+
+    /// Election switched off (`--leader-election=false`): always the leader.
+    pub fn disabled() -> Self {
+        Self::with(true, true)
     }
 
     /// A replica that is not (yet) leading: it watches and decides but must not write.
     /// What a standby replica looks like, for reconciler tests of the follower path.
     pub fn following() -> Self {
-        let (status, _) = watch::channel(Status {
-            leading: false,
-            standing_down: false,
-            ended: None,
-        });
-        Self {
-            status: Arc::new(status),
-            disabled: false,
-        }
+        Self::with(false, false)
     }
 
-    /// Whether this replica may write now: it holds the Lease (or runs without election) and no
-    /// older install manages the same objects.
+    /// Whether this replica may write now: it holds a Lease that is not about to expire (or runs
+    /// without election) and no older install manages the same objects.
     pub fn is_leader(&self) -> bool {
         self.status.borrow().writes()
     }
@@ -130,38 +124,25 @@ impl Leader {
         self.status.borrow().standing_down
     }
 
-    /// Whether this replica held the lease and lost it.
-    pub fn lost_lease(&self) -> bool {
-        self.status.borrow().ended == Some(Outcome::LostLease)
-    }
-
-    /// Waits until this replica leads. Returns `false` if the election ended first (shutdown or
-    /// loss), so callers can stop instead of waiting forever.
+    /// Waits until this replica may write. Returns `false` if the election ended first
+    /// (shutdown), so callers can stop instead of waiting forever.
     pub async fn wait_until_leader(&self) -> bool {
         let mut rx = self.status.subscribe();
-        match rx.wait_for(|s| s.writes() || s.ended.is_some()).await {
+        match rx.wait_for(|s| s.writes() || s.ended).await {
             Ok(status) => status.writes(),
             // The sender lives in `self`, so the channel cannot close while we wait.
             Err(_) => false,
         }
     }
 
-    /// Waits for the election to end and says why: `Ok` after a shutdown (lease released),
-    /// [`LeaderError::LostLease`] if the lease was lost. With election disabled there is nothing
-    /// to wait for and this returns `Ok` at once.
-    pub async fn join(&self) -> Result<(), LeaderError> {
+    /// Waits for the election to end (after a shutdown, with the lease released). With election
+    /// disabled there is nothing to wait for and this returns at once.
+    pub async fn join(&self) {
         if self.disabled {
-            return Ok(());
+            return;
         }
         let mut rx = self.status.subscribe();
-        let ended = match rx.wait_for(|s| s.ended.is_some()).await {
-            Ok(status) => status.ended.clone(),
-            Err(_) => None,
-        };
-        match ended {
-            Some(Outcome::Released) | None => Ok(()),
-            Some(Outcome::LostLease) => Err(LeaderError::LostLease),
-        }
+        let _ = rx.wait_for(|s| s.ended).await;
     }
 }
 
@@ -177,6 +158,7 @@ impl LeaderElection {
         args: &CommonArgs,
         client: Client,
         controller: &str,
+        contact: &ApiContact,
         shutdown: Shutdown,
     ) -> Result<Leader, LeaderError> {
         if !args.leader_election {
@@ -190,6 +172,7 @@ impl LeaderElection {
             &args.lease_namespace,
             &lease_name,
             &identity,
+            contact,
             shutdown,
         )
         .await
@@ -203,6 +186,7 @@ impl LeaderElection {
         lease_namespace: &str,
         lease_name: &str,
         identity: &str,
+        contact: &ApiContact,
         shutdown: Shutdown,
     ) -> Result<Leader, LeaderError> {
         let election = Election {
@@ -220,43 +204,96 @@ impl LeaderElection {
                 source,
             })?;
         let leader = Leader::following();
-        let status = leader.status.clone();
         let lease = format!("{lease_namespace}/{lease_name}");
         tracing::info!(%lease, %identity, "joined leader election");
-        // kube-lease-manager alone looks at a lease held by another replica again only when that
-        // lease would expire (up to LEASE_DURATION_SECS): a lease released on SIGTERM would sit
-        // free that long. Watching the Lease wakes the election at every change of it, so a
-        // standby takes a released lease at once (controller-runtime's release-on-cancel).
+        // The Lease as the server last showed it. kube-lease-manager alone looks at a lease held
+        // by another replica again only when that lease would expire (up to
+        // LEASE_DURATION_SECS): a lease released on SIGTERM would sit free that long. Watching
+        // it wakes the election at every change, so a standby takes a released lease at once
+        // (controller-runtime's release-on-cancel); and it tells the leader until when its
+        // last renewal holds.
         let leases: Api<Lease> = Api::namespaced(client, lease_namespace);
-        let lease_changed = Arc::new(Notify::new());
-        let changes = watcher(
-            leases,
-            watcher::Config::default().fields(&format!("metadata.name={lease_name}")),
-        )
-        .default_backoff();
-        let notify = lease_changed.clone();
+        let (seen, seen_rx) = watch::channel(None);
+        let changes = crate::contact::resilient(
+            watcher(
+                leases,
+                watcher::Config::default().fields(&format!("metadata.name={lease_name}")),
+            ),
+            contact,
+            "Lease",
+        );
         let stop = shutdown.clone();
+        let now = contact.clone();
         tokio::spawn(async move {
             let mut changes = std::pin::pin!(changes);
             loop {
                 tokio::select! {
                     () = stop.cancelled() => break,
                     event = changes.next() => match event {
-                        Some(_) => notify.notify_one(),
+                        Some(Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l))) => {
+                            seen.send_replace(Some(Seen::of(&l, &now)));
+                        }
+                        Some(Ok(watcher::Event::Delete(_))) => {
+                            seen.send_replace(None);
+                        }
+                        Some(_) => {}
                         None => break,
                     },
                 }
             }
         });
+        let (holds, holds_rx) = watch::channel(false);
+        tokio::spawn(gate(
+            contact.clone(),
+            identity.to_owned(),
+            seen_rx.clone(),
+            holds_rx,
+            lease.clone(),
+            leader.status.clone(),
+            shutdown.clone(),
+        ));
         tokio::spawn(compete(
             election,
             manager,
-            lease_changed,
+            seen_rx,
             lease,
-            status,
+            holds,
+            leader.status.clone(),
             shutdown,
         ));
         Ok(leader)
+    }
+}
+
+/// The Lease as last seen: who holds it, and until when (on this process's monotonic clock) a
+/// holder may write on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Seen {
+    holder: Option<String>,
+    writable_until: Option<Instant>,
+}
+
+impl Seen {
+    fn of(lease: &Lease, contact: &ApiContact) -> Self {
+        let spec = lease.spec.clone().unwrap_or_default();
+        let writable_until = match (spec.renew_time, spec.lease_duration_seconds) {
+            (Some(renewed), Some(seconds)) => {
+                let expires_ms = renewed.0.as_millisecond() + i64::from(seconds) * 1000
+                    - i64::try_from(WRITE_MARGIN.as_millis()).unwrap_or(i64::MAX);
+                let left_ms = expires_ms - contact.now().timestamp_millis();
+                Some(Instant::now() + Duration::from_millis(u64::try_from(left_ms).unwrap_or(0)))
+            }
+            _ => None,
+        };
+        Self {
+            holder: spec.holder_identity,
+            writable_until,
+        }
+    }
+
+    /// Whether `identity` may write on this Lease at `now`.
+    fn lets_write(&self, identity: &str, now: Instant) -> bool {
+        self.holder.as_deref() == Some(identity) && self.writable_until.is_some_and(|t| now < t)
     }
 }
 
@@ -281,67 +318,121 @@ impl Election {
     }
 }
 
-/// The election loop: asks the lease manager for a change of leadership and, while following,
-/// looks again at once whenever the Lease object changes; on shutdown it stops leading and
-/// releases the lease. The leader is not interrupted: its own renewals change the Lease, and an
-/// interrupted renewal would skip the re-read that tells it another replica took over.
+/// The election loop. kube-lease-manager acquires and renews the Lease and says whether this
+/// replica holds it (`holds`); [`gate`] turns that into writing. A manager that says the Lease
+/// went to another replica is replaced by a fresh one (this replica competes again); while
+/// following, every change of the Lease looks again at once. On shutdown it stops writing and
+/// releases the Lease.
 async fn compete(
     election: Election,
     mut manager: LeaseManager,
-    lease_changed: Arc<Notify>,
+    mut seen: watch::Receiver<Option<Seen>>,
     lease: String,
+    holds: watch::Sender<bool>,
     status: Arc<watch::Sender<Status>>,
     shutdown: Shutdown,
 ) {
     let mut errors = 0u32;
-    let outcome = loop {
-        let following = !status.borrow().leading;
+    loop {
+        let following = !*holds.borrow();
         tokio::select! {
             biased;
-            () = shutdown.cancelled() => break Outcome::Released,
+            () = shutdown.cancelled() => break,
             changed = manager.changed() => match changed {
                 Ok(leading) => {
                     errors = 0;
-                    let was_leading = status.borrow().leading;
-                    if leading {
-                        tracing::info!(%lease, "acquired leadership");
-                        status.send_modify(|s| s.leading = true);
-                    } else if was_leading {
-                        break Outcome::LostLease;
+                    holds.send_replace(leading);
+                    if !leading {
+                        // Lost to another replica: compete again with a manager that reads
+                        // the Lease anew.
+                        tracing::warn!(%lease, "another replica holds the lease");
+                        if let Ok(fresh) = election.manager().await {
+                            manager = fresh;
+                        }
                     }
                 }
                 Err(error) => {
-                    // The API server is unreachable or refused: keep the last state (a leader
-                    // cannot write then anyway) and try again after a pause.
+                    // The server is away or refused: keep competing after a short pause.
                     errors = errors.saturating_add(1);
-                    tracing::warn!(%lease, %error, "leader election step failed");
-                    tokio::time::sleep(ERROR_PAUSE * errors.min(10)).await;
+                    if errors == 1 {
+                        tracing::warn!(%lease, %error, "leader election step failed");
+                    } else {
+                        tracing::debug!(%lease, %error, "leader election step failed again");
+                    }
+                    tokio::time::sleep(ERROR_PAUSE).await;
                 }
             },
             // The Lease changed (released, say): drop the step in flight, which may be sleeping
             // until the old holder's expiry, and look again with a manager that has read the
             // Lease anew (kube-lease-manager re-reads a Lease only once it believes it expired).
-            () = lease_changed.notified(), if following => match election.manager().await {
-                Ok(fresh) => manager = fresh,
-                Err(error) => tracing::warn!(%lease, %error, "re-reading the lease failed"),
-            },
+            // The holder is not interrupted: its own renewals change the Lease, and an
+            // interrupted renewal would skip the re-read that tells it another replica took over.
+            changed = seen.changed(), if following => {
+                if changed.is_err() {
+                    break;
+                }
+                match election.manager().await {
+                    Ok(fresh) => manager = fresh,
+                    Err(error) => tracing::debug!(%lease, %error, "re-reading the lease failed"),
+                }
+            }
         }
-    };
+    }
     // Stop writing before anything else.
+    holds.send_replace(false);
     status.send_modify(|s| s.leading = false);
-    if outcome == Outcome::Released {
-        match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%lease, %error, "releasing the lease failed"),
-            Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
+    match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%lease, %error, "releasing the lease failed"),
+        Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
+    }
+    tracing::info!(%lease, "left leader election");
+    status.send_modify(|s| s.ended = true);
+}
+
+/// Whether this replica writes: while the manager says it holds the Lease *and* the Lease last
+/// seen names it and has not come within [`WRITE_MARGIN`] of expiring. A leader cut off from the
+/// server cannot renew, so it stops writing at that fence; a renewal seen moves the fence.
+async fn gate(
+    contact: ApiContact,
+    identity: String,
+    mut seen: watch::Receiver<Option<Seen>>,
+    mut holds: watch::Receiver<bool>,
+    lease: String,
+    status: Arc<watch::Sender<Status>>,
+    shutdown: Shutdown,
+) {
+    loop {
+        let view = seen.borrow_and_update().clone();
+        let held = *holds.borrow_and_update();
+        let now = Instant::now();
+        let writes = held && view.as_ref().is_some_and(|v| v.lets_write(&identity, now));
+        status.send_if_modified(|s| {
+            if s.ended || s.leading == writes {
+                return false;
+            }
+            if writes {
+                tracing::info!(%lease, "leading: writing");
+                // What was reconciled while following wrote nothing: look at everything again.
+                contact.wake_all();
+            } else {
+                tracing::warn!(%lease, held, "not leading (lease not held or not renewed): writing nothing");
+            }
+            s.leading = writes;
+            true
+        });
+        let fence = view
+            .as_ref()
+            .filter(|_| writes)
+            .and_then(|v| v.writable_until)
+            .unwrap_or_else(|| now + Duration::from_secs(3600));
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep_until(fence) => {}
+            changed = seen.changed() => if changed.is_err() { break },
+            changed = holds.changed() => if changed.is_err() { break },
         }
     }
-    match &outcome {
-        Outcome::Released => tracing::info!(%lease, "left leader election"),
-        Outcome::LostLease => tracing::error!(%lease, "lost leadership; shutting down"),
-    }
-    status.send_modify(|s| s.ended = Some(outcome));
-    shutdown.trigger();
 }
 
 /// The election identity: the pod name if set, else the host name. Blank values count as unset.
@@ -386,8 +477,7 @@ mod tests {
         let leader = Leader::disabled();
         assert!(leader.is_leader());
         assert!(leader.wait_until_leader().await);
-        assert!(!leader.lost_lease());
-        assert!(leader.join().await.is_ok());
+        leader.join().await;
     }
 }
 

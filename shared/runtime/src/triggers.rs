@@ -34,15 +34,23 @@ fn fingerprint<K: Resource>(object: &K) -> u64 {
 }
 
 /// The objects of `api` (as `watcher::Config` selects them) that are new, changed in generation,
-/// labels or annotations, or deleted. A relist passes on only what changed meanwhile.
+/// labels or annotations, or deleted. A relist passes on only what changed meanwhile. Failures
+/// wait as [`crate::contact::resilient`] says.
 pub fn spec_changes<K>(
     api: Api<K>,
     config: watcher::Config,
-) -> impl Stream<Item = Result<K, watcher::Error>> + Send
+    contact: &crate::ApiContact,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
 {
-    spec_changes_of(watcher::watcher(api, config))
+    let kind = K::kind(&K::DynamicType::default()).into_owned();
+    spec_changes_of(crate::contact::resilient(
+        watcher::watcher(api, config),
+        contact,
+        &kind,
+    ))
 }
 
 /// [`spec_changes`] of any watch's events: a `metadata_watcher`'s, say, when what is mapped is

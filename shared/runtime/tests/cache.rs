@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ebb_runtime::Health;
 use ebb_runtime::app::{self, CONCURRENT_RECONCILES, WarmUp};
 use ebb_runtime::cache::Cache;
+use ebb_runtime::{ApiContact, Health, SystemClock};
 use ebb_testkit::FakeApi;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -18,6 +18,10 @@ use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use serde_json::json;
+
+fn contact() -> ApiContact {
+    ApiContact::new(Arc::new(SystemClock))
+}
 
 fn config_map(name: &str) -> serde_json::Value {
     json!({
@@ -50,7 +54,7 @@ async fn a_cache_fills_from_its_watch_slimmed_and_follows_deletions() {
     let mut cache = Cache::<ConfigMap>::default();
     let stream = cache
         .scope()
-        .watch(api.clone(), watcher::Config::default(), |cm| {
+        .watch(api.clone(), watcher::Config::default(), &contact(), |cm| {
             cm.data = None;
         });
     assert!(
@@ -101,7 +105,7 @@ async fn a_controller_runs_a_bounded_number_of_reconciles_at_once() {
         fake.insert(config_map(&format!("cm-{i}")));
     }
     let api: Api<ConfigMap> = Api::namespaced(fake.client(), "shop");
-    let warm_up = WarmUp::new(Health::new());
+    let warm_up = WarmUp::new(Health::new(), contact());
     let counters = Arc::new(Counters::default());
     let controller = app::controller(api, watcher::Config::default(), &warm_up)
         .run(

@@ -32,7 +32,11 @@ async fn only_new_spec_metadata_and_deleted_objects_pass() {
     fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "policy", "namespace": "ns"}, "data": {"v": "1"}}));
     let api: Api<ConfigMap> = Api::namespaced(fake.client(), "ns");
-    let mut stream = Box::pin(spec_changes(api.clone(), watcher::Config::default()));
+    let mut stream = Box::pin(spec_changes(
+        api.clone(),
+        watcher::Config::default(),
+        &ebb_runtime::ApiContact::new(std::sync::Arc::new(ebb_runtime::SystemClock)),
+    ));
     assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g1"));
 
     let params = PatchParams::default();

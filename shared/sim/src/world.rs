@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use ebb_runtime::app::{WarmUp, Wiring};
-use ebb_runtime::{CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
+use ebb_runtime::{ApiContact, CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
 use ebb_testkit::{FakeApi, RecordedRequest, RecordingEvents};
 use futures::FutureExt;
 use prometheus_client::registry::Registry;
@@ -90,7 +90,7 @@ impl World {
             metrics: ControllerMetrics::new(&mut self.registry, name),
             leader: Leader::disabled(),
             common: common.clone(),
-            warm_up: WarmUp::new(Health::new()),
+            warm_up: WarmUp::new(Health::new(), ApiContact::new(Arc::new(self.clock))),
             shutdown: Shutdown::new(),
         }
     }

@@ -663,6 +663,12 @@ impl FakeApi {
         });
     }
 
+    /// Drops every fault still waiting to be injected: the end of an outage made of
+    /// [`FakeApi::inject`] with `usize::MAX`.
+    pub fn clear_faults(&self) {
+        self.state().faults.clear();
+    }
+
     /// Answers the next request matching `matcher` with HTTP `status` (no effect).
     pub fn fail_next(&self, matcher: Matcher, status: u16) {
         self.inject(matcher, Fault::Status(status), 1);

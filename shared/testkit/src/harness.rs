@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use ebb_runtime::frame::{Context, Shared};
-use ebb_runtime::{ControllerMetrics, Leader, ManualClock};
+use ebb_runtime::{ApiContact, ControllerMetrics, Leader, ManualClock};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
@@ -68,6 +68,7 @@ impl Harness {
     /// [`Self::shared`] for a given leader state (e.g. `Leader::following()`).
     pub fn shared_with(&self, dry_run: bool, leader: Leader) -> Shared {
         Shared {
+            contact: ApiContact::new(Arc::new(self.clock.clone())),
             client: self.fake.client(),
             clock: Arc::new(self.clock.clone()),
             events: Arc::new(self.events.clone()),
@@ -144,6 +145,7 @@ impl Replica {
     /// The frame's context of this process around `own`.
     pub fn context<T>(&self, own: T) -> Arc<Context<T>> {
         let shared = Shared {
+            contact: ApiContact::new(Arc::new(self.clock.clone())),
             client: self.client.clone(),
             clock: Arc::new(self.clock.clone()),
             events: Arc::new(self.events.clone()),

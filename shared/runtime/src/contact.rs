@@ -1,0 +1,596 @@
+//! The process's link to the API server: when it last heard from it, whether its watches are
+//! connected, how a watch waits after a failure, and what happens when the server comes back.
+//!
+//! Managed clusters restart their API servers on every control-plane upgrade. kube-runtime's
+//! defaults made that cost minutes: its watch backoff (0.8 s doubling to 30 s, plus up to as much
+//! again of jitter) grew while the server was away and reset only on the next event, a 410 from
+//! the restarted server (its watch cache starts anew) and each 429 (warming up) slept it again,
+//! and a reconcile that failed at a window edge backed off 1, 2, 4, 8, 16 s. Here:
+//!
+//! - every watch waits through [`resilient`]: a failure is retried after 0.2 s, 0.4 s ... at most
+//!   0.5 s, each with up to as much again of jitter (so at most a second apart, a few requests a
+//!   second per process while the server is away); the schedule starts over once the server has
+//!   answered anything since; a 410 re-lists at once (kube's watcher has already dropped the stale
+//!   version); a 429 waits what the server asked (1 s unless it said) and leaves the schedule as
+//!   it was;
+//! - every answer the client gets is recorded ([`ApiContact::layer`]); the first healthy answer
+//!   after a failure is a *return*, and [`ApiContact::wake_ups`] makes each controller reconcile
+//!   everything once (from its caches; a no-op reconcile writes nothing), so an edge that passed
+//!   while the server was away, or a reconcile that failed on the outage, is acted on as soon as
+//!   the server answers, whatever its per-object backoff says;
+//! - the metrics say when the process last heard from the server and how many of its watches are
+//!   connected ([`ApiContact::register`]).
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use backon::BackoffBuilder;
+use futures::{Stream, StreamExt};
+use kube::runtime::watcher;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+use crate::Clock;
+
+/// The first wait after a watch failed.
+pub const RETRY_FIRST: Duration = Duration::from_millis(200);
+/// The longest wait between a watch's attempts, before jitter (which adds up to as much again).
+pub const RETRY_CAP: Duration = Duration::from_millis(500);
+/// How long a 429 waits when the server did not say.
+pub const TOO_MANY_REQUESTS_WAIT: Duration = Duration::from_secs(1);
+
+/// What the process knows of its link to the API server. Clones share it.
+#[derive(Clone)]
+pub struct ApiContact {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: Arc<dyn Clock>,
+    /// Unix time (milliseconds) of the last answer of any kind; 0 before the first.
+    last_answer_ms: AtomicU64,
+    /// Healthy answers so far: a watch that failed before the count moved has not seen the
+    /// server answer since.
+    healthy: AtomicU64,
+    /// A request failed for want of the server since its last healthy answer.
+    lost: AtomicBool,
+    /// Bumped at each return.
+    returns: watch::Sender<u64>,
+    watches: Mutex<Vec<Weak<WatchLink>>>,
+}
+
+impl std::fmt::Debug for ApiContact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiContact")
+            .field("last_answer_ms", &self.inner.last_answer_ms)
+            .field("lost", &self.inner.lost)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an answer of the API server counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// It served the request (any status but 429 and 5xx: a 404 or 409 is the server working).
+    Healthy,
+    /// It answered but could not serve (429 while warming up, 5xx): heard from, not back.
+    Struggling,
+}
+
+impl Answer {
+    /// How an HTTP status counts.
+    pub fn of_status(status: u16) -> Self {
+        if status == 429 || status >= 500 {
+            Self::Struggling
+        } else {
+            Self::Healthy
+        }
+    }
+}
+
+impl ApiContact {
+    /// Nothing heard yet; times come from `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let (returns, _) = watch::channel(0);
+        Self {
+            inner: Arc::new(Inner {
+                clock,
+                last_answer_ms: AtomicU64::new(0),
+                healthy: AtomicU64::new(0),
+                lost: AtomicBool::new(false),
+                returns,
+                watches: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Records an answer of the server. A healthy one after a failure is a return.
+    pub fn answered(&self, answer: Answer) {
+        let now = u64::try_from(self.inner.clock.now().timestamp_millis()).unwrap_or(0);
+        self.inner.last_answer_ms.fetch_max(now, Ordering::AcqRel);
+        if answer == Answer::Healthy {
+            self.inner.healthy.fetch_add(1, Ordering::AcqRel);
+            if self.inner.lost.swap(false, Ordering::AcqRel) {
+                tracing::info!("the API server answers again");
+                self.wake_all();
+            }
+        }
+    }
+
+    /// Records that a request failed for want of the server (refused, reset, timed out, 429,
+    /// 5xx): the next healthy answer is a return.
+    pub fn failed(&self) {
+        if !self.inner.lost.swap(true, Ordering::AcqRel) {
+            tracing::warn!("lost the API server; retrying until it answers");
+        }
+    }
+
+    /// Records `error` of a request or a reconcile if it is one the server's absence explains
+    /// ([`unreachable`]); says whether it was.
+    pub fn failed_if_unreachable(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        let unreachable = unreachable(error);
+        if unreachable {
+            self.failed();
+        }
+        unreachable
+    }
+
+    /// Whether a request failed for want of the server since its last healthy answer.
+    pub fn is_lost(&self) -> bool {
+        self.inner.lost.load(Ordering::Acquire)
+    }
+
+    /// The process's "now" (its [`Clock`]).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.inner.clock.now()
+    }
+
+    /// Healthy answers so far.
+    fn healthy_answers(&self) -> u64 {
+        self.inner.healthy.load(Ordering::Acquire)
+    }
+
+    /// Unix time in seconds of the last answer, `None` before the first.
+    pub fn last_answer(&self) -> Option<f64> {
+        match self.inner.last_answer_ms.load(Ordering::Acquire) {
+            0 => None,
+            // Milliseconds since 1970 fit an f64 exactly.
+            #[allow(clippy::cast_precision_loss)]
+            ms => Some(ms as f64 / 1000.0),
+        }
+    }
+
+    /// Asks every controller to reconcile everything once (see [`ApiContact::wake_ups`]): what
+    /// a replica does when it starts to lead, since its reconciles as a follower wrote nothing.
+    pub fn wake_all(&self) {
+        self.inner.returns.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// One item per return of the server and per [`ApiContact::wake_all`] (several in quick
+    /// succession may come as one): hand it to `Controller::reconcile_all_on`.
+    pub fn wake_ups(&self) -> impl Stream<Item = ()> + Send + 'static {
+        let mut receiver = self.inner.returns.subscribe();
+        receiver.mark_unchanged();
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.changed().await.ok()?;
+            Some(((), receiver))
+        })
+    }
+
+    /// What a client's `tower::util::MapResultLayer` calls with each result: records every
+    /// answer and every failure to get one (see [`client`]).
+    pub fn observer<B, E>(
+        &self,
+    ) -> impl FnOnce(Result<http::Response<B>, E>) -> Result<http::Response<B>, E>
+    + Clone
+    + Send
+    + Sync
+    + 'static {
+        let contact = self.clone();
+        move |result| {
+            match &result {
+                Ok(response) => contact.answered(Answer::of_status(response.status().as_u16())),
+                Err(_) => contact.failed(),
+            }
+            result
+        }
+    }
+
+    /// Registers `api_last_contact_timestamp_seconds`, `watches` and `watches_connected` into
+    /// `registry` (a controller's part of it).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(ContactMetrics {
+            contact: self.clone(),
+        }));
+    }
+
+    fn link(&self) -> Arc<WatchLink> {
+        let link = Arc::new(WatchLink {
+            failed_at: Mutex::new(None),
+        });
+        let mut watches = self
+            .inner
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        watches.retain(|w| w.strong_count() > 0);
+        watches.push(Arc::downgrade(&link));
+        link
+    }
+
+    /// The running watches, and how many of them are connected: not failed, or failed before the
+    /// server's last healthy answer (a watch starts again within a second of one).
+    pub fn watches(&self) -> (usize, usize) {
+        let healthy = self.healthy_answers();
+        let watches = self
+            .inner
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let live: Vec<Arc<WatchLink>> = watches.iter().filter_map(Weak::upgrade).collect();
+        let connected = live.iter().filter(|w| w.connected(healthy)).count();
+        (live.len(), connected)
+    }
+}
+
+/// One watch's state for `watches_connected`.
+#[derive(Debug)]
+struct WatchLink {
+    /// The healthy-answer count when the watch last failed; `None` once it delivered again.
+    failed_at: Mutex<Option<u64>>,
+}
+
+impl WatchLink {
+    fn set(&self, failed_at: Option<u64>) {
+        *self
+            .failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = failed_at;
+    }
+
+    fn connected(&self, healthy: u64) -> bool {
+        self.failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none_or(|at| healthy > at)
+    }
+}
+
+#[derive(Debug)]
+struct ContactMetrics {
+    contact: ApiContact,
+}
+
+impl Collector for ContactMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(last) = self.contact.last_answer() {
+            let gauge = ConstGauge::new(last);
+            let metric = encoder.encode_descriptor(
+                "api_last_contact_timestamp_seconds",
+                "When this process last got an answer from the API server (Unix time)",
+                None,
+                gauge.metric_type(),
+            )?;
+            gauge.encode(metric)?;
+        }
+        let (watches, connected) = self.contact.watches();
+        for (name, help, value) in [
+            ("watches", "Watches this process runs", watches),
+            (
+                "watches_connected",
+                "Watches that are connected to the API server (not failed since its last answer)",
+                connected,
+            ),
+        ] {
+            let gauge = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+            let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
+            gauge.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// A client for `config` whose every answer and failure `contact` records.
+///
+/// # Errors
+/// The configuration cannot make a client (its TLS settings, say).
+pub fn client(config: kube::Config, contact: &ApiContact) -> Result<kube::Client, kube::Error> {
+    let layer = tower::util::MapResultLayer::new(contact.observer());
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&layer)
+        .build())
+}
+
+/// Whether `error` (or an error in its chain of sources) says the API server could not be
+/// reached or could not serve: a transport failure (refused, reset, timed out, TLS) or an
+/// answer of 429 or 5xx. Such a failure is the server's absence, not the object's fault.
+pub fn unreachable(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(error) = error.downcast_ref::<kube::Error>() {
+            return match error {
+                kube::Error::Api(status) => Answer::of_status(status.code) == Answer::Struggling,
+                kube::Error::HyperError(_)
+                | kube::Error::Service(_)
+                | kube::Error::HttpError(_)
+                | kube::Error::ReadEvents(_) => true,
+                _ => false,
+            };
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// The backoff of a `Controller`'s merged triggers: none. kube's default (0.8 s doubling to
+/// 30 s) pauses *every* trigger of a controller after an error of any one of them; each watch
+/// ebb hands a controller waits by itself ([`resilient`]), so the merge need not.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoPause;
+
+impl Iterator for NoPause {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+}
+
+impl kube::runtime::utils::Backoff for NoPause {
+    fn reset(&mut self) {}
+}
+
+/// How a watch failure is retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retry {
+    /// 410: kube's watcher has dropped the stale version and lists anew; nothing to wait for.
+    Now,
+    /// 429: what the server asked, without moving the schedule.
+    After(Duration),
+    /// Anything else: the next step of the schedule.
+    Backoff,
+}
+
+fn retry_of(error: &watcher::Error) -> Retry {
+    let status = match error {
+        watcher::Error::WatchError(status) => Some((status.code, None)),
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => Some((
+            status.code,
+            status.details.as_ref().map(|d| d.retry_after_seconds),
+        )),
+        // A watch that cannot start at its version keeps asking for that version (kube's
+        // watcher): retrying at once would spin, so it waits like any other failure.
+        _ => None,
+    };
+    match status {
+        Some((410, _)) => Retry::Now,
+        Some((429, asked)) => Retry::After(
+            asked
+                .filter(|s| *s > 0)
+                .map_or(TOO_MANY_REQUESTS_WAIT, |s| Duration::from_secs(s.into())),
+        ),
+        _ => Retry::Backoff,
+    }
+}
+
+/// The retry schedule of a watch: [`RETRY_FIRST`] doubling to [`RETRY_CAP`], each with jitter.
+fn schedule() -> backon::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(RETRY_FIRST)
+        .with_max_delay(RETRY_CAP)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+struct Resilient<S> {
+    events: Pin<Box<S>>,
+    contact: ApiContact,
+    link: Arc<WatchLink>,
+    schedule: backon::ExponentialBackoff,
+    /// The healthy-answer count at the last failure that moved the schedule.
+    failed_at: Option<u64>,
+    /// How long to wait before polling the watch again.
+    pause: Option<Duration>,
+    /// The watch failed and has not delivered since (logged once per outage).
+    failing: bool,
+    /// What is watched, for the logs.
+    what: String,
+}
+
+/// `events` (a kube watcher's stream, or one built on it) retried as the module docs say:
+/// errors pass through (for logging), and the stream waits after each before it asks again.
+pub fn resilient<T, S>(
+    events: S,
+    contact: &ApiContact,
+    what: &str,
+) -> impl Stream<Item = Result<T, watcher::Error>> + Send + use<T, S>
+where
+    T: Send + 'static,
+    S: Stream<Item = Result<T, watcher::Error>> + Send + 'static,
+{
+    let state = Resilient {
+        events: Box::pin(events),
+        contact: contact.clone(),
+        link: contact.link(),
+        schedule: schedule(),
+        failed_at: None,
+        pause: None,
+        failing: false,
+        what: what.to_owned(),
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        if let Some(pause) = s.pause.take() {
+            tokio::time::sleep(pause).await;
+        }
+        let item = s.events.next().await?;
+        match &item {
+            Ok(_) => {
+                if s.failing {
+                    tracing::info!(watch = %s.what, "watch delivers again");
+                }
+                s.failing = false;
+                s.failed_at = None;
+                s.link.set(None);
+                s.schedule = schedule();
+            }
+            Err(error) => {
+                let healthy = s.contact.healthy_answers();
+                s.link.set(Some(healthy));
+                let retry = retry_of(error);
+                if s.failing {
+                    tracing::debug!(watch = %s.what, %error, ?retry, "watch failed again");
+                } else {
+                    tracing::warn!(watch = %s.what, %error, ?retry, "watch failed; retrying");
+                }
+                s.failing = true;
+                s.pause = match retry {
+                    Retry::Now => None,
+                    Retry::After(asked) => Some(asked),
+                    Retry::Backoff => {
+                        // The server answered since the last failure: a new outage starts the
+                        // schedule over.
+                        if s.failed_at.is_some_and(|at| at != healthy) {
+                            s.schedule = schedule();
+                        }
+                        s.failed_at = Some(healthy);
+                        s.schedule.next()
+                    }
+                };
+            }
+        }
+        Some((item, s))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::ManualClock;
+
+    fn contact() -> ApiContact {
+        ApiContact::new(Arc::new(ManualClock::new(
+            "2026-11-26T12:00:00Z".parse().unwrap(),
+        )))
+    }
+
+    fn status(code: u16) -> kube::core::Status {
+        let mut s = kube::core::Status::failure("x", "y");
+        s.code = code;
+        s
+    }
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(status(code)))
+    }
+
+    #[test]
+    fn a_410_relists_at_once_a_429_waits_what_was_asked() {
+        let gone = watcher::Error::WatchError(Box::new(status(410)));
+        assert_eq!(retry_of(&gone), Retry::Now);
+        assert_eq!(
+            retry_of(&watcher::Error::InitialListFailed(api(429))),
+            Retry::After(TOO_MANY_REQUESTS_WAIT)
+        );
+        let mut asked = status(429);
+        asked.details =
+            Some(serde_json::from_value(serde_json::json!({"retryAfterSeconds": 3})).unwrap());
+        assert_eq!(
+            retry_of(&watcher::Error::WatchFailed(kube::Error::Api(Box::new(
+                asked
+            )))),
+            Retry::After(Duration::from_secs(3))
+        );
+        // A watch refused at its version asks for the same version again: not at once.
+        assert_eq!(
+            retry_of(&watcher::Error::WatchStartFailed(api(410))),
+            Retry::Backoff
+        );
+        assert_eq!(
+            retry_of(&watcher::Error::InitialListFailed(api(503))),
+            Retry::Backoff
+        );
+    }
+
+    #[test]
+    fn the_schedule_is_short_capped_and_jittered() {
+        let delays: Vec<Duration> = schedule().take(20).collect();
+        assert!(delays[0] >= RETRY_FIRST && delays[0] < RETRY_FIRST * 2);
+        for delay in &delays[2..] {
+            assert!(*delay >= RETRY_CAP && *delay < RETRY_CAP * 2, "{delay:?}");
+        }
+        // Jitter: twenty waits at the cap are not all the same.
+        assert!(delays[2..].windows(2).any(|w| w[0] != w[1]));
+    }
+
+    #[test]
+    fn what_the_servers_absence_explains() {
+        assert!(unreachable(&api(503)));
+        assert!(unreachable(&api(429)));
+        assert!(!unreachable(&api(409)));
+        assert!(!unreachable(&api(404)));
+        let service = kube::Error::Service("connection refused".into());
+        assert!(unreachable(&service));
+        #[derive(Debug, thiserror::Error)]
+        #[error("write failed")]
+        struct Wrapped(#[source] kube::Error);
+        assert!(unreachable(&Wrapped(api(500))));
+        assert!(!unreachable(&Wrapped(api(422))));
+    }
+
+    #[tokio::test]
+    async fn a_healthy_answer_after_a_failure_is_one_return() {
+        let contact = contact();
+        let mut returns = Box::pin(contact.wake_ups());
+        assert_eq!(contact.last_answer(), None);
+        contact.answered(Answer::Healthy);
+        assert_eq!(contact.last_answer(), Some(1_795_694_400.0));
+        contact.failed();
+        contact.failed();
+        contact.answered(Answer::Struggling);
+        assert!(contact.is_lost());
+        contact.answered(Answer::Healthy);
+        contact.answered(Answer::Healthy);
+        assert!(!contact.is_lost());
+        assert_eq!(returns.next().await, Some(()));
+        let pending = tokio::time::timeout(Duration::from_millis(20), returns.next()).await;
+        assert!(pending.is_err(), "one return, not one per answer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_watch_waits_and_counts_as_disconnected_until_the_server_answers() {
+        let contact = contact();
+        let items: Vec<Result<u32, watcher::Error>> = vec![
+            Err(watcher::Error::InitialListFailed(api(503))),
+            Err(watcher::Error::InitialListFailed(api(503))),
+            Err(watcher::Error::WatchError(Box::new(status(410)))),
+            Ok(1),
+        ];
+        let mut stream = Box::pin(resilient(futures::stream::iter(items), &contact, "test"));
+        let start = tokio::time::Instant::now();
+        assert!(stream.next().await.unwrap().is_err());
+        assert_eq!(contact.watches(), (1, 0));
+        assert!(stream.next().await.unwrap().is_err());
+        let first = start.elapsed();
+        assert!(first >= RETRY_FIRST && first < RETRY_FIRST * 2, "{first:?}");
+        // The server answers (the relist's request): the watch counts as connected again.
+        contact.answered(Answer::Healthy);
+        assert_eq!(contact.watches(), (1, 1));
+        assert!(stream.next().await.unwrap().is_err());
+        let gone = tokio::time::Instant::now();
+        assert_eq!(stream.next().await.unwrap().unwrap(), 1);
+        assert_eq!(gone.elapsed(), Duration::ZERO, "a 410 relists at once");
+        assert_eq!(contact.watches(), (1, 1));
+        drop(stream);
+        assert_eq!(contact.watches(), (0, 0));
+    }
+}
