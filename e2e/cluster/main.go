@@ -11,11 +11,14 @@
 //	ebb-cluster kubelet ...             and kube-proxy of the same release, so a pod runs on
 //	ebb-cluster kube-proxy ...          a real node next to the control plane
 //	ebb-cluster relay ...               on the host: TCP to a cluster's --api-socket (relay.go)
+//	ebb-cluster apiserver --dir D --port P   one more kube-apiserver for the cluster in D (extra.go)
+//	ebb-cluster etcd-compact --dir D    compacts the etcd of the cluster in D (extra.go)
 //
 // The supervisor wipes and fills --dir (certificates, kubeconfigs, etcd data, audit log,
 // component logs), prints exactly one line on stdout when the API is ready, and runs until
 // SIGTERM/SIGINT or until its standard input closes (so a test harness that dies takes the
-// cluster with it).
+// cluster with it). On SIGUSR1 it restarts its kube-apiserver (same port, same etcd) and prints
+// `ebb-cluster: apiserver restarted` once it is ready again.
 package main
 
 import (
@@ -37,6 +40,13 @@ var commands = map[string]func() *cobra.Command{
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
 }
 
+// tools are this binary's own commands besides the supervisor.
+var tools = map[string]func([]string) error{
+	"relay":        relay,
+	"apiserver":    extraAPIServer,
+	"etcd-compact": etcdCompact,
+}
+
 func main() {
 	if len(os.Args) > 1 {
 		if newCommand, ok := commands[os.Args[1]]; ok {
@@ -45,12 +55,14 @@ func main() {
 			os.Exit(cli.Run(command))
 		}
 	}
-	if len(os.Args) > 1 && os.Args[1] == "relay" {
-		if err := relay(os.Args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "ebb-cluster relay: %v\n", err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		if run, ok := tools[os.Args[1]]; ok {
+			if err := run(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "ebb-cluster %s: %v\n", os.Args[1], err)
+				os.Exit(1)
+			}
+			return
 		}
-		return
 	}
 	if err := supervise(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "ebb-cluster: %v\n", err)

@@ -127,8 +127,18 @@ func supervise(args []string) error {
 	if err != nil {
 		return err
 	}
-	apiserver, err := startChild(ctx, self, filepath.Join(dir, "logs", "kube-apiserver.log"),
-		apiserverArgs(dir, apiPort, o, etcd.Clients[0].Addr().String(), files))
+	// Restarts on request (SIGUSR1); registered before anyone knows the API is ready.
+	restart := make(chan os.Signal, 1)
+	signal.Notify(restart, syscall.SIGUSR1)
+	defer signal.Stop(restart)
+	etcdAddress := etcd.Clients[0].Addr().String()
+	apiArgs := apiserverArgs(dir, apiPort, o, etcdAddress, files)
+	// What `ebb-cluster apiserver` and `ebb-cluster etcd-compact` read (extra.go).
+	if err := writeClusterFiles(dir, apiArgs, "http://"+etcdAddress); err != nil {
+		return err
+	}
+	apiLog := filepath.Join(dir, "logs", "kube-apiserver.log")
+	apiserver, err := startChild(ctx, self, apiLog, apiArgs)
 	if err != nil {
 		return err
 	}
@@ -171,17 +181,31 @@ func supervise(args []string) error {
 	// The one line a harness waits for.
 	fmt.Printf("ebb-cluster: ready at %s, kubeconfig %s\n", server, filepath.Join(dir, "kubeconfig"))
 
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-nodeExited:
-		return err
-	case err := <-apiserver.exited:
-		return fmt.Errorf("kube-apiserver exited: %v (log: %s)", err, apiserver.log)
-	case err := <-kcm.exited:
-		return fmt.Errorf("kube-controller-manager exited: %v (log: %s)", err, kcm.log)
-	case err := <-etcd.Err():
-		return fmt.Errorf("etcd failed: %w", err)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-nodeExited:
+			return err
+		case <-restart:
+			// kill -9 and the same command again: same port, same etcd, its log appended to.
+			_ = apiserver.cmd.Process.Kill()
+			<-apiserver.exited
+			if apiserver, err = startChild(ctx, self, apiLog, apiArgs); err != nil {
+				return err
+			}
+			children[0] = apiserver
+			if err := waitReady(ctx, server+"/readyz", files, o.readyTimeout, apiserver); err != nil {
+				return fmt.Errorf("kube-apiserver after a restart: %w (log: %s)", err, apiserver.log)
+			}
+			fmt.Println("ebb-cluster: apiserver restarted")
+		case err := <-apiserver.exited:
+			return fmt.Errorf("kube-apiserver exited: %v (log: %s)", err, apiserver.log)
+		case err := <-kcm.exited:
+			return fmt.Errorf("kube-controller-manager exited: %v (log: %s)", err, kcm.log)
+		case err := <-etcd.Err():
+			return fmt.Errorf("etcd failed: %w", err)
+		}
 	}
 }
 
@@ -424,7 +448,8 @@ type child struct {
 }
 
 func startChild(ctx context.Context, self, logFile string, args []string) (*child, error) {
-	out, err := os.Create(logFile)
+	// Appended to: a restarted component keeps its earlier log (--dir starts empty).
+	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

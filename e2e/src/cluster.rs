@@ -3,8 +3,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace as CoreNamespace;
@@ -26,9 +27,14 @@ pub struct Cluster {
     pub audit_log: Option<PathBuf>,
     /// The cluster was started here (`ebb-cluster`), not given by `EBB_E2E_KUBECONFIG`.
     pub local: bool,
+    /// `ebb-cluster`'s `--dir`, when the harness started the cluster itself: what
+    /// [`crate::apiserver`] needs to run another API server on its etcd, or to compact that.
+    pub dir: Option<PathBuf>,
     /// The supervisor process; its stdin pipe closes when this test process ends, and the
     /// cluster stops with it.
-    _supervisor: Option<Mutex<Child>>,
+    supervisor: Option<Mutex<Child>>,
+    /// One message per `ebb-cluster: apiserver restarted` line of the supervisor.
+    restarted: Option<Mutex<Receiver<Instant>>>,
 }
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
@@ -79,7 +85,9 @@ fn start(kind: Kind) -> Result<Cluster> {
             kubeconfig: PathBuf::from(path),
             audit_log: None,
             local: false,
-            _supervisor: None,
+            dir: None,
+            supervisor: None,
+            restarted: None,
         },
         _ => start_local(kind)?,
     };
@@ -107,7 +115,7 @@ pub fn images_dir() -> PathBuf {
 }
 
 /// `ebb-cluster`: `EBB_CLUSTER_BIN`, else `target/bin/ebb-cluster` (built by `make cluster-bin`).
-fn cluster_binary() -> PathBuf {
+pub(crate) fn cluster_binary() -> PathBuf {
     std::env::var_os("EBB_CLUSTER_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/bin/ebb-cluster"))
@@ -157,11 +165,14 @@ fn start_local(kind: Kind) -> Result<Cluster> {
             .with_context(|| format!("start {}", binary.display()))?;
         let stdout = child.stdout.take().context("supervisor stdout")?;
         let (tx, rx) = std::sync::mpsc::channel();
+        let (restarted_tx, restarted) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if line.starts_with("ebb-cluster: ready") {
                     let _ = tx.send(line);
+                } else if line.starts_with("ebb-cluster: apiserver restarted") {
+                    let _ = restarted_tx.send(Instant::now());
                 }
             }
         });
@@ -172,7 +183,9 @@ fn start_local(kind: Kind) -> Result<Cluster> {
                     kubeconfig: dir.join("kubeconfig"),
                     audit_log: Some(dir.join("audit.log")),
                     local: true,
-                    _supervisor: Some(Mutex::new(child)),
+                    dir: Some(dir),
+                    supervisor: Some(Mutex::new(child)),
+                    restarted: Some(Mutex::new(restarted)),
                 });
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if attempt < ATTEMPTS => {
@@ -195,6 +208,25 @@ fn start_local(kind: Kind) -> Result<Cluster> {
 }
 
 impl Cluster {
+    /// Has the supervisor restart its kube-apiserver (SIGUSR1: kill -9, then the same command on
+    /// the same port and etcd) and waits until it reports the server ready again: the Instant
+    /// it did (the supervisor polls `/readyz` every 200 ms).
+    pub fn restart_apiserver(&self, timeout: Duration) -> Result<Instant> {
+        let (Some(supervisor), Some(restarted)) = (&self.supervisor, &self.restarted) else {
+            bail!("not a cluster this harness started: its API server cannot be restarted");
+        };
+        let restarted = restarted.lock().unwrap_or_else(|e| e.into_inner());
+        while restarted.try_recv().is_ok() {}
+        let pid = supervisor.lock().unwrap_or_else(|e| e.into_inner()).id();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGUSR1,
+        )?;
+        restarted
+            .recv_timeout(timeout)
+            .with_context(|| format!("kube-apiserver not restarted within {timeout:?}"))
+    }
+
     /// An admin client (a new one per call: a client belongs to the runtime that made it).
     pub async fn client(&self) -> Result<Client> {
         Ok(Client::try_from(self.config().await?)?)

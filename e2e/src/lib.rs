@@ -9,9 +9,12 @@
 //!   RBAC objects, so the controller runs with exactly the rights the chart grants.
 //! - [`process::Controller`] runs a controller binary with a ServiceAccount-token kubeconfig.
 //! - [`audit`] reads the API server's audit log: what a ServiceAccount wrote, when.
+//! - [`apiserver`] runs another API server on the cluster's etcd to freeze, kill and restart,
+//!   restarts the main one, and compacts etcd (watches meet 410 Expired).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test harness: a failed step fails the test
 
+pub mod apiserver;
 pub mod audit;
 pub mod cluster;
 pub mod helm;
