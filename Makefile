@@ -5,14 +5,15 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
 
-## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template, and the
-## end-to-end suite against a real control plane built here (e2e/cluster).
-test: fmt-check clippy workflows-check unit crds-check charts-check e2e
+## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template, the
+## charts' alerts under promtool, and the end-to-end suite against a real control plane built here
+## (e2e/cluster).
+test: fmt-check clippy workflows-check unit crds-check charts-check rules-test e2e
 
 fmt:
 	$(CARGO) fmt --all
@@ -67,6 +68,12 @@ charts-check:
 	$(CARGO) build --quiet --workspace --bins  # the check compares chart flags with each binary's --help
 	@if [ -n "$(CHARTS)" ]; then HELM="$(HELM)" .ci/check-charts; else echo "no charts yet"; fi
 	.ci/chart-docs --check
+
+## rules-test: every chart's PrometheusRule, rendered by helm template, checked and unit-tested by
+## promtool (built from the pinned Prometheus Go module, .ci/install-promtool) against the tests
+## in e2e/rules/: each alert fires when it should and not when it should not.
+rules-test:
+	HELM="$(HELM)" e2e/rules/run
 
 ## cluster-bin: build ebb-cluster (etcd, kube-apiserver, kube-controller-manager and the node's
 ## kubelet, kube-proxy and kube-scheduler, from the official Kubernetes Go modules pinned in

@@ -76,7 +76,9 @@ app.kubernetes.io/part-of: ebb
 {{- end }}
 {{- end -}}
 
-{{/* One alert of the PrometheusRule: (dict "ctx" $ "name" "Alert" "cfg" .Values.prometheusRule.alerts.x "expr" "..." "summary" "..." "description" "...") */}}
+{{/* One alert of the PrometheusRule: (dict "ctx" $ "name" "Alert" "cfg" .Values.prometheusRule.alerts.x "expr" "..." "summary" "..." "description" "...").
+     runbook_url: prometheusRule.runbookBaseUrl + "#" + the alert's name in lower case (the anchor of
+     its section in docs/runbooks.md). */}}
 {{- define "ebb.alert" -}}
 {{- if .cfg.enabled }}
 - alert: {{ .name }}
@@ -90,5 +92,8 @@ app.kubernetes.io/part-of: ebb
   annotations:
     summary: {{ .summary | quote }}
     description: {{ .description | quote }}
+    {{- with .ctx.Values.prometheusRule.runbookBaseUrl }}
+    runbook_url: {{ printf "%s#%s" . (lower $.name) | quote }}
+    {{- end }}
 {{- end }}
 {{- end -}}
