@@ -290,6 +290,32 @@ impl Controller {
             .context("no VmRSS in /proc status")
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU time the process has used so far, user and system (from `/proc/<pid>/stat`).
+    pub fn cpu_time(&self) -> Result<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // After the command name in parentheses: state is field 3, utime 14, stime 15.
+        let rest = stat.rsplit_once(')').context("no ) in /proc stat")?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = fields
+            .get(11..13)
+            .context("short /proc stat")?
+            .iter()
+            .map(|f| f.parse::<u64>())
+            .sum::<Result<u64, _>>()?;
+        // /proc counts in USER_HZ, 100 per second on Linux whatever the kernel's own tick.
+        Ok(Duration::from_millis(ticks * 10))
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// The last lines of the controller's log (for failure messages).
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

@@ -54,6 +54,7 @@ use std::sync::Arc;
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_api, scopes, watcher_config};
+use ebb_runtime::contact::resilient;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use futures::FutureExt;
@@ -62,7 +63,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 
 /// Flags of the controller (`stackable-scaler` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -170,21 +171,42 @@ pub fn controllers(
         };
         let sts_map = by_owner.clone();
         let deploy_map = by_owner;
-        let controller = controller
-            .owns(
+        // Every watch waits through `resilient` (the controller's merged triggers do not).
+        let contact = warm_up.contact();
+        let jobs = resilient(
+            watcher::watcher(
                 scoped_api::<Job>(&client, scope),
                 watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
-            )
-            // Metadata only: the mapping needs the uid, and a metadata watch still sees every
-            // change (its resourceVersion moves with the status too).
-            .watches(
+            ),
+            contact,
+            "Job",
+        );
+        // Metadata only: the mapping needs the uid, and a metadata watch still sees every
+        // change (its resourceVersion moves with the status too).
+        let sets = resilient(
+            watcher::watcher(
                 scoped_api::<PartialObjectMeta<StatefulSet>>(&client, scope),
                 watcher::Config::default(),
-                move |s: PartialObjectMeta<StatefulSet>| sts_map(s.uid())(),
-            )
-            .watches(
+            ),
+            contact,
+            "StatefulSet",
+        );
+        let deployments = resilient(
+            watcher::watcher(
                 scoped_api::<PartialObjectMeta<Deployment>>(&client, scope),
                 watcher::Config::default(),
+            ),
+            contact,
+            "Deployment",
+        );
+        let controller = controller
+            .owns_stream(jobs.touched_objects())
+            .watches_stream(
+                sets.touched_objects(),
+                move |s: PartialObjectMeta<StatefulSet>| sts_map(s.uid())(),
+            )
+            .watches_stream(
+                deployments.touched_objects(),
                 move |d: PartialObjectMeta<Deployment>| deploy_map(d.uid())(),
             )
             .graceful_shutdown_on({

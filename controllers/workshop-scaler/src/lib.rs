@@ -94,7 +94,12 @@ pub fn controllers(
         // The policies' statuses follow the Workshops the cache has taken in, so a status is
         // never computed from a cache that has not seen the change that triggered it.
         let (seen, workshops_seen) = futures::channel::mpsc::unbounded();
-        let statuses = policy_controller(own_policies, workshops_seen, &wiring.shutdown);
+        let statuses = policy_controller(
+            own_policies,
+            workshops_seen,
+            &wiring.shutdown,
+            wiring.warm_up.contact(),
+        );
         controllers
             .push(frame::run::<ReconcilePolicy, _>(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
@@ -274,9 +279,13 @@ pub fn policy_controller(
     policies: Api<Guarded<WorkshopScalingPolicy>>,
     workshops_seen: impl Stream<Item = PartialObjectMeta<Workshop>> + Send + 'static,
     shutdown: &Shutdown,
+    contact: &ApiContact,
 ) -> Controller<Guarded<WorkshopScalingPolicy>> {
-    let controller = Controller::new(policies, watcher::Config::default().any_semantic())
-        .with_config(ebb_runtime::app::controller_config());
+    let controller = ebb_runtime::app::controller_outside_readiness(
+        policies,
+        watcher::Config::default().any_semantic(),
+        contact,
+    );
     let store = controller.store();
     let token = shutdown.token();
     controller

@@ -476,6 +476,7 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
         Api::namespaced(h.fake.client(), NS),
         workshops_seen,
         &shutdown,
+        &ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
     );
     let runs = [
         tokio::spawn(

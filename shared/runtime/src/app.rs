@@ -95,6 +95,7 @@ impl Runtime {
             server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
         }
         let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
+        tokio::spawn(contact.clone().probe(client.clone(), shutdown.clone()));
         let leader =
             LeaderElection::from_args(args, client.clone(), controller, &contact, shutdown.clone())
                 .await?;
@@ -355,15 +356,42 @@ pub fn controller_trimmed<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
+    trim: impl FnMut(&mut K) + Send + 'static,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    let cache = warm_up.cache();
+    built(api, config, warm_up.contact(), trim, move || cache.warm())
+}
+
+/// A `Controller` for `api`'s kind that readiness does not wait for (a kind whose CRD may be
+/// missing, say): its watch retries and the server's returns wake it like any other.
+pub fn controller_outside_readiness<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    contact: &ApiContact,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    built(api, config, contact, |_| {}, || {})
+}
+
+fn built<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    contact: &ApiContact,
     mut trim: impl FnMut(&mut K) + Send + 'static,
+    listed: impl Fn() + Send + 'static,
 ) -> Controller<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
     let (reader, writer) = reflector::store();
-    let cache = warm_up.cache();
-    let contact = warm_up.contact();
     let trimmed = crate::contact::resilient(
         watcher(api, config),
         contact,
@@ -376,7 +404,7 @@ where
     let trigger = reflector(writer, trimmed)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
-                cache.warm();
+                listed();
             }
         })
         .applied_objects();

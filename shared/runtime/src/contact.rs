@@ -13,11 +13,17 @@
 //!   answered anything since; a 410 re-lists at once (kube's watcher has already dropped the stale
 //!   version); a 429 waits what the server asked (1 s unless it said) and leaves the schedule as
 //!   it was;
-//! - every answer the client gets is recorded ([`ApiContact::layer`]); the first healthy answer
-//!   after a failure is a *return*, and [`ApiContact::wake_ups`] makes each controller reconcile
-//!   everything once (from its caches; a no-op reconcile writes nothing), so an edge that passed
-//!   while the server was away, or a reconcile that failed on the outage, is acted on as soon as
-//!   the server answers, whatever its per-object backoff says;
+//! - every answer the client gets is recorded ([`client`]); a request that fails for want of the
+//!   server makes it *lost*, and while it is lost the process asks the server's `/readyz` every
+//!   quarter second or so ([`ApiContact::probe`]). Its first 200 is the *return* (not the first
+//!   answer: a restarted kube-apiserver answers 403 until its RBAC caches have loaded, and 500
+//!   from `/readyz` until its post-start hooks ran), and [`ApiContact::wake_ups`] makes each
+//!   controller reconcile everything once, so an edge that passed while the server was away, or
+//!   a reconcile that failed on the outage, is acted on as soon as the server is back, whatever
+//!   its per-object backoff says. For [`FRESH_READS`] after a return a reconcile reads its object
+//!   from the server rather than the cache ([`ApiContact::reads_fresh`]): a restarted server's
+//!   watch caches of custom resources can take seconds longer than `/readyz` to serve the watch
+//!   that would bring a change made during the outage;
 //! - the metrics say when the process last heard from the server and how many of its watches are
 //!   connected ([`ApiContact::register`]).
 
@@ -41,6 +47,14 @@ use crate::Clock;
 pub const RETRY_FIRST: Duration = Duration::from_millis(200);
 /// The longest wait between a watch's attempts, before jitter (which adds up to as much again).
 pub const RETRY_CAP: Duration = Duration::from_millis(500);
+/// How long without an answer before the process asks the server for its version, so that
+/// `api_last_contact_timestamp_seconds` stays fresh on a quiet cluster (a watch's events do not
+/// count as answers of their own: only the answer that opened the watch does).
+pub const PROBE_AFTER: Duration = Duration::from_secs(60);
+/// How often `/readyz` is asked while the server is lost (plus up to as much again of jitter).
+pub const READY_POLL: Duration = Duration::from_millis(200);
+/// How long after a return reconciles read their object from the server.
+pub const FRESH_READS: Duration = Duration::from_secs(30);
 /// How long a 429 waits when the server did not say.
 pub const TOO_MANY_REQUESTS_WAIT: Duration = Duration::from_secs(1);
 
@@ -59,6 +73,10 @@ struct Inner {
     healthy: AtomicU64,
     /// A request failed for want of the server since its last healthy answer.
     lost: AtomicBool,
+    /// Told when the server is lost, so the probe starts asking `/readyz`.
+    lost_now: tokio::sync::Notify,
+    /// Unix time (milliseconds) of the last return; 0 before the first.
+    returned_ms: AtomicU64,
     /// Bumped at each return.
     returns: watch::Sender<u64>,
     watches: Mutex<Vec<Weak<WatchLink>>>,
@@ -103,30 +121,58 @@ impl ApiContact {
                 last_answer_ms: AtomicU64::new(0),
                 healthy: AtomicU64::new(0),
                 lost: AtomicBool::new(false),
+                lost_now: tokio::sync::Notify::new(),
+                returned_ms: AtomicU64::new(0),
                 returns,
                 watches: Mutex::new(Vec::new()),
             }),
         }
     }
 
-    /// Records an answer of the server. A healthy one after a failure is a return.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.inner.clock.now().timestamp_millis()).unwrap_or(0)
+    }
+
+    /// Records an answer of the server.
     pub fn answered(&self, answer: Answer) {
-        let now = u64::try_from(self.inner.clock.now().timestamp_millis()).unwrap_or(0);
-        self.inner.last_answer_ms.fetch_max(now, Ordering::AcqRel);
+        self.inner
+            .last_answer_ms
+            .fetch_max(self.now_ms(), Ordering::AcqRel);
         if answer == Answer::Healthy {
             self.inner.healthy.fetch_add(1, Ordering::AcqRel);
-            if self.inner.lost.swap(false, Ordering::AcqRel) {
-                tracing::info!("the API server answers again");
-                self.wake_all();
-            }
         }
     }
 
     /// Records that a request failed for want of the server (refused, reset, timed out, 429,
-    /// 5xx): the next healthy answer is a return.
+    /// 5xx): it is lost until its `/readyz` says 200 ([`ApiContact::probe`]).
     pub fn failed(&self) {
         if !self.inner.lost.swap(true, Ordering::AcqRel) {
-            tracing::warn!("lost the API server; retrying until it answers");
+            tracing::warn!("lost the API server; asking its /readyz until it is back");
+            self.inner.lost_now.notify_one();
+        }
+    }
+
+    /// The server is ready again: if it was lost, this is a return (every controller
+    /// reconciles everything, reading its objects fresh for a while).
+    pub fn server_ready(&self) {
+        if self.inner.lost.swap(false, Ordering::AcqRel) {
+            tracing::info!("the API server is back");
+            self.inner
+                .returned_ms
+                .store(self.now_ms(), Ordering::Release);
+            self.wake_all();
+        }
+    }
+
+    /// Whether a reconcile should read its object from the server rather than its cache: for
+    /// [`FRESH_READS`] after a return.
+    pub fn reads_fresh(&self) -> bool {
+        match self.inner.returned_ms.load(Ordering::Acquire) {
+            0 => false,
+            at => {
+                let window = u64::try_from(FRESH_READS.as_millis()).unwrap_or(u64::MAX);
+                self.now_ms().saturating_sub(at) < window
+            }
         }
     }
 
@@ -198,6 +244,50 @@ impl ApiContact {
                 Err(_) => contact.failed(),
             }
             result
+        }
+    }
+
+    /// Until `shutdown`: while the server is lost, asks its `/readyz` every [`READY_POLL`] (with
+    /// jitter) and declares it back at the first 200 ([`ApiContact::server_ready`]); otherwise
+    /// asks for its version whenever it has not answered for [`PROBE_AFTER`], so a quiet process
+    /// still knows, and says, whether it can reach the server.
+    pub async fn probe(self, client: kube::Client, shutdown: crate::Shutdown) {
+        let limit = PROBE_AFTER.as_secs_f64();
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = self.inner.lost_now.notified() => {}
+                () = tokio::time::sleep(PROBE_AFTER / 2) => {}
+            }
+            let mut forbidden = 0u32;
+            while self.is_lost() {
+                match ready(&client).await {
+                    Ready::Yes => {
+                        self.server_ready();
+                        break;
+                    }
+                    Ready::Forbidden => forbidden += 1,
+                    Ready::No => forbidden = 0,
+                }
+                if forbidden >= FORBIDDEN_READYZ_LIMIT {
+                    tracing::warn!(
+                        "the API server refuses this process /readyz; taking its answers as ready"
+                    );
+                    self.server_ready();
+                    break;
+                }
+                let pause = READY_POLL.mul_f64(1.0 + fastrand::f64());
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+            #[allow(clippy::cast_precision_loss)]
+            let now = self.now().timestamp_millis() as f64 / 1000.0;
+            if self.last_answer().is_none_or(|last| now - last >= limit) {
+                // The client's layer records the outcome.
+                let _ = client.apiserver_version().await;
+            }
         }
     }
 
@@ -292,6 +382,34 @@ impl Collector for ContactMetrics {
             gauge.encode(metric)?;
         }
         Ok(())
+    }
+}
+
+/// What the server's `/readyz` said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ready {
+    /// 200.
+    Yes,
+    /// 401 or 403: a restarted server says so until its RBAC caches have loaded; a cluster that
+    /// does not let this process read `/readyz` (every authenticated user may, by default) says
+    /// it for good.
+    Forbidden,
+    /// Anything else: not listening, 500 while its post-start hooks run, ...
+    No,
+}
+
+/// Consecutive 401/403 answers of `/readyz` (several seconds' worth) after which the server
+/// counts as ready: this process may not read it, and its answers are all there is to go by.
+const FORBIDDEN_READYZ_LIMIT: u32 = 25;
+
+async fn ready(client: &kube::Client) -> Ready {
+    let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
+        return Ready::No;
+    };
+    match client.request_text(request).await {
+        Ok(_) => Ready::Yes,
+        Err(kube::Error::Api(status)) if matches!(status.code, 401 | 403) => Ready::Forbidden,
+        Err(_) => Ready::No,
     }
 }
 
@@ -547,20 +665,29 @@ mod tests {
         assert!(!unreachable(&Wrapped(api(422))));
     }
 
+    /// A restarted server answers (403 while its RBAC loads) before it is ready: only its
+    /// `/readyz` ends the loss, once, and reads are fresh for a while after.
     #[tokio::test]
-    async fn a_healthy_answer_after_a_failure_is_one_return() {
-        let contact = contact();
+    async fn a_loss_ends_once_when_the_server_is_ready() {
+        let clock = ManualClock::new("2026-11-26T12:00:00Z".parse().unwrap());
+        let contact = ApiContact::new(Arc::new(clock.clone()));
         let mut returns = Box::pin(contact.wake_ups());
         assert_eq!(contact.last_answer(), None);
         contact.answered(Answer::Healthy);
         assert_eq!(contact.last_answer(), Some(1_795_694_400.0));
+        contact.server_ready();
+        assert!(!contact.reads_fresh(), "no return without a loss");
         contact.failed();
         contact.failed();
         contact.answered(Answer::Struggling);
-        assert!(contact.is_lost());
         contact.answered(Answer::Healthy);
-        contact.answered(Answer::Healthy);
+        assert!(contact.is_lost(), "an answer is not readiness");
+        contact.server_ready();
+        contact.server_ready();
         assert!(!contact.is_lost());
+        assert!(contact.reads_fresh());
+        clock.advance(chrono::Duration::from_std(FRESH_READS).unwrap());
+        assert!(!contact.reads_fresh());
         assert_eq!(returns.next().await, Some(()));
         let pending = tokio::time::timeout(Duration::from_millis(20), returns.next()).await;
         assert!(pending.is_err(), "one return, not one per answer");

@@ -20,7 +20,11 @@
 //!   again and the pass runs again, at most [`MAX_ATTEMPTS`] times per reconcile;
 //! - the error policy: an error that retrying cannot fix waits for a change of the object; any
 //!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success,
-//!   and never comes back sooner than an API server's 429 asked ([`retry_after`]).
+//!   and never comes back sooner than an API server's 429 asked ([`retry_after`]); a failure for
+//!   want of the API server also marks it lost, and its return reconciles every object at once
+//!   ([`crate::contact`]);
+//! - for a while after such a return, a pass reads its object from the server, not the cache
+//!   ([`crate::contact::ApiContact::reads_fresh`]).
 
 use std::any::TypeId;
 use std::fmt::Debug;
@@ -466,6 +470,19 @@ async fn passes<R: Reconciler>(
         });
     }
     let key = meta_key(&meta);
+    if ctx.contact.reads_fresh() {
+        // Just after the server came back: the cache may not have seen a change made while it
+        // was away (crate::contact::FRESH_READS).
+        match reread::<R::Object>(&ctx.client, &meta)
+            .await
+            .map_err(|source| Error::Reread {
+                key: key.clone(),
+                source,
+            })? {
+            Some(fresh) => seen = fresh,
+            None => return Ok(Action::await_change()),
+        }
+    }
     for attempt in 1..=MAX_ATTEMPTS {
         let result = match &seen {
             Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
