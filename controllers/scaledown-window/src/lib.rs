@@ -212,7 +212,7 @@ fn watch_targets(
          wanted: Box<dyn Fn(&ScaleDownSchedule) -> bool + Send + Sync>| {
             let store = store.clone();
             let events = resilient(
-                watcher::watcher(api, watcher::Config::default()),
+                move || watcher::watcher(api.clone(), watcher::Config::default()),
                 contact,
                 &ar.kind,
             );

@@ -173,29 +173,30 @@ pub fn controllers(
         let deploy_map = by_owner;
         // Every watch waits through `resilient` (the controller's merged triggers do not).
         let contact = warm_up.contact();
+        let (job_api, by_label) = (
+            scoped_api::<Job>(&client, scope),
+            watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
+        );
         let jobs = resilient(
-            watcher::watcher(
-                scoped_api::<Job>(&client, scope),
-                watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
-            ),
+            move || watcher::watcher(job_api.clone(), by_label.clone()),
             contact,
             "Job",
         );
         // Metadata only: the mapping needs the uid, and a metadata watch still sees every
         // change (its resourceVersion moves with the status too).
         let sets = resilient(
-            watcher::watcher(
-                scoped_api::<PartialObjectMeta<StatefulSet>>(&client, scope),
-                watcher::Config::default(),
-            ),
+            {
+                let api = scoped_api::<PartialObjectMeta<StatefulSet>>(&client, scope);
+                move || watcher::watcher(api.clone(), watcher::Config::default())
+            },
             contact,
             "StatefulSet",
         );
         let deployments = resilient(
-            watcher::watcher(
-                scoped_api::<PartialObjectMeta<Deployment>>(&client, scope),
-                watcher::Config::default(),
-            ),
+            {
+                let api = scoped_api::<PartialObjectMeta<Deployment>>(&client, scope);
+                move || watcher::watcher(api.clone(), watcher::Config::default())
+            },
             contact,
             "Deployment",
         );

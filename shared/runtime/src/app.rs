@@ -393,7 +393,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let trimmed = crate::contact::resilient(
-        watcher(api, config),
+        move || watcher(api.clone(), config.clone()),
         contact,
         &K::kind(&K::DynamicType::default()),
     )

@@ -148,11 +148,15 @@ where
         let warm = self.warm;
         let kind = K::kind(&K::DynamicType::default()).into_owned();
         // Retried here, so the stream can go anywhere (a trigger, a reconcile-all).
-        let trimmed = crate::contact::resilient(watcher::watcher(api, config), contact, &kind)
-            .modify(move |object| {
-                crate::app::slim(object);
-                trim(object);
-            });
+        let trimmed = crate::contact::resilient(
+            move || watcher::watcher(api.clone(), config.clone()),
+            contact,
+            &kind,
+        )
+        .modify(move |object| {
+            crate::app::slim(object);
+            trim(object);
+        });
         reflector(self.writer, trimmed)
             .inspect(move |event| {
                 if matches!(event, Ok(Event::InitDone)) {

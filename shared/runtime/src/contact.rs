@@ -508,9 +508,13 @@ fn schedule() -> backon::ExponentialBackoff {
         .build()
 }
 
-struct Resilient<S> {
+struct Resilient<S, F> {
+    /// Makes the watch anew: kube's watcher, which starts with a list.
+    make: F,
     events: Pin<Box<S>>,
     contact: ApiContact,
+    /// The server's returns ([`ApiContact::wake_ups`]).
+    returns: watch::Receiver<u64>,
     link: Arc<WatchLink>,
     schedule: backon::ExponentialBackoff,
     /// The healthy-answer count at the last failure that moved the schedule.
@@ -523,20 +527,37 @@ struct Resilient<S> {
     what: String,
 }
 
-/// `events` (a kube watcher's stream, or one built on it) retried as the module docs say:
-/// errors pass through (for logging), and the stream waits after each before it asks again.
-pub fn resilient<T, S>(
-    events: S,
+impl<S, F: Fn() -> S> Resilient<S, F> {
+    /// A failing watch, at the server's return, starts anew with a list: resumed at its old
+    /// version it waits for the restarted server's watch cache of its kind, which served the 410
+    /// up to 5 s after `/readyz` for custom resources, while a list is answered at once.
+    fn anew(&mut self) {
+        tracing::debug!(watch = %self.what, "the server is back: listing anew");
+        self.events = Box::pin((self.make)());
+        self.pause = None;
+    }
+}
+
+/// The watch `make` makes (a kube watcher's stream, or one built on it), retried as the module
+/// docs say: errors pass through (for logging), the stream waits after each before it asks
+/// again, and a watch still failing when the server returns is made anew.
+pub fn resilient<K, S, F>(
+    make: F,
     contact: &ApiContact,
     what: &str,
-) -> impl Stream<Item = Result<T, watcher::Error>> + Send + use<T, S>
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K, S, F>
 where
-    T: Send + 'static,
-    S: Stream<Item = Result<T, watcher::Error>> + Send + 'static,
+    K: Send + 'static,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    F: Fn() -> S + Send + 'static,
 {
+    let mut returns = contact.inner.returns.subscribe();
+    returns.mark_unchanged();
     let state = Resilient {
-        events: Box::pin(events),
+        events: Box::pin(make()),
+        make,
         contact: contact.clone(),
+        returns,
         link: contact.link(),
         schedule: schedule(),
         failed_at: None,
@@ -545,11 +566,32 @@ where
         what: what.to_owned(),
     };
     futures::stream::unfold(state, |mut s| async move {
-        if let Some(pause) = s.pause.take() {
-            tokio::time::sleep(pause).await;
-        }
-        let item = s.events.next().await?;
+        let item = loop {
+            let failing = s.failing;
+            if let Some(pause) = s.pause.take() {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    changed = s.returns.changed(), if failing => {
+                        if changed.is_ok() {
+                            s.anew();
+                        }
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                biased;
+                changed = s.returns.changed(), if failing => {
+                    if changed.is_ok() {
+                        s.anew();
+                    }
+                }
+                item = s.events.next() => break item?,
+            }
+        };
         match &item {
+            // kube's watcher says Init before it lists: not yet an answer.
+            Ok(watcher::Event::Init) => {}
             Ok(_) => {
                 if s.failing {
                     tracing::info!(watch = %s.what, "watch delivers again");
@@ -567,6 +609,8 @@ where
                     tracing::debug!(watch = %s.what, %error, ?retry, "watch failed again");
                 } else {
                     tracing::warn!(watch = %s.what, %error, ?retry, "watch failed; retrying");
+                    // Only a return after this failure makes the watch anew.
+                    s.returns.mark_unchanged();
                 }
                 s.failing = true;
                 s.pause = match retry {
@@ -696,28 +740,84 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_failing_watch_waits_and_counts_as_disconnected_until_the_server_answers() {
         let contact = contact();
-        let items: Vec<Result<u32, watcher::Error>> = vec![
+        let items: Vec<Result<watcher::Event<u32>, watcher::Error>> = vec![
+            Ok(watcher::Event::Init),
             Err(watcher::Error::InitialListFailed(api(503))),
+            Ok(watcher::Event::Init),
             Err(watcher::Error::InitialListFailed(api(503))),
             Err(watcher::Error::WatchError(Box::new(status(410)))),
-            Ok(1),
+            Ok(watcher::Event::Apply(1)),
         ];
-        let mut stream = Box::pin(resilient(futures::stream::iter(items), &contact, "test"));
+        let once = Mutex::new(Some(items));
+        let make = move || {
+            futures::stream::iter(
+                once.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default(),
+            )
+        };
+        let mut stream = Box::pin(resilient(make, &contact, "test"));
         let start = tokio::time::Instant::now();
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(watcher::Event::Init))
+        ));
         assert!(stream.next().await.unwrap().is_err());
         assert_eq!(contact.watches(), (1, 0));
+        // The Init of the next attempt is not an answer: the schedule moves on.
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(watcher::Event::Init))
+        ));
         assert!(stream.next().await.unwrap().is_err());
-        let first = start.elapsed();
-        assert!(first >= RETRY_FIRST && first < RETRY_FIRST * 2, "{first:?}");
+        let waited = start.elapsed();
+        assert!(
+            waited >= RETRY_FIRST && waited < RETRY_FIRST * 2,
+            "{waited:?}"
+        );
+        assert_eq!(contact.watches(), (1, 0));
         // The server answers (the relist's request): the watch counts as connected again.
         contact.answered(Answer::Healthy);
         assert_eq!(contact.watches(), (1, 1));
         assert!(stream.next().await.unwrap().is_err());
         let gone = tokio::time::Instant::now();
-        assert_eq!(stream.next().await.unwrap().unwrap(), 1);
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(watcher::Event::Apply(1)))
+        ));
         assert_eq!(gone.elapsed(), Duration::ZERO, "a 410 relists at once");
         assert_eq!(contact.watches(), (1, 1));
         drop(stream);
         assert_eq!(contact.watches(), (0, 0));
+    }
+
+    /// A watch that failed and hangs at its old version is made anew (a list) when the server
+    /// returns, without waiting for the hung request.
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_watch_starts_anew_at_the_return() {
+        let contact = contact();
+        let made = Arc::new(AtomicU64::new(0));
+        let counter = made.clone();
+        let make = move || {
+            let n = counter.fetch_add(1, Ordering::AcqRel);
+            let items: Vec<Result<watcher::Event<u64>, watcher::Error>> = if n == 0 {
+                vec![Err(watcher::Error::WatchFailed(api(503)))]
+            } else {
+                vec![Ok(watcher::Event::Apply(n))]
+            };
+            futures::stream::iter(items).chain(futures::stream::pending())
+        };
+        let mut stream = Box::pin(resilient(make, &contact, "test"));
+        assert!(stream.next().await.unwrap().is_err());
+        contact.failed();
+        let hung = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
+        assert!(hung.is_err(), "the old watch hangs");
+        contact.server_ready();
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(watcher::Event::Apply(1)))
+        ));
+        assert_eq!(made.load(Ordering::Acquire), 2);
     }
 }

@@ -214,11 +214,9 @@ impl LeaderElection {
         // last renewal holds.
         let leases: Api<Lease> = Api::namespaced(client, lease_namespace);
         let (seen, seen_rx) = watch::channel(None);
+        let by_name = watcher::Config::default().fields(&format!("metadata.name={lease_name}"));
         let changes = crate::contact::resilient(
-            watcher(
-                leases,
-                watcher::Config::default().fields(&format!("metadata.name={lease_name}")),
-            ),
+            move || watcher(leases.clone(), by_name.clone()),
             contact,
             "Lease",
         );

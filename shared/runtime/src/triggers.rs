@@ -47,7 +47,7 @@ where
 {
     let kind = K::kind(&K::DynamicType::default()).into_owned();
     spec_changes_of(crate::contact::resilient(
-        watcher::watcher(api, config),
+        move || watcher::watcher(api.clone(), config.clone()),
         contact,
         &kind,
     ))
