@@ -17,6 +17,7 @@
 pub mod apiserver;
 pub mod audit;
 pub mod cluster;
+pub mod fixtures;
 pub mod helm;
 pub mod process;
 pub mod rbac;

@@ -24,13 +24,12 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, SubsecRound, Timelike, Utc};
 use ebb_e2e::apiserver::ApiServer;
 use ebb_e2e::rbac::{apply, resource};
-use ebb_e2e::{Controller, Setup, audit, cluster, eventually, repo_root};
+use ebb_e2e::{Controller, Setup, audit, cluster, eventually};
 use ebb_runtime::leader::LEASE_DURATION_SECS;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::{Client, ResourceExt};
 use serde_json::json;
 
 /// How soon after the server's return (or after a change made once it is back) the effect
@@ -461,35 +460,51 @@ async fn service_scaler_window_edges_during_faults() {
     })
     .await
     .unwrap();
-    let until = |at: DateTime<Utc>| (at - Utc::now()).to_std().unwrap_or_default();
+    across_edges(
+        &subject,
+        &setup,
+        &mut server,
+        controller,
+        (opens, closes),
+        |open| min(if open { 5 } else { 2 }),
+    )
+    .await;
+}
 
-    // Frozen from 3 s before the opening to 3 s after.
+/// The server frozen from 3 s before `opens` to 3 s after, then down from 5 s before `closes`
+/// to 5 s after: `open(true)` must hold within [`BOUND`] of the first return, `open(false)`
+/// within [`BOUND`] of the second, each in one write of the target.
+async fn across_edges<F, Fut>(
+    subject: &Subject,
+    setup: &Setup,
+    server: &mut ApiServer,
+    mut controller: Controller,
+    (opens, closes): (DateTime<Utc>, DateTime<Utc>),
+    open: F,
+) where
+    F: Fn(bool) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let until = |at: DateTime<Utc>| (at - Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(until(opens) - Duration::from_secs(3)).await;
     let since = Utc::now();
     server.freeze().unwrap();
     tokio::time::sleep(Duration::from_secs(6)).await;
     let back = server.thaw().await.unwrap();
-    let took = wait_for(|| min(5), back).await;
-    report(&subject, "window opened while frozen", took, &controller);
+    let took = wait_for(|| open(true), back).await;
+    report(subject, "window opened while frozen", took, &controller);
     tokio::time::sleep(SETTLE).await;
-    assert_eq!(
-        target_writes(&server, &setup, subject.target, since).len(),
-        1
-    );
+    assert_eq!(target_writes(server, setup, subject.target, since).len(), 1);
 
-    // Down from 5 s before the closing to 5 s after.
     tokio::time::sleep(until(closes) - Duration::from_secs(5)).await;
     let since = Utc::now();
     server.kill().unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     let back = server.start_again().await.unwrap();
-    let took = wait_for(|| min(2), back).await;
-    report(&subject, "window closed while down", took, &controller);
+    let took = wait_for(|| open(false), back).await;
+    report(subject, "window closed while down", took, &controller);
     tokio::time::sleep(SETTLE).await;
-    assert_eq!(
-        target_writes(&server, &setup, subject.target, since).len(),
-        1
-    );
+    assert_eq!(target_writes(server, setup, subject.target, since).len(), 1);
     assert!(controller.running());
     controller.stop().await;
 }
@@ -777,35 +792,15 @@ async fn scaledown_window_edges_during_faults() {
     })
     .await
     .unwrap();
-    let until = |at: DateTime<Utc>| (at - Utc::now()).to_std().unwrap_or_default();
-
-    tokio::time::sleep(until(opens) - Duration::from_secs(3)).await;
-    let since = Utc::now();
-    server.freeze().unwrap();
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let back = server.thaw().await.unwrap();
-    let took = wait_for(|| enabled(true), back).await;
-    report(&subject, "window opened while frozen", took, &controller);
-    tokio::time::sleep(SETTLE).await;
-    assert_eq!(
-        target_writes(&server, &setup, subject.target, since).len(),
-        1
-    );
-
-    tokio::time::sleep(until(closes) - Duration::from_secs(5)).await;
-    let since = Utc::now();
-    server.kill().unwrap();
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let back = server.start_again().await.unwrap();
-    let took = wait_for(|| enabled(false), back).await;
-    report(&subject, "window closed while down", took, &controller);
-    tokio::time::sleep(SETTLE).await;
-    assert_eq!(
-        target_writes(&server, &setup, subject.target, since).len(),
-        1
-    );
-    assert!(controller.running());
-    controller.stop().await;
+    across_edges(
+        &subject,
+        &setup,
+        &mut server,
+        controller,
+        (opens, closes),
+        enabled,
+    )
+    .await;
 }
 
 // --- stackable-scaler: a StatefulSet and its scaler without hooks; the change is a /scale
@@ -813,36 +808,8 @@ async fn scaledown_window_edges_during_faults() {
 
 fn stackable_seed(setup: &Setup) -> Step<'_> {
     Box::pin(async move {
-        let sts = setup
-            .apply(json!({
-                "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-                "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-                         "template": {"metadata": {"labels": {"app": "db"}},
-                                      "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}
-            }))
-            .await
-            .unwrap();
-        settle(setup, 2).await;
-        setup
-            .apply(json!({
-                "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
-                "metadata": {"name": "db", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
-                    "name": "db", "uid": sts.uid().unwrap(), "controller": true}]},
-                "spec": {"replicas": 2}
-            }))
-            .await
-            .unwrap();
+        ebb_e2e::fixtures::stackable_db(setup).await.unwrap();
     })
-}
-
-async fn settle(setup: &Setup, replicas: i32) {
-    let sets: Api<StatefulSet> = Api::namespaced(setup.admin.clone(), &setup.namespace);
-    let generation = sets.get("db").await.unwrap().metadata.generation.unwrap();
-    sets.patch_status("db", &PatchParams::default(), &Patch::Merge(json!({"status": {
-        "replicas": replicas, "readyReplicas": replicas, "currentReplicas": replicas,
-        "updatedReplicas": replicas, "availableReplicas": replicas, "observedGeneration": generation}})))
-        .await
-        .unwrap();
 }
 
 async fn stackable_scalers(setup: &Setup) -> Api<DynamicObject> {
@@ -895,7 +862,9 @@ fn stackable_done(setup: &Setup, round: u32) -> Check<'_> {
 
 fn stackable_after(setup: &Setup, round: u32) -> Step<'_> {
     Box::pin(async move {
-        settle(setup, 2 + i32::try_from(round).unwrap()).await;
+        ebb_e2e::fixtures::settle_db(setup, 2 + i32::try_from(round).unwrap())
+            .await
+            .unwrap();
     })
 }
 
@@ -924,22 +893,9 @@ async fn stackable_scaler_through_faults() {
 
 fn workshop_seed(setup: &Setup) -> Step<'_> {
     Box::pin(async move {
-        let crds: Api<CustomResourceDefinition> = Api::all(setup.admin.clone());
-        for plural in ["workshops", "workshopprovisions"] {
-            let file =
-                format!("e2e/crds/variants/{plural}.babylon.gpte.redhat.com-autoscaling.yaml");
-            let crd: CustomResourceDefinition =
-                serde_norway::from_str(&std::fs::read_to_string(repo_root().join(file)).unwrap())
-                    .unwrap();
-            let name = crd.metadata.name.clone().unwrap();
-            crds.patch(
-                &name,
-                &PatchParams::apply("ebb-e2e").force(),
-                &Patch::Apply(&crd),
-            )
+        ebb_e2e::fixtures::babylon_crds(&setup.admin, true)
             .await
             .unwrap();
-        }
     })
 }
 

@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use ebb_e2e::rbac::{apply, resource};
-use ebb_e2e::{Controller, Setup, audit, cluster, eventually, repo_root};
+use ebb_e2e::{Controller, Setup, audit, cluster, eventually};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::{Client, ResourceExt};
 use serde_json::json;
 
 /// How long a trigger waits for its effect: long enough for a Lease left by a SIGKILLed leader
@@ -389,36 +388,12 @@ async fn scaledown_window() {
 
 fn stackable_seed(setup: &Setup) -> Step<'_> {
     Box::pin(async move {
-        let sts = setup
-            .apply(json!({
-                "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-                "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-                         "template": {"metadata": {"labels": {"app": "db"}},
-                                      "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}
-            }))
-            .await
-            .unwrap();
-        settle(setup, 2).await;
-        setup
-            .apply(json!({
-                "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
-                "metadata": {"name": "db", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
-                    "name": "db", "uid": sts.uid().unwrap(), "controller": true}]},
-                "spec": {"replicas": 2}
-            }))
-            .await
-            .unwrap();
+        ebb_e2e::fixtures::stackable_db(setup).await.unwrap();
     })
 }
 
 async fn settle(setup: &Setup, replicas: i32) {
-    let sets: Api<StatefulSet> = Api::namespaced(setup.admin.clone(), &setup.namespace);
-    let generation = sets.get("db").await.unwrap().metadata.generation.unwrap();
-    sets.patch_status("db", &PatchParams::default(), &Patch::Merge(json!({"status": {
-        "replicas": replicas, "readyReplicas": replicas, "currentReplicas": replicas,
-        "updatedReplicas": replicas, "availableReplicas": replicas, "observedGeneration": generation}})))
-        .await
-        .unwrap();
+    ebb_e2e::fixtures::settle_db(setup, replicas).await.unwrap();
 }
 
 fn stackable_trigger(setup: &Setup, round: u32) -> Step<'_> {
@@ -491,22 +466,9 @@ async fn stackable_scaler() {
 
 fn workshop_seed(setup: &Setup) -> Step<'_> {
     Box::pin(async move {
-        let crds: Api<CustomResourceDefinition> = Api::all(setup.admin.clone());
-        for plural in ["workshops", "workshopprovisions"] {
-            let file =
-                format!("e2e/crds/variants/{plural}.babylon.gpte.redhat.com-autoscaling.yaml");
-            let crd: CustomResourceDefinition =
-                serde_norway::from_str(&std::fs::read_to_string(repo_root().join(file)).unwrap())
-                    .unwrap();
-            let name = crd.metadata.name.clone().unwrap();
-            crds.patch(
-                &name,
-                &PatchParams::apply("ebb-e2e").force(),
-                &Patch::Apply(&crd),
-            )
+        ebb_e2e::fixtures::babylon_crds(&setup.admin, true)
             .await
             .unwrap();
-        }
         eventually(Duration::from_secs(10), || async {
             let w = setup.apply(json!({
                 "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop", "metadata": {"name": "ws"},

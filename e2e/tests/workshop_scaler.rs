@@ -12,8 +12,7 @@
 use std::time::Duration;
 
 use ebb_e2e::rbac::resource;
-use ebb_e2e::{Controller, Setup, cluster, eventually, repo_root, settle};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use ebb_e2e::{Controller, Setup, cluster, eventually, settle};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -65,26 +64,10 @@ fn seat(name: &str, workshop: &str, email: Option<&str>) -> Value {
 }
 
 async fn install_crds(admin: &kube::Client, variant: bool) {
-    let api: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    for plural in ["workshops", "workshopprovisions"] {
-        let file = if variant {
-            format!("e2e/crds/variants/{plural}.babylon.gpte.redhat.com-autoscaling.yaml")
-        } else {
-            format!("e2e/crds/{plural}.babylon.gpte.redhat.com.yaml")
-        };
-        let crd: CustomResourceDefinition =
-            serde_norway::from_str(&std::fs::read_to_string(repo_root().join(&file)).unwrap())
-                .unwrap();
-        let name = crd.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("ebb-e2e").force(),
-            &Patch::Apply(&crd),
-        )
+    // The new schema is in force once a write is pruned by it; the callers check that.
+    ebb_e2e::fixtures::babylon_crds(admin, variant)
         .await
         .unwrap();
-    }
-    // The new schema is in force once a write is pruned by it; the callers check that.
 }
 
 /// On Babylon's published CRDs the API server drops `spec.autoScaling` of a Workshop and a

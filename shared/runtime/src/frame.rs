@@ -470,20 +470,21 @@ async fn passes<R: Reconciler>(
         });
     }
     let key = meta_key(&meta);
-    if ctx.contact.reads_fresh() {
-        // Just after the server came back: the cache may not have seen a change made while it
-        // was away (crate::contact::FRESH_READS).
-        match reread::<R::Object>(&ctx.client, &meta)
-            .await
-            .map_err(|source| Error::Reread {
-                key: key.clone(),
-                source,
-            })? {
-            Some(fresh) => seen = fresh,
-            None => return Ok(Action::await_change()),
-        }
-    }
+    // Just after the server came back, the cache may not have seen a change made while it was
+    // away (crate::contact::FRESH_READS): the object is read before the first pass too.
+    let mut read_first = ctx.contact.reads_fresh();
     for attempt in 1..=MAX_ATTEMPTS {
+        if read_first {
+            match reread::<R::Object>(&ctx.client, &meta)
+                .await
+                .map_err(|source| Error::Reread {
+                    key: key.clone(),
+                    source,
+                })? {
+                Some(fresh) => seen = fresh,
+                None => return Ok(Action::await_change()),
+            }
+        }
         let result = match &seen {
             Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
             Seen::Malformed(meta, error) => R::malformed(meta, error, ctx).await,
@@ -494,15 +495,7 @@ async fn passes<R: Reconciler>(
                 if attempt == MAX_ATTEMPTS {
                     break;
                 }
-                match reread::<R::Object>(&ctx.client, &meta)
-                    .await
-                    .map_err(|source| Error::Reread {
-                        key: key.clone(),
-                        source,
-                    })? {
-                    Some(fresh) => seen = fresh,
-                    None => return Ok(Action::await_change()),
-                }
+                read_first = true;
             }
             other => return other.map_err(Error::Reconcile),
         }

@@ -30,14 +30,25 @@ pub enum TelemetryError {
     AlreadyInitialised(String),
 }
 
+/// kube's line per failed request, silenced (see [`init`]).
+const KUBE_REQUEST_ERRORS: &str = "kube_client::client::builder=off";
+
 /// Installs the global log subscriber. The filter comes from `RUST_LOG` and defaults to `info`.
+/// kube's client logs every failed request at error level (`kube_client::client::builder`): while
+/// the API server is away that was a dozen lines a second, each retry of each watch; they are off,
+/// and the process says once that it lost the server and once that it is back
+/// ([`crate::contact`]).
 ///
 /// Calling it again returns [`TelemetryError::AlreadyInitialised`] instead of panicking, so tests
 /// and binaries can call it freely.
 pub fn init(format: LogFormat) -> Result<(), TelemetryError> {
-    let filter = EnvFilter::builder()
+    let mut filter = EnvFilter::builder()
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()?;
+    // A constant (a test parses it).
+    if let Ok(quiet) = KUBE_REQUEST_ERRORS.parse() {
+        filter = filter.add_directive(quiet);
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -90,6 +101,16 @@ pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn kubes_request_errors_directive_parses() {
+        assert!(
+            KUBE_REQUEST_ERRORS
+                .parse::<tracing_subscriber::filter::Directive>()
+                .is_ok()
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -178,6 +178,33 @@ async fn a_conflict_reads_the_object_again_and_decides_again() {
     assert_eq!(statuses, [Some(409), Some(200)]);
 }
 
+/// Just after the API server came back, a pass reads its object from the server first: the
+/// cache may not have seen a change made while the server was away. Outside that window, the
+/// cached object is decided on (and a stale one meets its 409).
+#[tokio::test]
+async fn after_the_servers_return_a_pass_reads_its_object_first() {
+    let (h, ctx) = setup();
+    let cached = guard(&h);
+    h.fake.modify::<ConfigMap>("ns", "cm", |cm| {
+        cm.data.as_mut().unwrap().insert("v".into(), "2".into());
+    });
+    ctx.contact.failed();
+    ctx.contact.server_ready();
+    frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap();
+    assert_eq!(
+        *ctx.own.passes.lock().unwrap(),
+        ["2"],
+        "one pass, on the fresh object"
+    );
+    assert_eq!(seen(&h).as_deref(), Some("2"));
+    let patches = h.fake.writes_matching(&Matcher::patch("/configmaps/cm"));
+    assert_eq!(
+        patches.len(),
+        1,
+        "no 409: the pass never saw the stale object"
+    );
+}
+
 #[tokio::test]
 async fn conflicts_on_every_pass_fail_and_back_off() {
     let (h, ctx) = setup();
