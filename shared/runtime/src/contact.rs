@@ -143,8 +143,8 @@ impl ApiContact {
         }
     }
 
-    /// Records that a request failed for want of the server (refused, reset, timed out, 429,
-    /// 5xx): it is lost until its `/readyz` says 200 ([`ApiContact::probe`]).
+    /// Records that a request failed for want of the server ([`unreachable`]): it is lost
+    /// until its `/readyz` says 200 ([`ApiContact::probe`]).
     pub fn failed(&self) {
         if !self.inner.lost.swap(true, Ordering::AcqRel) {
             tracing::warn!("lost the API server; asking its /readyz until it is back");
@@ -425,14 +425,17 @@ pub fn client(config: kube::Config, contact: &ApiContact) -> Result<kube::Client
 }
 
 /// Whether `error` (or an error in its chain of sources) says the API server could not be
-/// reached or could not serve: a transport failure (refused, reset, timed out, TLS) or an
-/// answer of 429 or 5xx. Such a failure is the server's absence, not the object's fault.
+/// reached: a transport failure (refused, reset, timed out, TLS), or 502, 503 or 504 (the
+/// server, or a load balancer in front of it, with no server to hand the request to). Such a
+/// failure is the server's absence, not the object's fault. Not a 429: that is a server under
+/// load throttling, and reconciling everything at its "return" would add to the load; nor a
+/// 500, which one request (a failing webhook, say) can earn on a working server.
 pub fn unreachable(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(error);
     while let Some(error) = next {
         if let Some(error) = error.downcast_ref::<kube::Error>() {
             return match error {
-                kube::Error::Api(status) => Answer::of_status(status.code) == Answer::Struggling,
+                kube::Error::Api(status) => matches!(status.code, 502..=504),
                 kube::Error::HyperError(_)
                 | kube::Error::Service(_)
                 | kube::Error::HttpError(_)
@@ -697,7 +700,13 @@ mod tests {
     #[test]
     fn what_the_servers_absence_explains() {
         assert!(unreachable(&api(503)));
-        assert!(unreachable(&api(429)));
+        assert!(unreachable(&api(502)));
+        assert!(unreachable(&api(504)));
+        assert!(!unreachable(&api(429)), "throttled, not away");
+        assert!(
+            !unreachable(&api(500)),
+            "one request failed, not the server"
+        );
         assert!(!unreachable(&api(409)));
         assert!(!unreachable(&api(404)));
         let service = kube::Error::Service("connection refused".into());
@@ -705,7 +714,7 @@ mod tests {
         #[derive(Debug, thiserror::Error)]
         #[error("write failed")]
         struct Wrapped(#[source] kube::Error);
-        assert!(unreachable(&Wrapped(api(500))));
+        assert!(unreachable(&Wrapped(api(503))));
         assert!(!unreachable(&Wrapped(api(422))));
     }
 
