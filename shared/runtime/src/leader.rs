@@ -391,6 +391,12 @@ async fn compete(
 /// Whether this replica writes: while the manager says it holds the Lease *and* the Lease last
 /// seen names it and has not come within [`WRITE_MARGIN`] of expiring. A leader cut off from the
 /// server cannot renew, so it stops writing at that fence; a renewal seen moves the fence.
+///
+/// The Lease seen is the watch's, so a take-over reaches this replica one watch event late.
+/// Another replica takes a Lease only once it expired, long after this fence; the exception is
+/// kube-lease-manager's release of an expired Lease followed by its lock (without
+/// `resourceVersion`, as its renewals): a leader whose renewal landed between the two stops
+/// writing when the release's event arrives, milliseconds after it.
 async fn gate(
     contact: ApiContact,
     identity: String,
