@@ -1,5 +1,6 @@
-//! What several test files set up the same way: Babylon's CRDs (stock or with `spec.autoScaling`)
-//! and stackable-scaler's StatefulSet `db` with its scaler.
+//! What several test files set up the same way: Babylon's CRDs (stock or with `spec.autoScaling`),
+//! an auto-scaled Workshop with its provision, and stackable-scaler's StatefulSet `db` with its
+//! scaler.
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -8,7 +9,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::{Setup, repo_root};
+use crate::{Setup, eventually, repo_root};
 
 /// Applies Babylon's Workshop and WorkshopProvision CRDs: the auto-scaling PR's (`variant`, with
 /// `spec.autoScaling`) or the published ones. The new schema is in force once a write is pruned
@@ -36,6 +37,32 @@ pub async fn babylon_crds(admin: &Client, variant: bool) -> Result<()> {
         .await
         .with_context(|| format!("apply {file}"))?;
     }
+    Ok(())
+}
+
+/// Workshop `workshop` with `spec.autoScaling` (threshold 0.5, factor 2, at most 50), applied
+/// until the schema in force keeps it (just after [`babylon_crds`] it may still prune it), and
+/// its WorkshopProvision `provision` of count 1.
+///
+/// # Errors
+/// The API server refuses a write, or keeps pruning `spec.autoScaling` for 10 s.
+pub async fn autoscaled_workshop(setup: &Setup, workshop: &str, provision: &str) -> Result<()> {
+    eventually(std::time::Duration::from_secs(10), || async {
+        let w = setup.apply(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop", "metadata": {"name": workshop},
+            "spec": {"autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 2.0, "maxProvisions": 50}}
+        })).await.ok()?;
+        w.data["spec"]["autoScaling"]["enabled"].as_bool()
+    })
+    .await?;
+    setup
+        .apply(json!({
+            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+            "metadata": {"name": provision},
+            "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 1,
+                     "workshopName": workshop}
+        }))
+        .await?;
     Ok(())
 }
 

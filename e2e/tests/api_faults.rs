@@ -290,6 +290,30 @@ async fn faults(
     .await;
 }
 
+/// Replica `name` of `subject` as its chart runs it, but through `server` (`kubeconfig`
+/// retargeted), scoped to `setup`'s objects: its namespace, or for a cluster-scoped kind the
+/// test's own label (two cluster-wide installs of one controller overlap, and the newer stands
+/// down); once ready.
+async fn replica_on(
+    server: &ApiServer,
+    subject: &Subject,
+    setup: &Setup,
+    kubeconfig: &std::path::Path,
+    name: &str,
+) -> Controller {
+    let kubeconfig = server.retarget(kubeconfig).unwrap();
+    let selector = format!("e2e={}", setup.namespace);
+    let args = if subject.namespaced {
+        ["--namespace", setup.namespace.as_str()]
+    } else {
+        ["--label-selector", selector.as_str()]
+    };
+    let mut replica =
+        Controller::start_with(subject.binary, &setup.identity, &kubeconfig, name, &args).unwrap();
+    replica.wait_ready(Duration::from_secs(30)).await.unwrap();
+    replica
+}
+
 async fn run(subject: Subject) {
     let setup = Setup::new(
         subject.chart,
@@ -301,22 +325,8 @@ async fn run(subject: Subject) {
     .unwrap();
     (subject.seed)(&setup).await;
     let mut server = ApiServer::start(cluster()).await.unwrap();
-    let kubeconfig = server.retarget(&setup.identity.kubeconfig).unwrap();
-    let selector = format!("e2e={}", setup.namespace);
-    let mut args = vec![];
-    if subject.namespaced {
-        args.extend(["--namespace", setup.namespace.as_str()]);
-    } else {
-        // Cluster-wide installs of one controller must not overlap (the newer would stand
-        // down): each test's schedules carry a label of their own.
-        args.extend(["--label-selector", selector.as_str()]);
-    }
     let mut controller =
-        Controller::start_with(subject.binary, &setup.identity, &kubeconfig, "a", &args).unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+        replica_on(&server, &subject, &setup, &setup.identity.kubeconfig, "a").await;
     leads_within(&controller, Instant::now(), subject.binary).await;
     (subject.prepare)(&setup, 0).await;
     faults(&subject, &setup, &mut server, &mut controller).await;
@@ -432,20 +442,7 @@ async fn service_scaler_window_edges_during_faults() {
         .await
         .unwrap();
     let mut server = ApiServer::start(cluster()).await.unwrap();
-    let kubeconfig = server.retarget(&setup.identity.kubeconfig).unwrap();
-    let ns = setup.namespace.clone();
-    let mut controller = Controller::start_with(
-        subject.binary,
-        &setup.identity,
-        &kubeconfig,
-        "a",
-        &["--namespace", &ns],
-    )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let controller = replica_on(&server, &subject, &setup, &setup.identity.kubeconfig, "a").await;
     let min = |want: i32| {
         let setup = &setup;
         async move {
@@ -554,7 +551,6 @@ async fn two_replicas_across_a_restart_one_leads() {
         .unwrap();
     (subject.seed)(&setup).await;
     let mut server = ApiServer::start(cluster()).await.unwrap();
-    let ns = setup.namespace.clone();
     let mut replicas = Vec::new();
     for name in ["a", "b"] {
         let (config, _) = setup
@@ -562,17 +558,7 @@ async fn two_replicas_across_a_restart_one_leads() {
             .replica(cluster(), &setup.admin, name)
             .await
             .unwrap();
-        let config = server.retarget(&config).unwrap();
-        let mut replica = Controller::start_with(
-            subject.binary,
-            &setup.identity,
-            &config,
-            name,
-            &["--namespace", &ns],
-        )
-        .unwrap();
-        replica.wait_ready(Duration::from_secs(30)).await.unwrap();
-        replicas.push(replica);
+        replicas.push(replica_on(&server, &subject, &setup, &config, name).await);
     }
     (subject.prepare)(&setup, 0).await;
     let gauge = "ebb_service_scaler_leader";
@@ -769,20 +755,7 @@ async fn scaledown_window_edges_during_faults() {
         .await
         .unwrap();
     let mut server = ApiServer::start(cluster()).await.unwrap();
-    let kubeconfig = server.retarget(&setup.identity.kubeconfig).unwrap();
-    let selector = format!("e2e={name}");
-    let mut controller = Controller::start_with(
-        subject.binary,
-        &setup.identity,
-        &kubeconfig,
-        "a",
-        &["--label-selector", &selector],
-    )
-    .unwrap();
-    controller
-        .wait_ready(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let controller = replica_on(&server, &subject, &setup, &setup.identity.kubeconfig, "a").await;
     let enabled = |want: bool| {
         let setup = &setup;
         async move { scale_down_enabled(setup).await == Some(want) }
@@ -921,25 +894,13 @@ async fn provision(setup: &Setup, round: u32) -> Option<DynamicObject> {
 
 fn workshop_prepare(setup: &Setup, round: u32) -> Step<'_> {
     Box::pin(async move {
-        eventually(Duration::from_secs(10), || async {
-            let w = setup.apply(json!({
-                "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop",
-                "metadata": {"name": format!("ws-{round}")},
-                "spec": {"autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 2.0, "maxProvisions": 50}}
-            })).await.ok()?;
-            w.data["spec"]["autoScaling"]["enabled"].as_bool()
-        })
+        ebb_e2e::fixtures::autoscaled_workshop(
+            setup,
+            &format!("ws-{round}"),
+            &format!("wp-{round}"),
+        )
         .await
         .unwrap();
-        setup
-            .apply(json!({
-                "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
-                "metadata": {"name": format!("wp-{round}")},
-                "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 1,
-                         "workshopName": format!("ws-{round}")}
-            }))
-            .await
-            .unwrap();
         for i in 0..4 {
             setup.apply(seat(round, i, false)).await.unwrap();
         }

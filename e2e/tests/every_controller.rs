@@ -469,19 +469,9 @@ fn workshop_seed(setup: &Setup) -> Step<'_> {
         ebb_e2e::fixtures::babylon_crds(&setup.admin, true)
             .await
             .unwrap();
-        eventually(Duration::from_secs(10), || async {
-            let w = setup.apply(json!({
-                "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "Workshop", "metadata": {"name": "ws"},
-                "spec": {"autoScaling": {"enabled": true, "threshold": 0.5, "scaleFactor": 2.0, "maxProvisions": 50}}
-            })).await.ok()?;
-            w.data["spec"]["autoScaling"]["enabled"].as_bool()
-        })
-        .await
-        .unwrap();
-        setup.apply(json!({
-            "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision", "metadata": {"name": "wp"},
-            "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 1, "workshopName": "ws"}
-        })).await.unwrap();
+        ebb_e2e::fixtures::autoscaled_workshop(setup, "ws", "wp")
+            .await
+            .unwrap();
         for i in 0..8 {
             setup.apply(seat(i, false)).await.unwrap();
         }
