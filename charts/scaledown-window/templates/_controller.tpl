@@ -1,8 +1,10 @@
 {{/*
-What is particular to scaledown-window. The shared templates include these names.
+What is particular to scaledown-window. The shared templates include these names through "ebb.own".
+They are "scaledown-window.*", not "ebb.*": all subcharts of an umbrella chart share one set of
+template names, and a name defined by two charts would keep one definition for both.
 */}}
 
-{{- define "ebb.enabledTargets" -}}
+{{- define "scaledown-window.enabledTargets" -}}
 {{- $on := list }}
 {{- range $name := list "clusterAutoscaler" "nodeAnnotation" "machineAutoscalers" "karpenterNodePools" }}
 {{- if (get $.Values.targets $name).enabled }}{{ $on = append $on $name }}{{ end }}
@@ -14,8 +16,8 @@ What is particular to scaledown-window. The shared templates include these names
 {{- end -}}
 
 {{/* --enable-<target>=<bool> and --enable-cluster-version (controllers/scaledown-window/src/lib.rs). */}}
-{{- define "ebb.controllerArgs" -}}
-{{- $_ := include "ebb.enabledTargets" . }}
+{{- define "scaledown-window.controllerArgs" -}}
+{{- $_ := include "scaledown-window.enabledTargets" . }}
 {{- with .Values.targets }}
 - {{ printf "--enable-cluster-autoscaler=%t" .clusterAutoscaler.enabled | quote }}
 - {{ printf "--enable-node-annotation=%t" .nodeAnnotation.enabled | quote }}
@@ -24,16 +26,16 @@ What is particular to scaledown-window. The shared templates include these names
 {{- end }}
 - {{ printf "--enable-cluster-version=%t" .Values.clusterVersion.enabled | quote }}
 {{- end -}}
-{{- define "ebb.controllerPorts" -}}
+{{- define "scaledown-window.controllerPorts" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumes" -}}
+{{- define "scaledown-window.controllerVolumes" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumeMounts" -}}
+{{- define "scaledown-window.controllerVolumeMounts" -}}
 {{- end -}}
 
 {{/* Namespaced resources in the watched namespaces: MachineAutoscalers and MachineSets (their
      watches follow --namespace). See rbac-needs.yaml for the calls. */}}
-{{- define "ebb.rules.watched" -}}
+{{- define "scaledown-window.rules.watched" -}}
 {{- if .Values.targets.machineAutoscalers.enabled }}
 - apiGroups: ["autoscaling.openshift.io"]
   resources: ["machineautoscalers"]
@@ -46,7 +48,7 @@ What is particular to scaledown-window. The shared templates include these names
 
 {{/* ScaleDownSchedule is cluster-scoped, and so are the other targets: a ClusterRole. Rules for a
      target only when it is enabled. */}}
-{{- define "ebb.rules.cluster" -}}
+{{- define "scaledown-window.rules.cluster" -}}
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules"]
   verbs: ["get", "list", "watch", "patch"]
@@ -90,7 +92,7 @@ What is particular to scaledown-window. The shared templates include these names
 {{- end -}}
 
 {{/* Metrics: controllers/scaledown-window/src/metrics.rs. */}}
-{{- define "ebb.alerts" -}}
+{{- define "scaledown-window.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}
 {{- include "ebb.alert" (dict "ctx" . "name" "ScaleDownScheduleUndecidable" "cfg" $alerts.scheduleUndecidable
   "expr" "max by (name) (ebb_scaledown_window_schedule_invalid) == 1"

@@ -1,19 +1,21 @@
 {{/*
-What is particular to service-scaler. The shared templates include these names.
+What is particular to service-scaler. The shared templates include these names through "ebb.own".
+They are "service-scaler.*", not "ebb.*": all subcharts of an umbrella chart share one set of
+template names, and a name defined by two charts would keep one definition for both.
 */}}
 
 {{/* Flags of this controller beyond the common ones: none. */}}
-{{- define "ebb.controllerArgs" -}}
+{{- define "service-scaler.controllerArgs" -}}
 {{- end -}}
-{{- define "ebb.controllerPorts" -}}
+{{- define "service-scaler.controllerPorts" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumes" -}}
+{{- define "service-scaler.controllerVolumes" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumeMounts" -}}
+{{- define "service-scaler.controllerVolumeMounts" -}}
 {{- end -}}
 
 {{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
-{{- define "ebb.rules.watched" -}}
+{{- define "service-scaler.rules.watched" -}}
 - apiGroups: ["scaler.udaan.io"]
   resources: ["servicescalers"]
   verbs: ["get", "list", "watch", "patch"]
@@ -34,11 +36,11 @@ What is particular to service-scaler. The shared templates include these names.
 {{- end -}}
 
 {{/* Cluster-scoped resources: none. */}}
-{{- define "ebb.rules.cluster" -}}
+{{- define "service-scaler.rules.cluster" -}}
 {{- end -}}
 
 {{/* Metrics: controllers/service-scaler/src/metrics.rs. */}}
-{{- define "ebb.alerts" -}}
+{{- define "service-scaler.alerts" -}}
 {{- include "ebb.alert" (dict "ctx" . "name" "ServiceScalerInvalid" "cfg" .Values.prometheusRule.alerts.invalid
   "expr" (printf "max by (namespace) (ebb_service_scaler_managed_objects{state=\"invalid\", namespace=%q}) > 0" .Release.Namespace)
   "summary" "{{ $value }} ServiceScaler(s) cannot be decided"

@@ -3,7 +3,22 @@ Shared by every ebb chart: this file is identical in every chart's templates/ (.
 when the copies differ). What differs per controller lives in _controller.tpl.
 */}}
 
-{{/* The controller's name: binary = chart name. */}}
+{{/* The controller this chart runs: its binary, the prefix of its metrics, the name of its own
+     templates. Chart.yaml's ebb.dev/controller, which an umbrella chart's alias (renaming the chart)
+     leaves alone. */}}
+{{- define "ebb.controller" -}}
+{{- index (.Chart.Annotations | default dict) "ebb.dev/controller" | default .Chart.Name -}}
+{{- end -}}
+
+{{/* One of the controller's own templates (_controller.tpl): (dict "ctx" $ "name" "rules.watched")
+     includes "<controller>.rules.watched". Named per controller because all subcharts of an
+     umbrella chart share one set of template names: four charts defining "ebb.rules.watched"
+     would leave one definition for all four. */}}
+{{- define "ebb.own" -}}
+{{- include (printf "%s.%s" (include "ebb.controller" .ctx) .name) .ctx -}}
+{{- end -}}
+
+{{/* The controller's name: binary = chart name (an alias in an umbrella chart renames it). */}}
 {{- define "ebb.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -22,12 +37,30 @@ app.kubernetes.io/name: {{ include "ebb.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The labels of every object the chart renders: the chart's own, then commonLabels. */}}
 {{- define "ebb.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "ebb.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: ebb
+{{- include "ebb.labelsWith" (dict "ctx" . "extra" dict) -}}
+{{- end -}}
+
+{{/* The same with labels of one object's own: (dict "ctx" $ "extra" (dict "app.kubernetes.io/component" "metrics")).
+     One map, so a key is never written twice: the chart's labels win over `extra` (the object's
+     own, e.g. serviceMonitor.labels), which wins over commonLabels. */}}
+{{- define "ebb.labelsWith" -}}
+{{- $ctx := .ctx -}}
+{{- $labels := dict
+    "helm.sh/chart" (printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-")
+    "app.kubernetes.io/version" ($ctx.Chart.AppVersion | toString)
+    "app.kubernetes.io/managed-by" $ctx.Release.Service
+    "app.kubernetes.io/part-of" "ebb" -}}
+{{- $labels = merge $labels (include "ebb.selectorLabels" $ctx | fromYaml) (.extra | default dict) ($ctx.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
+{{- end -}}
+
+{{/* Labels of the controller's pods: the selector's and the component, then podLabels, then
+     commonLabels (earlier wins). */}}
+{{- define "ebb.podLabels" -}}
+{{- $labels := merge (include "ebb.selectorLabels" . | fromYaml) (dict "app.kubernetes.io/component" "controller") (.Values.podLabels | default dict) (.Values.commonLabels | default dict) -}}
+{{- toYaml $labels -}}
 {{- end -}}
 
 {{- define "ebb.serviceAccountName" -}}
@@ -38,11 +71,24 @@ app.kubernetes.io/part-of: ebb
 {{- end -}}
 {{- end -}}
 
+{{/* The image: image.repository, its registry host replaced by image.registry, else by
+     global.image.registry (an umbrella chart's, for all its subcharts), when one is set. The
+     repository's first part is a registry host when it has a "." or ":" or is "localhost" (as
+     container runtimes read it); otherwise the registry is put in front. */}}
 {{- define "ebb.image" -}}
+{{- $repository := .Values.image.repository -}}
+{{- $registry := .Values.image.registry | default (dig "image" "registry" "" (.Values.global | default dict)) -}}
+{{- if $registry -}}
+{{- $parts := splitn "/" 2 $repository -}}
+{{- if and $parts._1 (or (contains "." $parts._0) (contains ":" $parts._0) (eq $parts._0 "localhost")) -}}
+{{- $repository = $parts._1 -}}
+{{- end -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" $registry) $repository -}}
+{{- end -}}
 {{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 {{- end -}}
 

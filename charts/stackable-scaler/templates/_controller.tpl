@@ -1,10 +1,12 @@
 {{/*
-What is particular to stackable-scaler. The shared templates include these names.
+What is particular to stackable-scaler. The shared templates include these names through "ebb.own".
+They are "stackable-scaler.*", not "ebb.*": all subcharts of an umbrella chart share one set of
+template names, and a name defined by two charts would keep one definition for both.
 */}}
 
-{{- define "ebb.webhookCertDir" -}}/etc/ebb/webhook-certs{{- end -}}
+{{- define "stackable-scaler.webhookCertDir" -}}/etc/ebb/webhook-certs{{- end -}}
 
-{{- define "ebb.webhookSecretName" -}}
+{{- define "stackable-scaler.webhookSecretName" -}}
 {{- if .Values.webhook.certManager.enabled -}}
 {{- printf "%s-webhook-tls" (include "ebb.fullname" .) -}}
 {{- else -}}
@@ -13,15 +15,15 @@ What is particular to stackable-scaler. The shared templates include these names
 {{- end -}}
 
 {{/* --enable-webhook, --webhook-addr, --webhook-cert-dir (controllers/stackable-scaler/src/lib.rs). */}}
-{{- define "ebb.controllerArgs" -}}
+{{- define "stackable-scaler.controllerArgs" -}}
 {{- if .Values.webhook.enabled }}
 - "--enable-webhook"
 - {{ printf "--webhook-addr=0.0.0.0:%v" .Values.webhook.port | quote }}
-- {{ printf "--webhook-cert-dir=%s" (include "ebb.webhookCertDir" .) | quote }}
+- {{ printf "--webhook-cert-dir=%s" (include "stackable-scaler.webhookCertDir" .) | quote }}
 {{- end }}
 {{- end -}}
 
-{{- define "ebb.controllerPorts" -}}
+{{- define "stackable-scaler.controllerPorts" -}}
 {{- if .Values.webhook.enabled }}
 - name: webhook
   containerPort: {{ .Values.webhook.port }}
@@ -30,24 +32,24 @@ What is particular to stackable-scaler. The shared templates include these names
 {{- end -}}
 
 {{/* The serving certificate: re-read when the Secret changes, so renewals need no restart. */}}
-{{- define "ebb.controllerVolumes" -}}
+{{- define "stackable-scaler.controllerVolumes" -}}
 {{- if .Values.webhook.enabled }}
 - name: webhook-certs
   secret:
-    secretName: {{ include "ebb.webhookSecretName" . }}
+    secretName: {{ include "stackable-scaler.webhookSecretName" . }}
 {{- end }}
 {{- end -}}
 
-{{- define "ebb.controllerVolumeMounts" -}}
+{{- define "stackable-scaler.controllerVolumeMounts" -}}
 {{- if .Values.webhook.enabled }}
 - name: webhook-certs
-  mountPath: {{ include "ebb.webhookCertDir" . }}
+  mountPath: {{ include "stackable-scaler.webhookCertDir" . }}
   readOnly: true
 {{- end }}
 {{- end -}}
 
 {{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
-{{- define "ebb.rules.watched" -}}
+{{- define "stackable-scaler.rules.watched" -}}
 - apiGroups: ["autoscaling.stackable.tech"]
   resources: ["stackablescalers"]
   verbs: ["get", "list", "watch", "patch"]
@@ -71,11 +73,11 @@ What is particular to stackable-scaler. The shared templates include these names
 {{- end -}}
 
 {{/* Cluster-scoped resources: none (the webhook reads StackableScalers with the rules above). */}}
-{{- define "ebb.rules.cluster" -}}
+{{- define "stackable-scaler.rules.cluster" -}}
 {{- end -}}
 
 {{/* Metrics: controllers/stackable-scaler/src/metrics.rs. */}}
-{{- define "ebb.alerts" -}}
+{{- define "stackable-scaler.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}
 {{- include "ebb.alert" (dict "ctx" . "name" "StackableScalerStuck" "cfg" $alerts.stageStuck
   "expr" "max by (namespace, name, stage) (ebb_stackable_scaler_stage{stage=~\"PreScaling|Scaling|PostScaling\"}) == 1"

@@ -1,19 +1,21 @@
 {{/*
-What is particular to workshop-scaler. The shared templates include these names.
+What is particular to workshop-scaler. The shared templates include these names through "ebb.own".
+They are "workshop-scaler.*", not "ebb.*": all subcharts of an umbrella chart share one set of
+template names, and a name defined by two charts would keep one definition for both.
 */}}
 
 {{/* Flags of this controller beyond the common ones: none. */}}
-{{- define "ebb.controllerArgs" -}}
+{{- define "workshop-scaler.controllerArgs" -}}
 {{- end -}}
-{{- define "ebb.controllerPorts" -}}
+{{- define "workshop-scaler.controllerPorts" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumes" -}}
+{{- define "workshop-scaler.controllerVolumes" -}}
 {{- end -}}
-{{- define "ebb.controllerVolumeMounts" -}}
+{{- define "workshop-scaler.controllerVolumeMounts" -}}
 {{- end -}}
 
 {{/* Namespaced resources in the watched namespaces (see rbac-needs.yaml for the calls). */}}
-{{- define "ebb.rules.watched" -}}
+{{- define "workshop-scaler.rules.watched" -}}
 - apiGroups: ["babylon.gpte.redhat.com"]
   resources: ["workshopprovisions"]
   verbs: ["get", "list", "watch", "patch"]
@@ -38,11 +40,11 @@ What is particular to workshop-scaler. The shared templates include these names.
 {{- end -}}
 
 {{/* Cluster-scoped resources: none. */}}
-{{- define "ebb.rules.cluster" -}}
+{{- define "workshop-scaler.rules.cluster" -}}
 {{- end -}}
 
 {{/* Metrics: controllers/workshop-scaler/src/metrics.rs. */}}
-{{- define "ebb.alerts" -}}
+{{- define "workshop-scaler.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}
 {{- $atMax := $alerts.atMaxProvisions }}
 {{- /* The controller exports the condition itself (it knows each provision's threshold). */}}
