@@ -254,30 +254,134 @@ fn validate(kind: &str, object: &Value) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn examples() -> Vec<(String, Value)> {
-    let dir = repo_root().join("examples");
+/// The YAML files under `examples/`, subfolders included (an example set such as
+/// `coder-provisioners/`), as (path below `examples/`, text). Not `scenarios/`: the simulator's
+/// scenarios, which ebb-sim's own tests read.
+fn example_files() -> Vec<(String, String)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                if rel != "scenarios" {
+                    walk(&path, root, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let root = repo_root().join("examples");
     let mut out = Vec::new();
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    for path in paths
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-    {
-        let text = std::fs::read_to_string(&path).unwrap();
+    walk(&root, &root, &mut out);
+    out
+}
+
+/// A Helm chart's values beside the manifests of an example set: `<chart>.values.yaml`.
+fn is_helm_values(file: &str) -> bool {
+    file.ends_with(".values.yaml")
+}
+
+/// Every manifest of the examples, as (path below `examples/`, object).
+fn examples() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (file, text) in example_files() {
+        if is_helm_values(&file) {
+            continue;
+        }
         for doc in serde_norway::Deserializer::from_str(&text) {
             let value: Value = serde::Deserialize::deserialize(doc).unwrap();
             if !value.is_null() {
-                out.push((
-                    path.file_name().unwrap().to_string_lossy().into_owned(),
-                    value,
-                ));
+                out.push((file.clone(), value));
             }
         }
     }
     out
+}
+
+/// The folder of an example file below `examples/` (`""` for the top level): an example set.
+fn folder_of(file: &str) -> &str {
+    file.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// The first place where `b` differs from `a`, as a path.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys()
+                .chain(y.keys())
+                .find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(u), Some(v)) => first_difference(u, v, &format!("{path}.{k}")),
+                    _ => Some(format!("{path}.{k}")),
+                })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_difference(u, v, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(path.to_owned()),
+    }
+}
+
+/// `object` read as a `T` and written back is `object` again: every field is one Kubernetes'
+/// type knows, with the type it has there. (k8s-openapi's types skip unknown fields when they
+/// read, so a misspelt field would pass a plain read; the API server would drop it, or refuse
+/// the object with strict field validation.)
+fn round_trips<T>(object: &Value) -> Result<(), String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let typed: T = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
+    let back = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    match first_difference(object, &back, "") {
+        None => Ok(()),
+        Some(at) => Err(format!("{at}: not a field of the type, or not of its type")),
+    }
+}
+
+/// Kinds the examples hold that are neither ebb's nor a fixture's, each with its check:
+/// Kubernetes' own against k8s-openapi's types; the Prometheus Operator's PrometheusRule (no
+/// schema of it here) its envelope, while its rules are promtool's: `make rules-test` checks
+/// and unit-tests every example PrometheusRule from the example file (e2e/rules/run), and fails
+/// on one without tests. `None`: a kind nothing here can check.
+fn check_other_kind(api: &str, kind: &str, object: &Value) -> Option<Result<(), String>> {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    match (api, kind) {
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            Some(round_trips::<HorizontalPodAutoscaler>(object))
+        }
+        ("monitoring.coreos.com/v1", "PrometheusRule") => Some((|| {
+            let mut keys: Vec<&str> = object
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().map(String::as_str))
+                .collect();
+            keys.sort_unstable();
+            if keys != ["apiVersion", "kind", "metadata", "spec"] {
+                return Err(format!(
+                    "fields {keys:?}: expected apiVersion, kind, metadata, spec"
+                ));
+            }
+            round_trips::<ObjectMeta>(&object["metadata"]).map_err(|e| format!("metadata: {e}"))?;
+            let spec = object["spec"].as_object().ok_or("spec: not an object")?;
+            if spec.keys().ne(["groups"].iter()) || !spec["groups"].is_array() {
+                return Err("spec: a rule file holds a list of groups and nothing else".into());
+            }
+            Ok(())
+        })()),
+        _ => None,
+    }
 }
 
 #[test]
@@ -288,6 +392,10 @@ fn every_example_is_valid_against_its_crd() {
     for (file, example) in &examples {
         let api = example["apiVersion"].as_str().unwrap();
         let kind = example["kind"].as_str().unwrap();
+        if let Some(checked) = check_other_kind(api, kind, example) {
+            checked.unwrap_or_else(|e| panic!("{file}: {api} {kind}: {e}"));
+            continue;
+        }
         assert!(
             schemas.iter().any(|(a, k, _)| a == api && k == kind),
             "{file}: no CRD for {api} {kind}"
@@ -298,6 +406,42 @@ fn every_example_is_valid_against_its_crd() {
     for (_, kind, _) in &schemas {
         assert!(kinds_seen.contains(kind), "no example for {kind}");
     }
+}
+
+#[test]
+fn the_checks_of_other_kinds_catch_what_the_api_server_would_not_take() {
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "p", "namespace": "n"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "p"},
+                 "maxReplicas": 3,
+                 "metrics": [{"type": "External", "external": {"metric": {"name": "q"},
+                     "target": {"type": "AverageValue", "averageValue": "1"}}}]}});
+    check_other_kind("autoscaling/v2", "HorizontalPodAutoscaler", &hpa)
+        .unwrap()
+        .unwrap();
+    let mut misspelt = hpa.clone();
+    misspelt["spec"]["metrics"][0]["external"]["metric"]["selecter"] = json!({});
+    let mut mistyped = hpa.clone();
+    mistyped["spec"]["maxReplicas"] = json!("3");
+    for bad in [misspelt, mistyped] {
+        let err = check_other_kind("autoscaling/v2", "HorizontalPodAutoscaler", &bad).unwrap();
+        assert!(err.is_err(), "{bad} accepted");
+    }
+    let rule = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+        "metadata": {"name": "r", "namespace": "n", "labels": {"release": "x"}},
+        "spec": {"groups": [{"name": "g", "rules": []}]}});
+    check_other_kind("monitoring.coreos.com/v1", "PrometheusRule", &rule)
+        .unwrap()
+        .unwrap();
+    let mut extra = rule.clone();
+    extra["spec"]["rules"] = json!([]);
+    let mut meta = rule.clone();
+    meta["metadata"]["label"] = json!({});
+    for bad in [extra, meta] {
+        let err = check_other_kind("monitoring.coreos.com/v1", "PrometheusRule", &bad).unwrap();
+        assert!(err.is_err(), "{bad} accepted");
+    }
+    assert!(check_other_kind("v1", "ConfigMap", &json!({})).is_none());
 }
 
 #[test]
@@ -326,10 +470,210 @@ fn every_example_deserializes_into_its_rust_type() {
             "WorkshopScalingPolicy" => {
                 serde_json::from_value::<workshop_policy::WorkshopScalingPolicy>(example).map(drop)
             }
+            "HorizontalPodAutoscaler" => serde_json::from_value::<
+                k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
+            >(example)
+            .map(drop),
+            // No Rust type: its envelope is checked above, its rules by promtool.
+            "PrometheusRule" => continue,
             other => panic!("{file}: unknown kind {other}"),
         };
         result.unwrap_or_else(|e| panic!("{file}: {e}"));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Example sets: a folder of examples/ whose files work together (examples/coder-provisioners/).
+
+/// prometheus-adapter's rule for a metric (kubernetes-sigs/prometheus-adapter,
+/// `pkg/config/config.go` `DiscoveryRule`, and `namespaced` from docs/externalmetrics.md), as the
+/// prometheus-adapter chart takes it under `rules.external`: any other field is one the adapter
+/// does not have.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[allow(dead_code)] // read to check the fields' names and types
+struct AdapterRule {
+    series_query: String,
+    #[serde(default)]
+    series_filters: Vec<AdapterRegexFilter>,
+    #[serde(default)]
+    resources: AdapterResources,
+    name: AdapterName,
+    metrics_query: String,
+    #[serde(default)]
+    label_value_replacements: Vec<AdapterReplacement>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[allow(dead_code)]
+struct AdapterRegexFilter {
+    is: Option<String>,
+    is_not: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct AdapterResources {
+    template: Option<String>,
+    #[serde(default)]
+    overrides: std::collections::BTreeMap<String, AdapterGroupResource>,
+    namespaced: Option<bool>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct AdapterGroupResource {
+    group: Option<String>,
+    resource: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdapterName {
+    #[serde(default)]
+    matches: String,
+    #[serde(rename = "as")]
+    as_name: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct AdapterReplacement {
+    find: Option<String>,
+    replace: Option<String>,
+}
+
+/// The example sets' values for the prometheus-adapter chart: only `rules.external`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdapterValues {
+    rules: AdapterValuesRules,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdapterValuesRules {
+    external: Vec<AdapterRule>,
+}
+
+/// The external rules of each folder's `prometheus-adapter.values.yaml`, by folder.
+fn adapter_rules() -> std::collections::BTreeMap<String, Vec<AdapterRule>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (file, text) in example_files()
+        .into_iter()
+        .filter(|(f, _)| is_helm_values(f))
+    {
+        let chart = file
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".values.yaml");
+        assert_eq!(
+            chart, "prometheus-adapter",
+            "{file}: no check for the values of {chart}"
+        );
+        let values: AdapterValues =
+            serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            !values.rules.external.is_empty(),
+            "{file}: no external rule"
+        );
+        out.insert(folder_of(&file).to_owned(), values.rules.external);
+    }
+    out
+}
+
+/// An example set's files agree: each HPA's External metric is one its folder's
+/// prometheus-adapter rules serve, from a series its folder's PrometheusRule records; a
+/// ServiceScaler of an HPA in the folder has the HPA's target and, as its defaults, the HPA's
+/// bounds and CPU target (adopting the HPA changes nothing on a normal day).
+#[test]
+fn example_sets_agree_with_themselves() {
+    let examples = examples();
+    let adapter = adapter_rules();
+    let of_kind = |folder: &str, kind: &str| -> Vec<&Value> {
+        examples
+            .iter()
+            .filter(|(f, v)| folder_of(f) == folder && v["kind"] == kind)
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let mut externals = 0;
+    for (file, hpa) in examples
+        .iter()
+        .filter(|(_, v)| v["kind"] == "HorizontalPodAutoscaler")
+    {
+        let folder = folder_of(file);
+        let records: Vec<&str> = of_kind(folder, "PrometheusRule")
+            .into_iter()
+            .flat_map(|r| r["spec"]["groups"].as_array().unwrap())
+            .flat_map(|g| g["rules"].as_array().unwrap())
+            .filter_map(|r| r["record"].as_str())
+            .collect();
+        for metric in hpa["spec"]["metrics"].as_array().into_iter().flatten() {
+            if metric["type"] != "External" {
+                continue;
+            }
+            externals += 1;
+            let name = metric["external"]["metric"]["name"].as_str().unwrap();
+            let rule = adapter
+                .get(folder)
+                .into_iter()
+                .flatten()
+                .find(|r| r.name.as_name == name)
+                .unwrap_or_else(|| panic!("{file}: no prometheus-adapter rule serves {name}"));
+            let series = rule.series_query.split('{').next().unwrap().trim();
+            assert!(
+                records.contains(&series),
+                "{file}: {name} reads {series}, which no PrometheusRule of {folder}/ records"
+            );
+            let pattern = format!("^{}$", regex_escape(series));
+            assert!(
+                rule.name.matches.is_empty() || rule.name.matches == pattern,
+                "{file}: the rule for {name} matches {:?}, not {pattern:?}",
+                rule.name.matches
+            );
+        }
+        for scaler in of_kind(folder, "ServiceScaler") {
+            if scaler["metadata"]["name"] != hpa["metadata"]["name"]
+                || scaler["metadata"]["namespace"] != hpa["metadata"]["namespace"]
+            {
+                continue;
+            }
+            let (defaults, spec) = (&scaler["spec"]["hpa"], &hpa["spec"]);
+            assert_eq!(
+                scaler["spec"]["scaleTargetRef"], spec["scaleTargetRef"],
+                "{file}"
+            );
+            assert_eq!(defaults["minReplicas"], spec["minReplicas"], "{file}");
+            assert_eq!(defaults["maxReplicas"], spec["maxReplicas"], "{file}");
+            let cpu = spec["metrics"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|m| m["type"] == "Resource" && m["resource"]["name"] == "cpu")
+                .map_or(Value::Null, |m| {
+                    m["resource"]["target"]["averageUtilization"].clone()
+                });
+            assert_eq!(defaults["targetCPUUtilization"], cpu, "{file}: CPU target");
+        }
+    }
+    assert!(externals > 0, "no example HPA reads an External metric");
+}
+
+/// The regular expression that matches `text` and nothing else (metric names: letters, digits,
+/// `_` and `:`, none of them special).
+fn regex_escape(text: &str) -> String {
+    assert!(
+        text.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+        "{text}: not a metric name"
+    );
+    text.to_owned()
 }
 
 fn service_scaler(ranges: Value) -> Value {
