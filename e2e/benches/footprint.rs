@@ -13,11 +13,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use chrono::{DateTime, SubsecRound, Utc};
 use ebb_e2e::audit::{self, Entry};
 use ebb_e2e::rbac::apply;
 use ebb_e2e::{Controller, Setup, cluster, eventually, eventually_every};
 use futures::{StreamExt, TryStreamExt, stream};
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -68,7 +68,7 @@ struct Requests {
 }
 
 impl Requests {
-    fn of(entries: &[Entry], from: DateTime<Utc>, to: DateTime<Utc>) -> Self {
+    fn of(entries: &[Entry], from: Timestamp, to: Timestamp) -> Self {
         let mut r = Requests::default();
         for e in entries
             .iter()
@@ -193,7 +193,7 @@ async fn common(
     })
     .await?;
     let before = controller.metric(&reconciles, &[]).unwrap_or(0.0);
-    let started = Utc::now();
+    let started = Timestamp::now();
     let created = create_all(seed, &setup.admin).await?;
     figures.add(
         c,
@@ -218,7 +218,8 @@ async fn common(
         .map(|e| e.request_received_timestamp)
         .max()
         .unwrap_or(started);
-    let synced = (last_write - started).to_std().unwrap_or_default();
+    let synced =
+        std::time::Duration::try_from(last_write.duration_since(started)).unwrap_or_default();
     figures.add(
         c,
         format!("{n} objects: first create to the last write converging"),
@@ -237,7 +238,7 @@ async fn common(
     let sync = Requests::of(
         &audit::entries(audit_log()?, &user, started)?,
         started,
-        Utc::now(),
+        Timestamp::now(),
     );
     figures.add(
         c,
@@ -245,9 +246,9 @@ async fn common(
         sync.per(n),
     );
 
-    let idle_from = Utc::now();
+    let idle_from = Timestamp::now();
     tokio::time::sleep(IDLE).await;
-    let idle_to = Utc::now();
+    let idle_to = Timestamp::now();
     figures.add(
         c,
         format!("{n} objects: resident memory converged"),
@@ -271,7 +272,7 @@ async fn common(
         return Ok(controller);
     }
     let before = controller.metric(&reconciles, &[])?;
-    let touched = Utc::now();
+    let touched = Timestamp::now();
     let (api, names) = touch;
     stream::iter(names)
         .map(|name| {
@@ -294,7 +295,7 @@ async fn common(
     let steady = Requests::of(
         &audit::entries(audit_log()?, &user, touched)?,
         touched,
-        Utc::now(),
+        Timestamp::now(),
     );
     figures.add(
         c,
@@ -309,14 +310,14 @@ async fn common(
 async fn transition(
     figures: &mut Figures,
     (c, n, user): (&'static str, usize, &str),
-    opens: DateTime<Utc>,
+    opens: Timestamp,
     what: &str,
     done: impl AsyncFn() -> Option<()>,
 ) -> Result<()> {
     if memory_only(n) {
         return Ok(());
     }
-    if Utc::now() >= opens {
+    if Timestamp::now() >= opens {
         figures.add(
             c,
             format!("{n} objects: requests per transition"),
@@ -324,7 +325,10 @@ async fn transition(
         );
         return Ok(());
     }
-    tokio::time::sleep((opens - Utc::now()).to_std()?).await;
+    tokio::time::sleep(std::time::Duration::try_from(
+        opens.duration_since(Timestamp::now()),
+    )?)
+    .await;
     changed_since(
         figures,
         (c, n, user),
@@ -340,14 +344,18 @@ async fn transition(
 async fn changed_since(
     figures: &mut Figures,
     (c, n, user): (&'static str, usize, &str),
-    from: DateTime<Utc>,
+    from: Timestamp,
     (cause, what): (&str, &str),
     done: impl AsyncFn() -> Option<()>,
 ) -> Result<()> {
     eventually(Duration::from_secs(900), || done()).await?;
-    let took = (Utc::now() - from).to_std()?;
+    let took = std::time::Duration::try_from(Timestamp::now().duration_since(from))?;
     quiet(user, Duration::from_secs(3)).await?;
-    let flip = Requests::of(&audit::entries(audit_log()?, user, from)?, from, Utc::now());
+    let flip = Requests::of(
+        &audit::entries(audit_log()?, user, from)?,
+        from,
+        Timestamp::now(),
+    );
     figures.add(
         c,
         format!("{n} objects: requests per transition ({cause}), per changed object"),
@@ -360,7 +368,7 @@ async fn changed_since(
 async fn quiet(user: &str, quiet_for: Duration) -> Result<()> {
     eventually(Duration::from_secs(1800), || async {
         tokio::time::sleep(quiet_for).await;
-        let since = Utc::now() - chrono::Duration::from_std(quiet_for).ok()?;
+        let since = Timestamp::now() - SignedDuration::try_from(quiet_for).ok()?;
         let entries = audit::entries(audit_log().ok()?, user, since).ok()?;
         entries
             .iter()
@@ -372,7 +380,7 @@ async fn quiet(user: &str, quiet_for: Duration) -> Result<()> {
 
 // ----- service-scaler ---------------------------------------------------------------------------
 
-fn service_scaler_doc(name: &str, opens: DateTime<Utc>) -> Value {
+fn service_scaler_doc(name: &str, opens: Timestamp) -> Value {
     json!({
         "apiVersion": "scaler.udaan.io/v1",
         "kind": "ServiceScaler",
@@ -382,8 +390,8 @@ fn service_scaler_doc(name: &str, opens: DateTime<Utc>) -> Value {
             "hpa": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilization": 60},
             "timeRangeSpec": [{
                 "kind": "ZonedDateTime",
-                "from": opens.to_rfc3339(),
-                "to": (opens + chrono::Duration::days(1)).to_rfc3339(),
+                "from": opens.to_string(),
+                "to": (opens + SignedDuration::from_hours(24)).to_string(),
                 "replicaSpec": {"hpa": {"minReplicas": 5}}
             }]
         }
@@ -397,9 +405,10 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     let user = setup.identity.username();
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
     // The window opens once everything has converged and was measured.
-    let opens = (Utc::now()
-        + chrono::Duration::seconds(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
-    .trunc_subsecs(0);
+    let opens = ebb_e2e::whole_second(
+        Timestamp::now()
+            + SignedDuration::from_secs(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64),
+    );
     let names: Vec<String> = (0..n).map(|i| format!("web-{i:05}")).collect();
     let docs = names
         .iter()
@@ -460,8 +469,8 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
                    "metadata": {"name": format!("{pool}-{i:06}"), "labels": {"bench-pool": pool}}})
         })
         .collect();
-    let opens = (Utc::now()
-        + chrono::Duration::seconds(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
+    let opens = (Timestamp::now()
+        + SignedDuration::from_secs(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
     .duration_round_up_minute();
     let name = format!("{pool}-nodes");
     let schedule = json!({
@@ -471,7 +480,7 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
         "spec": {
             "target": {"nodeAnnotation": {"nodeSelector": {"matchLabels": {"bench-pool": pool}}}},
             "windows": [{
-                "schedule": format!("{} {} * * *", opens.format("%M"), opens.format("%H")),
+                "schedule": format!("{} {} * * *", opens.strftime("%M"), opens.strftime("%H")),
                 "duration": "30m",
                 "timeZone": "UTC"
             }]
@@ -597,7 +606,7 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
                          "assignment": {"email": "user@example.com"}}})
         })
         .collect();
-    let from = Utc::now();
+    let from = Timestamp::now();
     create_all(seats, &setup.admin).await?;
     let scaled = async || {
         let list = provisions.list(&ListParams::default()).await.ok()?;
@@ -681,7 +690,7 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     // The transition: every scaler asked for 1 replica through /scale (no hooks). The bench
     // plays the StatefulSet controller (none runs here): a StatefulSet resized to 1 reports 1
     // ready, and the scaler goes back to Idle at 1.
-    let from = Utc::now();
+    let from = Timestamp::now();
     stream::iter(names)
         .map(|name| {
             let api = api.clone();
@@ -741,12 +750,9 @@ trait RoundUpMinute {
     fn duration_round_up_minute(self) -> Self;
 }
 
-impl RoundUpMinute for DateTime<Utc> {
+impl RoundUpMinute for Timestamp {
     fn duration_round_up_minute(self) -> Self {
-        use chrono::DurationRound;
-        self.duration_trunc(chrono::Duration::minutes(1))
-            .unwrap_or(self)
-            + chrono::Duration::minutes(1)
+        ebb_e2e::whole_minute(self) + SignedDuration::from_mins(1)
     }
 }
 

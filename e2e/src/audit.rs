@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use serde::Deserialize;
 
 /// One audited request (the fields the suite looks at).
@@ -17,7 +17,7 @@ pub struct Entry {
     #[serde(default)]
     pub response_status: Option<ResponseStatus>,
     pub stage: String,
-    pub request_received_timestamp: DateTime<Utc>,
+    pub request_received_timestamp: Timestamp,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -113,10 +113,10 @@ fn log_files(log: &Path) -> Result<Vec<std::path::PathBuf>> {
 /// The completed requests of `username` received at or after `since` (rotated logs included).
 /// A rotated file last written before `since` holds none, and is not read: a bench's log grows
 /// past a gigabyte, and waiting for a quiet controller reads it every few seconds.
-pub fn entries(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<Entry>> {
+pub fn entries(log: &Path, username: &str, since: Timestamp) -> Result<Vec<Entry>> {
     let mut text = String::new();
     for file in log_files(log)? {
-        let written: DateTime<Utc> = std::fs::metadata(&file)?.modified()?.into();
+        let written = Timestamp::try_from(std::fs::metadata(&file)?.modified()?)?;
         if written < since && file != log {
             continue;
         }
@@ -135,7 +135,7 @@ pub fn entries(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<E
 }
 
 /// The writes of `username` since `since`, Lease renewals left out.
-pub fn writes(log: &Path, username: &str, since: DateTime<Utc>) -> Result<Vec<Entry>> {
+pub fn writes(log: &Path, username: &str, since: Timestamp) -> Result<Vec<Entry>> {
     Ok(entries(log, username, since)?
         .into_iter()
         .filter(|e| e.is_write() && !e.is_lease())

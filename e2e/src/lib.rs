@@ -138,3 +138,21 @@ impl Setup {
         rbac::apply(&self.admin, &doc).await
     }
 }
+
+/// `t` truncated to the whole second.
+pub fn whole_second(t: jiff::Timestamp) -> jiff::Timestamp {
+    let floor = t.as_second() - i64::from(t.subsec_nanosecond() < 0);
+    jiff::Timestamp::from_second(floor).unwrap_or(t)
+}
+
+/// `t` truncated to the whole minute (cron windows open on minutes).
+pub fn whole_minute(t: jiff::Timestamp) -> jiff::Timestamp {
+    let second = whole_second(t).as_second();
+    jiff::Timestamp::from_second(second - second.rem_euclid(60)).unwrap_or(t)
+}
+
+/// The minute and hour fields of a daily cron line that fires at `t` (UTC): `"30 14"`.
+pub fn cron_minute_hour(t: jiff::Timestamp) -> String {
+    let utc = t.to_zoned(jiff::tz::TimeZone::UTC);
+    format!("{} {}", utc.minute(), utc.hour())
+}

@@ -21,11 +21,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, SubsecRound, Timelike, Utc};
 use ebb_e2e::apiserver::ApiServer;
 use ebb_e2e::rbac::{apply, resource};
 use ebb_e2e::{Controller, Setup, audit, cluster, eventually};
 use ebb_runtime::leader::LEASE_DURATION_SECS;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Client;
@@ -100,7 +100,7 @@ fn target_writes(
     server: &ApiServer,
     setup: &Setup,
     resource: &str,
-    since: DateTime<Utc>,
+    since: Timestamp,
 ) -> Vec<String> {
     audit::writes(&server.audit_log(), &setup.identity.username(), since)
         .unwrap()
@@ -122,7 +122,7 @@ async fn judge(
     subject: &Subject,
     round: u32,
     from: Instant,
-    since: DateTime<Utc>,
+    since: Timestamp,
     server: &ApiServer,
     controller: &mut Controller,
 ) {
@@ -196,7 +196,7 @@ async fn faults(
 
     // Frozen across a change.
     (subject.prepare)(setup, 1).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     server.freeze().unwrap();
     (subject.change)(setup, 1).await;
     tokio::time::sleep(FROZEN).await;
@@ -215,7 +215,7 @@ async fn faults(
 
     // Down across a change, longer than the Lease: the leader stands down and comes back.
     (subject.prepare)(setup, 2).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     server.kill().unwrap();
     (subject.change)(setup, 2).await;
     let share = cpu_share_over(controller, DOWN).await;
@@ -252,7 +252,7 @@ async fn faults(
     tokio::time::sleep(Duration::from_secs(5)).await;
     server.start_again().await.unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     let changed = Instant::now();
     (subject.change)(setup, 3).await;
     judge(
@@ -269,7 +269,7 @@ async fn faults(
 
     // Down, a change, etcd compacted: every watch meets 410 when it resumes.
     (subject.prepare)(setup, 4).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     let (_, back) = server
         .expire_watches(cluster(), || async {
             (subject.change)(setup, 4).await;
@@ -340,17 +340,19 @@ async fn run(subject: Subject) {
     };
     assert!(gauge("watches") >= 1.0);
     assert_eq!(gauge("watches_connected"), gauge("watches"));
-    assert!(gauge("api_last_contact_timestamp_seconds") > (Utc::now().timestamp() - 60) as f64);
+    assert!(
+        gauge("api_last_contact_timestamp_seconds") > (Timestamp::now().as_second() - 60) as f64
+    );
     controller.stop().await;
 }
 
 // --- service-scaler: the change moves maxReplicas; the edges are a window's two boundaries.
 
-fn scaler_doc(max: i64, window: Option<(DateTime<Utc>, DateTime<Utc>)>) -> serde_json::Value {
+fn scaler_doc(max: i64, window: Option<(Timestamp, Timestamp)>) -> serde_json::Value {
     let ranges: Vec<serde_json::Value> = window
         .into_iter()
         .map(|(from, to)| {
-            json!({"kind": "ZonedDateTime", "from": from.to_rfc3339(), "to": to.to_rfc3339(),
+            json!({"kind": "ZonedDateTime", "from": from.to_string(), "to": to.to_string(),
                    "replicaSpec": {"hpa": {"minReplicas": 5}}})
         })
         .collect();
@@ -435,8 +437,8 @@ async fn service_scaler_window_edges_during_faults() {
     let setup = Setup::new(subject.chart, "e2e-af-edge", true, &[])
         .await
         .unwrap();
-    let opens = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(20);
-    let closes = opens + chrono::Duration::seconds(30);
+    let opens = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(20);
+    let closes = opens + SignedDuration::from_secs(30);
     setup
         .apply(scaler_doc(10, Some((opens, closes))))
         .await
@@ -476,15 +478,17 @@ async fn across_edges<F, Fut>(
     setup: &Setup,
     server: &mut ApiServer,
     mut controller: Controller,
-    (opens, closes): (DateTime<Utc>, DateTime<Utc>),
+    (opens, closes): (Timestamp, Timestamp),
     open: F,
 ) where
     F: Fn(bool) -> Fut,
     Fut: Future<Output = bool>,
 {
-    let until = |at: DateTime<Utc>| (at - Utc::now()).to_std().unwrap_or_default();
+    let until = |at: Timestamp| {
+        std::time::Duration::try_from(at.duration_since(Timestamp::now())).unwrap_or_default()
+    };
     tokio::time::sleep(until(opens) - Duration::from_secs(3)).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     server.freeze().unwrap();
     tokio::time::sleep(Duration::from_secs(6)).await;
     let back = server.thaw().await.unwrap();
@@ -494,7 +498,7 @@ async fn across_edges<F, Fut>(
     assert_eq!(target_writes(server, setup, subject.target, since).len(), 1);
 
     tokio::time::sleep(until(closes) - Duration::from_secs(5)).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     server.kill().unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     let back = server.start_again().await.unwrap();
@@ -570,7 +574,7 @@ async fn two_replicas_across_a_restart_one_leads() {
     };
     assert_eq!(leaders(&replicas), 1);
 
-    let since = Utc::now();
+    let since = Timestamp::now();
     server.kill().unwrap();
     (subject.change)(&setup, 1).await;
     // Never two writers: sampled through the outage.
@@ -634,12 +638,12 @@ async fn autoscalers(admin: &Client) -> Api<DynamicObject> {
 /// hours: open and closed now, each with one occurrence a day to reckon with.
 fn daily_window(open: bool) -> (String, &'static str) {
     let at = if open {
-        Utc::now() - chrono::Duration::minutes(1)
+        Timestamp::now() - SignedDuration::from_mins(1)
     } else {
-        Utc::now() + chrono::Duration::hours(12)
+        Timestamp::now() + SignedDuration::from_hours(12)
     };
     let duration = if open { "2h" } else { "1m" };
-    (format!("{} {} * * *", at.minute(), at.hour()), duration)
+    (format!("{} * * *", ebb_e2e::cron_minute_hour(at)), duration)
 }
 
 fn schedule_doc(name: &str, windows: &[(String, &str)]) -> serde_json::Value {
@@ -736,12 +740,11 @@ async fn scaledown_window_edges_during_faults() {
         .await
         .unwrap();
     // The next minute boundary at least 15 s away.
-    let mut opens =
-        Utc::now().trunc_subsecs(0).with_second(0).unwrap() + chrono::Duration::minutes(1);
-    if (opens - Utc::now()).num_seconds() < 15 {
-        opens += chrono::Duration::minutes(1);
+    let mut opens = ebb_e2e::whole_minute(Timestamp::now()) + SignedDuration::from_mins(1);
+    if opens.duration_since(Timestamp::now()).as_secs() < 15 {
+        opens += SignedDuration::from_mins(1);
     }
-    let closes = opens + chrono::Duration::minutes(1);
+    let closes = opens + SignedDuration::from_mins(1);
     let name = setup.namespace.clone();
     apply(
         &setup.admin,
@@ -750,7 +753,7 @@ async fn scaledown_window_edges_during_faults() {
     )
     .await
     .unwrap();
-    let cron = format!("{} {} * * *", opens.minute(), opens.hour());
+    let cron = format!("{} * * *", ebb_e2e::cron_minute_hour(opens));
     apply(&setup.admin, &schedule_doc(&name, &[(cron, "1m")]))
         .await
         .unwrap();

@@ -11,9 +11,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use ebb_e2e::rbac::{apply, resource};
 use ebb_e2e::{Controller, Setup, audit, cluster, eventually};
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -140,7 +140,7 @@ async fn run(subject: Subject) {
     (subject.trigger)(&setup, 0).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log = cluster.audit_log.clone();
-    let idle_from = Utc::now();
+    let idle_from = Timestamp::now();
     tokio::time::sleep(Duration::from_secs(60)).await;
     if let Some(log) = &log {
         let user = setup.identity.username();
@@ -170,7 +170,7 @@ async fn run(subject: Subject) {
     );
 
     // A change: only the leader's token writes.
-    let since = Utc::now();
+    let since = Timestamp::now();
     (subject.trigger)(&setup, 1).await;
     if let Some(log) = &log {
         let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
@@ -221,7 +221,7 @@ async fn run(subject: Subject) {
         "{}: the old leader exits cleanly: {status}",
         subject.binary
     );
-    let since = Utc::now();
+    let since = Timestamp::now();
     (subject.trigger)(&setup, 2).await;
     if let Some(log) = &log {
         let writes = audit::writes(log, &setup.identity.username(), since).unwrap();
@@ -238,7 +238,7 @@ async fn run(subject: Subject) {
     c.wait_ready(Duration::from_secs(30)).await.unwrap();
     let mut second_leader = standby;
     let killed = Instant::now();
-    let since = Utc::now();
+    let since = Timestamp::now();
     second_leader.kill().unwrap();
     (subject.trigger)(&setup, 3).await;
     let took = killed.elapsed();

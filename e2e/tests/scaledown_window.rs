@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, Timelike, Utc};
 use ebb_e2e::rbac::{apply, resource};
 use ebb_e2e::{Controller, Setup, audit, cluster, eventually, settle};
+use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, DynamicObject};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -16,15 +16,13 @@ const CHART: &str = "scaledown-window";
 static CLUSTER_SCOPED: Mutex<()> = Mutex::const_new(());
 
 /// The next whole minute at least `ahead` seconds away: cron windows open on minutes.
-fn next_minute(ahead: i64) -> DateTime<Utc> {
-    (Utc::now() + chrono::Duration::seconds(ahead))
-        .duration_trunc(chrono::Duration::minutes(1))
-        .unwrap()
-        + chrono::Duration::minutes(1)
+fn next_minute(ahead: i64) -> Timestamp {
+    ebb_e2e::whole_minute(Timestamp::now() + SignedDuration::from_secs(ahead))
+        + SignedDuration::from_mins(1)
 }
 
 /// A schedule whose one window opens at `open` (UTC) for one minute.
-fn schedule(name: &str, target: Value, open: DateTime<Utc>) -> Value {
+fn schedule(name: &str, target: Value, open: Timestamp) -> Value {
     json!({
         "apiVersion": "scaling.ebb.dev/v1alpha1",
         "kind": "ScaleDownSchedule",
@@ -32,7 +30,7 @@ fn schedule(name: &str, target: Value, open: DateTime<Utc>) -> Value {
         "spec": {
             "target": target,
             "windows": [{
-                "schedule": format!("{} {} * * *", open.minute(), open.hour()),
+                "schedule": format!("{} * * *", ebb_e2e::cron_minute_hour(open)),
                 "duration": "1m",
                 "timeZone": "UTC"
             }]
@@ -114,14 +112,15 @@ async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
     .await;
 
     let enabled = |ca: &DynamicObject| ca.data["spec"]["scaleDown"]["enabled"].as_bool();
-    let flip = |want: bool, boundary: DateTime<Utc>| {
+    let flip = |want: bool, boundary: Timestamp| {
         let autoscalers = autoscalers.clone();
         async move {
-            let wait =
-                (boundary - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(10);
+            let wait = std::time::Duration::try_from(boundary.duration_since(Timestamp::now()))
+                .unwrap_or_default()
+                + Duration::from_secs(10);
             eventually(wait, || async {
                 let ca = autoscalers.get("default").await.ok()?;
-                (enabled(&ca) == Some(want)).then_some(Utc::now())
+                (enabled(&ca) == Some(want)).then_some(Timestamp::now())
             })
             .await
         }
@@ -136,27 +135,27 @@ async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
     assert_eq!(status.data["status"]["scaleDownEnabled"], json!(false));
     assert_eq!(
         status.data["status"]["nextTransitionTime"],
-        json!(open.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        json!(ebb_runtime::time::rfc3339(open))
     );
 
     let opened = flip(true, open)
         .await
         .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
-    let close = open + chrono::Duration::minutes(1);
+    let close = open + SignedDuration::from_mins(1);
     let closed = flip(false, close)
         .await
         .unwrap_or_else(|e| panic!("{e}:\n{}", controller.log_tail()));
     println!(
         "figure: scaledown-window boundary-to-write latency open {} ms, close {} ms",
-        (opened - open).num_milliseconds(),
-        (closed - close).num_milliseconds()
+        opened.duration_since(open).as_millis(),
+        closed.duration_since(close).as_millis()
     );
     assert!(
-        opened >= open && opened - open < chrono::Duration::seconds(1),
+        opened >= open && opened.duration_since(open) < SignedDuration::from_secs(1),
         "opened at {opened}, window at {open}"
     );
     assert!(
-        closed >= close && closed - close < chrono::Duration::seconds(1),
+        closed >= close && closed.duration_since(close) < SignedDuration::from_secs(1),
         "closed at {closed}, window end {close}"
     );
     let ca = autoscalers.get("default").await.unwrap();
@@ -172,7 +171,7 @@ async fn cluster_autoscaler_follows_the_window_and_is_never_recreated() {
         .delete("default", &DeleteParams::default())
         .await
         .unwrap();
-    let since = Utc::now();
+    let since = Timestamp::now();
     let schedule_api = schedules.clone();
     let reported = eventually(Duration::from_secs(15), || async {
         let s = schedule_api.get(&name).await.ok()?;
@@ -329,28 +328,30 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
     };
     let closed = (vec![true, true, false], vec![true, true, false]);
     let opened = (vec![false, false, false], vec![false, false, false]);
-    let reach = |want: (Vec<bool>, Vec<bool>), by: DateTime<Utc>, what: &'static str| {
+    let reach = |want: (Vec<bool>, Vec<bool>), by: Timestamp, what: &'static str| {
         let state = &state;
         let log = controller.log_tail();
         async move {
-            let wait = (by - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(10);
+            let wait = std::time::Duration::try_from(by.duration_since(Timestamp::now()))
+                .unwrap_or_default()
+                + Duration::from_secs(10);
             if let Err(e) =
                 eventually(wait, || async { state().await.filter(|s| *s == want) }).await
             {
                 panic!("{what}: {e}: {:?}\n{log}", state().await);
             }
-            Utc::now()
+            Timestamp::now()
         }
     };
-    reach(closed.clone(), Utc::now(), "outside the window").await;
+    reach(closed.clone(), Timestamp::now(), "outside the window").await;
     let opened_at = reach(opened, open, "inside the window").await;
     println!(
         "figure: scaledown-window nodes and NodePools released {} ms after the boundary",
-        (opened_at - open).num_milliseconds()
+        opened_at.duration_since(open).as_millis()
     );
     reach(
         closed.clone(),
-        open + chrono::Duration::minutes(1),
+        open + SignedDuration::from_mins(1),
         "after the window",
     )
     .await;
@@ -402,7 +403,7 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
 
 /// Sets MachineConfigPool `pool`'s Updating condition, as the machine-config operator does.
 async fn set_pool_updating(pools: &Api<DynamicObject>, pool: &str, updating: bool) {
-    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
     let status = |b: bool| if b { "True" } else { "False" };
     pools
         .patch_status(
@@ -488,7 +489,7 @@ async fn machine_config_pool_updates_keep_scale_down_open_and_a_paused_autoscale
     .await
     .unwrap();
     // Windows far from now: only maintenance can open scale-down.
-    let far = Utc::now() + chrono::Duration::hours(12);
+    let far = Timestamp::now() + SignedDuration::from_hours(12);
     let mut ca_schedule = schedule(
         &format!("{ns}-ca"),
         json!({"clusterAutoscaler": {"name": "default"}}),

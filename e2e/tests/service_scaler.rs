@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::{SubsecRound, Utc};
 use ebb_e2e::{Controller, Setup, eventually, settle};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -48,10 +47,10 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
 
     // Whole seconds: RFC 3339 in the spec, and the boundary the controller wakes for.
-    let boundary = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(12);
-    let until = boundary + chrono::Duration::hours(1);
+    let boundary = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(12);
+    let until = boundary + SignedDuration::from_hours(1);
     setup
-        .apply(scaler("web", &boundary.to_rfc3339(), &until.to_rfc3339()))
+        .apply(scaler("web", &boundary.to_string(), &until.to_string()))
         .await
         .unwrap();
 
@@ -110,20 +109,20 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     let opened = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(hpa) = changes.try_next().await.unwrap() {
             if min_replicas(&hpa) == Some(5) {
-                return (Utc::now(), hpa);
+                return (Timestamp::now(), hpa);
             }
         }
         panic!("watch ended")
     })
     .await
     .unwrap_or_else(|_| panic!("window never reached the HPA:\n{}", controller.log_tail()));
-    let latency = opened.0 - boundary;
+    let latency = opened.0.duration_since(boundary);
     println!(
         "figure: service-scaler boundary-to-write latency {} ms",
-        latency.num_milliseconds()
+        latency.as_millis()
     );
     assert!(
-        latency >= chrono::Duration::zero() && latency < chrono::Duration::seconds(1),
+        latency >= SignedDuration::ZERO && latency < SignedDuration::from_secs(1),
         "the window reached the HPA {latency} after its boundary"
     );
     let hpa = opened.1;
@@ -148,7 +147,7 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     )
     .await
     .unwrap();
-    let mut changed = scaler("web", &boundary.to_rfc3339(), &until.to_rfc3339());
+    let mut changed = scaler("web", &boundary.to_string(), &until.to_string());
     changed["spec"]["timeRangeSpec"][0]["replicaSpec"]["hpa"]["minReplicas"] = json!(7);
     setup.apply(changed).await.unwrap();
     settle(Duration::from_secs(4), || async {
@@ -208,6 +207,7 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     controller.stop().await;
 }
 
+use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 /// An HPA that existed before its ServiceScaler (adopted, not created by ebb) is restored to the
@@ -229,9 +229,9 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
         }))
         .await
         .unwrap();
-    let now = Utc::now().trunc_subsecs(0);
-    let from = (now - chrono::Duration::hours(1)).to_rfc3339();
-    let to = (now + chrono::Duration::hours(1)).to_rfc3339();
+    let now = ebb_e2e::whole_second(Timestamp::now());
+    let from = (now - SignedDuration::from_hours(1)).to_string();
+    let to = (now + SignedDuration::from_hours(1)).to_string();
     let mut doc = scaler("api", &from, &to);
     doc["spec"]["hpa"] = json!({"minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 60});
     setup.apply(doc).await.unwrap();
@@ -328,9 +328,9 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
         }))
         .await
         .unwrap();
-    let boundary = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(45);
-    let until = boundary + chrono::Duration::hours(1);
-    let mut doc = scaler("workers", &boundary.to_rfc3339(), &until.to_rfc3339());
+    let boundary = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(45);
+    let until = boundary + SignedDuration::from_hours(1);
+    let mut doc = scaler("workers", &boundary.to_string(), &until.to_string());
     doc["spec"]["leadTime"] = json!("30s");
     doc["spec"]["hpa"] = json!({"minReplicas": 2, "maxReplicas": 20,
         "metricTargets": [{"name": "queue_depth", "averageValue": "2000m"}]});
@@ -352,7 +352,7 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
     )
     .applied_objects()
     .boxed();
-    let mut seen: Vec<(chrono::DateTime<Utc>, i32)> = Vec::new();
+    let mut seen: Vec<(Timestamp, i32)> = Vec::new();
     let reached = tokio::time::timeout(Duration::from_secs(70), async {
         while let Some(hpa) = changes.try_next().await.unwrap() {
             let min = min_replicas(&hpa).unwrap_or(1);
@@ -360,7 +360,7 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
                 continue; // the user's value, before ebb's first write
             }
             if seen.last().map(|(_, m)| *m) != Some(min) {
-                seen.push((Utc::now(), min));
+                seen.push((Timestamp::now(), min));
             }
             if min == 8 {
                 return hpa;
@@ -378,7 +378,7 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
     assert!(steps.len() >= 5, "stepped, not one jump: {seen:?}");
     let (at_eight, _) = seen.last().copied().unwrap();
     assert!(
-        at_eight < boundary - chrono::Duration::seconds(3),
+        at_eight < boundary - SignedDuration::from_secs(3),
         "8 reached at {at_eight}, boundary {boundary}"
     );
     // The server stored the target canonically.
@@ -388,10 +388,11 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
     );
 
     // In sync: a reconcile (triggered by a label on the scaler) writes nothing to the HPA.
-    let settled = boundary + chrono::Duration::seconds(2);
-    let wait = (settled - Utc::now()).to_std().unwrap_or_default();
+    let settled = boundary + SignedDuration::from_secs(2);
+    let wait =
+        std::time::Duration::try_from(settled.duration_since(Timestamp::now())).unwrap_or_default();
     tokio::time::sleep(wait).await;
-    let since = Utc::now();
+    let since = Timestamp::now();
     doc["metadata"]["labels"] = json!({"touched": "yes"});
     setup.apply(doc.clone()).await.unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -446,11 +447,11 @@ async fn a_scaler_with_udaans_finalizer_deletes_udaans_hpa_and_is_released() {
         }))
         .await
         .unwrap();
-    let now = Utc::now().trunc_subsecs(0);
+    let now = ebb_e2e::whole_second(Timestamp::now());
     let mut doc = scaler(
         "legacy",
-        &(now - chrono::Duration::hours(1)).to_rfc3339(),
-        &(now + chrono::Duration::hours(1)).to_rfc3339(),
+        &(now - SignedDuration::from_hours(1)).to_string(),
+        &(now + SignedDuration::from_hours(1)).to_string(),
     );
     doc["metadata"]["finalizers"] = json!(["servicescalers.scaler.udaan.io/finalizer"]);
     setup.apply(doc).await.unwrap();

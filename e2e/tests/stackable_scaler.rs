@@ -7,10 +7,10 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use chrono::Utc;
 use ebb_crds::stackable::{ScalerStage, ScalerState};
 use ebb_e2e::rbac::{apply, render};
 use ebb_e2e::{Controller, Setup, cluster, eventually, tls, work_dir};
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
@@ -53,7 +53,7 @@ async fn settle_workload(sets: &Api<StatefulSet>, name: &str, replicas: i32) {
 /// Finishes a Job as the Job controller would: `Complete` (with `SuccessCriteriaMet`, which the
 /// API server requires beside it) or `Failed` (with `FailureTarget`).
 async fn finish_job(jobs: &Api<Job>, name: &str, succeed: bool) {
-    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
     let condition = |type_: &str, reason: &str| {
         json!({"type": type_, "status": "True", "reason": reason, "message": reason,
                "lastProbeTime": now, "lastTransitionTime": now})
@@ -541,7 +541,7 @@ async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_con
         .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
         .await
         .unwrap();
-    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
     let stored = [
         (
             "old",

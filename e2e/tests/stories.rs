@@ -19,11 +19,11 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, SubsecRound, Timelike, Utc};
 use ebb_crds::stackable::ScalerState;
 use ebb_e2e::helm::{Release, a_node, busybox, pod_ready};
 use ebb_e2e::rbac::{apply, resource};
 use ebb_e2e::{Namespace, eventually, node_cluster, settle, tls, unique, work_dir};
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -60,8 +60,9 @@ async fn until_ready(admin: &Client, ns: &str, app: &str, n: usize, timeout: Dur
 }
 
 /// Until `at` (plus `slack`), as a timeout from now.
-fn until(at: DateTime<Utc>, slack: u64) -> Duration {
-    (at - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(slack)
+fn until(at: Timestamp, slack: u64) -> Duration {
+    std::time::Duration::try_from(at.duration_since(Timestamp::now())).unwrap_or_default()
+        + Duration::from_secs(slack)
 }
 
 /// Seed 001/004: a window with a lead time scales real pods before it opens and back after it
@@ -97,8 +98,8 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     // edge (leadTime), so the pods run when the window opens. The HPA has no metrics here (no
     // metrics-server): the controller then keeps the replicas within minReplicas..maxReplicas,
     // which is what the window moves.
-    let edge = Utc::now().trunc_subsecs(0) + chrono::Duration::seconds(100);
-    let end = edge + chrono::Duration::seconds(45);
+    let edge = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(100);
+    let end = edge + SignedDuration::from_secs(45);
     let scaler = |min: i64, max: i64| {
         json!({
             "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
@@ -106,7 +107,7 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
             "spec": {
                 "leadTime": "90s",
                 "hpa": {"minReplicas": min, "maxReplicas": max, "targetCPUUtilization": 80},
-                "timeRangeSpec": [{"kind": "ZonedDateTime", "from": edge.to_rfc3339(), "to": end.to_rfc3339(),
+                "timeRangeSpec": [{"kind": "ZonedDateTime", "from": edge.to_string(), "to": end.to_string(),
                                    "replicaSpec": {"hpa": {"minReplicas": 3, "maxReplicas": 3}}}]
             }
         })
@@ -114,10 +115,10 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     apply(&admin, &scaler(1, 1)).await.unwrap();
 
     until_ready(&admin, n, "web", 3, until(edge, 30)).await;
-    let running = Utc::now();
+    let running = Timestamp::now();
     println!(
         "figure: seed 001 three pods Running {:.1} s before the window's edge (leadTime 90s, HPA sync 5s)",
-        (edge - running).num_milliseconds() as f64 / 1000.0
+        edge.duration_since(running).as_secs_f64()
     );
     // The suite's own kube-controller-manager runs the HPA controller every 5 s (15 s upstream).
     if cluster.local {
@@ -130,7 +131,7 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
 
     // A `helm upgrade` with a changed value while the window closes: the pod rolls and the
     // Lease moves to the new one across the edge, and the transition is still written once.
-    let upgrade_at = end - chrono::Duration::seconds(3);
+    let upgrade_at = end - SignedDuration::from_secs(3);
     tokio::time::sleep(until(upgrade_at, 0)).await;
     let upgraded = tokio::task::spawn_blocking({
         let (chart, name, ns) = (release.chart.clone(), release.name.clone(), n.to_owned());
@@ -143,10 +144,10 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
         }
     });
     until_ready(&admin, n, "web", 1, until(end, 40)).await;
-    let back = Utc::now();
+    let back = Timestamp::now();
     println!(
         "figure: seed 001 back to one pod {:.1} s after the window closed",
-        (back - end).num_milliseconds() as f64 / 1000.0
+        back.duration_since(end).as_secs_f64()
     );
     upgraded
         .await
@@ -164,7 +165,7 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
             .unwrap();
         let user = format!("system:serviceaccount:{n}:{account}");
         let writes =
-            ebb_e2e::audit::writes(log, &user, upgrade_at - chrono::Duration::seconds(2)).unwrap();
+            ebb_e2e::audit::writes(log, &user, upgrade_at - SignedDuration::from_secs(2)).unwrap();
         let described: Vec<String> = writes.iter().map(ebb_e2e::audit::Entry::describe).collect();
         let mut per_object = std::collections::BTreeMap::<String, usize>::new();
         for entry in &writes {
@@ -296,11 +297,9 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
         .await
         .unwrap();
     // A window of one minute at the next whole minute at least 20 s away (cron's resolution).
-    let open = (Utc::now() + chrono::Duration::seconds(20))
-        .duration_trunc(chrono::Duration::minutes(1))
-        .unwrap()
-        + chrono::Duration::minutes(1);
-    let close = open + chrono::Duration::minutes(1);
+    let open = ebb_e2e::whole_minute(Timestamp::now() + SignedDuration::from_secs(20))
+        + SignedDuration::from_mins(1);
+    let close = open + SignedDuration::from_mins(1);
     let schedule = story.clone();
     apply(
         &admin,
@@ -309,7 +308,7 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
             "metadata": {"name": schedule},
             "spec": {
                 "target": {"nodeAnnotation": {"nodeSelector": {"matchLabels": {"ebb.dev/story": story}}}},
-                "windows": [{"schedule": format!("{} {} * * *", open.minute(), open.hour()),
+                "windows": [{"schedule": format!("{} * * *", ebb_e2e::cron_minute_hour(open)),
                              "duration": "1m", "timeZone": "UTC"}]
             }
         }),
@@ -320,20 +319,23 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
         let node = nodes.get(node).await.ok()?;
         Some(node.annotations().get(DISABLED).map(String::as_str) == Some("true"))
     };
-    let reach = |want: bool, by: DateTime<Utc>, what: &'static str| async move {
+    let reach = |want: bool, by: Timestamp, what: &'static str| async move {
         eventually(until(by, 10), || async {
             annotated().await.filter(|a| *a == want)
         })
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-        Utc::now()
+        Timestamp::now()
     };
-    reach(true, Utc::now(), "annotated outside the window").await;
-    assert!(Utc::now() < open, "the setup took past the window's start");
+    reach(true, Timestamp::now(), "annotated outside the window").await;
+    assert!(
+        Timestamp::now() < open,
+        "the setup took past the window's start"
+    );
     let released = reach(false, open, "released inside the window").await;
     println!(
         "figure: seed 002 the Node's annotation removed {} ms after the window opened",
-        (released - open).num_milliseconds()
+        released.duration_since(open).as_millis()
     );
     assert!(released >= open, "released before the window opened");
     let kept = reach(true, close, "annotated again after the window").await;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ebb_e2e::rbac::resource;
 use ebb_e2e::{Controller, Setup, cluster, eventually, settle};
+use jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -288,7 +289,7 @@ async fn scale_up_exactly_once(config: Config) {
         // server may then commit it and still answer 5xx (the request's context ended). Such a
         // write's effect is unknown from the log, but the count above says one increase landed.
         // What must never show is two count writes that both succeeded.
-        let since = chrono::DateTime::<chrono::Utc>::MIN_UTC;
+        let since = Timestamp::MIN;
         let count_writes: Vec<ebb_e2e::audit::Entry> =
             ebb_e2e::audit::writes(log, &setup.identity.username(), since)
                 .unwrap()

@@ -28,10 +28,10 @@ pub use report::{
 use std::collections::BTreeMap;
 use std::fmt;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec};
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, ScheduleError, Window};
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::{Selector, SelectorExt};
 
@@ -353,12 +353,12 @@ pub struct Decision {
     pub maintenance: ClusterMaintenance,
     /// The next instant `scale_down_enabled` flips, assuming the upgrade state stays as it is;
     /// `None` when it never flips again (or only when an upgrade ends, which a watch reports).
-    pub next_transition: Option<DateTime<Utc>>,
+    pub next_transition: Option<Timestamp>,
     /// The next few flips and the value from each on (at most [`PREVIEW_LEN`]).
-    pub next_transitions: Vec<(DateTime<Utc>, bool)>,
+    pub next_transitions: Vec<(Timestamp, bool)>,
     /// When anything in this decision changes next (a flip, or the open window handing over to
     /// another): the instant to look again.
-    pub requeue_at: Option<DateTime<Utc>>,
+    pub requeue_at: Option<Timestamp>,
 }
 
 /// OpenShift maintenance as observed: what `maintenance.followClusterUpgrade` follows.
@@ -428,7 +428,7 @@ impl ClusterMaintenance {
 /// decided, and scale-down is disabled (fail-safe), maintenance or not.
 pub fn decide(
     spec: &ScaleDownScheduleSpec,
-    now: DateTime<Utc>,
+    now: Timestamp,
     maintenance: &ClusterMaintenance,
 ) -> Decision {
     let windows = match parse_windows(&spec.windows) {
@@ -512,7 +512,7 @@ pub struct Claimant {
     /// The schedule's name.
     pub name: String,
     /// Its `creationTimestamp`.
-    pub created: Option<DateTime<Utc>>,
+    pub created: Option<Timestamp>,
     /// What it selects.
     pub target: ResolvedTarget,
 }
@@ -520,7 +520,7 @@ pub struct Claimant {
 impl Claimant {
     /// Older first, then by name; a missing timestamp sorts last. The first one manages a shared
     /// object: a schedule created later never takes an object from one that was there before.
-    fn rank(&self) -> (bool, Option<DateTime<Utc>>, &str) {
+    fn rank(&self) -> (bool, Option<Timestamp>, &str) {
         (self.created.is_none(), self.created, &self.name)
     }
 }
@@ -590,7 +590,7 @@ impl PauseMarks {
     }
 
     /// Whether the object is paused at `now` (the shared rule of `ebb_runtime::pause`).
-    pub fn state(&self, now: DateTime<Utc>) -> PauseState {
+    pub fn state(&self, now: Timestamp) -> PauseState {
         let annotations = [
             (PAUSED_ANNOTATION, &self.paused),
             (PAUSED_UNTIL_ANNOTATION, &self.paused_until),
@@ -771,7 +771,7 @@ pub struct TargetPlan {
 impl TargetPlan {
     /// The earliest instant a managed object's `paused-until` expires: the reconcile looks again
     /// then, so the pause ends on time.
-    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+    pub fn resume_at(&self) -> Option<Timestamp> {
         self.paused.iter().filter_map(|p| p.state.resume_at()).min()
     }
 }
@@ -785,7 +785,7 @@ pub struct Planner<'a> {
     claimants: &'a [Claimant],
     /// Its decision (scale-down enabled), `true` while it is being deleted (a release).
     pub desired: bool,
-    now: DateTime<Utc>,
+    now: Timestamp,
     /// The plan so far.
     pub plan: TargetPlan,
 }
@@ -842,7 +842,7 @@ pub fn plan_target(
     claimants: &[Claimant],
     desired_enabled: Option<bool>,
     observed: &Observed,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> TargetPlan {
     let mut planner = Planner {
         me,

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
 use ebb_crds::scaledown::{
     ClusterAutoscalerTarget, KarpenterNodePoolsTarget, MachineAutoscalersTarget, Maintenance,
     NodeAnnotationTarget, ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec,
@@ -11,6 +10,9 @@ use ebb_crds::scaledown::{
 use ebb_runtime::ConditionUpdate;
 use ebb_schedule::Zone;
 use ebb_testkit::utc;
+use jiff::civil::{Date, Time};
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -19,7 +21,7 @@ use super::report::decision_message;
 use super::*;
 
 /// An instant for plans whose objects carry no pause: any would do.
-const T0: DateTime<Utc> = DateTime::UNIX_EPOCH;
+const T0: Timestamp = Timestamp::UNIX_EPOCH;
 
 /// Maintenance seen through the ClusterVersion only: `Progressing` or not, no pool updating.
 fn cv(progressing: bool) -> ClusterMaintenance {
@@ -58,7 +60,7 @@ fn workday_nights() -> ScaleDownScheduleSpec {
     )
 }
 
-fn enabled(spec: &ScaleDownScheduleSpec, t: DateTime<Utc>) -> bool {
+fn enabled(spec: &ScaleDownScheduleSpec, t: Timestamp) -> bool {
     decide(spec, t, &cv(false)).scale_down_enabled
 }
 
@@ -424,16 +426,16 @@ const DST_CHANGES: [&str; 4] = [
     "2026-11-01T06:00:00Z",
 ];
 
-fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
+fn any_instant() -> impl Strategy<Value = Timestamp> {
     let base = utc("2026-01-01T00:00:00Z");
     prop_oneof![
-        (0i64..366 * 24 * 3600).prop_map(move |s| base + TimeDelta::seconds(s)),
+        (0i64..366 * 24 * 3600).prop_map(move |s| base + SignedDuration::from_secs(s)),
         // Within three days of a DST change, on five-minute steps (where boundaries fall).
         (
             prop::sample::select(DST_CHANGES.to_vec()),
             -72 * 12..72 * 12i64
         )
-            .prop_map(|(c, steps)| utc(c) + TimeDelta::minutes(5 * steps)),
+            .prop_map(|(c, steps)| utc(c) + SignedDuration::from_mins(5 * steps)),
     ]
 }
 
@@ -457,28 +459,30 @@ fn daily_spec((h, m, minutes, tz): (u32, u32, i64, &str)) -> WindowSpec {
 /// wall time means by the DST rules (a time in a gap means the end of the gap, a time in a fold
 /// its first occurrence). A wall time happens at `local - o` for each offset `o` in force near it
 /// whose wall clock then shows `local`; none means a gap, so try a minute later.
-fn wall_to_instant(tz: &Zone, date: NaiveDate, time: NaiveTime) -> DateTime<Utc> {
-    let mut local = date.and_time(time);
+fn wall_to_instant(tz: &Zone, date: Date, time: Time) -> Timestamp {
+    let mut local = date.to_datetime(time);
     loop {
-        let offsets = (-30..=30).map(|h| tz.offset_seconds(local.and_utc() + TimeDelta::hours(h)));
+        // The wall time read as if it were UTC.
+        let as_utc = local.to_zoned(TimeZone::UTC).unwrap().timestamp();
+        let offsets = (-30..=30).map(|h| tz.offset_seconds(as_utc + SignedDuration::from_hours(h)));
         let instants = offsets
-            .map(|o| local.and_utc() - TimeDelta::seconds(o.into()))
-            .filter(|t| tz.wall_clock(*t) == Some(local));
+            .map(|o| as_utc - SignedDuration::from_secs(o.into()))
+            .filter(|t| tz.wall_clock(*t) == local);
         match instants.min() {
             Some(t) => return t,
-            None => local += TimeDelta::minutes(1),
+            None => local += SignedDuration::from_mins(1),
         }
     }
 }
 
 /// Oracle: is the daily window open at `t`? Some fire `f` (one per local day) has `f <= t < f + d`.
-fn oracle_open((h, m, minutes, tz): (u32, u32, i64, &str), t: DateTime<Utc>) -> bool {
+fn oracle_open((h, m, minutes, tz): (u32, u32, i64, &str), t: Timestamp) -> bool {
     let tz: Zone = tz.parse().unwrap();
-    let today = tz.wall_clock(t).unwrap().date();
-    let time = NaiveTime::from_hms_opt(h, m, 0).unwrap();
+    let today = tz.wall_clock(t).date();
+    let time = Time::new(h.try_into().unwrap(), m.try_into().unwrap(), 0, 0).unwrap();
     (-3..=1).any(|offset| {
-        let fire = wall_to_instant(&tz, today + TimeDelta::days(offset), time);
-        fire <= t && t < fire + TimeDelta::minutes(minutes)
+        let fire = wall_to_instant(&tz, today + SignedDuration::from_hours(24 * offset), time);
+        fire <= t && t < fire + SignedDuration::from_mins(minutes)
     })
 }
 
@@ -517,12 +521,13 @@ proptest! {
                 prop_assert!(next > t);
                 prop_assert_ne!(enabled(&s, next), d.scale_down_enabled);
                 for k in 1..8 {
-                    let between = t + (next - t) * k / 8;
+                    let between = t + next.duration_since(t) * k / 8;
                     prop_assert_eq!(enabled(&s, between), d.scale_down_enabled);
                 }
                 // The preview looks a year ahead (a 24h window that only closes for the extra
                 // hour of a fall-back night flips again after 371 days).
-                let previewed = (next - t <= ebb_schedule::DEFAULT_HORIZON).then_some(next);
+                let previewed =
+                    (next.duration_since(t) <= ebb_schedule::DEFAULT_HORIZON).then_some(next);
                 prop_assert_eq!(d.next_transitions.first().map(|x| x.0), previewed);
                 prop_assert!(d.next_transitions.windows(2).all(|p| p[0].1 != p[1].1 && p[0].0 < p[1].0));
                 // The first requeue is never after the first flip.
@@ -530,7 +535,7 @@ proptest! {
             }
             None => {
                 for days in [1, 3, 7, 30] {
-                    prop_assert_eq!(enabled(&s, t + TimeDelta::days(days)), d.scale_down_enabled);
+                    prop_assert_eq!(enabled(&s, t + SignedDuration::from_hours(24 * days)), d.scale_down_enabled);
                 }
             }
         }
@@ -724,7 +729,7 @@ proptest! {
         let base = utc("2026-01-01T00:00:00Z");
         let mut claimants: Vec<Claimant> = ages.iter().enumerate().map(|(i, age)| Claimant {
             name: format!("s{}", (i * 7) % 10),
-            created: age.map(|d| base + TimeDelta::days(d)),
+            created: age.map(|d| base + SignedDuration::from_hours(24 * d)),
             target: ResolvedTarget::ClusterAutoscaler { name: "default".into() },
         }).collect();
         claimants.dedup_by(|a, b| a.name == b.name);

@@ -9,12 +9,12 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::manifest::{self, Input, Schema};
 use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
 use ebb_runtime::tz::{TzArgs, TzError};
 use ebb_schedule::Zone;
+use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
@@ -88,7 +88,7 @@ pub struct PlanOutput {
 /// The first invalid field: the target (exactly one kind, valid selectors) or a window.
 pub fn offline(
     schedule: &ScaleDownSchedule,
-    at: DateTime<Utc>,
+    at: Timestamp,
     maintenance: &ClusterMaintenance,
 ) -> Result<(PlanOutput, Decision), InvalidSpec> {
     decide::resolve_target(&schedule.spec.target)?;
@@ -116,7 +116,7 @@ pub fn schema() -> Schema {
 ///
 /// # Errors
 /// An unreadable file, a wrong kind, an undeclared field, a bad `--at`, or an invalid field.
-pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let program = "scaledown-window plan";
     ebb_runtime::tz::load(&args.tz)?.warn(program);
     let at = args.input.at(now)?;
@@ -143,7 +143,7 @@ fn zones(schedule: &ScaleDownSchedule) -> Vec<Zone> {
     zones_named(schedule.spec.windows.iter().map(|w| w.time_zone.as_str()))
 }
 
-fn text(report: &PlanOutput, decision: &Decision, at: DateTime<Utc>, zones: &[Zone]) -> String {
+fn text(report: &PlanOutput, decision: &Decision, at: Timestamp, zones: &[Zone]) -> String {
     let mut out = String::new();
     let state = if report.scale_down_enabled {
         "enabled"

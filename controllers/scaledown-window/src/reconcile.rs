@@ -18,7 +18,6 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownScheduleStatus};
 use ebb_runtime::Notice;
 use ebb_runtime::cache::{Cache, Cold};
@@ -27,6 +26,7 @@ use ebb_runtime::guard::Guarded;
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::pause::{pause_report, pause_state};
 use ebb_runtime::time::from_k8s_time;
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
@@ -233,7 +233,7 @@ impl Reconciler for Reconcile {
 async fn apply(
     schedule: &ScaleDownSchedule,
     ctx: &Context,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Action, Error> {
     let name = schedule.name_any();
     let spec = &schedule.spec;
@@ -326,7 +326,7 @@ async fn apply(
 async fn cleanup(
     schedule: &ScaleDownSchedule,
     ctx: &Context,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Action, Error> {
     let name = schedule.name_any();
     ctx.own.metrics.forget(&name);
@@ -421,7 +421,7 @@ async fn release_plan(
     ctx: &Context,
     name: &str,
     schedule: &ScaleDownSchedule,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Vec<Change>, Error> {
     let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
         return Ok(Vec::new());

@@ -7,7 +7,6 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::TimeDelta;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::frame::{FOLLOWER_REQUEUE, MAX_ATTEMPTS, Shared};
@@ -15,6 +14,7 @@ use ebb_runtime::guard::Guarded;
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
 use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
+use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
@@ -191,8 +191,8 @@ fn cluster_autoscaler(enabled: bool) -> Value {
     })
 }
 
-fn secs(d: TimeDelta) -> Action {
-    Action::requeue(d.to_std().unwrap())
+fn secs(d: SignedDuration) -> Action {
+    Action::requeue(std::time::Duration::try_from(d).unwrap())
 }
 
 // ----- ClusterAutoscaler ------------------------------------------------------------------------
@@ -205,7 +205,10 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
 
     let action = t.reconcile(ME).await.unwrap();
     // Requeued exactly at the window's opening, Friday 20:00 CET.
-    assert_eq!(action, secs(utc(FRIDAY_NIGHT) - utc(FRIDAY_NOON)));
+    assert_eq!(
+        action,
+        secs(utc(FRIDAY_NIGHT).duration_since(utc(FRIDAY_NOON)))
+    );
 
     let writes = t.target_writes();
     assert_eq!(writes.len(), 1);
@@ -281,7 +284,7 @@ async fn an_unchanged_reconcile_writes_nothing() {
     assert!(t.events.events().is_empty());
     assert_eq!(
         action,
-        secs(utc(FRIDAY_NIGHT) - utc("2026-03-27T15:30:00Z"))
+        secs(utc(FRIDAY_NIGHT).duration_since(utc("2026-03-27T15:30:00Z")))
     );
 }
 
@@ -295,7 +298,10 @@ async fn window_opening_and_closing_flip_the_field() {
     t.set(FRIDAY_NIGHT);
     let action = t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    assert_eq!(action, secs(utc(SATURDAY_MORNING) - utc(FRIDAY_NIGHT)));
+    assert_eq!(
+        action,
+        secs(utc(SATURDAY_MORNING).duration_since(utc(FRIDAY_NIGHT)))
+    );
     let status = t.schedule(ME).status.unwrap();
     assert!(status.scale_down_enabled);
     assert_eq!(status.active_window, Some(0));
@@ -669,7 +675,10 @@ async fn a_pool_updating_after_the_upgrade_keeps_scale_down_enabled_until_it_fin
         events[0].note
     );
     // The window still changes by the clock: looked at again when it opens.
-    assert_eq!(action, secs(utc(FRIDAY_NIGHT) - utc(FRIDAY_NOON)));
+    assert_eq!(
+        action,
+        secs(utc(FRIDAY_NIGHT).duration_since(utc(FRIDAY_NOON)))
+    );
 
     // Unchanged: nothing written.
     t.fake.clear_requests();
@@ -958,7 +967,7 @@ async fn paused_schedules_write_nothing_but_status_and_wake_at_expiry() {
         0,
         "a paused schedule does not even read its target"
     );
-    assert_eq!(action, secs(TimeDelta::hours(2)));
+    assert_eq!(action, secs(SignedDuration::from_hours(2)));
     assert_eq!(t.condition(ME, decide::PAUSED).0, "True");
     assert_eq!(t.condition(ME, decide::READY).1, "Paused");
     // Reported the shared way (`ebb_runtime::pause::pause_report`): the condition names the
@@ -1643,13 +1652,16 @@ async fn a_budget_added_concurrently_survives_the_conflict() {
 #[tokio::test]
 async fn requeue_is_capped_and_a_schedule_without_flips_resyncs_daily() {
     let now = utc(FRIDAY_NOON);
-    assert_eq!(requeue_after(now, now + TimeDelta::days(400)), RESYNC);
     assert_eq!(
-        requeue_after(now, now - TimeDelta::seconds(5)),
+        requeue_after(now, now + SignedDuration::from_hours(24 * 400)),
+        RESYNC
+    );
+    assert_eq!(
+        requeue_after(now, now - SignedDuration::from_secs(5)),
         Duration::ZERO
     );
     assert_eq!(
-        requeue_after(now, now + TimeDelta::milliseconds(1500)),
+        requeue_after(now, now + SignedDuration::from_millis(1500)),
         Duration::from_millis(1500)
     );
     let t = Test::new(FRIDAY_NOON);
@@ -1676,7 +1688,7 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
     assert!(t.target_writes().is_empty(), "{:?}", t.target_writes());
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
     // Woken when the pause ends (13:00), before the window opens (19:00).
-    assert_eq!(action, secs(TimeDelta::hours(2)));
+    assert_eq!(action, secs(SignedDuration::from_hours(2)));
     let (status, reason, message) = t.condition(ME, decide::PAUSED);
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -1713,7 +1725,10 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
     t.set("2026-03-27T12:00:00Z");
     t.fake.clear_requests();
     t.events.clear();
-    assert_eq!(t.reconcile(ME).await.unwrap(), secs(TimeDelta::hours(1)));
+    assert_eq!(
+        t.reconcile(ME).await.unwrap(),
+        secs(SignedDuration::from_hours(1))
+    );
     assert_eq!(t.fake.write_count(), 0);
     assert!(t.events.events().is_empty());
 
@@ -1742,7 +1757,10 @@ async fn a_cluster_autoscaler_with_an_invalid_paused_until_counts_as_paused() {
     assert!(t.target_writes().is_empty());
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
     // No expiry to wait for: the window's end is the next instant to look.
-    assert_eq!(action, secs(utc(SATURDAY_MORNING) - utc(FRIDAY_NIGHT)));
+    assert_eq!(
+        action,
+        secs(utc(SATURDAY_MORNING).duration_since(utc(FRIDAY_NIGHT)))
+    );
     assert!(
         t.condition(ME, decide::PAUSED)
             .2
@@ -1809,7 +1827,7 @@ async fn a_paused_node_gets_no_write_while_the_others_do_and_lifting_the_pause_r
         json!("true")
     );
     // Woken when w2's pause ends, 21:00 CET, an hour after the window opened.
-    assert_eq!(action, secs(TimeDelta::hours(1)));
+    assert_eq!(action, secs(SignedDuration::from_hours(1)));
 
     // Then w2 is released.
     t.set("2026-03-27T20:00:00Z");
@@ -1864,7 +1882,7 @@ async fn a_paused_node_pool_gets_no_write_until_its_pause_expires() {
     let paths: Vec<String> = t.target_writes().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/apis/karpenter.sh/v1/nodepools/gpu"]);
     assert_eq!(budgets(&t, "batch"), json!([{ "nodes": "10%" }]));
-    assert_eq!(action, secs(TimeDelta::hours(2)));
+    assert_eq!(action, secs(SignedDuration::from_hours(2)));
     assert!(
         t.condition(ME, decide::READY)
             .2

@@ -25,14 +25,14 @@
 //! of them is treated as not changing: only a schedule with more than [`MAX_SCAN`] transitions
 //! within one lead time could lose a step that way.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::service_scaler::HpaSettings;
 use ebb_schedule::{ScheduleError, parse_duration};
+use jiff::{SignedDuration, Timestamp};
 
 use crate::decide::{Schedule, Transition};
 
 /// `spec.leadTime` when it is left out.
-pub const DEFAULT_LEAD_TIME: TimeDelta = TimeDelta::minutes(30);
+pub const DEFAULT_LEAD_TIME: SignedDuration = SignedDuration::from_mins(30);
 /// How many equal steps a lead takes.
 pub const LEAD_STEPS: i64 = 6;
 /// How many coming schedule transitions are searched for a field's next change.
@@ -40,7 +40,7 @@ pub const MAX_SCAN: usize = 64;
 
 /// `spec.leadTime`, parsed: [`DEFAULT_LEAD_TIME`] when absent, zero for `0s` (or `0m`, `0h0m`):
 /// the only place a zero duration is valid.
-pub fn parse_lead_time(text: Option<&str>) -> Result<TimeDelta, ScheduleError> {
+pub fn parse_lead_time(text: Option<&str>) -> Result<SignedDuration, ScheduleError> {
     let Some(text) = text else {
         return Ok(DEFAULT_LEAD_TIME);
     };
@@ -50,7 +50,7 @@ pub fn parse_lead_time(text: Option<&str>) -> Result<TimeDelta, ScheduleError> {
         && text.contains('0')
         && parse_duration(&text.replace('0', "1")).is_ok();
     if zero {
-        return Ok(TimeDelta::zero());
+        return Ok(SignedDuration::ZERO);
     }
     parse_duration(text)
 }
@@ -59,26 +59,26 @@ pub fn parse_lead_time(text: Option<&str>) -> Result<TimeDelta, ScheduleError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldChange {
     /// The boundary `b`.
-    pub at: DateTime<Utc>,
+    pub at: Timestamp,
     /// The value from `b` on (`v1`).
     pub to: i32,
 }
 
 /// The step `k` (1..=6) in force at `t` for a boundary `b`, or `None` outside `[b - L, b)`.
-pub fn step_at(b: DateTime<Utc>, lead: TimeDelta, t: DateTime<Utc>) -> Option<i64> {
-    let l = lead.num_milliseconds();
-    let start = b.checked_sub_signed(lead)?;
+pub fn step_at(b: Timestamp, lead: SignedDuration, t: Timestamp) -> Option<i64> {
+    let l = lead.as_millis();
+    let start = b.checked_sub(lead).ok()?;
     if l <= 0 || t < start || t >= b {
         return None;
     }
-    let e = (t - start).num_milliseconds();
-    let k = i128::from(e) * i128::from(LEAD_STEPS) / i128::from(l) + 1;
+    let e = t.duration_since(start).as_millis();
+    let k = e * i128::from(LEAD_STEPS) / l + 1;
     Some(i64::try_from(k).unwrap_or(LEAD_STEPS).min(LEAD_STEPS))
 }
 
 /// A field's value at `t` under the lead: `v0` is its scheduled value at `t`, `next` its next
 /// change.
-pub fn led_value(v0: i32, next: Option<FieldChange>, lead: TimeDelta, t: DateTime<Utc>) -> i32 {
+pub fn led_value(v0: i32, next: Option<FieldChange>, lead: SignedDuration, t: Timestamp) -> i32 {
     let Some(next) = next.filter(|n| n.to > v0) else {
         return v0;
     };
@@ -97,15 +97,15 @@ pub fn led_value(v0: i32, next: Option<FieldChange>, lead: TimeDelta, t: DateTim
 pub fn next_step_after(
     v0: i32,
     next: Option<FieldChange>,
-    lead: TimeDelta,
-    t: DateTime<Utc>,
-) -> Option<DateTime<Utc>> {
+    lead: SignedDuration,
+    t: Timestamp,
+) -> Option<Timestamp> {
     let next = next.filter(|n| n.to > v0)?;
-    let l = lead.num_milliseconds();
+    let l = lead.as_millis();
     if l <= 0 || t >= next.at {
         return None;
     }
-    let start = next.at.checked_sub_signed(lead)?;
+    let start = next.at.checked_sub(lead).ok()?;
     if t < start {
         return Some(start);
     }
@@ -114,10 +114,9 @@ pub fn next_step_after(
         return Some(next.at);
     }
     // Step k + 1 starts at the first whole millisecond e with floor(e * 6 / L) >= k.
-    let offset =
-        (i128::from(k) * i128::from(l) + i128::from(LEAD_STEPS) - 1) / i128::from(LEAD_STEPS);
-    let offset = TimeDelta::try_milliseconds(i64::try_from(offset).ok()?)?;
-    start.checked_add_signed(offset)
+    let offset = (i128::from(k) * l + i128::from(LEAD_STEPS) - 1) / i128::from(LEAD_STEPS);
+    let offset = SignedDuration::from_millis(i64::try_from(offset).ok()?);
+    start.checked_add(offset).ok()
 }
 
 /// The first change of `field` in `coming` (changes of the scheduled settings, in time order)
@@ -142,18 +141,18 @@ pub struct Lead {
     /// The scheduled settings at `t`, with `minReplicas` and `maxReplicas` led.
     pub settings: HpaSettings,
     /// The next lead step after `t` (a wake-up instant; not a transition).
-    pub next_step: Option<DateTime<Utc>>,
+    pub next_step: Option<Timestamp>,
 }
 
 /// [`Lead`] from the scheduled settings at `t` and the coming transitions.
 pub fn lead_from(
     scheduled: &HpaSettings,
     coming: &[Transition],
-    lead: TimeDelta,
-    t: DateTime<Utc>,
+    lead: SignedDuration,
+    t: Timestamp,
 ) -> Lead {
     let mut settings = scheduled.clone();
-    if lead <= TimeDelta::zero() {
+    if lead <= SignedDuration::ZERO {
         return Lead {
             settings,
             next_step: None,
@@ -179,9 +178,9 @@ pub fn lead_from(
 }
 
 /// [`Lead`] of `schedule` at `t`, with `spec.leadTime` as parsed into the schedule.
-pub fn lead_at(schedule: &Schedule, t: DateTime<Utc>) -> Lead {
+pub fn lead_at(schedule: &Schedule, t: Timestamp) -> Lead {
     let lead = schedule.lead_time();
-    if lead <= TimeDelta::zero() {
+    if lead <= SignedDuration::ZERO {
         return Lead {
             settings: schedule.effective_at(t).clone(),
             next_step: None,

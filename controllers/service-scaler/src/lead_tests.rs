@@ -11,7 +11,7 @@ fn schedule(value: Value) -> Schedule {
 }
 
 /// `(minReplicas, maxReplicas)` led at `t`, and the next lead step.
-fn led(s: &Schedule, t: &str) -> ((i32, i32), Option<DateTime<Utc>>) {
+fn led(s: &Schedule, t: &str) -> ((i32, i32), Option<Timestamp>) {
     let lead = lead_at(s, utc(t));
     (
         (lead.settings.min_replicas, lead.settings.max_replicas),
@@ -58,7 +58,7 @@ fn lead_steps_an_increase_up_in_six_equal_steps_before_the_boundary() {
         (
             "12:00:00",
             (2, 10),
-            at("07:30:00").map(|t| t + TimeDelta::days(1)),
+            at("07:30:00").map(|t| t + SignedDuration::from_hours(24)),
         ),
     ];
     for (t, values, next) in cases {
@@ -102,7 +102,7 @@ fn min_is_capped_at_max_when_max_drops_before_min_rises() {
 #[test]
 fn lead_time_zero_turns_it_off() {
     let s = morning(Some("0s"));
-    assert_eq!(s.lead_time(), TimeDelta::zero());
+    assert_eq!(s.lead_time(), SignedDuration::ZERO);
     for t in ["07:30:00", "07:55:00", "07:59:59"] {
         assert_eq!(led(&s, &format!("2026-05-04T{t}Z")), ((2, 10), None), "{t}");
     }
@@ -111,18 +111,24 @@ fn lead_time_zero_turns_it_off() {
 
 #[test]
 fn lead_time_parses_with_a_default_and_zero_means_off() {
-    assert_eq!(parse_lead_time(None).unwrap(), TimeDelta::minutes(30));
+    assert_eq!(
+        parse_lead_time(None).unwrap(),
+        SignedDuration::from_mins(30)
+    );
     for zero in ["0s", "0m", "0h", "0h0m0s", "00s"] {
         assert_eq!(
             parse_lead_time(Some(zero)).unwrap(),
-            TimeDelta::zero(),
+            SignedDuration::ZERO,
             "{zero}"
         );
     }
-    assert_eq!(parse_lead_time(Some("7m")).unwrap(), TimeDelta::minutes(7));
+    assert_eq!(
+        parse_lead_time(Some("7m")).unwrap(),
+        SignedDuration::from_mins(7)
+    );
     assert_eq!(
         parse_lead_time(Some("1h30m")).unwrap(),
-        TimeDelta::minutes(90)
+        SignedDuration::from_mins(90)
     );
     for bad in ["", "s", "0", "0x", "-5m", "0s0m", "soon"] {
         assert!(parse_lead_time(Some(bad)).is_err(), "{bad}");
@@ -161,11 +167,11 @@ fn a_lead_time_not_a_multiple_of_six_steps_every_sixth_of_it() {
     let start = utc("2026-05-04T07:58:20Z");
     assert_eq!(
         lead_at(&s, start).next_step,
-        Some(start + TimeDelta::milliseconds(16_667))
+        Some(start + SignedDuration::from_millis(16_667))
     );
-    let step2 = start + TimeDelta::milliseconds(16_667);
+    let step2 = start + SignedDuration::from_millis(16_667);
     assert_eq!(
-        lead_at(&s, step2 - TimeDelta::milliseconds(1))
+        lead_at(&s, step2 - SignedDuration::from_millis(1))
             .settings
             .min_replicas,
         4
@@ -199,9 +205,9 @@ fn a_field_changing_only_at_the_boundary_after_next_is_led_towards_that_one() {
 #[test]
 fn the_pure_formula_at_exact_instants() {
     let b = utc("2026-05-04T08:00:00Z");
-    let l = TimeDelta::minutes(30);
+    let l = SignedDuration::from_mins(30);
     let up = Some(FieldChange { at: b, to: 9 });
-    let m = |min: i64| b - TimeDelta::minutes(min);
+    let m = |min: i64| b - SignedDuration::from_mins(min);
     // 3 -> 9: one replica per step.
     let values: Vec<i32> = [30, 25, 20, 15, 10, 5]
         .iter()
@@ -209,18 +215,18 @@ fn the_pure_formula_at_exact_instants() {
         .collect();
     assert_eq!(values, [4, 5, 6, 7, 8, 9]);
     assert_eq!(step_at(b, l, m(30)), Some(1));
-    assert_eq!(step_at(b, l, b - TimeDelta::seconds(1)), Some(6));
+    assert_eq!(step_at(b, l, b - SignedDuration::from_secs(1)), Some(6));
     assert_eq!(step_at(b, l, b), None);
     assert_eq!(step_at(b, l, m(31)), None);
     // Not an increase, no change, or no lead: the scheduled value.
     assert_eq!(led_value(9, Some(FieldChange { at: b, to: 3 }), l, m(1)), 9);
     assert_eq!(led_value(3, None, l, m(1)), 3);
-    assert_eq!(led_value(3, up, TimeDelta::zero(), m(1)), 3);
+    assert_eq!(led_value(3, up, SignedDuration::ZERO, m(1)), 3);
     assert_eq!(
         next_step_after(9, Some(FieldChange { at: b, to: 3 }), l, m(1)),
         None
     );
-    assert_eq!(next_step_after(3, up, TimeDelta::zero(), m(1)), None);
+    assert_eq!(next_step_after(3, up, SignedDuration::ZERO, m(1)), None);
     assert_eq!(next_step_after(3, up, l, m(45)), Some(m(30)));
     assert_eq!(next_step_after(3, up, l, m(3)), Some(b));
 }
@@ -251,7 +257,7 @@ proptest! {
         minute in 0i64..(3 * 24 * 60), second in 0i64..60,
     ) {
         let s = schedule(zoned_spec(&ranges, lead_time));
-        let t = utc("2026-05-04T00:00:00Z") + TimeDelta::minutes(minute) + TimeDelta::seconds(second);
+        let t = utc("2026-05-04T00:00:00Z") + SignedDuration::from_mins(minute) + SignedDuration::from_secs(second);
         let scheduled = s.effective_at(t).clone();
         let coming = s.transitions(t, MAX_SCAN);
         let lead = lead_at(&s, t);
@@ -266,9 +272,9 @@ proptest! {
             prop_assert!(value >= v0, "{} below scheduled {}", value, v0);
             let ceiling = next.map_or(v0, |n| n.to.max(v0));
             prop_assert!(value <= ceiling, "{} above next {}", value, ceiling);
-            if let Some(n) = next.filter(|n| n.to > v0 && s.lead_time() > TimeDelta::zero()) {
+            if let Some(n) = next.filter(|n| n.to > v0 && s.lead_time() > SignedDuration::ZERO) {
                 let sixth = s.lead_time() / 6;
-                if n.at - t <= sixth && n.at > t {
+                if n.at.duration_since(t) <= sixth && n.at > t {
                     // Within the last step: the new value (maxReplicas; minReplicas may be capped).
                     prop_assert!(field(&lead.settings) == n.to || value == got.max_replicas);
                 }

@@ -20,13 +20,13 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::manifest::{self, Input, Schema};
 use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
 use ebb_runtime::rfc3339;
 use ebb_runtime::tz::{TzArgs, TzError};
 use ebb_schedule::Zone;
+use jiff::Timestamp;
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -117,7 +117,7 @@ pub fn schema() -> Schema {
 
 /// The decision for each ServiceScaler of `args`, rendered as text or JSON (with a trailing
 /// newline each).
-pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let program = "service-scaler plan";
     ebb_runtime::tz::load(&args.tz)?.warn(program);
     let at = args.input.at(now)?;
@@ -145,7 +145,7 @@ fn zones(scaler: &ServiceScaler) -> Vec<Zone> {
 }
 
 /// The decision for `scaler` at `at`.
-pub fn offline(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, SpecErrors> {
+pub fn offline(scaler: &ServiceScaler, at: Timestamp) -> Result<PlanOutput, SpecErrors> {
     let schedule = Schedule::from_spec(&scaler.spec)?;
     let matched = schedule.matched_at(at);
     Ok(PlanOutput {
@@ -158,23 +158,14 @@ pub fn offline(scaler: &ServiceScaler, at: DateTime<Utc>) -> Result<PlanOutput, 
 }
 
 /// Renders the decision for `scaler` at `at`.
-pub fn render(
-    scaler: &ServiceScaler,
-    at: DateTime<Utc>,
-    output: Output,
-) -> Result<String, SpecErrors> {
+pub fn render(scaler: &ServiceScaler, at: Timestamp, output: Output) -> Result<String, SpecErrors> {
     let answer = offline(scaler, at)?;
     let schedule = Schedule::from_spec(&scaler.spec)?;
     Ok(output.render(&answer, |answer| text(scaler, &schedule, answer, at)))
 }
 
 /// The text output: the decision, the coming transitions, overlaps and the ramp.
-fn text(
-    scaler: &ServiceScaler,
-    schedule: &Schedule,
-    answer: &PlanOutput,
-    at: DateTime<Utc>,
-) -> String {
+fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Timestamp) -> String {
     let mut out = String::new();
     let name = match scaler.namespace() {
         Some(ns) => format!("{ns}/{}", answer.name),

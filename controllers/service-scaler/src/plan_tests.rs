@@ -10,8 +10,8 @@ fn parse_manifest(source: &str, text: &str) -> Result<ServiceScaler, ManifestErr
 
 const UDAAN: &str = include_str!("../../../examples/service-scaler-udaan.yaml");
 
-fn at(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+fn at(s: &str) -> Timestamp {
+    s.parse::<jiff::Timestamp>().unwrap()
 }
 
 #[test]

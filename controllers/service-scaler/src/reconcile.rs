@@ -26,12 +26,12 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
 use ebb_runtime::frame::{self, WriteError, is_conflict};
 use ebb_runtime::guard;
 use ebb_runtime::patch::merge_diff;
 use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
+use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::api::{
@@ -467,7 +467,7 @@ async fn report_unreadable(
     object: &DynamicObject,
     error: &str,
     ctx: &Context,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Action, Error> {
     let key = format!(
         "{}/{}",

@@ -12,6 +12,7 @@ use ebb_runtime::find_condition;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{Fault, Matcher, utc};
+use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
@@ -237,7 +238,7 @@ async fn creates_the_missing_hpa_owned_by_the_scaler_then_a_second_reconcile_wri
     // No-op: nothing written, nothing recorded.
     h.fake.clear_requests();
     h.events.clear();
-    h.clock.advance(chrono::Duration::minutes(30));
+    h.clock.advance(SignedDuration::from_mins(30));
     h.reconcile().await.unwrap();
     assert_eq!(h.fake.write_count(), 0, "{:#?}", h.fake.writes());
     assert!(h.events.events().is_empty());
@@ -506,7 +507,7 @@ async fn restart_mid_window_writes_the_range_settings_once() {
     h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
     h.reconcile().await.unwrap();
     h.reconcile().await.unwrap();
-    h.clock.advance(chrono::Duration::seconds(1));
+    h.clock.advance(SignedDuration::from_secs(1));
     h.reconcile().await.unwrap();
     assert_eq!(h.successful_hpa_writes(), 1);
     assert_eq!(
@@ -895,7 +896,7 @@ async fn ramp_steps_are_written_one_per_requeue() {
     let boundary = utc("2026-12-03T16:00:00Z");
     let mut mins = Vec::new();
     for minute in 0..10 {
-        h.clock.set(boundary + chrono::Duration::minutes(minute));
+        h.clock.set(boundary + SignedDuration::from_mins(minute));
         let action = h.reconcile().await.unwrap();
         if minute < 9 {
             assert_eq!(
@@ -949,7 +950,7 @@ async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
         );
         let (min, max, _) = hpa_settings(&h.stored_hpa().unwrap());
         seen.push((min, max));
-        now += chrono::Duration::minutes(5);
+        now += SignedDuration::from_mins(5);
     }
     assert_eq!(
         seen,

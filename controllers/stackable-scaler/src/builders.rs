@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HooksSpec, StackableScaler, StackableScalerSpec};
+use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
@@ -200,7 +200,7 @@ pub async fn initialize_scaler_status(
     api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     workload: &WorkloadState,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<bool, kube::Error> {
     if is_initialized(scaler.status.as_ref()) {
         return Ok(false);

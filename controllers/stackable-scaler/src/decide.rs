@@ -23,16 +23,17 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{
     FailureHookState, HookSpec, ScalerStage, ScalerState, StackableScalerSpec,
     StackableScalerStatus,
 };
 use ebb_runtime::conditions::{ConditionUpdate, set_condition};
 use ebb_runtime::time::{from_k8s_time, to_k8s_time};
+use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::hooks::{FailureInfo, HookKind, HookOutcome, HookResult, ScalingContext};
+use jiff::SignedDuration;
 
 /// The annotation that takes a scaler out of `Failed`.
 pub const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";
@@ -121,11 +122,11 @@ impl StageTimeouts {
 pub fn stage_deadline(
     status: &StackableScalerStatus,
     timeouts: &StageTimeouts,
-) -> Option<DateTime<Utc>> {
+) -> Option<Timestamp> {
     let state = status.current_state.as_ref()?;
     let limit = timeouts.limit(state.stage)?;
     let entered = from_k8s_time(state.last_transition_time.as_ref()?);
-    Some(entered + chrono::Duration::from_std(limit).ok()?)
+    Some(entered + SignedDuration::try_from(limit).ok()?)
 }
 
 /// `30m`, `1h`, `90s`: a duration as a person would write it.
@@ -239,7 +240,7 @@ pub struct Input<'a> {
     /// The answer of the current stage's hook, when it was asked in this pass.
     pub hook: Option<&'a HookResult>,
     /// Now (stamps transitions and conditions).
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// What to do next.
@@ -349,7 +350,7 @@ pub fn is_initialized(status: Option<&StackableScalerStatus>) -> bool {
 
 /// The first status of a scaler: the workload's current replicas, `Idle`. Seeding it this way is
 /// what keeps a fresh scaler (whose status would default to 0 replicas) from "scaling" from zero.
-pub fn initial_status(workload: &WorkloadState, now: DateTime<Utc>) -> StackableScalerStatus {
+pub fn initial_status(workload: &WorkloadState, now: Timestamp) -> StackableScalerStatus {
     StackableScalerStatus {
         replicas: workload.replicas,
         selector: workload.selector.clone(),
@@ -358,7 +359,7 @@ pub fn initial_status(workload: &WorkloadState, now: DateTime<Utc>) -> Stackable
     }
 }
 
-fn state(stage: ScalerStage, now: DateTime<Utc>) -> ScalerState {
+fn state(stage: ScalerStage, now: Timestamp) -> ScalerState {
     ScalerState {
         stage,
         last_transition_time: Some(to_k8s_time(now)),
@@ -495,8 +496,9 @@ fn wait_active(
     poll: Duration,
     reason: impl Into<String>,
 ) -> Plan {
-    let left = stage_deadline(&status, &input.timeouts)
-        .and_then(|deadline| deadline.signed_duration_since(input.now).to_std().ok());
+    let left = stage_deadline(&status, &input.timeouts).and_then(|deadline| {
+        std::time::Duration::try_from(deadline.duration_since(input.now)).ok()
+    });
     let after = left.map_or(poll, |left| poll.min(left));
     wait(status, after, reason)
 }

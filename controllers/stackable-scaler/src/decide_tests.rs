@@ -6,8 +6,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::hooks::{HookError, ScaleDirection};
+use jiff::SignedDuration;
 
-fn now() -> DateTime<Utc> {
+fn now() -> Timestamp {
     ebb_testkit::utc("2026-03-01T12:00:00Z")
 }
 
@@ -21,7 +22,7 @@ fn status(stage: ScalerStage, replicas: i32, op: Option<(i32, i32)>) -> Stackabl
         attempt: Some(0),
         current_state: Some(ScalerState {
             stage,
-            last_transition_time: Some(to_k8s_time(now() - chrono::Duration::minutes(5))),
+            last_transition_time: Some(to_k8s_time(now() - SignedDuration::from_mins(5))),
             ..ScalerState::default()
         }),
         ..StackableScalerStatus::default()
@@ -45,7 +46,7 @@ struct Case {
     hook: Option<HookResult>,
     abort: bool,
     timeouts: StageTimeouts,
-    at: DateTime<Utc>,
+    at: Timestamp,
 }
 
 impl Case {
@@ -81,7 +82,7 @@ impl Case {
         self.timeouts = t;
         self
     }
-    fn at(mut self, at: DateTime<Utc>) -> Self {
+    fn at(mut self, at: Timestamp) -> Self {
         self.at = at;
         self
     }
@@ -643,12 +644,12 @@ fn a_retry_annotation_outside_failed_is_stripped_and_changes_nothing() {
 // --- stage deadline --------------------------------------------------------------------------
 
 /// When the stages built by [`status`] were entered.
-fn entered() -> DateTime<Utc> {
-    now() - chrono::Duration::minutes(5)
+fn entered() -> Timestamp {
+    now() - SignedDuration::from_mins(5)
 }
 
-fn secs(n: i64) -> chrono::Duration {
-    chrono::Duration::seconds(n)
+fn secs(n: i64) -> SignedDuration {
+    SignedDuration::from_secs(n)
 }
 
 /// A StatefulSet asked for 2 that still has 3 pods, 2 ready, and has not seen its latest spec.
@@ -945,12 +946,12 @@ fn an_active_stage_without_an_entry_time_starts_its_clock() {
     s.current_state.as_mut().unwrap().last_transition_time = None;
     let plan = Case::new(2, s)
         .workload(Some(lagging_statefulset()))
-        .at(now() + chrono::Duration::days(1))
+        .at(now() + SignedDuration::from_hours(24))
         .decide();
     assert_eq!(plan.stage(), ScalerStage::Scaling);
     assert_eq!(
         current(&plan).last_transition_time,
-        Some(to_k8s_time(now() + chrono::Duration::days(1)))
+        Some(to_k8s_time(now() + SignedDuration::from_hours(24)))
     );
     assert_eq!(plan.action, Action::Continue);
 }

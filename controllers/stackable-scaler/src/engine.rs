@@ -17,10 +17,10 @@ use std::future::Future;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::frame::{MAX_ATTEMPTS, is_conflict};
 use ebb_runtime::patch::merge_diff;
+use jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as RequeueAction;
 use kube::{Api, ResourceExt};
@@ -254,7 +254,7 @@ pub async fn reconcile_scaler<H: ScalingHooks, T: ScaleTarget>(
     hooks: &H,
     target: &T,
     ledger: &HookLedger,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<ScalingResult, ScalerError> {
     let mut current = scaler.clone();
     let mut notes = Vec::new();
@@ -301,7 +301,7 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
     hooks: &H,
     target: &T,
     ledger: &HookLedger,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<ScalingResult, ScalerError> {
     let uid = scaler
         .metadata

@@ -10,9 +10,9 @@
 
 use std::hash::Hasher;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HookSpec, HooksSpec, StackableScaler};
 use ebb_runtime::time::from_k8s_time;
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -211,7 +211,7 @@ pub fn is_finished(job: &Job) -> bool {
 }
 
 /// What a Job's state means for its hook, at `now`.
-pub fn job_outcome(job: &Job, timeout_seconds: i64, now: DateTime<Utc>) -> HookResult {
+pub fn job_outcome(job: &Job, timeout_seconds: i64, now: Timestamp) -> HookResult {
     let name = job.name_any();
     let namespace = job.namespace().unwrap_or_default();
     let hint = format!("see `kubectl logs -n {namespace} job/{name}`");
@@ -233,7 +233,7 @@ pub fn job_outcome(job: &Job, timeout_seconds: i64, now: DateTime<Utc>) -> HookR
         .or(job.metadata.creation_timestamp.as_ref())
         .map(from_k8s_time);
     if let Some(started) = started
-        && now.signed_duration_since(started).num_seconds() > timeout_seconds
+        && now.duration_since(started).as_secs() > timeout_seconds
     {
         return Err(HookError::new(format!(
             "Job {name} did not finish within its deadline of {timeout_seconds}s; {hint}"
@@ -268,7 +268,7 @@ impl JobTracker {
         spec: &HookSpec,
         hook: HookKind,
         ctx: &ScalingContext,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> HookResult {
         let job = build_job(scaler, spec, hook, ctx)?;
         let name = job.name_any();
@@ -354,7 +354,7 @@ pub struct JobHooks<'a> {
     /// The scaler (owner of the Jobs).
     pub scaler: &'a StackableScaler,
     /// Now, for deadlines.
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// The Job template of `hook` among `hooks`, if the scaler has one (without one the hook is

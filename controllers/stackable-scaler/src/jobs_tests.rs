@@ -11,8 +11,9 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
+use jiff::SignedDuration;
 
-fn now() -> DateTime<Utc> {
+fn now() -> Timestamp {
     ebb_testkit::utc("2025-01-01T00:00:00Z")
 }
 
@@ -244,7 +245,7 @@ fn on_failure_jobs_learn_what_failed() {
     );
 }
 
-fn job_with(condition: Option<(&str, &str, &str)>, created: DateTime<Utc>) -> Job {
+fn job_with(condition: Option<(&str, &str, &str)>, created: Timestamp) -> Job {
     let mut job = build_job(&scaler(), &pre_scale_spec(), HookKind::PreScale, &ctx(5, 2)).unwrap();
     job.metadata.creation_timestamp = Some(to_k8s_time(created));
     job.status = Some(JobStatus {
@@ -285,7 +286,7 @@ fn job_outcomes() {
         "Job nifi-default-prescale-7-0 failed (BackoffLimitExceeded: Job has reached the specified backoff limit); \
          see `kubectl logs -n data job/nifi-default-prescale-7-0`"
     );
-    let late = job_with(None, now() - chrono::Duration::seconds(601));
+    let late = job_with(None, now() - SignedDuration::from_secs(601));
     let err = job_outcome(&late, 600, now()).unwrap_err().message;
     assert!(
         err.contains("did not finish within its deadline of 600s"),

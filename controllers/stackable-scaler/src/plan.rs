@@ -7,10 +7,10 @@
 //! it). This module is the CLI only: flags, reading and checking the file, [`offline`] (the pure
 //! call behind `plan`) and rendering.
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{HookSpec, StackableScaler};
 use ebb_runtime::manifest::{self, Input, Schema};
 use ebb_runtime::plan::{ManifestError, Output};
+use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::decide::{self, Action, WorkloadState};
@@ -251,7 +251,7 @@ pub fn offline(
     scaler: &StackableScaler,
     workload_replicas: Option<i32>,
     answers: &[(HookKind, Answer)],
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> PlanOutput {
     let workload = workload_replicas.map(WorkloadState::settled);
     let preview = steps::preview(scaler, workload.as_ref(), now);
@@ -381,7 +381,7 @@ fn render_text(output: &PlanOutput) -> String {
 }
 
 /// Runs `plan` on a file: the rendered output, or an error naming the field and rule.
-pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let path = args.input.file.display().to_string();
     let now = args.input.at(now)?;
     if let Some(n) = args.workload_replicas

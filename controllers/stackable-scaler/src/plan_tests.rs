@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn now() -> DateTime<Utc> {
+fn now() -> Timestamp {
     ebb_testkit::utc("2026-03-01T12:00:00Z")
 }
 

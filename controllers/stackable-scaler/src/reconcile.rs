@@ -37,13 +37,13 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, pause_report};
 use ebb_runtime::time::from_k8s_time;
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -411,8 +411,8 @@ async fn after_pass(
     scaler: &StackableScaler,
     tracker: &JobTracker,
     done: &ScalingResult,
-    entered: DateTime<Utc>,
-    now: DateTime<Utc>,
+    entered: Timestamp,
+    now: Timestamp,
 ) {
     let mut stage_entered = entered;
     for note in &done.notes {
@@ -444,8 +444,8 @@ async fn report(
     ctx: &Context,
     scaler: &StackableScaler,
     note: &Note,
-    stage_entered: DateTime<Utc>,
-    now: DateTime<Utc>,
+    stage_entered: Timestamp,
+    now: Timestamp,
 ) {
     let kind = if note.warning {
         EventKind::Warning
@@ -462,7 +462,7 @@ async fn report(
     )
     .await;
     if let (Some(from), true) = (note.from, note.is_transition()) {
-        let seconds = now.signed_duration_since(stage_entered).num_milliseconds() as f64 / 1000.0;
+        let seconds = now.duration_since(stage_entered).as_secs_f64();
         ctx.own.metrics.observe_stage(from, seconds);
         if note.to == ScalerStage::Failed {
             ctx.own.metrics.record_failure(from);
@@ -490,7 +490,7 @@ pub struct PausePlan {
 pub fn pause_plan(
     scaler: &StackableScaler,
     workload: Option<(&str, &ObjectMeta)>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<PausePlan> {
     let own = ("StackableScaler", &scaler.metadata);
     let mut status = scaler.status.clone().unwrap_or_default();
@@ -547,7 +547,7 @@ async fn invalid(
     api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     error: &Error,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<(), Error> {
     let mut status = scaler.status.clone().unwrap_or_default();
     let message = error.to_string();
@@ -578,7 +578,7 @@ async fn dry_run(
     api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     workload: Option<&WorkloadState>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Action, Error> {
     let preview = steps::preview(scaler, workload, now);
     let intent = preview

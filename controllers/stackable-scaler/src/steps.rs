@@ -16,8 +16,8 @@
 use std::convert::Infallible;
 use std::future::Future;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler, StackableScalerStatus};
+use jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::decide::{
@@ -64,7 +64,7 @@ fn input<'a>(
     scaler: &'a StackableScaler,
     workload: Option<&'a WorkloadState>,
     hook: Option<&'a HookResult>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Input<'a> {
     Input {
         name: scaler.metadata.name.as_deref().unwrap_or_default(),
@@ -129,7 +129,7 @@ pub(crate) struct Steps<E> {
 pub(crate) async fn run<W: World>(
     world: &mut W,
     workload: Option<&WorkloadState>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Steps<W::Error> {
     let mut notes = Vec::new();
     let end = steps(world, workload, now, &mut notes).await;
@@ -139,7 +139,7 @@ pub(crate) async fn run<W: World>(
 async fn steps<W: World>(
     world: &mut W,
     workload: Option<&WorkloadState>,
-    now: DateTime<Utc>,
+    now: Timestamp,
     notes: &mut Vec<Note>,
 ) -> Result<Option<Plan>, W::Error> {
     for _ in 0..MAX_STEPS {
@@ -192,7 +192,7 @@ pub struct Preview {
 pub fn preview(
     scaler: &StackableScaler,
     workload: Option<&WorkloadState>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Preview {
     let mut world = Offline {
         scaler: scaler.clone(),
@@ -330,7 +330,7 @@ pub fn walk(
     scaler: &StackableScaler,
     workload: Option<&WorkloadState>,
     answers: &[(HookKind, Answer)],
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Walk {
     let mut world = Walking {
         scaler: scaler.clone(),

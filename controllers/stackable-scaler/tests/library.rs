@@ -6,9 +6,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_testkit::{FakeApi, Fault, Matcher};
+use jiff::Timestamp;
 use kube::Api;
 use serde_json::json;
 use stackable_scaler::{
@@ -19,7 +19,7 @@ use stackable_scaler::{
 
 const STATUS_PATH: &str = "/stackablescalers/nifi-default/status";
 
-fn now() -> DateTime<Utc> {
+fn now() -> Timestamp {
     ebb_testkit::utc("2025-01-01T00:00:00Z")
 }
 

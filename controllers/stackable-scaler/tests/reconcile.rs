@@ -8,7 +8,6 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_runtime::Leader;
 use ebb_runtime::conditions::find_condition;
@@ -16,6 +15,8 @@ use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, Matcher, utc};
+use jiff::SignedDuration;
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -32,7 +33,7 @@ use stackable_scaler::{CONTROLLER_NAME, HookLedger};
 
 const START: &str = "2025-01-01T00:00:00Z";
 
-fn start() -> DateTime<Utc> {
+fn start() -> Timestamp {
     utc(START)
 }
 
@@ -288,7 +289,7 @@ async fn a_scale_down_runs_the_drain_job_then_resizes_the_statefulset() {
 
     // The StatefulSet settles: PostScaling (no hook) -> Idle.
     settle_statefulset(&e.fake);
-    e.clock.advance(chrono::Duration::seconds(30));
+    e.clock.advance(SignedDuration::from_secs(30));
     run(&e).await.unwrap();
     assert_eq!(stage(&e.fake), ScalerStage::Idle);
     let s = scaler(&e.fake);
@@ -370,7 +371,7 @@ async fn a_drain_job_past_its_deadline_fails() {
     statefulset(&e.fake, 3);
     e.fake.insert(scaler_json(1, true));
     run(&e).await.unwrap();
-    e.clock.advance(chrono::Duration::seconds(901));
+    e.clock.advance(SignedDuration::from_secs(901));
     run(&e).await.unwrap();
     let reason = scaler(&e.fake)
         .status
@@ -436,7 +437,7 @@ async fn a_paused_scaler_gets_a_condition_and_nothing_else() {
     run(&e).await.unwrap();
     assert_eq!(e.fake.write_count(), 0, "paused and already reported");
     // The pause expires: the condition goes, the state machine starts.
-    e.clock.advance(chrono::Duration::hours(1));
+    e.clock.advance(SignedDuration::from_hours(1));
     run(&e).await.unwrap();
     let status = scaler(&e.fake).status.clone().unwrap();
     assert!(find_condition(&status.conditions, CONDITION_PAUSED).is_none());
@@ -627,7 +628,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
     );
     // Already reported: same status, no second Event.
     own.status = Some(plan.status.clone());
-    let again = pause_plan(&own, None, start() + chrono::Duration::minutes(5)).unwrap();
+    let again = pause_plan(&own, None, start() + SignedDuration::from_mins(5)).unwrap();
     assert_eq!((again.status, again.event), (plan.status, None));
 }
 
@@ -677,14 +678,14 @@ async fn a_paused_workload_gets_no_write_until_the_pause_expires() {
 
     // Still paused: nothing at all.
     e.fake.clear_requests();
-    e.clock.advance(chrono::Duration::minutes(59));
+    e.clock.advance(SignedDuration::from_mins(59));
     run(&e).await.unwrap();
     assert_eq!(e.fake.write_count(), 0);
     assert_eq!(e.events.reasons(), vec!["Paused"]);
     assert_eq!(sts_replicas(&e.fake), Some(3));
 
     // At paused-until: the condition goes and the state machine scales the StatefulSet.
-    e.clock.advance(chrono::Duration::minutes(1));
+    e.clock.advance(SignedDuration::from_mins(1));
     run(&e).await.unwrap();
     assert_eq!(paused_condition(&e.fake), None);
     assert_eq!(stage(&e.fake), ScalerStage::Scaling);
@@ -704,7 +705,7 @@ async fn a_workload_paused_mid_operation_holds_the_stage_and_the_deadline_waits(
     e.events.clear();
     e.fake.clear_requests();
     assert_eq!(run(&e).await.unwrap(), Action::await_change());
-    e.clock.advance(chrono::Duration::hours(2));
+    e.clock.advance(SignedDuration::from_hours(2));
     assert_eq!(run(&e).await.unwrap(), Action::await_change());
     // The Paused condition is the only write: no StatefulSet patch, no Job created or deleted,
     // the stage did not move (not even to Failed past its deadline).
@@ -891,7 +892,7 @@ async fn a_workload_that_never_settles_fails_at_the_stage_deadline_and_can_be_re
 
     // Two seconds before the 30-minute default deadline: the requeue lands on the deadline.
     e.clock
-        .advance(chrono::Duration::minutes(30) - chrono::Duration::seconds(2));
+        .advance(SignedDuration::from_mins(30) - SignedDuration::from_secs(2));
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(2)));
@@ -899,7 +900,7 @@ async fn a_workload_that_never_settles_fails_at_the_stage_deadline_and_can_be_re
     assert_eq!(e.fake.write_count(), 0);
 
     // At the deadline, with no change of any object: Failed, saying what it waited for.
-    e.clock.advance(chrono::Duration::seconds(2));
+    e.clock.advance(SignedDuration::from_secs(2));
     let action = run(&e).await.unwrap();
     assert_eq!(action, Action::await_change(), "Failed waits for a retry");
     let s = scaler(&e.fake);
@@ -952,12 +953,12 @@ async fn a_custom_stage_timeout_is_read_from_the_spec() {
     s["spec"]["stageTimeoutSeconds"] = json!(120);
     e.fake.insert(s);
     run(&e).await.unwrap();
-    e.clock.advance(chrono::Duration::seconds(115));
+    e.clock.advance(SignedDuration::from_secs(115));
     assert_eq!(
         run(&e).await.unwrap(),
         Action::requeue(Duration::from_secs(5))
     );
-    e.clock.advance(chrono::Duration::seconds(5));
+    e.clock.advance(SignedDuration::from_secs(5));
     run(&e).await.unwrap();
     let state = scaler(&e.fake)
         .status
@@ -1077,7 +1078,7 @@ async fn drain_act(
     finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
     settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
     settle_statefulset(&e.fake);
-    e.clock.advance(chrono::Duration::seconds(30));
+    e.clock.advance(SignedDuration::from_secs(30));
     settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
 }
 

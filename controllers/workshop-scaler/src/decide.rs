@@ -32,9 +32,9 @@ pub mod outcome;
 
 pub use outcome::{Gauges, Input, Plan, plan};
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::babylon::AutoScaling;
 use ebb_runtime::conditions::ConditionUpdate;
+use jiff::{SignedDuration, Timestamp};
 
 /// `autoScaling.enabled` when unset.
 pub const DEFAULT_ENABLED: bool = false;
@@ -106,7 +106,7 @@ pub struct Config {
     /// `spec.count` never grows past this; >= 1.
     pub max_provisions: i32,
     /// How long a scale-up may wait for its claims before they are reported stuck; > 0.
-    pub active_timeout: TimeDelta,
+    pub active_timeout: SignedDuration,
 }
 
 /// The provision's settings as the reconciler needs them: off, broken, or a valid config.
@@ -245,7 +245,7 @@ pub fn resolve_sources(sources: &Sources) -> Result<Config, ConfigError> {
         }
     };
     let active_timeout = match sources.pick(|a| a.active_timeout.clone()) {
-        None => TimeDelta::minutes(60),
+        None => SignedDuration::from_mins(60),
         Some((text, origin)) => match ebb_schedule::parse_duration(&text) {
             Ok(d) => d,
             Err(_) => {
@@ -356,7 +356,7 @@ pub fn next_count(count: i32, scale_factor: f64, max_provisions: i32) -> i32 {
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct InFlight {
     /// `status.autoScalingStartedAt`.
-    pub started_at: Option<DateTime<Utc>>,
+    pub started_at: Option<Timestamp>,
     /// `status.autoScalingFromCount`: the count the scale-up started from.
     pub from: Option<i32>,
     /// `status.autoScalingTargetCount`: the count it raises the provision to.
@@ -388,7 +388,7 @@ pub struct Observed {
     /// `Workshop.spec.provisionDisabled` is true.
     pub provision_disabled: bool,
     /// The earliest `spec.lifespan.end` of the Workshop and the provision.
-    pub lifespan_end: Option<DateTime<Utc>>,
+    pub lifespan_end: Option<Timestamp>,
     /// `status.autoScalingLastFromCount`: the count the last released scale-up started from.
     pub last_from: Option<i32>,
     /// [`RELEASE_ANNOTATION`] is `"true"` on the provision.
@@ -415,7 +415,7 @@ pub enum Hold {
     /// The lifespan of the Workshop or the provision ended at this instant.
     LifespanEnded {
         /// `spec.lifespan.end`.
-        end: DateTime<Utc>,
+        end: Timestamp,
     },
     /// Demand is there, but a scale-up from this very count already happened and was released
     /// (`status.autoScalingLastFromCount`): another would repeat it.
@@ -434,7 +434,7 @@ pub enum EarlyRelease {
     /// The lifespan ended.
     LifespanEnded {
         /// `spec.lifespan.end`.
-        end: DateTime<Utc>,
+        end: Timestamp,
     },
     /// Someone set `spec.count` below the scale-up's target (and not back to its start).
     CountLowered {
@@ -545,7 +545,7 @@ pub enum Decision {
         /// What is still unsettled.
         unsettled: Unsettled,
         /// When the claims will be reported stuck, if the start time is known.
-        deadline: Option<DateTime<Utc>>,
+        deadline: Option<Timestamp>,
     },
     /// The flag has been set longer than `activeTimeout` and claims have not settled: report
     /// them; neither clear the flag nor scale.
@@ -553,7 +553,7 @@ pub enum Decision {
         /// What is still unsettled.
         unsettled: Unsettled,
         /// When the scale-up started (`None`: the flag was set without a start time).
-        since: Option<DateTime<Utc>>,
+        since: Option<Timestamp>,
     },
     /// Every claim has settled: clear the flag.
     Release {
@@ -675,7 +675,7 @@ fn percent(fraction: f64) -> String {
 }
 
 /// Decides what to do with one provision.
-pub fn decide(settings: &Settings, observed: &Observed, now: DateTime<Utc>) -> Decision {
+pub fn decide(settings: &Settings, observed: &Observed, now: Timestamp) -> Decision {
     let config = match settings {
         Settings::Disabled => return Decision::Disabled,
         Settings::Invalid(error) => return Decision::Invalid(error.clone()),
@@ -749,7 +749,7 @@ fn decide_in_flight(
     config: &Config,
     observed: &Observed,
     in_flight: &InFlight,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Decision {
     let count = observed.count;
     // Finish an interrupted scale-up only when the count is exactly where it started: any other
@@ -812,11 +812,9 @@ fn decide_in_flight(
     }
     // A flag without a start time was not set by ebb (or predates it): its age is unknown, so it
     // is treated as past the hold-down and its claims are reported at once.
-    let deadline = in_flight.started_at.map(|start| {
-        start
-            .checked_add_signed(config.active_timeout)
-            .unwrap_or(start)
-    });
+    let deadline = in_flight
+        .started_at
+        .map(|start| start.checked_add(config.active_timeout).unwrap_or(start));
     match deadline {
         Some(deadline) if now < deadline => Decision::Wait {
             unsettled,

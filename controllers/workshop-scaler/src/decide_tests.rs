@@ -1,11 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use chrono::TimeZone;
 use proptest::prelude::*;
 
-fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 10, 9, 0, 0).unwrap()
+fn t0() -> Timestamp {
+    ebb_testkit::utc("2026-03-10T09:00:00Z")
 }
 
 fn config() -> Config {
@@ -69,7 +68,7 @@ fn defaults_apply_when_nothing_is_set() {
             threshold: 0.8,
             scale_factor: 1.5,
             max_provisions: 100,
-            active_timeout: TimeDelta::minutes(60),
+            active_timeout: SignedDuration::from_mins(60),
         }
     );
 }
@@ -96,7 +95,7 @@ fn provision_overrides_workshop_field_by_field() {
             threshold: 0.5,
             scale_factor: 2.0,
             max_provisions: 40,
-            active_timeout: TimeDelta::minutes(90),
+            active_timeout: SignedDuration::from_mins(90),
         }
     );
 }
@@ -395,7 +394,7 @@ fn never_scales_while_a_scale_up_is_in_flight() {
                 pending: vec![],
                 missing: 5
             },
-            deadline: Some(t0() + TimeDelta::minutes(60)),
+            deadline: Some(t0() + SignedDuration::from_mins(60)),
         }
     );
 }
@@ -469,7 +468,7 @@ fn release_needs_every_claim_settled_and_all_claims_created() {
                 pending: vec!["a".into()],
                 missing: 0
             },
-            deadline: Some(t0() + TimeDelta::hours(1)),
+            deadline: Some(t0() + SignedDuration::from_hours(1)),
         }
     );
 
@@ -499,9 +498,9 @@ fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
         ],
         ..observed(3, 3, 3)
     };
-    let just_before = t0() + TimeDelta::minutes(60) - TimeDelta::seconds(1);
+    let just_before = t0() + SignedDuration::from_mins(60) - SignedDuration::from_secs(1);
     assert!(matches!(decide(&s, &o, just_before), Decision::Wait { .. }));
-    let at_deadline = t0() + TimeDelta::minutes(60);
+    let at_deadline = t0() + SignedDuration::from_mins(60);
     let d = decide(&s, &o, at_deadline);
     assert_eq!(
         d,
@@ -535,7 +534,7 @@ fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
         ..o
     };
     assert_eq!(
-        decide(&s, &settled, at_deadline + TimeDelta::days(1)),
+        decide(&s, &settled, at_deadline + SignedDuration::from_hours(24)),
         Decision::Release { claims: 3 }
     );
 }
@@ -674,7 +673,7 @@ fn precedence_is_provision_then_workshop_then_the_one_policy_field_by_field() {
             threshold: 0.5,
             scale_factor: 2.0,
             max_provisions: 60,
-            active_timeout: TimeDelta::minutes(10),
+            active_timeout: SignedDuration::from_mins(10),
         })
     );
     // Where the CRDs keep spec.autoScaling: the Workshop's fields beat the policy's, the
@@ -863,7 +862,7 @@ fn provision_disabled_means_no_scaling() {
 
 #[test]
 fn an_ended_lifespan_means_no_scaling() {
-    let end = t0() - TimeDelta::minutes(1);
+    let end = t0() - SignedDuration::from_mins(1);
     let o = Observed {
         lifespan_end: Some(end),
         ..observed(10, 10, 10)
@@ -873,7 +872,7 @@ fn an_ended_lifespan_means_no_scaling() {
         Decision::Hold(Hold::LifespanEnded { end })
     );
     // Before the end it scales as usual.
-    assert!(decide(&enabled_settings(), &o, end - TimeDelta::seconds(1)).scales());
+    assert!(decide(&enabled_settings(), &o, end - SignedDuration::from_secs(1)).scales());
 }
 
 #[test]
@@ -881,7 +880,7 @@ fn each_early_release_reason_releases_with_its_reason() {
     let s = enabled_settings();
     let base = in_flight_observed();
     assert!(matches!(decide(&s, &base, t0()), Decision::Wait { .. }));
-    let end = t0() - TimeDelta::minutes(5);
+    let end = t0() - SignedDuration::from_mins(5);
     let cases: Vec<(Observed, EarlyRelease, &str)> = vec![
         (
             Observed {
@@ -977,7 +976,7 @@ fn a_timer_alone_never_releases() {
     let d = decide(
         &enabled_settings(),
         &in_flight_observed(),
-        t0() + TimeDelta::days(30),
+        t0() + SignedDuration::from_hours(24 * 30),
     );
     assert!(matches!(d, Decision::Stuck { .. }), "{d:?}");
     // A claim being deleted while others still provision: wait for the others.
@@ -1057,7 +1056,7 @@ fn any_config() -> impl Strategy<Value = Config> {
             threshold,
             scale_factor,
             max_provisions: max,
-            active_timeout: TimeDelta::seconds(secs),
+            active_timeout: SignedDuration::from_secs(secs),
         },
     )
 }
@@ -1071,7 +1070,7 @@ fn any_in_flight() -> impl Strategy<Value = Option<InFlight>> {
             proptest::option::of(0i32..600)
         )
             .prop_map(|(start, from, target)| Some(InFlight {
-                started_at: start.map(|s| t0() + TimeDelta::seconds(s)),
+                started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
                 from,
                 target,
             })),
@@ -1135,7 +1134,7 @@ fn interrupted_observed() -> impl Strategy<Value = Observed> {
             count,
             seats,
             in_flight: Some(InFlight {
-                started_at: start.map(|s| t0() + TimeDelta::seconds(s)),
+                started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
                 from: Some(count),
                 target: Some(count + raise),
             }),
@@ -1160,7 +1159,7 @@ fn settled_observed() -> impl Strategy<Value = Observed> {
                 count,
                 seats,
                 in_flight: Some(InFlight {
-                    started_at: start.map(|s| t0() + TimeDelta::seconds(s)),
+                    started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
                     // Anything but the count itself (that would be an interrupted scale-up).
                     from: below.map(|b| count - b),
                     target: Some(count - target_below.min(count)),
@@ -1191,7 +1190,7 @@ fn never_scales_above_max_provisions(
     let d = decide(
         &Settings::Enabled(c.clone()),
         &o,
-        t0() + TimeDelta::seconds(dt),
+        t0() + SignedDuration::from_secs(dt),
     );
     if d.scales() {
         prop_assert!(d.desired_count(o.count) <= c.max_provisions, "{d:?}");
@@ -1246,7 +1245,11 @@ fn never_starts_while_in_flight(
     (c, o, dt): (Config, Observed, i64),
 ) -> Result<bool, TestCaseError> {
     prop_assume!(o.in_flight.is_some());
-    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    let d = decide(
+        &Settings::Enabled(c),
+        &o,
+        t0() + SignedDuration::from_secs(dt),
+    );
     prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
     // The only write of the count while in flight finishes the recorded scale-up from its
     // exact starting count.
@@ -1278,7 +1281,11 @@ fn never_starts_from_the_released_from_count(
         last_from: Some(o.count),
         ..o
     };
-    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    let d = decide(
+        &Settings::Enabled(c),
+        &o,
+        t0() + SignedDuration::from_secs(dt),
+    );
     prop_assert!(!matches!(d, Decision::Start { .. }), "{d:?}");
     Ok(matches!(d, Decision::Hold(Hold::AlreadyScaledFrom { .. })))
 }
@@ -1308,7 +1315,11 @@ fn an_early_release_never_scales(
         release_requested: asked,
         ..o
     };
-    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    let d = decide(
+        &Settings::Enabled(c),
+        &o,
+        t0() + SignedDuration::from_secs(dt),
+    );
     prop_assert!(matches!(d, Decision::ReleaseEarly { .. }), "{d:?}");
     Ok(true)
 }
@@ -1355,7 +1366,11 @@ fn release_only_when_all_claims_settled_input() -> impl Strategy<Value = (Config
 fn release_only_when_all_claims_settled(
     (c, o, dt): (Config, Observed, i64),
 ) -> Result<bool, TestCaseError> {
-    let d = decide(&Settings::Enabled(c), &o, t0() + TimeDelta::seconds(dt));
+    let d = decide(
+        &Settings::Enabled(c),
+        &o,
+        t0() + SignedDuration::from_secs(dt),
+    );
     if let Decision::Release { .. } = d {
         prop_assert!(o.claims.iter().all(|c| c.settled));
         prop_assert!(o.claims.len() >= usize::try_from(o.count).unwrap());

@@ -14,10 +14,10 @@
 
 use std::path::PathBuf;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
 use ebb_runtime::manifest::{self, Input, Schema};
 use ebb_runtime::plan::{ManifestError, Output};
+use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
@@ -92,7 +92,7 @@ pub fn schema(kind: &str) -> Schema {
 }
 
 /// Runs `plan` and renders its output: one answer per WorkshopProvision of `--file`.
-pub fn plan(args: &PlanArgs, now: DateTime<Utc>) -> Result<String, PlanError> {
+pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let program = "workshop-scaler plan";
     let at = args.input.at(now)?;
     let provisions =
@@ -129,7 +129,7 @@ pub fn offline(
     provision: &WorkshopProvision,
     workshop: Option<&Workshop>,
     args: &PlanArgs,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<PlanOutput, PlanError> {
     if args.assigned > args.total {
         return Err(PlanError::Flags(format!(

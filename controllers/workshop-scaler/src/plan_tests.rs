@@ -3,7 +3,7 @@
 use super::*;
 use serde_json::json;
 
-const NOW: DateTime<Utc> = DateTime::UNIX_EPOCH;
+const NOW: Timestamp = Timestamp::UNIX_EPOCH;
 
 fn provision(auto: serde_json::Value, count: i32) -> WorkshopProvision {
     serde_json::from_value(json!({

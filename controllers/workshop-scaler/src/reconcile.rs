@@ -17,7 +17,6 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
 };
@@ -28,6 +27,7 @@ use ebb_runtime::frame::{self, Reconciler, WriteError};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::pause_report;
+use jiff::Timestamp;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
@@ -330,11 +330,9 @@ pub fn policy_selects(policy: &WorkshopScalingPolicy, workshop: &Workshop) -> bo
 }
 
 /// `spec.lifespan.end` (Babylon's free-form `{start, end}`), when it is an RFC 3339 instant.
-pub fn lifespan_end(lifespan: Option<&Value>) -> Option<DateTime<Utc>> {
+pub fn lifespan_end(lifespan: Option<&Value>) -> Option<Timestamp> {
     let end = lifespan?.get("end")?.as_str()?;
-    DateTime::parse_from_rfc3339(end)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    end.parse().ok()
 }
 
 fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {

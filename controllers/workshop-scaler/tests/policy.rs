@@ -14,6 +14,7 @@ use ebb_runtime::Shutdown;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use futures::StreamExt;
+use jiff::SignedDuration;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -287,7 +288,7 @@ async fn a_stale_release_annotation_is_removed_before_a_scale_up() {
 #[tokio::test]
 async fn after_activetimeout_stuck_claims_are_reported_not_released() {
     let h = stuck_in_flight(json!({}));
-    h.clock.advance(chrono::TimeDelta::hours(5));
+    h.clock.advance(SignedDuration::from_hours(5));
     h.reconcile(P).await.unwrap();
     assert_eq!(h.status(P).auto_scaling_active, Some(true));
     let (status, _, message) = h.condition(P, "ClaimsStuck").unwrap();

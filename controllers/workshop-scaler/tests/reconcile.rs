@@ -7,7 +7,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::TimeDelta;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
@@ -15,6 +14,7 @@ use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
+use jiff::SignedDuration;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::{self, Reconcile};
@@ -894,7 +894,7 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
 #[tokio::test]
 async fn pending_claims_hold_the_flag_until_the_deadline() {
     let h = in_flight_with_claims(&[("a", ready()), ("b", pending()), ("c", ready())]).await;
-    h.clock.set(t0() + TimeDelta::minutes(20));
+    h.clock.set(t0() + SignedDuration::from_mins(20));
     let action = h.reconcile(P).await.unwrap();
     // Requeue at the hold-down deadline: 40 minutes left.
     assert_eq!(action, Action::requeue(Duration::from_secs(40 * 60 + 1)));
@@ -922,7 +922,7 @@ async fn claims_owned_by_reference_count_too() {
     }));
     // Another provision's claim does not count.
     h.claim("someone-else", "foreign", pending());
-    h.clock.set(t0() + TimeDelta::hours(2));
+    h.clock.set(t0() + SignedDuration::from_hours(2));
     h.reconcile(P).await.unwrap();
     assert_eq!(
         h.condition(P, "ClaimsStuck").unwrap().2,
@@ -948,7 +948,7 @@ async fn stuck_claims_are_reported_without_clearing_or_scaling() {
     ])
     .await;
     h.seats(3, 3);
-    h.clock.set(t0() + TimeDelta::minutes(61));
+    h.clock.set(t0() + SignedDuration::from_mins(61));
     let action = h.reconcile(P).await.unwrap();
     assert_eq!(
         action,
@@ -993,12 +993,12 @@ async fn a_custom_active_timeout_moves_the_deadline() {
     h.workshop(Some(json!({"enabled": true, "activeTimeout": "10m"})));
     h.provision_with_status(P, 3, None, Some(in_flight_status(2, 3)));
     h.claims(P, "c", 3, pending());
-    h.clock.set(t0() + TimeDelta::minutes(9));
+    h.clock.set(t0() + SignedDuration::from_mins(9));
     assert_eq!(
         h.reconcile(P).await.unwrap(),
         Action::requeue(Duration::from_secs(61))
     );
-    h.clock.set(t0() + TimeDelta::minutes(10));
+    h.clock.set(t0() + SignedDuration::from_mins(10));
     h.reconcile(P).await.unwrap();
     assert_eq!(h.condition(P, "ClaimsStuck").unwrap().0, "True");
 }
@@ -1062,7 +1062,7 @@ async fn paused_provisions_get_a_condition_and_nothing_else() {
     assert_eq!(h.fake.write_count(), 0);
 
     // Expired: scales, and the Paused condition turns False.
-    h.clock.set(t0() + TimeDelta::hours(1));
+    h.clock.set(t0() + SignedDuration::from_hours(1));
     h.reconcile(P).await.unwrap();
     assert_eq!(h.count(P), 30);
     assert_eq!(h.condition(P, "Paused").unwrap().0, "False");

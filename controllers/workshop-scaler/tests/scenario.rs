@@ -13,8 +13,8 @@ mod common;
 
 use std::path::Path;
 
-use chrono::TimeDelta;
 use common::*;
+use jiff::SignedDuration;
 use serde_json::{Value, json};
 
 const P: &str = "ansible-101-rhel";
@@ -90,7 +90,7 @@ async fn seed_testing_steps_end_to_end() {
     // Poolboy provisions the 30 claims (the old 20 are ready, 10 new are provisioning).
     h.claims(P, "old", 20, ready());
     h.claims(P, "new", 10, pending());
-    h.clock.advance(TimeDelta::minutes(5));
+    h.clock.advance(SignedDuration::from_mins(5));
     h.reconcile(P).await.unwrap();
     assert_eq!(h.status(P).auto_scaling_active, Some(true));
 
@@ -103,7 +103,7 @@ async fn seed_testing_steps_end_to_end() {
             complete()
         };
         h.claim(P, &format!("new-{i:02}"), status);
-        h.clock.advance(TimeDelta::minutes(2));
+        h.clock.advance(SignedDuration::from_mins(2));
         h.reconcile(P).await.unwrap();
         let active = h.status(P).auto_scaling_active;
         if i < 9 {

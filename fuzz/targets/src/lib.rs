@@ -19,7 +19,6 @@
 
 use std::future::Future;
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::babylon::{Workshop, WorkshopProvision, WorkshopUserAssignment};
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::scaledown::{ScaleDownSchedule, Window as WindowSpec};
@@ -30,6 +29,7 @@ use ebb_crds::stackable::{
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::guard::Guarded;
 use ebb_schedule::{AnyOpen, CronSchedule, DEFAULT_HORIZON, FirstMatch, Window, Zone};
+use jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
@@ -50,16 +50,18 @@ const INSTANTS: [i64; 5] = [
 ];
 
 /// The evaluation instants, then the ends of representable time.
-fn instants() -> impl Iterator<Item = DateTime<Utc>> {
+fn instants() -> impl Iterator<Item = Timestamp> {
     INSTANTS
         .iter()
-        .filter_map(|secs| DateTime::from_timestamp(*secs, 0))
-        .chain([DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC])
+        .filter_map(|secs| Timestamp::from_second(*secs).ok())
+        .chain([Timestamp::MIN, Timestamp::MAX])
 }
 
 /// A fixed ordinary instant (2026-03-27T11:00:00Z), for checks that need one.
-fn noon() -> DateTime<Utc> {
-    DateTime::from_timestamp(INSTANTS[2], 0).unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+fn noon() -> Timestamp {
+    Timestamp::from_second(INSTANTS[2])
+        .ok()
+        .unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// `ebb_schedule::CronSchedule::parse` (the five-field dialect, macros, names) with a zone from
@@ -164,7 +166,7 @@ fn evaluate_service_scaler_spec(spec: &ServiceScalerSpec) {
         let _ = schedule.next_transition(t);
         let _ = schedule.transitions(t, 3);
         let _ = service_scaler::lead::lead_at(&schedule, t);
-        if let Some(since) = t.checked_sub_signed(TimeDelta::days(1)) {
+        if let Ok(since) = t.checked_sub(SignedDuration::from_hours(24)) {
             let _ = schedule.last_min_change(since, t);
         }
     }

@@ -16,8 +16,8 @@ use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
-use chrono::{DateTime, Utc};
 use clap::{CommandFactory, FromArgMatches};
+use jiff::Timestamp;
 
 use crate::CommonArgs;
 use crate::cleanup::{CleanupArgs, CleanupError};
@@ -90,7 +90,7 @@ impl About {
 pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
     about: About,
     run: impl FnOnce(R) -> Run,
-    plan: impl FnOnce(&P, DateTime<Utc>) -> Result<String, PlanError>,
+    plan: impl FnOnce(&P, Timestamp) -> Result<String, PlanError>,
     cleanup: Clean,
 ) -> ExitCode
 where

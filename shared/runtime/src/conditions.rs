@@ -3,7 +3,7 @@
 //! Writers compare before writing: [`set_condition`] reports whether anything changed, so a
 //! reconcile that changes nothing sends no status patch.
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::time::to_k8s_time;
@@ -64,7 +64,7 @@ fn status_str(status: bool) -> &'static str {
 pub fn set_condition(
     conditions: &mut Vec<Condition>,
     update: ConditionUpdate,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> bool {
     let status = status_str(update.status);
     match conditions.iter_mut().find(|c| c.type_ == update.type_) {
@@ -122,10 +122,9 @@ mod tests {
 
     use super::*;
     use crate::time::from_k8s_time;
-    use chrono::TimeZone;
 
-    fn t(minute: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2025, 1, 1, 12, minute, 0).unwrap()
+    fn t(minute: u32) -> Timestamp {
+        format!("2025-01-01T12:{minute:02}:00Z").parse().unwrap()
     }
 
     fn ready(status: bool, message: &str) -> ConditionUpdate {
@@ -218,7 +217,7 @@ mod tests {
     #[test]
     fn sub_second_now_is_stored_at_second_precision() {
         let mut conditions = Vec::new();
-        let now = t(0) + chrono::Duration::milliseconds(750);
+        let now = t(0) + jiff::SignedDuration::from_millis(750);
         set_condition(&mut conditions, ready(true, "ok"), now);
         assert_eq!(from_k8s_time(&conditions[0].last_transition_time), t(0));
     }

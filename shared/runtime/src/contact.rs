@@ -130,7 +130,7 @@ impl ApiContact {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.inner.clock.now().timestamp_millis()).unwrap_or(0)
+        u64::try_from(self.inner.clock.now().as_millisecond()).unwrap_or(0)
     }
 
     /// Records an answer of the server.
@@ -192,7 +192,7 @@ impl ApiContact {
     }
 
     /// The process's "now" (its [`Clock`]).
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+    pub fn now(&self) -> jiff::Timestamp {
         self.inner.clock.now()
     }
 
@@ -283,7 +283,7 @@ impl ApiContact {
                 }
             }
             #[allow(clippy::cast_precision_loss)]
-            let now = self.now().timestamp_millis() as f64 / 1000.0;
+            let now = self.now().as_millisecond() as f64 / 1000.0;
             if self.last_answer().is_none_or(|last| now - last >= limit) {
                 // The client's layer records the outcome.
                 let _ = client.apiserver_version().await;
@@ -739,7 +739,7 @@ mod tests {
         contact.server_ready();
         assert!(!contact.is_lost());
         assert!(contact.reads_fresh());
-        clock.advance(chrono::Duration::from_std(FRESH_READS).unwrap());
+        clock.advance(jiff::SignedDuration::try_from(FRESH_READS).unwrap());
         assert!(!contact.reads_fresh());
         assert_eq!(returns.next().await, Some(()));
         let pending = tokio::time::timeout(Duration::from_millis(20), returns.next()).await;

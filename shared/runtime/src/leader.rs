@@ -278,7 +278,7 @@ impl Seen {
             (Some(renewed), Some(seconds)) => {
                 let expires_ms = renewed.0.as_millisecond() + i64::from(seconds) * 1000
                     - i64::try_from(WRITE_MARGIN.as_millis()).unwrap_or(i64::MAX);
-                let left_ms = expires_ms - contact.now().timestamp_millis();
+                let left_ms = expires_ms - contact.now().as_millisecond();
                 Some(Instant::now() + Duration::from_millis(u64::try_from(left_ms).unwrap_or(0)))
             }
             _ => None,

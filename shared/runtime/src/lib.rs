@@ -13,7 +13,7 @@
 //!   says which field is wrong.
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
-//! - [`time`]: the one conversion between chrono and Kubernetes' jiff-based `Time`.
+//! - [`time`]: instants as Kubernetes `Time` and ebb's outputs write them (whole seconds).
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`cache`]: caches of related kinds, filled by their watches, that reconciles read.
 //! - [`conditions`]: status conditions whose transition time moves only on a status flip.

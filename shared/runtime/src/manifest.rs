@@ -11,7 +11,7 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Resource;
 use serde::Deserialize as _;
@@ -40,11 +40,12 @@ impl Input {
     ///
     /// # Errors
     /// [`ManifestError::At`] when `--at` is not an RFC 3339 instant.
-    pub fn at(&self, now: DateTime<Utc>) -> Result<DateTime<Utc>, ManifestError> {
+    pub fn at(&self, now: Timestamp) -> Result<Timestamp, ManifestError> {
         match &self.at {
             None => Ok(now),
-            Some(text) => DateTime::parse_from_rfc3339(text.trim())
-                .map(|t| t.with_timezone(&Utc))
+            Some(text) => text
+                .trim()
+                .parse::<Timestamp>()
                 .map_err(|e| ManifestError::At {
                     value: text.clone(),
                     reason: e.to_string(),

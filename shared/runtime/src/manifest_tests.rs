@@ -171,13 +171,13 @@ fn a_schema_can_take_a_property_from_another() {
 
 #[test]
 fn at_defaults_to_now() {
-    let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+    let now: Timestamp = "2026-11-26T12:00:00Z".parse().unwrap();
     let mut input = Input::default();
     assert_eq!(input.at(now).unwrap(), now);
     input.at = Some("2026-11-26T08:00:00-07:00".into());
     assert_eq!(
         input.at(now).unwrap(),
-        "2026-11-26T15:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        "2026-11-26T15:00:00Z".parse::<Timestamp>().unwrap()
     );
     input.at = Some("tomorrow".into());
     assert!(

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -124,21 +124,20 @@ pub struct Install {
     /// Its scope (none published: everything).
     pub scope: Scope,
     /// When its Lease was created: the older install keeps writing.
-    pub since: Option<DateTime<Utc>>,
+    pub since: Option<Timestamp>,
     /// Whether a holder renewed the Lease within [`ALIVE_FOR`] of now.
     pub alive: bool,
 }
 
 impl Install {
     /// The install a Lease stands for, at `now`.
-    pub fn of(lease: &Lease, now: DateTime<Utc>) -> Self {
+    pub fn of(lease: &Lease, now: Timestamp) -> Self {
         let spec = lease.spec.clone().unwrap_or_default();
         let alive = spec.holder_identity.is_some_and(|h| !h.is_empty())
             && spec.renew_time.as_ref().is_some_and(|renewed| {
                 // A MicroTime holds the same instant type as a Time.
                 let renewed = from_k8s_time(&Time(renewed.0));
-                (now - renewed)
-                    .to_std()
+                std::time::Duration::try_from(now.duration_since(renewed))
                     .map_or(true, |age| age <= ALIVE_FOR)
             });
         let scope = lease
@@ -326,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_newer_of_two_live_overlapping_installs_stands_down() {
-        let now: DateTime<Utc> = "2026-11-25T12:00:00Z".parse().unwrap();
+        let now: Timestamp = "2026-11-25T12:00:00Z".parse().unwrap();
         let all = scope(&[], None);
         let first = Install::of(
             &lease(

@@ -7,7 +7,7 @@
 //! we just cannot tell until when), and is reported so the controller can set a condition naming
 //! the annotation.
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::runtime::controller::Action;
 
@@ -27,7 +27,7 @@ pub enum PauseState {
     /// Paused by `paused: "true"`, with no end.
     Paused,
     /// Paused by `paused-until`, which lies in the future.
-    PausedUntil(DateTime<Utc>),
+    PausedUntil(Timestamp),
     /// `paused-until` holds this value, which is not an RFC 3339 instant. Treated as paused.
     InvalidPausedUntil(String),
 }
@@ -39,7 +39,7 @@ impl PauseState {
     }
 
     /// When the pause ends by itself, for requeueing at that instant.
-    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+    pub fn resume_at(&self) -> Option<Timestamp> {
         match self {
             Self::PausedUntil(until) => Some(*until),
             _ => None,
@@ -56,7 +56,7 @@ impl std::fmt::Display for PauseState {
             Self::PausedUntil(until) => write!(
                 f,
                 "paused until {} by annotation {PAUSED_UNTIL_ANNOTATION}",
-                until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                crate::time::rfc3339(*until)
             ),
             Self::InvalidPausedUntil(value) => write!(
                 f,
@@ -71,7 +71,7 @@ impl std::fmt::Display for PauseState {
 ///
 /// `paused: "true"` (case-insensitive, surrounding blanks ignored) wins over `paused-until`. A
 /// `paused-until` equal to `now` has expired: the pause covers instants strictly before it.
-pub fn pause_state(meta: &ObjectMeta, now: DateTime<Utc>) -> PauseState {
+pub fn pause_state(meta: &ObjectMeta, now: Timestamp) -> PauseState {
     let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
 
     if annotation(PAUSED_ANNOTATION).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
@@ -80,9 +80,8 @@ pub fn pause_state(meta: &ObjectMeta, now: DateTime<Utc>) -> PauseState {
     let Some(raw) = annotation(PAUSED_UNTIL_ANNOTATION) else {
         return PauseState::Active;
     };
-    match DateTime::parse_from_rfc3339(raw.trim()) {
+    match raw.trim().parse::<Timestamp>() {
         Ok(until) => {
-            let until = until.with_timezone(&Utc);
             if now < until {
                 PauseState::PausedUntil(until)
             } else {
@@ -118,7 +117,7 @@ impl ObjectPause {
     }
 
     /// When the pause ends by itself.
-    pub fn resume_at(&self) -> Option<DateTime<Utc>> {
+    pub fn resume_at(&self) -> Option<Timestamp> {
         self.state.resume_at()
     }
 }
@@ -134,7 +133,7 @@ impl std::fmt::Display for ObjectPause {
 /// objects it writes, so one rule (and one message shape) serves every pause it honours.
 pub fn first_pause<'a>(
     objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<ObjectPause> {
     objects.into_iter().find_map(|(kind, meta)| {
         let state = pause_state(meta, now);
@@ -178,7 +177,7 @@ pub fn pause_report<'a>(
     objects: impl IntoIterator<Item = (&'a str, &'a ObjectMeta)>,
     conditions: &[Condition],
     generation: Option<i64>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<PauseReport> {
     let pause = first_pause(objects, now)?;
     let message = pause.to_string();
@@ -195,7 +194,9 @@ pub fn pause_report<'a>(
         _ => EventKind::Normal,
     };
     let requeue = match pause.resume_at() {
-        Some(at) => Action::requeue(at.signed_duration_since(now).to_std().unwrap_or_default()),
+        Some(at) => Action::requeue(
+            std::time::Duration::try_from(at.duration_since(now)).unwrap_or_default(),
+        ),
         None => Action::await_change(),
     };
     Some(PauseReport {

@@ -75,7 +75,7 @@ pub enum ManifestError {
 
 /// `t` on the wall clocks of `zones`, for text output beside the UTC instant:
 /// ` (2026-11-26T08:00:00-07:00 America/Vancouver)`; empty for no zones.
-pub fn local_times(t: chrono::DateTime<chrono::Utc>, zones: &[ebb_schedule::Zone]) -> String {
+pub fn local_times(t: jiff::Timestamp, zones: &[ebb_schedule::Zone]) -> String {
     let shown: Vec<String> = zones
         .iter()
         .filter_map(|zone| Some(format!("{} {}", zone.local_rfc3339(t)?, zone.name())))

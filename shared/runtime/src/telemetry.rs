@@ -93,9 +93,7 @@ pub fn fatal_line(format: LogFormat, program: &str, error: &dyn Display, now: &s
 /// Prints [`fatal_line`] on stderr, stamped with the wall clock (as every log line is).
 pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
     use crate::clock::Clock as _;
-    let now = crate::clock::SystemClock
-        .now()
-        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let now = format!("{:.6}", crate::clock::SystemClock.now());
     eprintln!("{}", fatal_line(format, program, error, &now));
 }
 

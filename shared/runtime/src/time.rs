@@ -1,52 +1,36 @@
-//! The one boundary between chrono (used by ebb's time rules and cron) and jiff (used by
-//! k8s-openapi 0.29 for `metav1.Time`).
+//! Instants as Kubernetes and ebb's outputs write them.
 //!
-//! Kubernetes `Time` travels as RFC 3339 with whole seconds (`2025-01-01T12:00:00Z`): k8s-openapi
-//! serialises it that way and the API server stores it that way. [`to_k8s_time`] therefore truncates
-//! to the whole second (towards the past), so a value written and read back compares equal to what
-//! was written; [`from_k8s_time`] is lossless.
+//! ebb's instants are jiff `Timestamp`s, as are Kubernetes' (`metav1.Time` in k8s-openapi 0.29
+//! wraps one). Kubernetes `Time` travels as RFC 3339 with whole seconds (`2025-01-01T12:00:00Z`):
+//! k8s-openapi serialises it that way and the API server stores it that way. [`to_k8s_time`]
+//! therefore truncates to the whole second (towards the past), so a value written and read back
+//! compares equal to what was written; [`from_k8s_time`] is lossless.
 
-use chrono::{DateTime, Utc};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// An instant as every ebb output writes it (`plan` JSON and text, messages): RFC 3339 in UTC
 /// with whole seconds and `Z`, e.g. `2026-03-27T18:30:00Z` (as Kubernetes writes `Time`).
-pub fn rfc3339(instant: DateTime<Utc>) -> String {
-    instant.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+pub fn rfc3339(instant: Timestamp) -> String {
+    whole_second(instant).to_string()
 }
 
-/// Converts a chrono instant into a Kubernetes `Time`, truncated to the whole second.
-///
-/// Instants outside jiff's range (years -9999..=9999) saturate to its ends; no cluster object
-/// carries such times, and saturating keeps the conversion total.
-pub fn to_k8s_time(instant: DateTime<Utc>) -> Time {
-    // `timestamp()` floors: 1969-12-31T23:59:59.5Z becomes -1, i.e. 23:59:59.
-    let seconds = instant.timestamp();
-    let timestamp = Timestamp::from_second(seconds).unwrap_or(if seconds < 0 {
-        Timestamp::MIN
-    } else {
-        Timestamp::MAX
-    });
-    Time(timestamp)
+/// `instant` truncated to the whole second, towards the past.
+pub fn whole_second(instant: Timestamp) -> Timestamp {
+    // jiff gives pre-epoch instants a negative fraction: 1969-12-31T23:59:59.5Z is second 0 and
+    // -0.5 s, which floors to -1, i.e. 23:59:59.
+    let floor = instant.as_second() - i64::from(instant.subsec_nanosecond() < 0);
+    Timestamp::from_second(floor).unwrap_or(instant)
 }
 
-/// Converts a Kubernetes `Time` into a chrono instant, keeping any sub-second part.
-pub fn from_k8s_time(time: &Time) -> DateTime<Utc> {
-    let mut seconds = time.0.as_second();
-    let mut nanos = time.0.subsec_nanosecond();
-    // jiff gives pre-epoch instants a negative fraction; chrono wants a non-negative one.
-    if nanos < 0 {
-        seconds -= 1;
-        nanos += 1_000_000_000;
-    }
-    let nanos = u32::try_from(nanos).unwrap_or(0);
-    // jiff's range lies inside chrono's, so this never saturates in practice.
-    DateTime::from_timestamp(seconds, nanos).unwrap_or(if seconds < 0 {
-        DateTime::<Utc>::MIN_UTC
-    } else {
-        DateTime::<Utc>::MAX_UTC
-    })
+/// Converts an instant into a Kubernetes `Time`, truncated to the whole second.
+pub fn to_k8s_time(instant: Timestamp) -> Time {
+    Time(whole_second(instant))
+}
+
+/// The instant of a Kubernetes `Time`, keeping any sub-second part.
+pub fn from_k8s_time(time: &Time) -> Timestamp {
+    time.0
 }
 
 #[cfg(test)]
@@ -54,7 +38,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use chrono::TimeZone;
     use ebb_testkit::utc;
 
     #[test]
@@ -106,10 +89,15 @@ mod tests {
     }
 
     #[test]
-    fn out_of_range_instants_saturate() {
-        let far = Utc.with_ymd_and_hms(20_000, 1, 1, 0, 0, 0).unwrap();
-        assert_eq!(to_k8s_time(far).0, Timestamp::MAX);
-        let past = Utc.with_ymd_and_hms(-20_000, 1, 1, 0, 0, 0).unwrap();
-        assert_eq!(to_k8s_time(past).0, Timestamp::MIN);
+    fn the_ends_of_time_stay_in_range() {
+        assert_eq!(
+            to_k8s_time(Timestamp::MAX).0.as_second(),
+            Timestamp::MAX.as_second()
+        );
+        assert_eq!(to_k8s_time(Timestamp::MIN).0, Timestamp::MIN);
+        assert_eq!(
+            rfc3339(utc("2026-03-27T18:30:00.75Z")),
+            "2026-03-27T18:30:00Z"
+        );
     }
 }

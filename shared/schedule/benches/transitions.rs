@@ -4,8 +4,8 @@
 //! of several rounds per question).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{DateTime, Utc};
 use ebb_testkit::utc;
+use jiff::Timestamp;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -38,14 +38,14 @@ enum Schedule<'a> {
 }
 
 impl Schedule<'_> {
-    fn open_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    fn open_at(&self, t: Timestamp) -> Option<usize> {
         match self {
             Self::First(s) => s.matched_at(t),
             Self::Any(s) => s.open_at(t),
         }
     }
 
-    fn next_transition(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    fn next_transition(&self, t: Timestamp) -> Option<Timestamp> {
         match self {
             Self::First(s) => s.next_transition(t),
             Self::Any(s) => s.next_transition(t),

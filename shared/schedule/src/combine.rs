@@ -1,7 +1,7 @@
 //! Several windows together: first match wins (service-scaler), or open while any is open
 //! (scaledown-window).
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp, civil};
 
 use crate::DEFAULT_HORIZON;
 use crate::window::{Span, Window, add_saturating};
@@ -27,11 +27,11 @@ pub struct AnyOpen {
 struct Cursors<'a> {
     windows: &'a [Window],
     spans: Vec<Option<Span>>,
-    until: DateTime<Utc>,
+    until: Timestamp,
 }
 
 impl<'a> Cursors<'a> {
-    fn new(windows: &'a [Window], now: DateTime<Utc>, until: DateTime<Utc>) -> Self {
+    fn new(windows: &'a [Window], now: Timestamp, until: Timestamp) -> Self {
         Self {
             windows,
             spans: windows.iter().map(|w| w.next_span(now, until)).collect(),
@@ -40,7 +40,7 @@ impl<'a> Cursors<'a> {
     }
 
     /// Window `index`'s first open period ending after `x` (the sweep only moves forward).
-    fn span_at(&mut self, index: usize, x: DateTime<Utc>) -> Option<Span> {
+    fn span_at(&mut self, index: usize, x: Timestamp) -> Option<Span> {
         let slot = self.spans.get_mut(index)?;
         if let Some(span) = *slot
             && span.end.is_some_and(|end| end <= x)
@@ -50,16 +50,16 @@ impl<'a> Cursors<'a> {
         *slot
     }
 
-    fn is_open(&mut self, index: usize, x: DateTime<Utc>) -> bool {
+    fn is_open(&mut self, index: usize, x: Timestamp) -> bool {
         self.span_at(index, x).is_some_and(|span| span.contains(x))
     }
 
-    fn first_open(&mut self, below: usize, x: DateTime<Utc>) -> Option<usize> {
+    fn first_open(&mut self, below: usize, x: Timestamp) -> Option<usize> {
         (0..below).find(|i| self.is_open(*i, x))
     }
 
     /// The earliest start strictly after `x` among windows `0..below` (all closed at `x`).
-    fn next_start(&mut self, below: usize, x: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    fn next_start(&mut self, below: usize, x: Timestamp) -> Option<Timestamp> {
         (0..below)
             .filter_map(|i| self.span_at(i, x))
             .map(|span| span.start)
@@ -80,7 +80,7 @@ impl FirstMatch {
     }
 
     /// The index of the first window, in list order, open at `t`.
-    pub fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    pub fn matched_at(&self, t: Timestamp) -> Option<usize> {
         self.windows.iter().position(|w| w.contains(t))
     }
 
@@ -93,10 +93,10 @@ impl FirstMatch {
     /// `limit` and the number of windows, not with the horizon.
     pub fn transitions(
         &self,
-        now: DateTime<Utc>,
+        now: Timestamp,
         limit: usize,
-        horizon: TimeDelta,
-    ) -> Vec<(DateTime<Utc>, Option<usize>)> {
+        horizon: SignedDuration,
+    ) -> Vec<(Timestamp, Option<usize>)> {
         let mut out = Vec::new();
         if limit == 0 {
             return out;
@@ -139,7 +139,7 @@ impl FirstMatch {
     /// It looks [`DEFAULT_HORIZON`] ahead; when nothing changes in that time, daily windows cannot
     /// change anything later either, so it jumps to the next boundary of a one-off or cron window
     /// and looks again (at most a few times).
-    pub fn next_transition(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_transition(&self, now: Timestamp) -> Option<Timestamp> {
         next_change(&self.windows, now, |from, horizon| {
             self.transitions(from, 1, horizon).first().map(|(t, _)| *t)
         })
@@ -179,12 +179,12 @@ impl AnyOpen {
     }
 
     /// The index of the first window open at `t`, if any.
-    pub fn open_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    pub fn open_at(&self, t: Timestamp) -> Option<usize> {
         self.windows.iter().position(|w| w.contains(t))
     }
 
     /// Whether any window is open at `t`.
-    pub fn is_open(&self, t: DateTime<Utc>) -> bool {
+    pub fn is_open(&self, t: Timestamp) -> bool {
         self.open_at(t).is_some()
     }
 
@@ -196,10 +196,10 @@ impl AnyOpen {
     /// other within the horizon.
     pub fn transitions(
         &self,
-        now: DateTime<Utc>,
+        now: Timestamp,
         limit: usize,
-        horizon: TimeDelta,
-    ) -> Vec<(DateTime<Utc>, bool)> {
+        horizon: SignedDuration,
+    ) -> Vec<(Timestamp, bool)> {
         let mut out = Vec::new();
         if limit == 0 {
             return out;
@@ -247,7 +247,7 @@ impl AnyOpen {
 
     /// The next instant strictly after `now` at which the open state flips, or `None` when it never
     /// flips again. Looks ahead like [`FirstMatch::next_transition`].
-    pub fn next_transition(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_transition(&self, now: Timestamp) -> Option<Timestamp> {
         next_change(&self.windows, now, |from, horizon| {
             self.transitions(from, 1, horizon).first().map(|(t, _)| *t)
         })
@@ -264,27 +264,29 @@ impl AnyOpen {
 /// instead of a year (two complementary windows that never flip: 53 µs -> 1 µs).
 fn next_change(
     windows: &[Window],
-    now: DateTime<Utc>,
-    within: impl Fn(DateTime<Utc>, TimeDelta) -> Option<DateTime<Utc>>,
-) -> Option<DateTime<Utc>> {
+    now: Timestamp,
+    within: impl Fn(Timestamp, SignedDuration) -> Option<Timestamp>,
+) -> Option<Timestamp> {
     if windows
         .iter()
         .all(|w| matches!(w, Window::ZonedTime { .. }))
     {
-        return within(now, TimeDelta::days(2));
+        return within(now, SignedDuration::from_hours(2 * 24));
     }
     let mut from = now;
     for _ in 0..=MAX_QUIET_JUMPS {
         if let Some(t) = within(from, DEFAULT_HORIZON) {
             return Some(t);
         }
-        let edge = from.checked_add_signed(DEFAULT_HORIZON)?;
+        let edge = from.checked_add(DEFAULT_HORIZON).ok()?;
         let next_boundary = windows
             .iter()
             .filter(|w| !w.is_daily())
             .filter_map(|w| w.next_boundary_after(edge))
             .min()?;
-        from = next_boundary.checked_sub_signed(TimeDelta::nanoseconds(1))?;
+        from = next_boundary
+            .checked_sub(SignedDuration::from_nanos(1))
+            .ok()?;
     }
     None
 }
@@ -319,8 +321,8 @@ fn sweep_overlap(a: &Window, b: &Window) -> bool {
         if x.start >= end || y.start >= end {
             return false;
         }
-        let x_end = x.end.unwrap_or(DateTime::<Utc>::MAX_UTC);
-        let y_end = y.end.unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let x_end = x.end.unwrap_or(Timestamp::MAX);
+        let y_end = y.end.unwrap_or(Timestamp::MAX);
         if x.start < y_end && y.start < x_end {
             return true;
         }
@@ -334,10 +336,9 @@ fn sweep_overlap(a: &Window, b: &Window) -> bool {
     false
 }
 
-fn reference_instant(year: i32, month: u32, day: u32) -> Option<DateTime<Utc>> {
-    Some(
-        NaiveDate::from_ymd_opt(year, month, day)?
-            .and_hms_opt(0, 0, 0)?
-            .and_utc(),
-    )
+fn reference_instant(year: i16, month: i8, day: i8) -> Option<Timestamp> {
+    civil::date(year, month, day)
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()
+        .map(|z| z.timestamp())
 }

@@ -12,10 +12,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Utc, Weekday};
 use cron::TimeUnitSpec;
+use jiff::{SignedDuration, Timestamp, civil};
 
 use crate::ScheduleError;
+use crate::weekday::parse_weekday;
 use crate::zone::{Zone, resolve_local, wall_clock};
 
 const FIELD_NAMES: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
@@ -59,7 +60,7 @@ pub struct CronSchedule {
     expression: String,
     tz: Zone,
     /// Wall-clock times of day that match, ascending, never empty.
-    times: Vec<NaiveTime>,
+    times: Vec<civil::Time>,
     days: DayRule,
 }
 
@@ -77,12 +78,12 @@ struct DayRule {
 }
 
 impl DayRule {
-    fn matches(&self, date: NaiveDate) -> bool {
+    fn matches(&self, date: civil::Date) -> bool {
         if self.months & (1 << date.month()) == 0 {
             return false;
         }
         let dom = self.days_of_month & (1 << date.day()) != 0;
-        let dow = self.days_of_week & (1 << date.weekday().num_days_from_sunday()) != 0;
+        let dow = self.days_of_week & (1 << date.weekday().to_sunday_zero_offset()) != 0;
         // When a field is unrestricted its set is full, so AND leaves the other field's answer.
         if self.either_day {
             dom || dow
@@ -105,13 +106,13 @@ impl DayRule {
     }
 
     /// The first matching day strictly after `date`.
-    fn next_after(&self, date: NaiveDate) -> Option<NaiveDate> {
+    fn next_after(&self, date: civil::Date) -> Option<civil::Date> {
         let mut day = date;
         for _ in 0..MAX_DAY_SCAN {
-            let next = day.succ_opt()?;
+            let next = day.tomorrow().ok()?;
             if self.months & (1 << next.month()) == 0 {
                 // Skip the whole month: continue from its last day.
-                day = last_of_month(next)?;
+                day = next.last_of_month();
                 continue;
             }
             if self.matches(next) {
@@ -123,12 +124,12 @@ impl DayRule {
     }
 
     /// The last matching day strictly before `date`.
-    fn prev_before(&self, date: NaiveDate) -> Option<NaiveDate> {
+    fn prev_before(&self, date: civil::Date) -> Option<civil::Date> {
         let mut day = date;
         for _ in 0..MAX_DAY_SCAN {
-            let prev = day.pred_opt()?;
+            let prev = day.yesterday().ok()?;
             if self.months & (1 << prev.month()) == 0 {
-                day = prev.with_day(1)?;
+                day = prev.first_of_month();
                 continue;
             }
             if self.matches(prev) {
@@ -138,15 +139,6 @@ impl DayRule {
         }
         None
     }
-}
-
-fn last_of_month(date: NaiveDate) -> Option<NaiveDate> {
-    let (year, month) = if date.month() == 12 {
-        (date.year().checked_add(1)?, 1)
-    } else {
-        (date.year(), date.month() + 1)
-    };
-    NaiveDate::from_ymd_opt(year, month, 1)?.pred_opt()
 }
 
 impl CronSchedule {
@@ -168,7 +160,10 @@ impl CronSchedule {
         let mut times = Vec::new();
         for hour in parsed.hours().iter() {
             for minute in parsed.minutes().iter() {
-                times.extend(NaiveTime::from_hms_opt(hour, minute, 0));
+                let (Ok(hour), Ok(minute)) = (i8::try_from(hour), i8::try_from(minute)) else {
+                    continue;
+                };
+                times.extend(civil::Time::new(hour, minute, 0, 0).ok());
             }
         }
         let days = DayRule {
@@ -219,10 +214,7 @@ impl CronSchedule {
 
     /// Fire times strictly after `after`, ascending, without duplicates. Ends only at the end of
     /// representable time.
-    pub fn fire_times_after(
-        &self,
-        after: DateTime<Utc>,
-    ) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+    pub fn fire_times_after(&self, after: Timestamp) -> impl Iterator<Item = Timestamp> + '_ {
         self.fire_times_from(after, wall_clock(&self.tz, after))
     }
 
@@ -231,8 +223,8 @@ impl CronSchedule {
     /// and the wall-clock time it fired for (which maps to it).
     pub(crate) fn fire_times_from(
         &self,
-        after: DateTime<Utc>,
-        wall: Option<NaiveDateTime>,
+        after: Timestamp,
+        wall: Option<civil::DateTime>,
     ) -> FireTimes<'_> {
         FireTimes {
             schedule: self,
@@ -244,7 +236,7 @@ impl CronSchedule {
     }
 
     /// The last fire time at or before `t`, if any.
-    pub fn last_fire_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn last_fire_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
         let wall = wall_clock(&self.tz, t)?;
         self.last_fire_from(t, wall).map(|(fire, _)| fire)
     }
@@ -253,17 +245,17 @@ impl CronSchedule {
     /// with the wall-clock time the fire is for (to go on with [`CronSchedule::fire_times_from`]).
     pub(crate) fn last_fire_from(
         &self,
-        t: DateTime<Utc>,
-        wall: NaiveDateTime,
-    ) -> Option<(DateTime<Utc>, NaiveDateTime)> {
+        t: Timestamp,
+        wall: civil::DateTime,
+    ) -> Option<(Timestamp, civil::DateTime)> {
         // Start from a wall-clock time that maps strictly after `t`; every earlier wall-clock time
         // maps no later, so iterating backwards from there misses nothing. Inside a fold the wall
         // clock just after `t` may map to the first pass, before `t`: step past the fold.
-        let mut end = wall.checked_add_signed(TimeDelta::seconds(1))?;
+        let mut end = wall.checked_add(SignedDuration::from_secs(1)).ok()?;
         for _ in 0..4 {
             match resolve_local(&self.tz, end) {
                 Some(instant) if instant > t => break,
-                _ => end = end.checked_add_signed(TimeDelta::hours(1))?,
+                _ => end = end.checked_add(SignedDuration::from_hours(1)).ok()?,
             }
         }
         let mut cursor = end;
@@ -279,35 +271,35 @@ impl CronSchedule {
     }
 
     /// The first fire time at or after `t`, if any.
-    pub fn first_fire_at_or_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let just_before = t.checked_sub_signed(TimeDelta::nanoseconds(1))?;
+    pub fn first_fire_at_or_after(&self, t: Timestamp) -> Option<Timestamp> {
+        let just_before = t.checked_sub(SignedDuration::from_nanos(1)).ok()?;
         self.fire_times_after(just_before).next()
     }
 
     /// The first matching wall-clock time strictly after `local`.
-    fn next_local_after(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {
+    fn next_local_after(&self, local: civil::DateTime) -> Option<civil::DateTime> {
         let date = local.date();
         if self.days.matches(date) {
             let index = self.times.partition_point(|time| *time <= local.time());
             if let Some(time) = self.times.get(index) {
-                return Some(date.and_time(*time));
+                return Some(date.to_datetime(*time));
             }
         }
         let first = *self.times.first()?;
-        Some(self.days.next_after(date)?.and_time(first))
+        Some(self.days.next_after(date)?.to_datetime(first))
     }
 
     /// The last matching wall-clock time strictly before `local`.
-    fn prev_local_before(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {
+    fn prev_local_before(&self, local: civil::DateTime) -> Option<civil::DateTime> {
         let date = local.date();
         if self.days.matches(date) {
             let index = self.times.partition_point(|time| *time < local.time());
             if let Some(time) = index.checked_sub(1).and_then(|i| self.times.get(i)) {
-                return Some(date.and_time(*time));
+                return Some(date.to_datetime(*time));
             }
         }
         let last = *self.times.last()?;
-        Some(self.days.prev_before(date)?.and_time(last))
+        Some(self.days.prev_before(date)?.to_datetime(last))
     }
 }
 
@@ -320,16 +312,16 @@ impl fmt::Display for CronSchedule {
 /// Fire times in order (see [`CronSchedule::fire_times_from`]).
 pub(crate) struct FireTimes<'a> {
     schedule: &'a CronSchedule,
-    cursor: Option<NaiveDateTime>,
+    cursor: Option<civil::DateTime>,
     /// Fire times at or before this are skipped: the start, then the last one returned (several
     /// wall-clock times inside one gap map to the same instant and fire once).
-    after: DateTime<Utc>,
+    after: Timestamp,
 }
 
 impl Iterator for FireTimes<'_> {
-    type Item = DateTime<Utc>;
+    type Item = Timestamp;
 
-    fn next(&mut self) -> Option<DateTime<Utc>> {
+    fn next(&mut self) -> Option<Timestamp> {
         for _ in 0..MAX_SKIPPED_FIRES {
             let local = self.cursor.and_then(|c| self.schedule.next_local_after(c));
             self.cursor = local;
@@ -535,9 +527,9 @@ fn weekday_number(text: &str) -> Result<u32, String> {
             )),
         };
     }
-    text.parse::<Weekday>()
-        .map(|day| day.num_days_from_sunday())
-        .map_err(|_| {
+    parse_weekday(text)
+        .and_then(|day| u32::try_from(day.to_sunday_zero_offset()).ok())
+        .ok_or_else(|| {
             format!("{text:?} is not a day of the week: use 0-7 (0 and 7 are Sunday) or SUN-SAT")
         })
 }
@@ -562,7 +554,7 @@ mod tests {
             .unwrap()
             .fire_times_after(utc(after))
             .take(count)
-            .map(|t| t.to_rfc3339())
+            .map(|t| t.to_string())
             .collect()
     }
 
@@ -604,15 +596,18 @@ mod tests {
     fn day_of_week_translation_fires_on_the_right_days() {
         // 2026-06-01 is a Monday. Each expression fires at midnight UTC; list the weekdays of
         // the first fourteen fires.
-        let weekdays = |expression: &str| -> Vec<Weekday> {
+        let weekdays = |expression: &str| -> Vec<jiff::civil::Weekday> {
             CronSchedule::parse(expression, Zone::utc())
                 .unwrap()
                 .fire_times_after(utc("2026-05-31T12:00:00Z"))
                 .take(14)
-                .map(|t| t.weekday())
+                .map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).weekday())
                 .collect()
         };
-        use Weekday::*;
+        use jiff::civil::Weekday::{
+            Friday as Fri, Monday as Mon, Saturday as Sat, Sunday as Sun, Thursday as Thu,
+            Tuesday as Tue, Wednesday as Wed,
+        };
         let monday_to_friday = weekdays("0 8 * * 1-5");
         assert!(monday_to_friday.iter().all(|d| ![Sat, Sun].contains(d)));
         assert_eq!(&monday_to_friday[..6], &[Mon, Tue, Wed, Thu, Fri, Mon]);
@@ -636,31 +631,31 @@ mod tests {
         assert_eq!(
             fires("*/15 * * * *", &Zone::utc(), "2026-06-01T10:07:00Z", 3),
             [
-                "2026-06-01T10:15:00+00:00",
-                "2026-06-01T10:30:00+00:00",
-                "2026-06-01T10:45:00+00:00"
+                "2026-06-01T10:15:00Z",
+                "2026-06-01T10:30:00Z",
+                "2026-06-01T10:45:00Z"
             ]
         );
         assert_eq!(
             fires("5/20 * * * *", &Zone::utc(), "2026-06-01T10:07:00Z", 3),
             [
-                "2026-06-01T10:25:00+00:00",
-                "2026-06-01T10:45:00+00:00",
-                "2026-06-01T11:05:00+00:00"
+                "2026-06-01T10:25:00Z",
+                "2026-06-01T10:45:00Z",
+                "2026-06-01T11:05:00Z"
             ]
         );
         let after = "2026-06-03T10:07:00Z"; // a Wednesday
         let first = |expression| fires(expression, &Zone::utc(), after, 1)[0].clone();
-        assert_eq!(first("@hourly"), "2026-06-03T11:00:00+00:00");
-        assert_eq!(first("@daily"), "2026-06-04T00:00:00+00:00");
-        assert_eq!(first("@midnight"), "2026-06-04T00:00:00+00:00");
-        assert_eq!(first("@weekly"), "2026-06-07T00:00:00+00:00");
-        assert_eq!(first("@monthly"), "2026-07-01T00:00:00+00:00");
-        assert_eq!(first("@yearly"), "2027-01-01T00:00:00+00:00");
-        assert_eq!(first("@annually"), "2027-01-01T00:00:00+00:00");
-        assert_eq!(first("@DAILY"), "2026-06-04T00:00:00+00:00");
-        assert_eq!(first("0 0 1 jan *"), "2027-01-01T00:00:00+00:00");
-        assert_eq!(first("0 0 1 JUN-AUG *"), "2026-07-01T00:00:00+00:00");
+        assert_eq!(first("@hourly"), "2026-06-03T11:00:00Z");
+        assert_eq!(first("@daily"), "2026-06-04T00:00:00Z");
+        assert_eq!(first("@midnight"), "2026-06-04T00:00:00Z");
+        assert_eq!(first("@weekly"), "2026-06-07T00:00:00Z");
+        assert_eq!(first("@monthly"), "2026-07-01T00:00:00Z");
+        assert_eq!(first("@yearly"), "2027-01-01T00:00:00Z");
+        assert_eq!(first("@annually"), "2027-01-01T00:00:00Z");
+        assert_eq!(first("@DAILY"), "2026-06-04T00:00:00Z");
+        assert_eq!(first("0 0 1 jan *"), "2027-01-01T00:00:00Z");
+        assert_eq!(first("0 0 1 JUN-AUG *"), "2026-07-01T00:00:00Z");
     }
 
     #[test]
@@ -670,45 +665,45 @@ mod tests {
         assert_eq!(
             fires("0 0 13 * 5", &Zone::utc(), "2026-02-01T00:00:00Z", 4),
             [
-                "2026-02-06T00:00:00+00:00",
-                "2026-02-13T00:00:00+00:00",
-                "2026-02-20T00:00:00+00:00",
-                "2026-02-27T00:00:00+00:00"
+                "2026-02-06T00:00:00Z",
+                "2026-02-13T00:00:00Z",
+                "2026-02-20T00:00:00Z",
+                "2026-02-27T00:00:00Z"
             ]
         );
         // The 13th of April 2026 is a Monday: it fires on the 13th and on Fridays around it.
         assert_eq!(
             fires("0 0 13 * 5", &Zone::utc(), "2026-04-09T00:00:00Z", 3),
             [
-                "2026-04-10T00:00:00+00:00",
-                "2026-04-13T00:00:00+00:00",
-                "2026-04-17T00:00:00+00:00"
+                "2026-04-10T00:00:00Z",
+                "2026-04-13T00:00:00Z",
+                "2026-04-17T00:00:00Z"
             ]
         );
         // One field unrestricted: the other decides alone.
         assert_eq!(
             fires("0 0 13 * *", &Zone::utc(), "2026-04-09T00:00:00Z", 2),
-            ["2026-04-13T00:00:00+00:00", "2026-05-13T00:00:00+00:00"]
+            ["2026-04-13T00:00:00Z", "2026-05-13T00:00:00Z"]
         );
         assert_eq!(
             fires("0 0 * * 5", &Zone::utc(), "2026-04-09T00:00:00Z", 2),
-            ["2026-04-10T00:00:00+00:00", "2026-04-17T00:00:00+00:00"]
+            ["2026-04-10T00:00:00Z", "2026-04-17T00:00:00Z"]
         );
         // `*/2` restricts (Kubernetes): odd days OR Mondays.
         assert_eq!(
             fires("0 0 */2 * 1", &Zone::utc(), "2026-06-01T12:00:00Z", 4),
             [
-                "2026-06-03T00:00:00+00:00",
-                "2026-06-05T00:00:00+00:00",
-                "2026-06-07T00:00:00+00:00",
-                "2026-06-08T00:00:00+00:00"
+                "2026-06-03T00:00:00Z",
+                "2026-06-05T00:00:00Z",
+                "2026-06-07T00:00:00Z",
+                "2026-06-08T00:00:00Z"
             ]
         );
         // `?` and `*/1` do not restrict: Mondays only.
         for expression in ["0 0 ? * 1", "0 0 */1 * 1", "0 0 *,3 * 1"] {
             assert_eq!(
                 fires(expression, &Zone::utc(), "2026-06-01T12:00:00Z", 2),
-                ["2026-06-08T00:00:00+00:00", "2026-06-15T00:00:00+00:00"],
+                ["2026-06-08T00:00:00Z", "2026-06-15T00:00:00Z"],
                 "{expression}"
             );
         }
@@ -719,23 +714,23 @@ mod tests {
         assert_eq!(
             fires("0 12 31 * *", &Zone::utc(), "2026-01-31T12:00:00Z", 3),
             [
-                "2026-03-31T12:00:00+00:00",
-                "2026-05-31T12:00:00+00:00",
-                "2026-07-31T12:00:00+00:00"
+                "2026-03-31T12:00:00Z",
+                "2026-05-31T12:00:00Z",
+                "2026-07-31T12:00:00Z"
             ]
         );
         assert_eq!(
             fires("0 0 29 2 *", &Zone::utc(), "2026-01-01T00:00:00Z", 3),
             [
-                "2028-02-29T00:00:00+00:00",
-                "2032-02-29T00:00:00+00:00",
-                "2036-02-29T00:00:00+00:00"
+                "2028-02-29T00:00:00Z",
+                "2032-02-29T00:00:00Z",
+                "2036-02-29T00:00:00Z"
             ]
         );
         // 2100 is not a leap year: eight years between leap days.
         assert_eq!(
             fires("0 0 29 2 *", &Zone::utc(), "2096-03-01T00:00:00Z", 1),
-            ["2104-02-29T00:00:00+00:00"]
+            ["2104-02-29T00:00:00Z"]
         );
         let schedule = CronSchedule::parse("0 0 29 2 *", Zone::utc()).unwrap();
         assert_eq!(
@@ -767,19 +762,19 @@ mod tests {
         assert_eq!(
             fires("30 2 * * *", &zurich, "2026-03-28T00:00:00Z", 3),
             [
-                "2026-03-28T01:30:00+00:00",
-                "2026-03-29T01:00:00+00:00",
-                "2026-03-30T00:30:00+00:00"
+                "2026-03-28T01:30:00Z",
+                "2026-03-29T01:00:00Z",
+                "2026-03-30T00:30:00Z"
             ]
         );
         // Several times inside the gap, and 03:00 itself, fire once at 03:00 CEST.
         assert_eq!(
             fires("*/20 2-3 * * *", &zurich, "2026-03-29T00:00:00Z", 4),
             [
-                "2026-03-29T01:00:00+00:00",
-                "2026-03-29T01:20:00+00:00",
-                "2026-03-29T01:40:00+00:00",
-                "2026-03-30T00:00:00+00:00"
+                "2026-03-29T01:00:00Z",
+                "2026-03-29T01:20:00Z",
+                "2026-03-29T01:40:00Z",
+                "2026-03-30T00:00:00Z"
             ]
         );
         let new_york = zone("America/New_York");
@@ -787,9 +782,9 @@ mod tests {
         assert_eq!(
             fires("30 2 * * *", &new_york, "2026-03-07T00:00:00Z", 3),
             [
-                "2026-03-07T07:30:00+00:00",
-                "2026-03-08T07:00:00+00:00",
-                "2026-03-09T06:30:00+00:00"
+                "2026-03-07T07:30:00Z",
+                "2026-03-08T07:00:00Z",
+                "2026-03-09T06:30:00Z"
             ]
         );
         // Sydney springs forward 2026-10-04 02:00 AEST -> 03:00 AEDT (16:00Z on the 3rd).
@@ -801,9 +796,9 @@ mod tests {
                 3
             ),
             [
-                "2026-10-02T16:30:00+00:00",
-                "2026-10-03T16:00:00+00:00",
-                "2026-10-04T15:30:00+00:00"
+                "2026-10-02T16:30:00Z",
+                "2026-10-03T16:00:00Z",
+                "2026-10-04T15:30:00Z"
             ]
         );
     }
@@ -814,23 +809,23 @@ mod tests {
         // 2026-10-25 03:00 CEST -> 02:00 CET (01:00Z): 02:30 happens at 00:30Z and 01:30Z.
         assert_eq!(
             fires("30 2 * * *", &zurich, "2026-10-24T12:00:00Z", 2),
-            ["2026-10-25T00:30:00+00:00", "2026-10-26T01:30:00+00:00"]
+            ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]
         );
         // Starting inside the second pass of the fold does not fire 02:30 again.
         assert_eq!(
             fires("30 2 * * *", &zurich, "2026-10-25T01:15:00Z", 1),
-            ["2026-10-26T01:30:00+00:00"]
+            ["2026-10-26T01:30:00Z"]
         );
         // Every 20 minutes through the fold: the repeated hour does not fire twice.
         assert_eq!(
             fires("*/20 * * * *", &zurich, "2026-10-24T23:50:00Z", 6),
             [
-                "2026-10-25T00:00:00+00:00",
-                "2026-10-25T00:20:00+00:00",
-                "2026-10-25T00:40:00+00:00",
-                "2026-10-25T02:00:00+00:00",
-                "2026-10-25T02:20:00+00:00",
-                "2026-10-25T02:40:00+00:00"
+                "2026-10-25T00:00:00Z",
+                "2026-10-25T00:20:00Z",
+                "2026-10-25T00:40:00Z",
+                "2026-10-25T02:00:00Z",
+                "2026-10-25T02:20:00Z",
+                "2026-10-25T02:40:00Z"
             ]
         );
         let schedule = CronSchedule::parse("30 2 * * *", zurich.clone()).unwrap();
@@ -846,7 +841,7 @@ mod tests {
                 "2026-10-31T12:00:00Z",
                 2
             ),
-            ["2026-11-01T05:30:00+00:00", "2026-11-02T06:30:00+00:00"]
+            ["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]
         );
         // Sydney falls back 2026-04-05 03:00 AEDT -> 02:00 AEST (16:00Z on the 4th).
         assert_eq!(
@@ -856,7 +851,7 @@ mod tests {
                 "2026-04-04T00:00:00Z",
                 2
             ),
-            ["2026-04-04T15:30:00+00:00", "2026-04-05T16:30:00+00:00"]
+            ["2026-04-04T15:30:00Z", "2026-04-05T16:30:00Z"]
         );
     }
 

@@ -1,6 +1,6 @@
 //! Durations written as `90m`, `10h`, `1h30m`, `45s`, `1h30m15s`.
 
-use chrono::TimeDelta;
+use jiff::SignedDuration;
 
 use crate::ScheduleError;
 
@@ -13,7 +13,7 @@ use crate::ScheduleError;
 ///
 /// # Errors
 /// [`ScheduleError::Duration`] naming the problem and the text.
-pub fn parse_duration(input: &str) -> Result<TimeDelta, ScheduleError> {
+pub fn parse_duration(input: &str) -> Result<SignedDuration, ScheduleError> {
     let fail = |reason: String| ScheduleError::duration(input, reason);
     if input.is_empty() {
         return Err(fail(
@@ -73,7 +73,12 @@ pub fn parse_duration(input: &str) -> Result<TimeDelta, ScheduleError> {
     if total == 0 {
         return Err(fail("a duration must be longer than zero".into()));
     }
-    TimeDelta::try_seconds(total).ok_or_else(|| fail("it is too long".into()))
+    // The bound chrono's durations had (i64 milliseconds), kept so that what was accepted before
+    // still is and nothing longer is.
+    if total > i64::MAX / 1000 {
+        return Err(fail("it is too long".into()));
+    }
+    Ok(SignedDuration::from_secs(total))
 }
 
 #[cfg(test)]
@@ -100,7 +105,7 @@ mod tests {
         for (text, seconds) in cases {
             assert_eq!(
                 parse_duration(text).unwrap(),
-                TimeDelta::seconds(seconds),
+                SignedDuration::from_secs(seconds),
                 "{text}"
             );
         }

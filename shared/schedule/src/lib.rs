@@ -6,15 +6,15 @@
 //! "when does that change next?".
 //!
 //! There is no I/O and no clock here: every question takes the instant it is about
-//! (`now: DateTime<Utc>`) as an argument, and nothing panics on any input.
+//! (`now: Timestamp`) as an argument, and nothing panics on any input.
 //!
 //! ```
-//! use chrono::{DateTime, Utc};
+//! use jiff::Timestamp;
 //! use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, Window};
 //!
 //! // scaledown-window: weekday nights in Zurich, eleven hours from 20:00.
 //! let nights = AnyOpen::new(vec![Window::cron("0 20 * * 1-5", "11h", Some("Europe/Zurich"))?]);
-//! let friday_noon: DateTime<Utc> = "2026-03-27T11:00:00Z".parse()?;
+//! let friday_noon: Timestamp = "2026-03-27T11:00:00Z".parse()?;
 //! assert!(!nights.is_open(friday_noon));
 //! assert_eq!(nights.next_transition(friday_noon), Some("2026-03-27T19:00:00Z".parse()?));
 //!
@@ -85,6 +85,7 @@ mod cron;
 mod duration;
 mod error;
 pub mod tzdata;
+mod weekday;
 mod window;
 mod zone;
 
@@ -93,9 +94,10 @@ pub use crate::cron::CronSchedule;
 pub use crate::duration::parse_duration;
 pub use crate::error::ScheduleError;
 pub use crate::tzdata::{BUNDLED_RELEASE, TzData, TzSource, tzdata};
+pub use crate::weekday::Weekdays;
 pub use crate::window::{Interval, Window};
 pub use crate::zone::{Zone, parse_time_zone};
 
 /// How far ahead transition previews look by default, and how far a single window's open period is
 /// followed before it counts as never ending: 367 days.
-pub const DEFAULT_HORIZON: chrono::TimeDelta = chrono::TimeDelta::days(367);
+pub const DEFAULT_HORIZON: jiff::SignedDuration = jiff::SignedDuration::from_hours(367 * 24);

@@ -1,15 +1,12 @@
 //! One time window: when it is open, as half-open intervals `[start, end)`.
 
-use std::str::FromStr;
-
-use chrono::{
-    DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike, Utc,
-    Weekday, WeekdaySet,
-};
+use jiff::tz::Offset;
+use jiff::{SignedDuration, Timestamp, civil};
 
 use crate::cron::CronSchedule;
 use crate::duration::parse_duration;
-use crate::zone::{Zone, fixed_wall_clock, resolve_local, wall_clock, zone_or_utc};
+use crate::weekday::{Weekdays, parse_weekday};
+use crate::zone::{Zone, at_offset, fixed_wall_clock, resolve_local, wall_clock, zone_or_utc};
 use crate::{DEFAULT_HORIZON, ScheduleError};
 
 /// Upper bound on consecutive days merged into one open period of a daily window. Only an
@@ -29,18 +26,18 @@ pub enum Window {
     /// `to` equal to `from` is open all day, every day.
     ZonedTime {
         /// Opens at this time of day.
-        from: NaiveTime,
+        from: civil::Time,
         /// Closes at this time of day.
-        to: NaiveTime,
+        to: civil::Time,
         /// The UTC offset both times are read at.
-        offset: FixedOffset,
+        offset: Offset,
     },
     /// Once, between two instants. A window whose `to` is not after `from` is never open.
     ZonedDateTime {
         /// Opens at this instant.
-        from: DateTime<Utc>,
+        from: Timestamp,
         /// Closes at this instant.
-        to: DateTime<Utc>,
+        to: Timestamp,
     },
     /// Daily, between two wall-clock times in an IANA zone, bounded by the wall clock (see the DST
     /// rules in the crate documentation).
@@ -51,13 +48,13 @@ pub enum Window {
     /// every day; an empty set means never.
     LocalTime {
         /// Opens when the wall clock shows this time.
-        from: NaiveTime,
+        from: civil::Time,
         /// Closes when the wall clock shows this time.
-        to: NaiveTime,
+        to: civil::Time,
         /// The zone whose wall clock is read.
         tz: Zone,
         /// The weekdays on which an open period may start; `None` for every day.
-        days: Option<WeekdaySet>,
+        days: Option<Weekdays>,
     },
     /// Opens at every fire time of a cron schedule and stays open for `duration` of elapsed time.
     ///
@@ -69,7 +66,7 @@ pub enum Window {
         /// When the window opens.
         schedule: CronSchedule,
         /// How long it stays open after each fire time (elapsed time).
-        duration: TimeDelta,
+        duration: SignedDuration,
     },
 }
 
@@ -78,15 +75,15 @@ pub enum Window {
 pub struct Interval {
     /// The first instant it is open; `None` when it has been open for longer than the search looks
     /// back ([`DEFAULT_HORIZON`]) or always.
-    pub start: Option<DateTime<Utc>>,
+    pub start: Option<Timestamp>,
     /// The first instant it is closed again; `None` when it stays open for longer than the search
     /// looks ahead ([`DEFAULT_HORIZON`]) or for ever.
-    pub end: Option<DateTime<Utc>>,
+    pub end: Option<Timestamp>,
 }
 
 impl Interval {
     /// Whether `t` lies in `[start, end)` (a missing bound is unbounded).
-    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+    pub fn contains(&self, t: Timestamp) -> bool {
         self.start.is_none_or(|start| start <= t) && self.end.is_none_or(|end| t < end)
     }
 }
@@ -96,26 +93,28 @@ impl Interval {
 /// no end within reach.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
-    pub(crate) start: DateTime<Utc>,
-    pub(crate) end: Option<DateTime<Utc>>,
+    pub(crate) start: Timestamp,
+    pub(crate) end: Option<Timestamp>,
 }
 
 impl Span {
-    pub(crate) fn contains(&self, t: DateTime<Utc>) -> bool {
+    pub(crate) fn contains(&self, t: Timestamp) -> bool {
         self.start <= t && self.end.is_none_or(|end| t < end)
     }
 }
 
 /// One occurrence `[start, end)` of a daily window, before merging.
-type Occurrence = (DateTime<Utc>, DateTime<Utc>);
+type Occurrence = (Timestamp, Timestamp);
 
 /// `t + d`, clamped to the representable range.
-pub(crate) fn add_saturating(t: DateTime<Utc>, d: TimeDelta) -> DateTime<Utc> {
-    t.checked_add_signed(d).unwrap_or(if d < TimeDelta::zero() {
-        DateTime::<Utc>::MIN_UTC
-    } else {
-        DateTime::<Utc>::MAX_UTC
-    })
+pub(crate) fn add_saturating(t: Timestamp, d: SignedDuration) -> Timestamp {
+    t.checked_add(d)
+        .ok()
+        .unwrap_or(if d < SignedDuration::ZERO {
+            Timestamp::MIN
+        } else {
+            Timestamp::MAX
+        })
 }
 
 impl Window {
@@ -130,10 +129,8 @@ impl Window {
     pub fn zoned_time(from: &str, to: &str) -> Result<Self, ScheduleError> {
         let (from_time, offset) = parse_zoned_time(from, false)?;
         let (to_time, to_offset) = parse_zoned_time(to, true)?;
-        let shift = TimeDelta::seconds(i64::from(
-            offset.local_minus_utc() - to_offset.local_minus_utc(),
-        ));
-        let (to_time, _) = to_time.overflowing_add_signed(shift);
+        let shift = SignedDuration::from_secs(i64::from(offset.seconds() - to_offset.seconds()));
+        let to_time = to_time.wrapping_add(shift);
         Ok(Self::ZonedTime {
             from: from_time,
             to: to_time,
@@ -148,14 +145,12 @@ impl Window {
     /// [`ScheduleError::EndNotAfterStart`] when `to` is not after `from`.
     pub fn zoned_date_time(from: &str, to: &str) -> Result<Self, ScheduleError> {
         let parse = |text: &str| {
-            DateTime::parse_from_rfc3339(text)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| {
-                    ScheduleError::date_time(
-                        text,
-                        format!("{e}; expected RFC 3339 such as 2026-06-01T09:00:00+02:00"),
-                    )
-                })
+            text.parse::<Timestamp>().map_err(|e| {
+                ScheduleError::date_time(
+                    text,
+                    format!("{e}; expected RFC 3339 such as 2026-06-01T09:00:00+02:00"),
+                )
+            })
         };
         let (start, end) = (parse(from)?, parse(to)?);
         if end <= start {
@@ -220,7 +215,7 @@ impl Window {
     }
 
     /// Whether the window is open at `t`.
-    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+    pub fn contains(&self, t: Timestamp) -> bool {
         if self.never_open() {
             return false;
         }
@@ -231,7 +226,7 @@ impl Window {
             Self::ZonedDateTime { from, to } => *from <= t && t < *to,
             Self::Cron { schedule, duration } => schedule
                 .last_fire_at_or_before(t)
-                .is_some_and(|fire| fire.checked_add_signed(*duration).is_none_or(|end| t < end)),
+                .is_some_and(|fire| fire.checked_add(*duration).ok().is_none_or(|end| t < end)),
             Self::ZonedTime { .. } | Self::LocalTime { .. } => {
                 self.daily_raw_containing(t).is_some()
             }
@@ -241,7 +236,7 @@ impl Window {
     /// The open period containing `t`, or `None` when the window is closed at `t`.
     ///
     /// Bounds farther than [`DEFAULT_HORIZON`] from `t` may be reported as unknown (`None`).
-    pub fn interval_containing(&self, t: DateTime<Utc>) -> Option<Interval> {
+    pub fn interval_containing(&self, t: Timestamp) -> Option<Interval> {
         if !self.contains(t) {
             return None;
         }
@@ -255,7 +250,7 @@ impl Window {
 
     /// The next instant strictly after `t` at which the window opens (goes from closed to open),
     /// or `None` when it never opens again (or stays open past [`DEFAULT_HORIZON`]).
-    pub fn next_start_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_start_after(&self, t: Timestamp) -> Option<Timestamp> {
         let span = self.next_span(t, add_saturating(t, DEFAULT_HORIZON))?;
         if span.start > t {
             return Some(span.start);
@@ -267,7 +262,7 @@ impl Window {
 
     /// The next instant strictly after `t` at which the window opens or closes, or `None` when it
     /// never changes again (a one-off window in the past, an always-open window).
-    pub fn next_boundary_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_boundary_after(&self, t: Timestamp) -> Option<Timestamp> {
         let span = self.next_span(t, add_saturating(t, DEFAULT_HORIZON))?;
         if span.start > t {
             Some(span.start)
@@ -284,7 +279,7 @@ impl Window {
             Self::LocalTime {
                 days: Some(days), ..
             } => days.is_empty(),
-            Self::Cron { duration, .. } => *duration <= TimeDelta::zero(),
+            Self::Cron { duration, .. } => *duration <= SignedDuration::ZERO,
             Self::ZonedTime { .. } | Self::LocalTime { .. } => false,
         }
     }
@@ -308,13 +303,13 @@ impl Window {
     /// The first open period that ends strictly after `cursor`. A period that keeps going past
     /// `until` (and past [`DEFAULT_HORIZON`] after `cursor`) without its end being found has
     /// `end: None`.
-    pub(crate) fn next_span(&self, cursor: DateTime<Utc>, until: DateTime<Utc>) -> Option<Span> {
+    pub(crate) fn next_span(&self, cursor: Timestamp, until: Timestamp) -> Option<Span> {
         if self.never_open() {
             return None;
         }
         if self.always_open() {
             return Some(Span {
-                start: DateTime::<Utc>::MIN_UTC,
+                start: Timestamp::MIN,
                 end: None,
             });
         }
@@ -329,30 +324,30 @@ impl Window {
     }
 
     /// What the wall clock of the window's zone shows at `t` (daily kinds only).
-    fn local_wall_clock(&self, t: DateTime<Utc>) -> Option<NaiveDateTime> {
+    fn local_wall_clock(&self, t: Timestamp) -> Option<civil::DateTime> {
         match self {
-            Self::ZonedTime { offset, .. } => fixed_wall_clock(offset, t),
+            Self::ZonedTime { offset, .. } => fixed_wall_clock(*offset, t),
             Self::LocalTime { tz, .. } => wall_clock(tz, t),
             Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
         }
     }
 
     /// The open interval of a daily window that starts on local day `day`, if it has one.
-    fn daily_raw(&self, day: NaiveDate) -> Option<Occurrence> {
+    fn daily_raw(&self, day: civil::Date) -> Option<Occurrence> {
         match self {
             Self::ZonedTime { from, to, offset } => {
-                let end_day = if to > from { day } else { day.succ_opt()? };
-                let start = day.and_time(*from).checked_sub_offset(*offset)?.and_utc();
-                let end = end_day.and_time(*to).checked_sub_offset(*offset)?.and_utc();
+                let end_day = if to > from { day } else { day.tomorrow().ok()? };
+                let start = at_offset(day.to_datetime(*from), *offset)?;
+                let end = at_offset(end_day.to_datetime(*to), *offset)?;
                 (end > start).then_some((start, end))
             }
             Self::LocalTime { from, to, tz, days } => {
                 if days.is_some_and(|days| !days.contains(day.weekday())) {
                     return None;
                 }
-                let end_day = if to > from { day } else { day.succ_opt()? };
-                let start = resolve_local(tz, day.and_time(*from))?;
-                let end = resolve_local(tz, end_day.and_time(*to))?;
+                let end_day = if to > from { day } else { day.tomorrow().ok()? };
+                let start = resolve_local(tz, day.to_datetime(*from))?;
+                let end = resolve_local(tz, end_day.to_datetime(*to))?;
                 // A window entirely inside a spring-forward gap is empty that day.
                 (end > start).then_some((start, end))
             }
@@ -370,9 +365,9 @@ impl Window {
     /// an interval that is kept.
     fn daily_raw_ending_after(
         &self,
-        day: NaiveDate,
-        t: DateTime<Utc>,
-        wall: NaiveDateTime,
+        day: civil::Date,
+        t: Timestamp,
+        wall: civil::DateTime,
     ) -> Option<Occurrence> {
         let Self::LocalTime { from, to, tz, days } = self else {
             return self.daily_raw(day).filter(|(_, end)| *end > t);
@@ -380,8 +375,8 @@ impl Window {
         if days.is_some_and(|days| !days.contains(day.weekday())) {
             return None;
         }
-        let end_day = if to > from { day } else { day.succ_opt()? };
-        let local_end = end_day.and_time(*to);
+        let end_day = if to > from { day } else { day.tomorrow().ok()? };
+        let local_end = end_day.to_datetime(*to);
         if local_end <= wall {
             return None;
         }
@@ -389,50 +384,56 @@ impl Window {
         if end <= t {
             return None;
         }
-        let start = resolve_local(tz, day.and_time(*from))?;
+        let start = resolve_local(tz, day.to_datetime(*from))?;
         (end > start).then_some((start, end))
     }
 
     /// [`Window::daily_raw`] of `day` when it starts at or before `end` (so it continues an open
     /// period ending at `end`), `None` otherwise. The end of `day`'s interval is only resolved
     /// when its start is close enough.
-    fn daily_raw_starting_by(&self, day: NaiveDate, end: DateTime<Utc>) -> Option<Occurrence> {
+    fn daily_raw_starting_by(&self, day: civil::Date, end: Timestamp) -> Option<Occurrence> {
         let Self::LocalTime { from, to, tz, days } = self else {
             return self.daily_raw(day).filter(|(start, _)| *start <= end);
         };
         if days.is_some_and(|days| !days.contains(day.weekday())) {
             return None;
         }
-        let end_day = if to > from { day } else { day.succ_opt()? };
-        let start = resolve_local(tz, day.and_time(*from))?;
+        let end_day = if to > from { day } else { day.tomorrow().ok()? };
+        let start = resolve_local(tz, day.to_datetime(*from))?;
         if start > end {
             return None;
         }
-        let next_end = resolve_local(tz, end_day.and_time(*to))?;
+        let next_end = resolve_local(tz, end_day.to_datetime(*to))?;
         (next_end > start).then_some((start, next_end))
     }
 
     /// The local day whose daily interval contains `t`, with that interval.
-    fn daily_raw_containing(&self, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
+    fn daily_raw_containing(&self, t: Timestamp) -> Option<(civil::Date, Occurrence)> {
         let wall = self.local_wall_clock(t)?;
         // An interval starts on its own day and lasts about a day at most: it started today,
         // yesterday or (around DST changes) the day before, or tomorrow when the clock went back past
         // midnight (Antarctica/Casey, 2010-03-05: 02:00 +11 back to 23:00 +08 the day before).
-        let mut day = wall.date().checked_sub_days(chrono::Days::new(2))?;
+        let mut day = wall
+            .date()
+            .checked_sub(SignedDuration::from_hours(2 * 24))
+            .ok()?;
         for _ in 0..4 {
             if let Some((start, end)) = self.daily_raw_ending_after(day, t, wall)
                 && start <= t
             {
                 return Some((day, (start, end)));
             }
-            day = day.succ_opt()?;
+            day = day.tomorrow().ok()?;
         }
         None
     }
 
-    fn daily_next_span(&self, cursor: DateTime<Utc>) -> Option<Span> {
+    fn daily_next_span(&self, cursor: Timestamp) -> Option<Span> {
         let wall = self.local_wall_clock(cursor)?;
-        let mut day = wall.date().checked_sub_days(chrono::Days::new(2))?;
+        let mut day = wall
+            .date()
+            .checked_sub(SignedDuration::from_hours(2 * 24))
+            .ok()?;
         // The first interval ending after the cursor starts at most a week (plus the two days
         // looked back) later.
         let mut found = None;
@@ -441,11 +442,11 @@ impl Window {
                 found = Some(occurrence);
                 break;
             }
-            day = day.succ_opt()?;
+            day = day.tomorrow().ok()?;
         }
         let (start, mut end) = found?;
         for _ in 0..MAX_DAILY_CHAIN {
-            let Some(next_day) = day.succ_opt() else {
+            let Some(next_day) = day.tomorrow().ok() else {
                 return Some(Span {
                     start,
                     end: Some(end),
@@ -470,11 +471,7 @@ impl Window {
 
     /// The exact start of the open period containing `t` (which must be open), or `None` when it
     /// began before `since` or the window is always open.
-    fn start_of_open_period(
-        &self,
-        t: DateTime<Utc>,
-        since: DateTime<Utc>,
-    ) -> Option<DateTime<Utc>> {
+    fn start_of_open_period(&self, t: Timestamp, since: Timestamp) -> Option<Timestamp> {
         if self.always_open() {
             return None;
         }
@@ -485,7 +482,7 @@ impl Window {
                 // Walk back over occurrences that reach (or touch) the current start, jumping to
                 // the earliest one within `duration` before it.
                 loop {
-                    let reach = start.checked_sub_signed(*duration)?;
+                    let reach = start.checked_sub(*duration).ok()?;
                     match schedule.first_fire_at_or_after(reach) {
                         Some(earlier) if earlier < start => {
                             start = earlier;
@@ -500,7 +497,7 @@ impl Window {
             Self::ZonedTime { .. } | Self::LocalTime { .. } => {
                 let (mut day, (mut start, _)) = self.daily_raw_containing(t)?;
                 for _ in 0..MAX_DAILY_CHAIN {
-                    let Some(previous_day) = day.pred_opt() else {
+                    let Some(previous_day) = day.yesterday().ok() else {
                         return Some(start);
                     };
                     match self.daily_raw(previous_day) {
@@ -523,16 +520,17 @@ impl Window {
 /// The first open period of a cron window that ends after `cursor`.
 fn cron_next_span(
     schedule: &CronSchedule,
-    duration: TimeDelta,
-    cursor: DateTime<Utc>,
-    until: DateTime<Utc>,
+    duration: SignedDuration,
+    cursor: Timestamp,
+    until: Timestamp,
 ) -> Option<Span> {
     // The wall clock at `cursor` is looked up once, for both searches below.
     let wall = wall_clock(schedule.time_zone(), cursor);
     let covering = wall
         .and_then(|wall| schedule.last_fire_from(cursor, wall))
         .filter(|(fire, _)| {
-            fire.checked_add_signed(duration)
+            fire.checked_add(duration)
+                .ok()
                 .is_none_or(|end| end > cursor)
         });
     // The fire times after `start`, going on from the search that found it.
@@ -543,7 +541,7 @@ fn cron_next_span(
             (fires.next()?, fires)
         }
     };
-    let Some(mut end) = start.checked_add_signed(duration) else {
+    let Some(mut end) = start.checked_add(duration).ok() else {
         return Some(Span { start, end: None });
     };
     // Usually the next occurrence starts after this one ends: then the period is this occurrence
@@ -559,7 +557,7 @@ fn cron_next_span(
     // The latest occurrence at or before the current end decides whether the period goes on (an
     // occurrence starting exactly at the end touches it and continues it).
     while let Some(latest) = schedule.last_fire_at_or_before(end) {
-        match latest.checked_add_signed(duration) {
+        match latest.checked_add(duration).ok() {
             Some(next_end) if next_end <= end => break,
             Some(next_end) if end <= give_up_after => end = next_end,
             _ => return Some(Span { start, end: None }),
@@ -572,7 +570,7 @@ fn cron_next_span(
 }
 
 /// Parses `HH:MM` (and `24:00` when `allow_midnight_end`).
-fn parse_clock(text: &str, allow_midnight_end: bool) -> Result<NaiveTime, ScheduleError> {
+fn parse_clock(text: &str, allow_midnight_end: bool) -> Result<civil::Time, ScheduleError> {
     clock(text, allow_midnight_end).ok_or_else(|| {
         ScheduleError::time_of_day(
             text,
@@ -581,7 +579,7 @@ fn parse_clock(text: &str, allow_midnight_end: bool) -> Result<NaiveTime, Schedu
     })
 }
 
-fn clock(text: &str, allow_midnight_end: bool) -> Option<NaiveTime> {
+fn clock(text: &str, allow_midnight_end: bool) -> Option<civil::Time> {
     let bytes = text.as_bytes();
     if bytes.len() != 5
         || bytes[2] != b':'
@@ -592,16 +590,16 @@ fn clock(text: &str, allow_midnight_end: bool) -> Option<NaiveTime> {
     let hour = u32::from(bytes[0] - b'0') * 10 + u32::from(bytes[1] - b'0');
     let minute = u32::from(bytes[3] - b'0') * 10 + u32::from(bytes[4] - b'0');
     if allow_midnight_end && hour == 24 && minute == 0 {
-        return Some(NaiveTime::MIN);
+        return Some(civil::Time::midnight());
     }
-    NaiveTime::from_hms_opt(hour, minute, 0)
+    civil::Time::new(i8::try_from(hour).ok()?, i8::try_from(minute).ok()?, 0, 0).ok()
 }
 
 /// Parses `HH:MM` followed by `Z` or `+HH:MM` / `-HH:MM`.
 fn parse_zoned_time(
     text: &str,
     allow_midnight_end: bool,
-) -> Result<(NaiveTime, FixedOffset), ScheduleError> {
+) -> Result<(civil::Time, Offset), ScheduleError> {
     let fail = || {
         ScheduleError::time_of_day(
             text,
@@ -614,7 +612,7 @@ fn parse_zoned_time(
     let (time, offset) = text.split_at(5);
     let time = clock(time, allow_midnight_end).ok_or_else(fail)?;
     let offset = match offset {
-        "Z" | "z" => FixedOffset::east_opt(0),
+        "Z" | "z" => Some(Offset::UTC),
         _ => {
             let sign = match offset.as_bytes().first() {
                 Some(b'+') => 1,
@@ -622,23 +620,23 @@ fn parse_zoned_time(
                 _ => return Err(fail()),
             };
             let hhmm = clock(&offset[1..], false).ok_or_else(fail)?;
-            let seconds = i32::try_from(hhmm.num_seconds_from_midnight()).map_err(|_| fail())?;
-            FixedOffset::east_opt(sign * seconds)
+            let seconds = i32::from(hhmm.hour()) * 3600 + i32::from(hhmm.minute()) * 60;
+            Offset::from_seconds(sign * seconds).ok()
         }
     };
     Ok((time, offset.ok_or_else(fail)?))
 }
 
-fn parse_days<I>(days: I) -> Result<WeekdaySet, ScheduleError>
+fn parse_days<I>(days: I) -> Result<Weekdays, ScheduleError>
 where
     I: IntoIterator,
     I::Item: AsRef<str>,
 {
-    let mut set = WeekdaySet::EMPTY;
+    let mut set = Weekdays::EMPTY;
     let mut any = false;
     for day in days {
         let day = day.as_ref();
-        let weekday = Weekday::from_str(day).map_err(|_| ScheduleError::Weekday(day.to_owned()))?;
+        let weekday = parse_weekday(day).ok_or_else(|| ScheduleError::Weekday(day.to_owned()))?;
         set.insert(weekday);
         any = true;
     }
@@ -677,24 +675,24 @@ mod tests {
 
     /// Instants within two days of a change, on five-minute steps and on odd seconds, or anywhere
     /// in 2026-2027.
-    fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
+    fn any_instant() -> impl Strategy<Value = Timestamp> {
         let near_change = (
             prop::sample::select(changes()),
             -48 * 12..48 * 12i64,
             prop::sample::select(vec![0i64, 1, 59, 299]),
         )
             .prop_map(|(change, steps, seconds)| {
-                change.parse::<DateTime<Utc>>().unwrap()
-                    + TimeDelta::minutes(5 * steps)
-                    + TimeDelta::seconds(seconds)
+                change.parse::<Timestamp>().unwrap()
+                    + SignedDuration::from_mins(5 * steps)
+                    + SignedDuration::from_secs(seconds)
             });
         let anywhere = (0i64..2 * 365 * 24 * 3600)
-            .prop_map(|s| DateTime::from_timestamp(1_767_225_600 + s, 0).unwrap());
+            .prop_map(|s| Timestamp::from_second(1_767_225_600 + s).ok().unwrap());
         prop_oneof![3 => near_change, 1 => anywhere]
     }
 
-    fn quarter_hour() -> impl Strategy<Value = NaiveTime> {
-        (0u32..96).prop_map(|q| NaiveTime::from_hms_opt(q / 4, (q % 4) * 15, 0).unwrap())
+    fn quarter_hour() -> impl Strategy<Value = civil::Time> {
+        (0i8..96).prop_map(|q| civil::Time::new(q / 4, (q % 4) * 15, 0, 0).unwrap())
     }
 
     fn any_window() -> impl Strategy<Value = Window> {
@@ -710,10 +708,10 @@ mod tests {
                 to,
                 tz,
                 days: days.map(|bits| {
-                    let mut set = WeekdaySet::EMPTY;
-                    for i in 0..7u8 {
+                    let mut set = Weekdays::EMPTY;
+                    for i in 0..7i8 {
                         if bits & (1 << i) != 0 {
-                            set.insert(Weekday::try_from(i).unwrap());
+                            set.insert(civil::Weekday::from_monday_zero_offset(i).unwrap());
                         }
                     }
                     set
@@ -727,7 +725,7 @@ mod tests {
             .prop_map(|(from, to, offset)| Window::ZonedTime {
                 from,
                 to,
-                offset: FixedOffset::east_opt(offset).unwrap(),
+                offset: jiff::tz::Offset::from_seconds(offset).unwrap(),
             });
         let cron = (
             0u32..60,
@@ -752,7 +750,7 @@ mod tests {
                     .replace("{h}", &hour.to_string());
                 Window::Cron {
                     schedule: CronSchedule::parse(&expression, tz).unwrap(),
-                    duration: TimeDelta::minutes(minutes),
+                    duration: SignedDuration::from_mins(minutes),
                 }
             });
         prop_oneof![2 => local_time, 1 => zoned_time, 2 => cron]
@@ -809,9 +807,9 @@ mod tests {
                 all.push(Window::cron(expression, duration, Some(zone)).unwrap());
             }
             for change in changes() {
-                let change: DateTime<Utc> = change.parse().unwrap();
+                let change: Timestamp = change.parse().unwrap();
                 for step in -24 * 12..24 * 12 {
-                    let t = change + TimeDelta::minutes(5 * step);
+                    let t = change + SignedDuration::from_mins(5 * step);
                     let until = add_saturating(t, DEFAULT_HORIZON);
                     for window in &all {
                         assert_eq!(

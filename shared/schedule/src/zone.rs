@@ -1,16 +1,14 @@
 //! Time zones and the one place where a wall-clock time becomes an instant.
 //!
 //! Zones come from the time zone data in use ([`crate::tzdata`]); their rules are evaluated by
-//! jiff. The engine's instants and calendar stay chrono's (`DateTime<Utc>`, `NaiveDateTime`), the
-//! types the rest of ebb and the `cron` crate speak; the conversion happens here only.
+//! jiff, which also gives the engine its instants (`Timestamp`) and wall-clock times
+//! (`civil::DateTime`).
 
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Datelike as _, FixedOffset, NaiveDateTime, TimeDelta, Timelike as _, Utc};
-use jiff::Timestamp;
-use jiff::civil;
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
+use jiff::{Timestamp, civil};
 
 use crate::ScheduleError;
 use crate::tzdata::tzdata;
@@ -40,29 +38,19 @@ impl Zone {
     }
 
     /// The zone's offset from UTC at `t`, in seconds (east positive).
-    pub fn offset_seconds(&self, t: DateTime<Utc>) -> i32 {
-        // Offsets change on whole seconds; beyond jiff's range (years -9999..=9999) the offset at
-        // its end holds.
-        let second = t
-            .timestamp()
-            .clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
-        Timestamp::from_second(second).map_or(0, |at| self.0.to_offset(at).seconds())
+    pub fn offset_seconds(&self, t: Timestamp) -> i32 {
+        self.0.to_offset(t).seconds()
     }
 
-    /// What a wall clock in this zone shows at `t` (`None` only at the ends of representable
-    /// time).
-    pub fn wall_clock(&self, t: DateTime<Utc>) -> Option<NaiveDateTime> {
-        wall_clock(self, t)
+    /// What a wall clock in this zone shows at `t`.
+    pub fn wall_clock(&self, t: Timestamp) -> civil::DateTime {
+        self.0.to_datetime(t)
     }
 
     /// The wall-clock time in this zone at `t`, as an RFC 3339 text with its offset
     /// (`2026-11-26T08:00:00-07:00`); `None` only at the ends of representable time.
-    pub fn local_rfc3339(&self, t: DateTime<Utc>) -> Option<String> {
-        let offset = FixedOffset::east_opt(self.offset_seconds(t))?;
-        Some(
-            t.with_timezone(&offset)
-                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false),
-        )
+    pub fn local_rfc3339(&self, t: Timestamp) -> Option<String> {
+        Some(t.display_with_offset(self.0.to_offset(t)).to_string())
     }
 }
 
@@ -106,14 +94,13 @@ pub(crate) fn zone_or_utc(name: Option<&str>) -> Result<Zone, ScheduleError> {
 
 /// What a wall clock in `zone` shows at instant `t` (`None` only at the ends of the representable
 /// range, where adding the offset would overflow).
-pub(crate) fn wall_clock(zone: &Zone, t: DateTime<Utc>) -> Option<NaiveDateTime> {
-    t.naive_utc()
-        .checked_add_signed(TimeDelta::seconds(zone.offset_seconds(t).into()))
+pub(crate) fn wall_clock(zone: &Zone, t: Timestamp) -> Option<civil::DateTime> {
+    Some(zone.0.to_datetime(t))
 }
 
 /// What a wall clock at a fixed UTC offset shows at instant `t` (`None` only at the ends).
-pub(crate) fn fixed_wall_clock(offset: &FixedOffset, t: DateTime<Utc>) -> Option<NaiveDateTime> {
-    t.naive_utc().checked_add_offset(*offset)
+pub(crate) fn fixed_wall_clock(offset: Offset, t: Timestamp) -> Option<civil::DateTime> {
+    Some(offset.to_datetime(t))
 }
 
 /// The instant a wall-clock time in `zone` stands for, by the crate's DST rules:
@@ -124,56 +111,30 @@ pub(crate) fn fixed_wall_clock(offset: &FixedOffset, t: DateTime<Utc>) -> Option
 ///
 /// The mapping never decreases: a later wall time never maps to an earlier instant. `None` only at
 /// the ends of the representable range.
-pub(crate) fn resolve_local(zone: &Zone, local: NaiveDateTime) -> Option<DateTime<Utc>> {
-    let Some(civil) = to_civil(local) else {
-        // Beyond jiff's years: no zone has rules of its own there; the offset at the end holds.
-        let end = if local.year() > 0 {
-            DateTime::<Utc>::MAX_UTC
-        } else {
-            DateTime::<Utc>::MIN_UTC
-        };
-        return at_offset(local, zone.offset_seconds(end));
-    };
-    match zone.0.to_ambiguous_timestamp(civil).offset() {
-        AmbiguousOffset::Unambiguous { offset } => at_offset(local, offset.seconds()),
-        AmbiguousOffset::Fold { before, .. } => at_offset(local, before.seconds()),
+pub(crate) fn resolve_local(zone: &Zone, local: civil::DateTime) -> Option<Timestamp> {
+    match zone.0.to_ambiguous_timestamp(local).offset() {
+        AmbiguousOffset::Unambiguous { offset } => at_offset(local, offset),
+        AmbiguousOffset::Fold { before, .. } => at_offset(local, before),
         AmbiguousOffset::Gap { before, after } => {
             // Read with the later offset, the wall time lies before the transition that opened
             // the gap, and nothing else changes in between: that transition is the gap's end.
-            let earliest = at_offset(local, after.seconds())?;
-            gap_end(&zone.0, earliest, after).or_else(|| at_offset(local, before.seconds()))
+            let earliest = at_offset(local, after)?;
+            gap_end(&zone.0, earliest, after).or_else(|| at_offset(local, before))
         }
     }
 }
 
 /// The first transition after `earliest` to `offset`.
-fn gap_end(tz: &TimeZone, earliest: DateTime<Utc>, offset: Offset) -> Option<DateTime<Utc>> {
-    let from = Timestamp::from_second(earliest.timestamp()).ok()?;
-    tz.following(from)
+fn gap_end(tz: &TimeZone, earliest: Timestamp, offset: Offset) -> Option<Timestamp> {
+    tz.following(earliest)
         .take(8)
         .find(|transition| transition.offset() == offset)
-        .and_then(|transition| DateTime::from_timestamp(transition.timestamp().as_second(), 0))
+        .map(|transition| transition.timestamp())
 }
 
-fn at_offset(local: NaiveDateTime, offset_seconds: i32) -> Option<DateTime<Utc>> {
-    local
-        .checked_sub_signed(TimeDelta::seconds(offset_seconds.into()))
-        .map(|naive| naive.and_utc())
-}
-
-/// `local` to the second, as jiff's civil time; `None` outside jiff's years.
-fn to_civil(local: NaiveDateTime) -> Option<civil::DateTime> {
-    let narrow = |n: u32| i8::try_from(n).ok();
-    civil::DateTime::new(
-        i16::try_from(local.year()).ok()?,
-        narrow(local.month())?,
-        narrow(local.day())?,
-        narrow(local.hour())?,
-        narrow(local.minute())?,
-        narrow(local.second())?,
-        0,
-    )
-    .ok()
+/// `local` read at a fixed `offset` (`None` beyond the ends of representable time).
+pub(crate) fn at_offset(local: civil::DateTime, offset: Offset) -> Option<Timestamp> {
+    offset.to_timestamp(local).ok()
 }
 
 #[cfg(test)]
@@ -181,18 +142,14 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use chrono::NaiveDate;
     use ebb_testkit::utc;
 
     fn zone(name: &str) -> Zone {
         parse_time_zone(name).unwrap()
     }
 
-    fn local(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> NaiveDateTime {
-        NaiveDate::from_ymd_opt(y, mo, d)
-            .unwrap()
-            .and_hms_opt(h, mi, 0)
-            .unwrap()
+    fn local(y: i16, mo: i8, d: i8, h: i8, mi: i8) -> civil::DateTime {
+        civil::datetime(y, mo, d, h, mi, 0, 0)
     }
 
     #[test]
@@ -265,10 +222,10 @@ mod tests {
     #[test]
     fn wall_clock_survives_the_ends_of_time() {
         let zurich = zone("Europe/Zurich");
-        let _ = wall_clock(&zurich, DateTime::<Utc>::MAX_UTC);
-        let _ = wall_clock(&zurich, DateTime::<Utc>::MIN_UTC);
-        let _ = resolve_local(&zurich, NaiveDateTime::MAX);
-        let _ = resolve_local(&zurich, NaiveDateTime::MIN);
+        let _ = wall_clock(&zurich, Timestamp::MAX);
+        let _ = wall_clock(&zurich, Timestamp::MIN);
+        let _ = resolve_local(&zurich, civil::DateTime::MAX);
+        let _ = resolve_local(&zurich, civil::DateTime::MIN);
         assert_eq!(
             wall_clock(&zurich, utc("2026-07-01T10:00:00Z")),
             Some(local(2026, 7, 1, 12, 0))

@@ -1,9 +1,9 @@
 //! FirstMatch (service-scaler) and AnyOpen (scaledown-window) at exact instants.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, Window};
 use ebb_testkit::utc;
+use jiff::{SignedDuration, Timestamp};
 
 fn zoned(from: &str, to: &str) -> Window {
     Window::zoned_time(from, to).unwrap()
@@ -17,7 +17,7 @@ fn one_off(from: &str, to: &str) -> Window {
     Window::zoned_date_time(from, to).unwrap()
 }
 
-fn at(pairs: &[(&str, Option<usize>)]) -> Vec<(DateTime<Utc>, Option<usize>)> {
+fn at(pairs: &[(&str, Option<usize>)]) -> Vec<(Timestamp, Option<usize>)> {
     pairs.iter().map(|(t, i)| (utc(t), *i)).collect()
 }
 
@@ -109,11 +109,25 @@ fn transitions_respect_limit_and_horizon() {
     let ranges = FirstMatch::new(vec![zoned("08:00Z", "12:00Z")]);
     let now = utc("2026-06-01T00:00:00Z");
     assert!(ranges.transitions(now, 0, DEFAULT_HORIZON).is_empty());
-    assert_eq!(ranges.transitions(now, 1000, TimeDelta::days(2)).len(), 4);
+    assert_eq!(
+        ranges
+            .transitions(now, 1000, SignedDuration::from_hours(24 * 2))
+            .len(),
+        4
+    );
     // The horizon is inclusive.
-    assert_eq!(ranges.transitions(now, 1000, TimeDelta::hours(8)).len(), 1);
+    assert_eq!(
+        ranges
+            .transitions(now, 1000, SignedDuration::from_hours(8))
+            .len(),
+        1
+    );
     assert_eq!(ranges.transitions(now, 1000, DEFAULT_HORIZON).len(), 734);
-    assert!(ranges.transitions(now, 10, TimeDelta::hours(-1)).is_empty());
+    assert!(
+        ranges
+            .transitions(now, 10, SignedDuration::from_hours(-1))
+            .is_empty()
+    );
 }
 
 #[test]

@@ -1,10 +1,12 @@
 //! Properties over random windows and instants, and parsers fed arbitrary text.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{DateTime, NaiveTime, TimeDelta, Utc, Weekday, WeekdaySet};
+use ebb_schedule::Weekdays;
 use ebb_schedule::{
     AnyOpen, CronSchedule, FirstMatch, Window, Zone, parse_duration, parse_time_zone,
 };
+use jiff::civil::Weekday;
+use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 
 use ebb_testkit::zones::{DST_CHANGES, DST_ZONES as ZONES};
@@ -12,13 +14,15 @@ use ebb_testkit::zones::{DST_CHANGES, DST_ZONES as ZONES};
 /// 2026-01-01T00:00:00Z.
 const BASE: i64 = 1_767_225_600;
 
-fn instant(seconds_after_base: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp(BASE + seconds_after_base, 0).unwrap()
+fn instant(seconds_after_base: i64) -> Timestamp {
+    Timestamp::from_second(BASE + seconds_after_base)
+        .ok()
+        .unwrap()
 }
 
 /// Instants over two years, sometimes on a quarter hour (where boundaries fall), sometimes within
 /// a day and a half of a DST change.
-fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
+fn any_instant() -> impl Strategy<Value = Timestamp> {
     prop_oneof![
         (0i64..2 * 366 * 24 * 3600).prop_map(instant),
         (0i64..2 * 366 * 96).prop_map(|q| instant(q * 900)),
@@ -26,13 +30,13 @@ fn any_instant() -> impl Strategy<Value = DateTime<Utc>> {
             prop::sample::select(DST_CHANGES.to_vec()),
             -36 * 12..36 * 12i64
         )
-            .prop_map(|(change, steps)| change.parse::<DateTime<Utc>>().unwrap()
-                + TimeDelta::minutes(5 * steps)),
+            .prop_map(|(change, steps)| change.parse::<Timestamp>().unwrap()
+                + SignedDuration::from_mins(5 * steps)),
     ]
 }
 
-fn quarter_hour() -> impl Strategy<Value = NaiveTime> {
-    (0u32..96).prop_map(|q| NaiveTime::from_hms_opt(q / 4, (q % 4) * 15, 0).unwrap())
+fn quarter_hour() -> impl Strategy<Value = jiff::civil::Time> {
+    (0i8..96).prop_map(|q| jiff::civil::Time::new(q / 4, (q % 4) * 15, 0, 0).unwrap())
 }
 
 fn any_window() -> impl Strategy<Value = Window> {
@@ -44,7 +48,7 @@ fn any_window() -> impl Strategy<Value = Window> {
         .prop_map(|(from, to, offset)| Window::ZonedTime {
             from,
             to,
-            offset: chrono::FixedOffset::east_opt(offset).unwrap(),
+            offset: jiff::tz::Offset::from_seconds(offset).unwrap(),
         });
     let one_off =
         (0i64..2 * 366 * 96, 1i64..60 * 96).prop_map(|(start, length)| Window::ZonedDateTime {
@@ -62,15 +66,15 @@ fn any_window() -> impl Strategy<Value = Window> {
             to,
             tz: parse_time_zone(zone).unwrap(),
             days: days.map(|bits| {
-                let mut set = WeekdaySet::EMPTY;
+                let mut set = Weekdays::EMPTY;
                 for (i, day) in [
-                    Weekday::Mon,
-                    Weekday::Tue,
-                    Weekday::Wed,
-                    Weekday::Thu,
-                    Weekday::Fri,
-                    Weekday::Sat,
-                    Weekday::Sun,
+                    Weekday::Monday,
+                    Weekday::Tuesday,
+                    Weekday::Wednesday,
+                    Weekday::Thursday,
+                    Weekday::Friday,
+                    Weekday::Saturday,
+                    Weekday::Sunday,
                 ]
                 .into_iter()
                 .enumerate()
@@ -105,26 +109,28 @@ fn any_window() -> impl Strategy<Value = Window> {
                 .replace("{h}", &hour.to_string());
             Window::Cron {
                 schedule: CronSchedule::parse(&expression, parse_time_zone(zone).unwrap()).unwrap(),
-                duration: TimeDelta::minutes(minutes),
+                duration: SignedDuration::from_mins(minutes),
             }
         });
     prop_oneof![zoned_time, one_off, local_time, cron]
 }
 
 /// Instants strictly between `a` and `b` to sample.
-fn samples_between(a: DateTime<Utc>, b: DateTime<Utc>, picks: &[u16]) -> Vec<DateTime<Utc>> {
-    let span = (b - a).num_seconds();
+fn samples_between(a: Timestamp, b: Timestamp, picks: &[u16]) -> Vec<Timestamp> {
+    let span = b.duration_since(a).as_secs();
     if span < 2 {
         return Vec::new();
     }
     picks
         .iter()
-        .map(|p| a + TimeDelta::seconds(1 + i64::from(*p) * (span - 2) / i64::from(u16::MAX)))
+        .map(|p| {
+            a + SignedDuration::from_secs(1 + i64::from(*p) * (span - 2) / i64::from(u16::MAX))
+        })
         .collect()
 }
 
-fn horizon() -> TimeDelta {
-    TimeDelta::days(21)
+fn horizon() -> SignedDuration {
+    SignedDuration::from_hours(24 * 21)
 }
 
 proptest! {
@@ -137,11 +143,11 @@ proptest! {
             prop_assert!(interval.contains(t));
             if let Some(start) = interval.start {
                 prop_assert!(window.contains(start));
-                prop_assert!(!window.contains(start - TimeDelta::seconds(1)));
+                prop_assert!(!window.contains(start - SignedDuration::from_secs(1)));
             }
             if let Some(end) = interval.end {
                 prop_assert!(!window.contains(end));
-                prop_assert!(window.contains(end - TimeDelta::seconds(1)));
+                prop_assert!(window.contains(end - SignedDuration::from_secs(1)));
             }
         }
     }
@@ -178,7 +184,7 @@ proptest! {
             prop_assert!(*t > previous.0);
             prop_assert!(*t <= now + horizon());
             prop_assert_eq!(ranges.matched_at(*t), *matched);
-            prop_assert_ne!(ranges.matched_at(*t - TimeDelta::seconds(1)), *matched);
+            prop_assert_ne!(ranges.matched_at(*t - SignedDuration::from_secs(1)), *matched);
             prop_assert_ne!(*matched, previous.1);
             for sample in samples_between(previous.0, *t, &picks) {
                 prop_assert_eq!(ranges.matched_at(sample), previous.1, "at {}", sample);
@@ -210,7 +216,7 @@ proptest! {
             prop_assert!(*t <= now + horizon());
             prop_assert_ne!(*open, previous.1, "a flip to the same value at {}", t);
             prop_assert_eq!(schedule.is_open(*t), *open);
-            prop_assert_ne!(schedule.is_open(*t - TimeDelta::seconds(1)), *open);
+            prop_assert_ne!(schedule.is_open(*t - SignedDuration::from_secs(1)), *open);
             for sample in samples_between(previous.0, *t, &picks) {
                 prop_assert_eq!(schedule.is_open(sample), previous.1, "at {}", sample);
             }
@@ -276,7 +282,7 @@ proptest! {
             }
             if let Some(first) = fires.first() {
                 prop_assert_eq!(schedule.last_fire_at_or_before(*first), Some(*first));
-                let before = schedule.last_fire_at_or_before(*first - TimeDelta::seconds(1));
+                let before = schedule.last_fire_at_or_before(*first - SignedDuration::from_secs(1));
                 prop_assert_eq!(before, last);
             }
         }
@@ -322,7 +328,7 @@ proptest! {
         } else {
             prop_assert_eq!(
                 parsed.unwrap(),
-                TimeDelta::seconds(i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s))
+                SignedDuration::from_secs(i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s))
             );
         }
     }

@@ -2,9 +2,11 @@
 //! gaps and folds in real zones, cron durations across midnight and DST.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{DateTime, TimeDelta, Utc, Weekday, WeekdaySet};
+use ebb_schedule::Weekdays;
 use ebb_schedule::{CronSchedule, Interval, ScheduleError, Window, Zone};
 use ebb_testkit::utc;
+use jiff::civil::Weekday;
+use jiff::{SignedDuration, Timestamp};
 
 fn interval(start: &str, end: &str) -> Interval {
     Interval {
@@ -107,7 +109,7 @@ fn zoned_time_converts_a_different_offset_of_to() {
     };
     assert_eq!(from.to_string(), "16:00:00");
     assert_eq!(to.to_string(), "06:30:00");
-    assert_eq!(offset.local_minus_utc(), 5 * 3600 + 1800);
+    assert_eq!(offset.seconds(), 5 * 3600 + 1800);
     let midnight_end = Window::zoned_time("16:00+05:30", "24:00+05:30").unwrap();
     assert_eq!(
         midnight_end,
@@ -339,7 +341,11 @@ fn local_time_days_filter_applies_to_the_day_from_falls_on() {
     assert_eq!(*tz, Zone::utc());
     assert_eq!(
         *days,
-        Some(WeekdaySet::from_array([Weekday::Mon, Weekday::Tue]))
+        Some(
+            [Weekday::Monday, Weekday::Tuesday]
+                .into_iter()
+                .collect::<ebb_schedule::Weekdays>()
+        )
     );
 }
 
@@ -552,17 +558,17 @@ fn windows_built_by_hand_with_odd_fields_never_panic() {
     let never = [
         Window::ZonedDateTime {
             from: at,
-            to: at - TimeDelta::hours(1),
+            to: at - SignedDuration::from_hours(1),
         },
         Window::LocalTime {
-            from: chrono::NaiveTime::MIN,
-            to: chrono::NaiveTime::MIN,
+            from: jiff::civil::Time::midnight(),
+            to: jiff::civil::Time::midnight(),
             tz: Zone::utc(),
-            days: Some(WeekdaySet::EMPTY),
+            days: Some(Weekdays::EMPTY),
         },
         Window::Cron {
             schedule: CronSchedule::parse("* * * * *", Zone::utc()).unwrap(),
-            duration: TimeDelta::zero(),
+            duration: SignedDuration::ZERO,
         },
     ];
     for window in never {
@@ -585,11 +591,11 @@ fn extreme_instants_do_not_panic() {
     ];
     for window in &windows {
         for at in [
-            DateTime::<Utc>::MIN_UTC,
-            DateTime::<Utc>::MAX_UTC,
-            DateTime::<Utc>::MIN_UTC + TimeDelta::days(1),
-            DateTime::<Utc>::MAX_UTC - TimeDelta::days(1),
-            DateTime::<Utc>::UNIX_EPOCH,
+            Timestamp::MIN,
+            Timestamp::MAX,
+            Timestamp::MIN + SignedDuration::from_hours(24),
+            Timestamp::MAX - SignedDuration::from_hours(24),
+            Timestamp::UNIX_EPOCH,
         ] {
             let _ = window.contains(at);
             let _ = window.interval_containing(at);

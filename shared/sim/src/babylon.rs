@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 
 use crate::Dice;
@@ -35,7 +35,7 @@ pub struct Seat {
     /// The claim's name.
     pub name: String,
     /// When provisioning ends (ready, or failed).
-    pub settles_at: DateTime<Utc>,
+    pub settles_at: Timestamp,
     /// Whether provisioning fails.
     pub failed: bool,
     /// The user holding the seat.
@@ -59,9 +59,9 @@ pub struct Seated {
     /// Which user.
     pub user: u64,
     /// When the user arrived.
-    pub arrived: DateTime<Utc>,
+    pub arrived: Timestamp,
     /// How long until a seat was theirs.
-    pub waited: TimeDelta,
+    pub waited: SignedDuration,
 }
 
 /// One WorkshopProvision's seats and users.
@@ -70,14 +70,14 @@ pub struct Babylon {
     settings: Settings,
     prefix: String,
     seats: Vec<Seat>,
-    waiting: VecDeque<(u64, DateTime<Utc>)>,
+    waiting: VecDeque<(u64, Timestamp)>,
     seated: Vec<Seated>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 }
 
 impl Babylon {
     /// No seats yet, at `now`; claims are named `<prefix>-<n>`.
-    pub fn new(now: DateTime<Utc>, prefix: &str, settings: Settings) -> Self {
+    pub fn new(now: Timestamp, prefix: &str, settings: Settings) -> Self {
         Self {
             settings,
             prefix: prefix.to_owned(),
@@ -99,7 +99,7 @@ impl Babylon {
     }
 
     /// Users still waiting, with when they arrived.
-    pub fn waiting(&self) -> impl Iterator<Item = (u64, DateTime<Utc>)> + '_ {
+    pub fn waiting(&self) -> impl Iterator<Item = (u64, Timestamp)> + '_ {
         self.waiting.iter().copied()
     }
 
@@ -117,7 +117,7 @@ impl Babylon {
     }
 
     /// The provision's `spec.count` is `target` from `now`: new seats for the difference.
-    pub fn set_count(&mut self, now: DateTime<Utc>, target: u32, dice: &mut Dice) {
+    pub fn set_count(&mut self, now: Timestamp, target: u32, dice: &mut Dice) {
         self.advance(now);
         while self.seats.len() < target as usize {
             let settles_at = now + dice.duration(&self.settings.provision);
@@ -132,14 +132,14 @@ impl Babylon {
     }
 
     /// User `user` arrives at `at` (not before the last look).
-    pub fn arrive(&mut self, user: u64, at: DateTime<Utc>) {
+    pub fn arrive(&mut self, user: u64, at: Timestamp) {
         self.advance(at);
         self.waiting.push_back((user, at));
         self.seat_waiting(at);
     }
 
     /// Moves to `now`: seats settle and waiting users take them, in time order.
-    pub fn advance(&mut self, now: DateTime<Utc>) {
+    pub fn advance(&mut self, now: Timestamp) {
         while let Some(at) = self
             .seats
             .iter()
@@ -153,7 +153,7 @@ impl Babylon {
         self.now = self.now.max(now);
     }
 
-    fn seat_waiting(&mut self, at: DateTime<Utc>) {
+    fn seat_waiting(&mut self, at: Timestamp) {
         while let Some(&(user, arrived)) = self.waiting.front() {
             let free = self
                 .seats
@@ -168,13 +168,13 @@ impl Babylon {
             self.seated.push(Seated {
                 user,
                 arrived,
-                waited: at - arrived,
+                waited: at.duration_since(arrived),
             });
         }
     }
 }
 
-fn state(seat: &Seat, now: DateTime<Utc>) -> ClaimState {
+fn state(seat: &Seat, now: Timestamp) -> ClaimState {
     match (seat.settles_at <= now, seat.failed) {
         (false, _) => ClaimState::Provisioning,
         (true, false) => ClaimState::Ready,

@@ -4,8 +4,8 @@ use ebb_testkit::utc;
 
 use super::*;
 
-fn t(minutes: i64) -> DateTime<Utc> {
-    utc("2026-03-10T09:00:00Z") + TimeDelta::minutes(minutes)
+fn t(minutes: i64) -> Timestamp {
+    utc("2026-03-10T09:00:00Z") + SignedDuration::from_mins(minutes)
 }
 
 fn settings(provision: Spread, failure_share: f64) -> Settings {
@@ -20,7 +20,7 @@ fn raising_the_count_creates_seats_that_become_ready_after_provisioning() {
     let mut b = Babylon::new(
         t(0),
         "ws",
-        settings(Spread::fixed(TimeDelta::minutes(10)), 0.0),
+        settings(Spread::fixed(SignedDuration::from_mins(10)), 0.0),
     );
     let mut dice = Dice::seeded(1);
     b.set_count(t(0), 2, &mut dice);
@@ -41,7 +41,7 @@ fn users_take_ready_seats_or_wait_for_the_next_in_arrival_order() {
     let mut b = Babylon::new(
         t(0),
         "ws",
-        settings(Spread::fixed(TimeDelta::minutes(10)), 0.0),
+        settings(Spread::fixed(SignedDuration::from_mins(10)), 0.0),
     );
     let mut dice = Dice::seeded(1);
     b.set_count(t(0), 1, &mut dice);
@@ -54,7 +54,7 @@ fn users_take_ready_seats_or_wait_for_the_next_in_arrival_order() {
     let waits: Vec<(u64, i64)> = b
         .seated()
         .iter()
-        .map(|s| (s.user, s.waited.num_minutes()))
+        .map(|s| (s.user, s.waited.as_mins()))
         .collect();
     assert_eq!(waits, [(1, 0), (2, 12), (3, 11)]);
     assert_eq!(b.assignments(), (3, 3));
@@ -67,7 +67,7 @@ fn a_share_of_claims_fails_and_failed_seats_hold_nobody() {
         t(0),
         "ws",
         settings(
-            Spread::between(TimeDelta::minutes(8), TimeDelta::minutes(20)),
+            Spread::between(SignedDuration::from_mins(8), SignedDuration::from_mins(20)),
             0.05,
         ),
     );
@@ -87,7 +87,7 @@ fn a_share_of_claims_fails_and_failed_seats_hold_nobody() {
             .all(|s| s.user.is_none())
     );
     assert!(b.seats().iter().all(|s| {
-        let d = s.settles_at - t(0);
-        d >= TimeDelta::minutes(8) && d <= TimeDelta::minutes(20)
+        let d = s.settles_at.duration_since(t(0));
+        d >= SignedDuration::from_mins(8) && d <= SignedDuration::from_mins(20)
     }));
 }

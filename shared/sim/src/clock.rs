@@ -1,8 +1,8 @@
 //! Virtual time: the controllers' [`Clock`] reads tokio's paused clock, so a simulated week
 //! takes as long as the work in it, and timers fire at exact virtual instants.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_runtime::Clock;
+use jiff::{SignedDuration, Timestamp};
 use tokio::time::Instant;
 
 /// "Now" for everything in a simulation: `origin` plus the tokio time elapsed since the clock
@@ -10,13 +10,13 @@ use tokio::time::Instant;
 /// time only when every task waits on a timer.
 #[derive(Debug, Clone, Copy)]
 pub struct VirtualClock {
-    origin: DateTime<Utc>,
+    origin: Timestamp,
     start: Instant,
 }
 
 impl VirtualClock {
     /// A clock standing at `origin` now.
-    pub fn starting_at(origin: DateTime<Utc>) -> Self {
+    pub fn starting_at(origin: Timestamp) -> Self {
         Self {
             origin,
             start: Instant::now(),
@@ -24,21 +24,22 @@ impl VirtualClock {
     }
 
     /// The tokio instant of `at` (the start for an instant before it).
-    pub fn instant_of(&self, at: DateTime<Utc>) -> Instant {
-        let since = (at - self.origin).to_std().unwrap_or_default();
+    pub fn instant_of(&self, at: Timestamp) -> Instant {
+        let since =
+            std::time::Duration::try_from(at.duration_since(self.origin)).unwrap_or_default();
         self.start + since
     }
 
     /// Sleeps until `at`, virtual time.
-    pub async fn sleep_until(&self, at: DateTime<Utc>) {
+    pub async fn sleep_until(&self, at: Timestamp) {
         tokio::time::sleep_until(self.instant_of(at)).await;
     }
 }
 
 impl Clock for VirtualClock {
-    fn now(&self) -> DateTime<Utc> {
+    fn now(&self) -> Timestamp {
         let elapsed = Instant::now().duration_since(self.start);
-        self.origin + TimeDelta::from_std(elapsed).unwrap_or(TimeDelta::MAX)
+        self.origin + SignedDuration::try_from(elapsed).unwrap_or(SignedDuration::MAX)
     }
 }
 

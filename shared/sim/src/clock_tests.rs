@@ -39,7 +39,7 @@ struct Hourly;
 
 impl Reconciler for Hourly {
     type Object = ConfigMap;
-    type Own = Mutex<Vec<DateTime<Utc>>>;
+    type Own = Mutex<Vec<Timestamp>>;
     type Error = Never;
     const NAME: &'static str = "hourly";
 
@@ -66,7 +66,8 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     let api: Api<Guarded<ConfigMap>> = Api::all(fake.client());
     let controller = Controller::new(api, watcher::Config::default());
     let run = frame::run::<Hourly, _>(controller, ctx.clone(), |_| {});
-    let day = clock.sleep_until(origin + TimeDelta::hours(24) + TimeDelta::seconds(1));
+    let day =
+        clock.sleep_until(origin + SignedDuration::from_hours(24) + SignedDuration::from_secs(1));
     futures::select! {
         () = run.fuse() => panic!("the controller ended"),
         () = Box::pin(day).fuse() => {}
@@ -74,9 +75,9 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     let seen = ctx.own.lock().unwrap().clone();
     assert_eq!(seen.len(), 25, "{seen:?}");
     for (i, at) in seen.iter().enumerate() {
-        let expected = origin + TimeDelta::hours(i as i64);
+        let expected = origin + SignedDuration::from_hours(i as i64);
         assert!(
-            (*at - expected).abs() < TimeDelta::seconds(1),
+            at.duration_since(expected).abs() < SignedDuration::from_secs(1),
             "{at} vs {expected}"
         );
     }

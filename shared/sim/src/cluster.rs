@@ -1,19 +1,19 @@
 //! The cluster around scaledown-window: the cluster-version operator's upgrades, and a cluster
 //! autoscaler that removes idle nodes only while scale-down is enabled.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 
 /// The cluster-version operator: `Progressing=True` on ClusterVersion `version` during each
 /// upgrade.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Upgrades {
     /// Each upgrade's start and how long it runs.
-    pub runs: Vec<(DateTime<Utc>, TimeDelta)>,
+    pub runs: Vec<(Timestamp, SignedDuration)>,
 }
 
 impl Upgrades {
     /// Whether an upgrade is in progress at `now` (start included, end excluded).
-    pub fn progressing(&self, now: DateTime<Utc>) -> bool {
+    pub fn progressing(&self, now: Timestamp) -> bool {
         self.runs
             .iter()
             .any(|(start, length)| *start <= now && now < *start + *length)
@@ -26,17 +26,17 @@ impl Upgrades {
 #[derive(Debug, Clone)]
 pub struct Autoscaler {
     /// How long a node must be unneeded before it may go.
-    pub unneeded_time: TimeDelta,
+    pub unneeded_time: SignedDuration,
     /// When each node became unneeded (`None`: needed), oldest node first.
-    nodes: Vec<Option<DateTime<Utc>>>,
+    nodes: Vec<Option<Timestamp>>,
     node_seconds: i64,
     removed: u32,
-    last: DateTime<Utc>,
+    last: Timestamp,
 }
 
 impl Autoscaler {
     /// `nodes` needed nodes at `now`.
-    pub fn new(now: DateTime<Utc>, nodes: usize, unneeded_time: TimeDelta) -> Self {
+    pub fn new(now: Timestamp, nodes: usize, unneeded_time: SignedDuration) -> Self {
         Self {
             unneeded_time,
             nodes: vec![None; nodes],
@@ -62,8 +62,8 @@ impl Autoscaler {
     }
 
     /// At `now` the workloads need `needed` nodes, and scale-down is `enabled` or not.
-    pub fn step(&mut self, now: DateTime<Utc>, needed: usize, enabled: bool) {
-        let elapsed = (now - self.last).num_seconds().max(0);
+    pub fn step(&mut self, now: Timestamp, needed: usize, enabled: bool) {
+        let elapsed = now.duration_since(self.last).as_secs().max(0);
         self.node_seconds += elapsed * self.nodes.len() as i64;
         self.last = self.last.max(now);
         while self.nodes.len() < needed {
@@ -81,7 +81,7 @@ impl Autoscaler {
             let before = self.nodes.len();
             let unneeded = self.unneeded_time;
             self.nodes
-                .retain(|idle| idle.is_none_or(|since| now - since < unneeded));
+                .retain(|idle| idle.is_none_or(|since| now.duration_since(since) < unneeded));
             self.removed += u32::try_from(before - self.nodes.len()).unwrap_or(u32::MAX);
         }
     }

@@ -4,14 +4,14 @@ use ebb_testkit::utc;
 
 use super::*;
 
-fn t(minutes: i64) -> DateTime<Utc> {
-    utc("2026-03-11T02:00:00Z") + TimeDelta::minutes(minutes)
+fn t(minutes: i64) -> Timestamp {
+    utc("2026-03-11T02:00:00Z") + SignedDuration::from_mins(minutes)
 }
 
 #[test]
 fn an_upgrade_is_progressing_from_its_start_until_its_end() {
     let upgrades = Upgrades {
-        runs: vec![(t(0), TimeDelta::hours(2))],
+        runs: vec![(t(0), SignedDuration::from_hours(2))],
     };
     assert!(!upgrades.progressing(t(-1)));
     assert!(upgrades.progressing(t(0)));
@@ -21,7 +21,7 @@ fn an_upgrade_is_progressing_from_its_start_until_its_end() {
 
 #[test]
 fn idle_nodes_go_only_while_scale_down_is_enabled_and_after_the_unneeded_time() {
-    let mut ca = Autoscaler::new(t(0), 5, TimeDelta::minutes(10));
+    let mut ca = Autoscaler::new(t(0), 5, SignedDuration::from_mins(10));
     ca.step(t(0), 2, false);
     ca.step(t(30), 2, false);
     assert_eq!(ca.nodes(), 5, "disabled: nothing goes, however long idle");
@@ -34,7 +34,7 @@ fn idle_nodes_go_only_while_scale_down_is_enabled_and_after_the_unneeded_time() 
 
 #[test]
 fn a_node_must_be_unneeded_for_the_whole_unneeded_time() {
-    let mut ca = Autoscaler::new(t(0), 3, TimeDelta::minutes(10));
+    let mut ca = Autoscaler::new(t(0), 3, SignedDuration::from_mins(10));
     ca.step(t(0), 2, true);
     ca.step(t(9), 2, true);
     assert_eq!(ca.nodes(), 3);

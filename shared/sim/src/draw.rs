@@ -1,6 +1,6 @@
 //! The simulation's one source of randomness, and durations as a scenario states them.
 
-use chrono::TimeDelta;
+use jiff::SignedDuration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
@@ -17,12 +17,12 @@ impl Dice {
     }
 
     /// A duration within `spread` (whole seconds, both ends included).
-    pub fn duration(&mut self, spread: &Spread) -> TimeDelta {
+    pub fn duration(&mut self, spread: &Spread) -> SignedDuration {
         match *spread {
             Spread::Fixed(d) => d,
             Spread::Between { min, max } => {
-                let (lo, hi) = (min.num_seconds(), max.num_seconds());
-                TimeDelta::seconds(if hi <= lo {
+                let (lo, hi) = (min.as_secs(), max.as_secs());
+                SignedDuration::from_secs(if hi <= lo {
                     lo
                 } else {
                     self.0.random_range(lo..=hi)
@@ -49,31 +49,31 @@ impl Dice {
 #[serde(try_from = "SpreadSpec")]
 pub enum Spread {
     /// Always this long.
-    Fixed(TimeDelta),
+    Fixed(SignedDuration),
     /// Uniformly between `min` and `max`, in whole seconds.
     Between {
         /// The shortest.
-        min: TimeDelta,
+        min: SignedDuration,
         /// The longest.
-        max: TimeDelta,
+        max: SignedDuration,
     },
 }
 
 impl Default for Spread {
     /// No time at all.
     fn default() -> Self {
-        Self::Fixed(TimeDelta::zero())
+        Self::Fixed(SignedDuration::ZERO)
     }
 }
 
 impl Spread {
     /// Always `d`.
-    pub fn fixed(d: TimeDelta) -> Self {
+    pub fn fixed(d: SignedDuration) -> Self {
         Self::Fixed(d)
     }
 
     /// Between `min` and `max`.
-    pub fn between(min: TimeDelta, max: TimeDelta) -> Self {
+    pub fn between(min: SignedDuration, max: SignedDuration) -> Self {
         Self::Between { min, max }
     }
 }
@@ -103,9 +103,9 @@ pub enum SpreadError {
 }
 
 /// A duration as ebb's CRDs write them, or `0`.
-fn duration(text: &str) -> Result<TimeDelta, SpreadError> {
+fn duration(text: &str) -> Result<SignedDuration, SpreadError> {
     if text.trim() == "0" {
-        return Ok(TimeDelta::zero());
+        return Ok(SignedDuration::ZERO);
     }
     ebb_schedule::parse_duration(text).map_err(|_| SpreadError::Duration(text.to_owned()))
 }
@@ -115,7 +115,7 @@ impl TryFrom<SpreadSpec> for Spread {
 
     fn try_from(spec: SpreadSpec) -> Result<Self, SpreadError> {
         match spec {
-            SpreadSpec::Seconds(s) => Ok(Self::Fixed(TimeDelta::seconds(i64::from(s)))),
+            SpreadSpec::Seconds(s) => Ok(Self::Fixed(SignedDuration::from_secs(i64::from(s)))),
             SpreadSpec::Fixed(d) => Ok(Self::Fixed(duration(&d)?)),
             SpreadSpec::Between { min, max } => {
                 let (lo, hi) = (duration(&min)?, duration(&max)?);

@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn mins(m: i64) -> TimeDelta {
-    TimeDelta::minutes(m)
+fn mins(m: i64) -> SignedDuration {
+    SignedDuration::from_mins(m)
 }
 
 #[test]
@@ -23,7 +23,7 @@ fn the_same_seed_draws_the_same_sequence() {
 fn durations_stay_within_their_spread_and_cover_it() {
     let spread = Spread::between(mins(8), mins(20));
     let mut dice = Dice::seeded(1);
-    let drawn: Vec<TimeDelta> = (0..2000).map(|_| dice.duration(&spread)).collect();
+    let drawn: Vec<SignedDuration> = (0..2000).map(|_| dice.duration(&spread)).collect();
     assert!(drawn.iter().all(|d| *d >= mins(8) && *d <= mins(20)));
     assert!(drawn.iter().any(|d| *d < mins(9)), "the low end is reached");
     assert!(

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::Dice;
@@ -48,9 +48,9 @@ pub struct Run {
     /// The hook it ran (`preScale` ...).
     pub hook: String,
     /// When it was created.
-    pub started: DateTime<Utc>,
+    pub started: Timestamp,
     /// When it ends.
-    pub ends: DateTime<Utc>,
+    pub ends: Timestamp,
     /// Whether it ends in success.
     pub succeeds: bool,
 }
@@ -74,7 +74,7 @@ impl HookJobs {
 
     /// A Job `name` running `hook` is created at `now`; `false` when the name exists already.
     /// A hook without a behaviour succeeds at once.
-    pub fn create(&mut self, name: &str, hook: &str, now: DateTime<Utc>, dice: &mut Dice) -> bool {
+    pub fn create(&mut self, name: &str, hook: &str, now: Timestamp, dice: &mut Dice) -> bool {
         if self.jobs.contains_key(name) {
             return false;
         }
@@ -103,7 +103,7 @@ impl HookJobs {
     }
 
     /// Job `name`'s phase at `now`; `None` when it was never created.
-    pub fn phase(&self, name: &str, now: DateTime<Utc>) -> Option<Phase> {
+    pub fn phase(&self, name: &str, now: Timestamp) -> Option<Phase> {
         let run = self.jobs.get(name)?;
         Some(match (now >= run.ends, run.succeeds) {
             (false, _) => Phase::Running,

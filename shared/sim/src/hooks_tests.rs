@@ -1,12 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::TimeDelta;
 use ebb_testkit::utc;
+use jiff::SignedDuration;
 
 use super::*;
 
-fn t(minutes: i64) -> DateTime<Utc> {
-    utc("2026-03-10T09:00:00Z") + TimeDelta::minutes(minutes)
+fn t(minutes: i64) -> Timestamp {
+    utc("2026-03-10T09:00:00Z") + SignedDuration::from_mins(minutes)
 }
 
 fn jobs(yaml: &str) -> HookJobs {

@@ -17,16 +17,16 @@
 
 use std::collections::VecDeque;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 
 /// How often the HPA controller looks (`--horizontal-pod-autoscaler-sync-period`).
-pub const SYNC_PERIOD: TimeDelta = TimeDelta::seconds(15);
+pub const SYNC_PERIOD: SignedDuration = SignedDuration::from_secs(15);
 /// Within this share of the target, nothing changes (`--horizontal-pod-autoscaler-tolerance`).
 pub const TOLERANCE: f64 = 0.1;
 /// The default `behavior.scaleDown.stabilizationWindowSeconds`.
-pub const SCALE_DOWN_STABILIZATION: TimeDelta = TimeDelta::seconds(300);
+pub const SCALE_DOWN_STABILIZATION: SignedDuration = SignedDuration::from_secs(300);
 /// The period of the default scale-up policies.
-pub const SCALE_UP_PERIOD: TimeDelta = TimeDelta::seconds(15);
+pub const SCALE_UP_PERIOD: SignedDuration = SignedDuration::from_secs(15);
 /// The default scale-up policy by count: 4 pods per period.
 pub const SCALE_UP_PODS: i32 = 4;
 /// The default scale-up policy by share: 100 % per period.
@@ -46,8 +46,8 @@ pub struct Bounds {
 /// One HPA's controller state: its recent recommendations and scale-ups.
 #[derive(Debug, Clone, Default)]
 pub struct Hpa {
-    recommendations: VecDeque<(DateTime<Utc>, i32)>,
-    scale_ups: VecDeque<(DateTime<Utc>, i32)>,
+    recommendations: VecDeque<(Timestamp, i32)>,
+    scale_ups: VecDeque<(Timestamp, i32)>,
 }
 
 impl Hpa {
@@ -60,7 +60,7 @@ impl Hpa {
     /// measured average `utilization` (percent of request).
     pub fn sync(
         &mut self,
-        now: DateTime<Utc>,
+        now: Timestamp,
         bounds: &Bounds,
         current: i32,
         utilization: Option<f64>,
@@ -89,7 +89,7 @@ impl Hpa {
 
     /// The highest recommendation within the scale-down window (this one included): a drop
     /// takes effect only once it held for the whole window.
-    fn stabilized(&mut self, now: DateTime<Utc>, current: i32, raw: i32) -> i32 {
+    fn stabilized(&mut self, now: Timestamp, current: i32, raw: i32) -> i32 {
         let cutoff = now - SCALE_DOWN_STABILIZATION;
         while self
             .recommendations
@@ -110,7 +110,7 @@ impl Hpa {
 
     /// The most replicas a scale-up may reach now: from the replicas at the start of the
     /// period, +100 % or +4, whichever is more.
-    fn scale_up_limit(&mut self, now: DateTime<Utc>, current: i32) -> i32 {
+    fn scale_up_limit(&mut self, now: Timestamp, current: i32) -> i32 {
         let cutoff = now - SCALE_UP_PERIOD;
         while self.scale_ups.front().is_some_and(|(at, _)| *at <= cutoff) {
             self.scale_ups.pop_front();
@@ -121,7 +121,7 @@ impl Hpa {
         by_share.max(start + SCALE_UP_PODS)
     }
 
-    fn record(&mut self, now: DateTime<Utc>, current: i32, desired: i32) -> i32 {
+    fn record(&mut self, now: Timestamp, current: i32, desired: i32) -> i32 {
         if desired > current {
             self.scale_ups.push_back((now, desired - current));
         }

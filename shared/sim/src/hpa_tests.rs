@@ -12,8 +12,8 @@ fn bounds(min: i32, max: i32) -> Bounds {
     }
 }
 
-fn at(seconds: i64) -> DateTime<Utc> {
-    utc("2026-03-10T09:00:00Z") + TimeDelta::seconds(seconds)
+fn at(seconds: i64) -> Timestamp {
+    utc("2026-03-10T09:00:00Z") + SignedDuration::from_secs(seconds)
 }
 
 #[test]

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 
 /// The CPU an idle provisioner uses, in percent of its request.
 pub const IDLE_UTILIZATION: f64 = 5.0;
@@ -24,9 +24,9 @@ pub struct Job {
     /// Which job (a user of a workshop, say).
     pub id: u64,
     /// When it was submitted.
-    pub arrived: DateTime<Utc>,
+    pub arrived: Timestamp,
     /// How long a pod works on it.
-    pub duration: TimeDelta,
+    pub duration: SignedDuration,
 }
 
 /// A job a pod took: how long it waited for one.
@@ -35,15 +35,15 @@ pub struct Started {
     /// The job.
     pub id: u64,
     /// When a pod took it.
-    pub at: DateTime<Utc>,
+    pub at: Timestamp,
     /// `at - arrived`.
-    pub waited: TimeDelta,
+    pub waited: SignedDuration,
 }
 
 #[derive(Debug, Clone)]
 struct Pod {
-    ready_at: DateTime<Utc>,
-    busy_until: Option<DateTime<Utc>>,
+    ready_at: Timestamp,
+    busy_until: Option<Timestamp>,
     leaving: bool,
 }
 
@@ -51,16 +51,16 @@ struct Pod {
 #[derive(Debug, Clone)]
 pub struct Pool {
     /// How long a new pod takes to become ready.
-    pub start_delay: TimeDelta,
+    pub start_delay: SignedDuration,
     pods: Vec<Pod>,
     queue: VecDeque<Job>,
     started: Vec<Started>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 }
 
 impl Pool {
     /// `replicas` ready pods at `now`, no jobs.
-    pub fn new(now: DateTime<Utc>, replicas: usize, start_delay: TimeDelta) -> Self {
+    pub fn new(now: Timestamp, replicas: usize, start_delay: SignedDuration) -> Self {
         let pods = (0..replicas)
             .map(|_| Pod {
                 ready_at: now,
@@ -137,7 +137,7 @@ impl Pool {
     }
 
     /// The Deployment now asks for `replicas` pods, at `now`.
-    pub fn scale(&mut self, now: DateTime<Utc>, replicas: usize) {
+    pub fn scale(&mut self, now: Timestamp, replicas: usize) {
         self.advance(now);
         let current = self.replicas();
         if replicas > current {
@@ -166,7 +166,7 @@ impl Pool {
     }
 
     /// Moves the pool to `now`: jobs end, pods become ready, queued jobs start, in time order.
-    pub fn advance(&mut self, now: DateTime<Utc>) {
+    pub fn advance(&mut self, now: Timestamp) {
         while let Some(at) = self.next_event().filter(|at| *at <= now) {
             self.now = self.now.max(at);
             for pod in &mut self.pods {
@@ -181,7 +181,7 @@ impl Pool {
     }
 
     /// The next instant something changes by itself: a job ends or a pod becomes ready.
-    fn next_event(&self) -> Option<DateTime<Utc>> {
+    fn next_event(&self) -> Option<Timestamp> {
         self.pods
             .iter()
             .filter_map(|p| match p.busy_until {
@@ -193,7 +193,7 @@ impl Pool {
     }
 
     /// Idle ready pods take queued jobs, oldest first.
-    fn dispatch(&mut self, at: DateTime<Utc>) {
+    fn dispatch(&mut self, at: Timestamp) {
         self.now = self.now.max(at);
         while !self.queue.is_empty() {
             let Some(pod) = self
@@ -210,7 +210,7 @@ impl Pool {
             self.started.push(Started {
                 id: job.id,
                 at,
-                waited: at - job.arrived,
+                waited: at.duration_since(job.arrived),
             });
         }
     }

@@ -4,28 +4,28 @@ use ebb_testkit::utc;
 
 use super::*;
 
-fn t(minutes: i64) -> DateTime<Utc> {
-    utc("2026-03-10T09:00:00Z") + TimeDelta::minutes(minutes)
+fn t(minutes: i64) -> Timestamp {
+    utc("2026-03-10T09:00:00Z") + SignedDuration::from_mins(minutes)
 }
 
 fn job(id: u64, arrived: i64, minutes: i64) -> Job {
     Job {
         id,
         arrived: t(arrived),
-        duration: TimeDelta::minutes(minutes),
+        duration: SignedDuration::from_mins(minutes),
     }
 }
 
 fn waits(pool: &Pool) -> Vec<(u64, i64)> {
     pool.started()
         .iter()
-        .map(|s| (s.id, s.waited.num_minutes()))
+        .map(|s| (s.id, s.waited.as_mins()))
         .collect()
 }
 
 #[test]
 fn one_job_per_pod_and_the_rest_wait_in_order() {
-    let mut pool = Pool::new(t(0), 2, TimeDelta::minutes(1));
+    let mut pool = Pool::new(t(0), 2, SignedDuration::from_mins(1));
     for id in 0..4 {
         pool.submit(job(id, 0, 10));
     }
@@ -40,7 +40,7 @@ fn one_job_per_pod_and_the_rest_wait_in_order() {
 
 #[test]
 fn a_job_ending_between_two_looks_frees_its_pod_at_that_instant() {
-    let mut pool = Pool::new(t(0), 1, TimeDelta::minutes(1));
+    let mut pool = Pool::new(t(0), 1, SignedDuration::from_mins(1));
     pool.submit(job(0, 0, 3));
     pool.submit(job(1, 1, 3));
     pool.submit(job(2, 2, 3));
@@ -50,7 +50,7 @@ fn a_job_ending_between_two_looks_frees_its_pod_at_that_instant() {
 
 #[test]
 fn new_pods_take_queued_jobs_once_ready() {
-    let mut pool = Pool::new(t(0), 1, TimeDelta::minutes(2));
+    let mut pool = Pool::new(t(0), 1, SignedDuration::from_mins(2));
     for id in 0..3 {
         pool.submit(job(id, 0, 30));
     }
@@ -67,7 +67,7 @@ fn new_pods_take_queued_jobs_once_ready() {
 
 #[test]
 fn scaling_down_removes_idle_pods_first_and_lets_busy_ones_finish() {
-    let mut pool = Pool::new(t(0), 3, TimeDelta::minutes(1));
+    let mut pool = Pool::new(t(0), 3, SignedDuration::from_mins(1));
     pool.submit(job(0, 0, 10));
     pool.scale(t(1), 1);
     assert_eq!(pool.replicas(), 1);

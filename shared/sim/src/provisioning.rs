@@ -6,7 +6,7 @@
 //! The scenario runs twice: as written (with the ServiceScaler's pre-scaling windows) and with the
 //! ServiceScalers taken out (the HPA alone, as the seed had it). The difference is the point.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
 use service_scaler::metrics::Metrics;
@@ -95,7 +95,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         charts: vec![Chart {
             title: format!("{}: provisioner pods and demand", scenario.name),
             y_label: "pods / jobs".into(),
-            hours: scenario.length().num_seconds() as f64 / 3600.0,
+            hours: scenario.length().as_secs() as f64 / 3600.0,
             series,
         }],
     })
@@ -239,14 +239,14 @@ async fn drive(
         }
         peak_idle = peak_idle.max(pool.idle());
         peak_pods = peak_pods.max(pool.replicas());
-        pod_seconds += pool.replicas() as i64 * hpa::SYNC_PERIOD.num_seconds();
+        pod_seconds += pool.replicas() as i64 * hpa::SYNC_PERIOD.as_secs();
         push_change(&mut pods, hours(t, start), pool.replicas() as f64);
         push_change(&mut queued, hours(t, start), pool.queued() as f64);
         push_change(&mut running, hours(t, start), pool.busy() as f64);
         t += hpa::SYNC_PERIOD;
     }
     pool.advance(scenario.end());
-    let waits: Vec<TimeDelta> = pool.started().iter().map(|s| s.waited).collect();
+    let waits: Vec<SignedDuration> = pool.started().iter().map(|s| s.waited).collect();
     let groups = jobs
         .iter()
         .map(|j| workshop_of(j.id))
@@ -254,7 +254,7 @@ async fn drive(
         .map_or(0, |g| g + 1);
     let waits_by_workshop = (0..groups)
         .map(|g| {
-            let of_group: Vec<TimeDelta> = pool
+            let of_group: Vec<SignedDuration> = pool
                 .started()
                 .iter()
                 .filter(|s| workshop_of(s.id) == g)
@@ -284,8 +284,8 @@ async fn drive(
     }
 }
 
-fn hours(t: DateTime<Utc>, start: DateTime<Utc>) -> f64 {
-    (t - start).num_seconds() as f64 / 3600.0
+fn hours(t: Timestamp, start: Timestamp) -> f64 {
+    t.duration_since(start).as_secs() as f64 / 3600.0
 }
 
 fn push_change(points: &mut Vec<(f64, f64)>, x: f64, y: f64) {

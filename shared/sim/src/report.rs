@@ -1,7 +1,7 @@
 //! What a simulation reports: a timeline of the controllers' writes and the actors' key events,
 //! and the figures of its summary.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 /// One line of the timeline.
@@ -19,12 +19,12 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Timeline {
-    entries: Vec<(DateTime<Utc>, Entry)>,
+    entries: Vec<(Timestamp, Entry)>,
 }
 
 impl Timeline {
     /// Adds `what` done by `who` at `at`.
-    pub fn add(&mut self, at: DateTime<Utc>, who: &str, what: impl Into<String>) {
+    pub fn add(&mut self, at: Timestamp, who: &str, what: impl Into<String>) {
         self.entries.push((
             at,
             Entry {
@@ -37,7 +37,7 @@ impl Timeline {
 
     /// The entries in time order.
     pub fn entries(&self) -> Vec<&Entry> {
-        let mut sorted: Vec<&(DateTime<Utc>, Entry)> = self.entries.iter().collect();
+        let mut sorted: Vec<&(Timestamp, Entry)> = self.entries.iter().collect();
         // Stable: the same instant keeps insertion order.
         sorted.sort_by_key(|(at, _)| *at);
         sorted.into_iter().map(|(_, e)| e).collect()
@@ -70,8 +70,8 @@ pub struct Waits {
 
 impl Waits {
     /// The figures of `waits` (nearest-rank percentiles, in whole seconds).
-    pub fn of(waits: &[TimeDelta]) -> Self {
-        let mut seconds: Vec<i64> = waits.iter().map(TimeDelta::num_seconds).collect();
+    pub fn of(waits: &[SignedDuration]) -> Self {
+        let mut seconds: Vec<i64> = waits.iter().map(SignedDuration::as_secs).collect();
         seconds.sort_unstable();
         Self {
             users: seconds.len(),

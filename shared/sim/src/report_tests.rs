@@ -21,9 +21,9 @@ fn the_timeline_is_in_time_order_and_keeps_the_order_of_one_instant() {
 
 #[test]
 fn waits_use_nearest_rank_percentiles() {
-    let waits: Vec<TimeDelta> = (1..=20)
-        .map(TimeDelta::seconds)
-        .chain([TimeDelta::zero(); 80])
+    let waits: Vec<SignedDuration> = (1..=20)
+        .map(SignedDuration::from_secs)
+        .chain([SignedDuration::ZERO; 80])
         .collect();
     let w = Waits::of(&waits);
     assert_eq!(w.users, 100);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ pub struct Scenario {
     #[serde(default)]
     pub description: String,
     /// When the simulation starts.
-    pub start: DateTime<Utc>,
+    pub start: Timestamp,
     /// How long it runs (`24h`, `168h`).
     pub span: Spread,
     /// The seed of every random draw.
@@ -81,7 +81,7 @@ pub struct ReplicaRequest {
 }
 
 fn one_minute() -> Spread {
-    Spread::fixed(TimeDelta::minutes(1))
+    Spread::fixed(SignedDuration::from_mins(1))
 }
 
 /// Provisioners (one job per pod) and the workshops that use them.
@@ -98,7 +98,7 @@ pub struct ProvisionerActors {
 }
 
 fn thirty_seconds() -> Spread {
-    Spread::fixed(TimeDelta::seconds(30))
+    Spread::fixed(SignedDuration::from_secs(30))
 }
 
 /// The cluster around a ScaleDownSchedule.
@@ -119,7 +119,7 @@ pub struct ClusterActors {
 }
 
 fn ten_minutes() -> Spread {
-    Spread::fixed(TimeDelta::minutes(10))
+    Spread::fixed(SignedDuration::from_mins(10))
 }
 
 /// Busy hours of every day.
@@ -139,7 +139,7 @@ pub struct Busy {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Upgrade {
     /// When it starts.
-    pub at: DateTime<Utc>,
+    pub at: Timestamp,
     /// How long it runs.
     pub lasting: Spread,
 }
@@ -157,7 +157,7 @@ impl Scenario {
     }
 
     /// The span as a duration (a range is read as its longest).
-    pub fn length(&self) -> TimeDelta {
+    pub fn length(&self) -> SignedDuration {
         match self.span {
             Spread::Fixed(d) => d,
             Spread::Between { max, .. } => max,
@@ -165,7 +165,7 @@ impl Scenario {
     }
 
     /// When the simulation ends.
-    pub fn end(&self) -> DateTime<Utc> {
+    pub fn end(&self) -> Timestamp {
         self.start + self.length()
     }
 

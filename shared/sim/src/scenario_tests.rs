@@ -14,7 +14,7 @@ fn read(name: &str) -> Scenario {
 fn the_week_scenario_reads_with_its_objects_and_actors() {
     let s = read("scaledown-week.yaml");
     assert_eq!(s.name, "scaledown-week");
-    assert_eq!(s.length(), TimeDelta::hours(168));
+    assert_eq!(s.length(), SignedDuration::from_hours(168));
     assert_eq!(s.objects_of("ScaleDownSchedule").count(), 1);
     let cluster = s.actors.cluster.unwrap();
     assert_eq!(cluster.base_nodes, 4);

@@ -7,9 +7,9 @@
 //! nodes. What scale-down was allowed at each instant (a window open, or an upgrade running) is
 //! set against what the controller wrote, exactly to the second, from the stamped writes.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_schedule::AnyOpen;
+use jiff::{SignedDuration, Timestamp};
 use scaledown_window::metrics::Metrics;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ use crate::{Dice, Outcome};
 
 const CA_API: &str = "autoscaling.openshift.io/v1";
 const CV_API: &str = "config.openshift.io/v1";
-const STEP: TimeDelta = TimeDelta::minutes(1);
+const STEP: SignedDuration = SignedDuration::from_mins(1);
 
 /// The figures of a schedule simulation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,7 +123,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     );
     let samples = alongside(scaledown_window::CONTROLLER_NAME, controllers, driven).await?;
 
-    let writes: Vec<(DateTime<Utc>, bool)> = world
+    let writes: Vec<(Timestamp, bool)> = world
         .writes()
         .iter()
         .filter(|w| w.path.ends_with(&format!("/clusterautoscalers/{target}")))
@@ -159,7 +159,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         slowest_follow_seconds: accounting.slowest_follow_seconds,
         target_writes: writes.len(),
     };
-    let hours = scenario.length().num_seconds() as f64 / 3600.0;
+    let hours = scenario.length().as_secs() as f64 / 3600.0;
     let chart = Chart {
         title: format!(
             "{}: nodes, and scale-down allowed vs enabled",
@@ -200,8 +200,8 @@ fn world_initial_enabled(scenario: &Scenario, target: &str) -> bool {
 }
 
 /// Nodes needed at `t`: the busy hours' count while one runs, else the base.
-fn needed(actors: &ClusterActors, t: DateTime<Utc>) -> usize {
-    let minute = t.format("%H:%M").to_string();
+fn needed(actors: &ClusterActors, t: Timestamp) -> usize {
+    let minute = t.strftime("%H:%M").to_string();
     actors
         .busy
         .iter()
@@ -224,7 +224,7 @@ async fn drive(
     actors: &ClusterActors,
     (windows, upgrades): (&AnyOpen, &Upgrades),
     target: &str,
-    unneeded: TimeDelta,
+    unneeded: SignedDuration,
     timeline: &mut Timeline,
 ) -> Samples {
     let start = scenario.start;
@@ -236,7 +236,7 @@ async fn drive(
     let mut t = start;
     while t < scenario.end() {
         world.clock.sleep_until(t).await;
-        let hours = (t - start).num_seconds() as f64 / 3600.0;
+        let hours = t.duration_since(start).as_secs() as f64 / 3600.0;
         if upgrades.progressing(t) != progressing {
             progressing = !progressing;
             set_progressing(world, progressing, t);
@@ -304,7 +304,7 @@ fn push_change(points: &mut Vec<(f64, f64)>, x: f64, y: f64) {
     }
 }
 
-fn set_progressing(world: &World, on: bool, at: DateTime<Utc>) {
+fn set_progressing(world: &World, on: bool, at: Timestamp) {
     let status = if on { "True" } else { "False" };
     let time = ebb_runtime::time::rfc3339(at);
     world
@@ -331,14 +331,14 @@ fn account(
     windows: &AnyOpen,
     upgrades: &Upgrades,
     initially: bool,
-    writes: &[(DateTime<Utc>, bool)],
+    writes: &[(Timestamp, bool)],
 ) -> Accounting {
     let (start, end) = (scenario.start, scenario.end());
     let allowed = |t| windows.is_open(t) || upgrades.progressing(t);
-    let mut cuts: Vec<DateTime<Utc>> = vec![start, end];
+    let mut cuts: Vec<Timestamp> = vec![start, end];
     cuts.extend(
         windows
-            .transitions(start, 10_000, end - start)
+            .transitions(start, 10_000, end.duration_since(start))
             .into_iter()
             .map(|(t, _)| t),
     );
@@ -349,7 +349,7 @@ fn account(
     cuts.retain(|t| *t >= start && *t <= end);
     cuts.sort();
     cuts.dedup();
-    let enabled_at = |t: DateTime<Utc>| {
+    let enabled_at = |t: Timestamp| {
         writes
             .iter()
             .rev()
@@ -364,7 +364,7 @@ fn account(
     };
     for pair in cuts.windows(2) {
         let (from, to) = (pair[0], pair[1]);
-        let seconds = (to - from).num_seconds();
+        let seconds = to.duration_since(from).as_secs();
         let (may, is) = (allowed(from), enabled_at(from));
         out.allowed_seconds += if may { seconds } else { 0 };
         out.enabled_seconds += if is { seconds } else { 0 };

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::stackable::{ScalerStage, ScalerState};
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ const API: &str = "autoscaling.stackable.tech/v1alpha1";
 const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";
 const HOOK_LABEL: &str = "scaling.ebb.dev/hook";
 /// How often the actors look.
-pub const STEP: TimeDelta = TimeDelta::seconds(5);
+pub const STEP: SignedDuration = SignedDuration::from_secs(5);
 
 /// The figures of a stackable simulation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,7 +118,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         charts: vec![Chart {
             title: format!("{}: replicas and stage", scenario.name),
             y_label: "replicas / stage".into(),
-            hours: scenario.length().num_seconds() as f64 / 3600.0,
+            hours: scenario.length().as_secs() as f64 / 3600.0,
             series: samples.series,
         }],
     })
@@ -189,7 +189,7 @@ async fn drive(
     timeline: &mut Timeline,
 ) -> (HookJobs, Samples) {
     let start = scenario.start;
-    let requests: Vec<(DateTime<Utc>, i64)> = actors
+    let requests: Vec<(Timestamp, i64)> = actors
         .requests
         .iter()
         .map(|r| (start + dice.duration(&r.after), r.replicas))
@@ -198,7 +198,7 @@ async fn drive(
     let retry_after = dice.duration(&actors.retry_after);
     let (mut next_request, mut asked) = (0, None::<i64>);
     let mut published: BTreeSet<String> = BTreeSet::new();
-    let mut failed_since: Option<DateTime<Utc>> = None;
+    let mut failed_since: Option<Timestamp> = None;
     let mut last_pod_change = start;
     let mut samples = Samples {
         completed: 0,
@@ -229,7 +229,7 @@ async fn drive(
         if let Some(stage) = &stage {
             if *stage == ScalerStage::Failed {
                 let since = *failed_since.get_or_insert(t);
-                if t - since >= retry_after {
+                if t.duration_since(since) >= retry_after {
                     world.fake.modify_json(
                         API,
                         "StackableScaler",
@@ -269,8 +269,8 @@ async fn drive(
     (jobs, samples)
 }
 
-fn hours(t: DateTime<Utc>, start: DateTime<Utc>) -> f64 {
-    (t - start).num_seconds() as f64 / 3600.0
+fn hours(t: Timestamp, start: Timestamp) -> f64 {
+    t.duration_since(start).as_secs() as f64 / 3600.0
 }
 
 fn push_change(points: &mut Vec<(f64, f64)>, x: f64, y: f64) {
@@ -286,7 +286,7 @@ fn run_jobs(
     jobs: &mut HookJobs,
     published: &mut BTreeSet<String>,
     dice: &mut Dice,
-    t: DateTime<Utc>,
+    t: Timestamp,
     timeline: &mut Timeline,
 ) {
     let mut listed: Vec<Job> = world.fake.list::<Job>();
@@ -332,9 +332,9 @@ fn run_jobs(
 fn roll_pods(
     world: &World,
     key: &Key,
-    t: DateTime<Utc>,
-    pace: TimeDelta,
-    last_change: &mut DateTime<Utc>,
+    t: Timestamp,
+    pace: SignedDuration,
+    last_change: &mut Timestamp,
 ) -> i64 {
     let Some(sts) = world
         .fake
@@ -358,7 +358,7 @@ fn roll_pods(
     if ready == spec && observed.as_ref() == Some(&generation) {
         return ready;
     }
-    if ready != spec && t - *last_change < pace {
+    if ready != spec && t.duration_since(*last_change) < pace {
         return ready;
     }
     let next = if ready < spec {
@@ -392,7 +392,7 @@ fn seconds_in_stage(
     scenario: &Scenario,
 ) -> BTreeMap<String, i64> {
     let status_path = format!("/stackablescalers/{}/status", key.scaler);
-    let changes: Vec<(DateTime<Utc>, String)> = writes
+    let changes: Vec<(Timestamp, String)> = writes
         .iter()
         .filter(|w| w.path.ends_with(&status_path) && w.status.is_some_and(|s| s < 300))
         .filter_map(|w| {
@@ -403,7 +403,7 @@ fn seconds_in_stage(
     let mut out = BTreeMap::new();
     for (i, (at, stage)) in changes.iter().enumerate() {
         let until = changes.get(i + 1).map_or(scenario.end(), |(next, _)| *next);
-        *out.entry(stage.clone()).or_insert(0) += (until - *at).num_seconds();
+        *out.entry(stage.clone()).or_insert(0) += until.duration_since(*at).as_secs();
     }
     out
 }

@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
-use chrono::TimeDelta;
 use ebb_runtime::plan::OutputFormat;
+use jiff::SignedDuration;
 use serde::Serialize;
 use serde_json::{Number, Value, json};
 
@@ -259,7 +259,7 @@ fn run_grid(
     axes: &[Axis],
     cost: &str,
     wait: &str,
-    bound: TimeDelta,
+    bound: SignedDuration,
 ) -> Result<Sweep, RunError> {
     let mut rows = Vec::new();
     let mut index = vec![0usize; axes.len()];
@@ -287,7 +287,7 @@ fn run_grid(
             setting,
             cost: c,
             wait_seconds: w,
-            within: w <= bound.num_seconds() as f64,
+            within: w <= bound.as_secs() as f64,
         });
         // The next combination, the last axis fastest.
         let mut k = axes.len();
@@ -301,7 +301,7 @@ fn run_grid(
                 return Ok(Sweep {
                     cost: cost.to_owned(),
                     wait: wait.to_owned(),
-                    max_wait_seconds: bound.num_seconds(),
+                    max_wait_seconds: bound.as_secs(),
                     rows,
                     cheapest,
                 });

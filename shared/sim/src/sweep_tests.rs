@@ -63,7 +63,7 @@ fn the_sweep_names_the_cheapest_setting_within_the_bound() {
         &axes,
         "seatMinutes",
         "waits.maxSeconds",
-        TimeDelta::hours(2),
+        SignedDuration::from_hours(2),
     )
     .unwrap();
     assert_eq!(sweep.rows.len(), 4);

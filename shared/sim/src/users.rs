@@ -1,6 +1,6 @@
 //! When users arrive: the demand side of a scenario.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 
 use crate::Dice;
@@ -57,8 +57,8 @@ pub struct Ramp {
 impl Arrivals {
     /// The arrival instants, sorted, for a scenario starting at `start`. Draws (in a fixed
     /// order) only for a burst's instants and for spreads that are ranges.
-    pub fn instants(&self, start: DateTime<Utc>, dice: &mut Dice) -> Vec<DateTime<Utc>> {
-        let mut out: Vec<DateTime<Utc>> = match self {
+    pub fn instants(&self, start: Timestamp, dice: &mut Dice) -> Vec<Timestamp> {
+        let mut out: Vec<Timestamp> = match self {
             Self::Burst {
                 burst:
                     Burst {
@@ -69,7 +69,7 @@ impl Arrivals {
             } => {
                 let begin = start + dice.duration(after);
                 let span = dice.duration(within);
-                let spread = Spread::between(TimeDelta::zero(), span);
+                let spread = Spread::between(SignedDuration::ZERO, span);
                 (0..*count)
                     .map(|_| begin + dice.duration(&spread))
                     .collect()
@@ -82,7 +82,13 @@ impl Arrivals {
                 let n = i64::from(*count);
                 (0..n)
                     .map(|i| {
-                        begin + TimeDelta::milliseconds(span.num_milliseconds() * i / n.max(1))
+                        begin
+                            + SignedDuration::from_millis(
+                                i64::try_from(
+                                    span.as_millis() * i128::from(i) / i128::from(n.max(1)),
+                                )
+                                .unwrap_or(i64::MAX),
+                            )
                     })
                     .collect()
             }

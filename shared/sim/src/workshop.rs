@@ -8,8 +8,8 @@
 //! read it); a user who took a seat gets `spec.assignment`. Waits are exact: the actor seats users
 //! at the instant a seat became ready, whatever the step.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::babylon::WorkshopProvision;
+use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
 use workshop_scaler::metrics::Metrics;
@@ -25,7 +25,7 @@ const API: &str = "babylon.gpte.redhat.com/v1";
 const CLAIM_API: &str = "poolboy.gpte.redhat.com/v1";
 const PROVISION_LABEL: &str = "babylon.gpte.redhat.com/workshop-provision";
 /// How often the actors look.
-pub const STEP: TimeDelta = TimeDelta::seconds(10);
+pub const STEP: SignedDuration = SignedDuration::from_secs(10);
 
 /// The figures of a workshop simulation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,7 +84,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     let mut world = World::new(scenario.start);
     world.apply(path, &scenario.objects)?;
     let mut dice = Dice::seeded(scenario.seed);
-    let mut arrivals: Vec<DateTime<Utc>> = scenario
+    let mut arrivals: Vec<Timestamp> = scenario
         .actors
         .users
         .iter()
@@ -115,7 +115,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         timeline.add(write.at, workshop_scaler::CONTROLLER_NAME, describe(write));
     }
     let (scale_ups, overlapping) = scale_ups(&writes, &key);
-    let waits: Vec<TimeDelta> = babylon.seated().iter().map(|s| s.waited).collect();
+    let waits: Vec<SignedDuration> = babylon.seated().iter().map(|s| s.waited).collect();
     let summary = Summary {
         waits: Waits::of(&waits),
         users_never_seated: babylon.waiting().count(),
@@ -129,7 +129,7 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     let chart = Chart {
         title: format!("{}: seats and users", scenario.name),
         y_label: "seats".into(),
-        hours: scenario.length().num_seconds() as f64 / 3600.0,
+        hours: scenario.length().as_secs() as f64 / 3600.0,
         series: samples.series,
     };
     Ok(Outcome {
@@ -159,7 +159,7 @@ async fn drive(
     scenario: &Scenario,
     key: &Key,
     mut babylon: Babylon,
-    arrivals: &[DateTime<Utc>],
+    arrivals: &[Timestamp],
     dice: &mut Dice,
     timeline: &mut Timeline,
 ) -> (Babylon, Samples) {
@@ -200,9 +200,9 @@ async fn drive(
             .count();
         let taken = shown.iter().filter(|(_, taken)| *taken).count();
         samples.peak_unused = samples.peak_unused.max(ready - taken.min(ready));
-        samples.seat_seconds += ready as i64 * STEP.num_seconds();
+        samples.seat_seconds += ready as i64 * STEP.as_secs();
         samples.final_count = count;
-        let hours = (t - start).num_seconds() as f64 / 3600.0;
+        let hours = t.duration_since(start).as_secs() as f64 / 3600.0;
         push_change(&mut count_series, hours, count as f64);
         push_change(&mut ready_series, hours, ready as f64);
         push_change(&mut taken_series, hours, taken as f64);
@@ -233,7 +233,7 @@ fn provision_count(world: &World, key: &Key) -> i64 {
 }
 
 /// A ResourceClaim (labelled with the provision) and a WorkshopUserAssignment per new seat.
-fn create_seats(world: &World, key: &Key, babylon: &Babylon, from: usize, at: DateTime<Utc>) {
+fn create_seats(world: &World, key: &Key, babylon: &Babylon, from: usize, at: Timestamp) {
     for seat in &babylon.seats()[from..] {
         let created = ebb_runtime::time::rfc3339(at);
         let _ = world.fake.try_insert(
@@ -260,7 +260,7 @@ fn publish(
     key: &Key,
     babylon: &Babylon,
     shown: &mut Vec<(ClaimState, bool)>,
-    at: DateTime<Utc>,
+    at: Timestamp,
 ) {
     for (i, seat) in babylon.seats().iter().enumerate() {
         if shown.len() <= i {

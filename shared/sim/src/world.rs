@@ -5,12 +5,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use clap::Args;
 use ebb_runtime::app::{WarmUp, Wiring};
 use ebb_runtime::{ApiContact, CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
 use ebb_testkit::{FakeApi, RecordedRequest, RecordingEvents};
 use futures::FutureExt;
+use jiff::Timestamp;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ pub struct World {
 
 impl World {
     /// An empty cluster at `start`. Make it inside the runtime whose paused time drives it.
-    pub fn new(start: DateTime<Utc>) -> Self {
+    pub fn new(start: Timestamp) -> Self {
         let clock = VirtualClock::starting_at(start);
         Self {
             fake: FakeApi::with_clock(clock),

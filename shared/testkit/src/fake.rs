@@ -4,9 +4,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{Either, Full};
+use jiff::Timestamp;
 use kube::client::Body;
 use kube::{Client, Resource};
 use serde::Serialize;
@@ -140,7 +140,7 @@ pub struct RecordedRequest {
     /// The HTTP status the client got; `None` for an injected timeout.
     pub status: Option<u16>,
     /// When the request was served, by the fake's clock (the simulator's timeline).
-    pub at: DateTime<Utc>,
+    pub at: Timestamp,
 }
 
 impl RecordedRequest {
@@ -292,7 +292,9 @@ pub const FAKE_EPOCH_SECONDS: i64 = 1_735_689_600;
 impl FakeApi {
     /// An empty API whose server-set timestamps come from a clock fixed at 2025-01-01T00:00:00Z.
     pub fn new() -> Self {
-        let epoch = DateTime::from_timestamp(FAKE_EPOCH_SECONDS, 0).unwrap_or_default();
+        let epoch = Timestamp::from_second(FAKE_EPOCH_SECONDS)
+            .ok()
+            .unwrap_or_default();
         Self::with_clock(ManualClock::new(epoch))
     }
 
@@ -367,7 +369,7 @@ impl FakeApi {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn now(&self) -> DateTime<Utc> {
+    fn now(&self) -> Timestamp {
         self.inner.clock.now()
     }
 
@@ -913,7 +915,7 @@ fn start_watch<'q>(
 fn dispatch(
     store: &mut Store,
     request: &ApiRequest<'_>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<Answer, ApiError> {
     let ApiRequest {
         method,

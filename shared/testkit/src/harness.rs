@@ -6,24 +6,24 @@
 //! # use ebb_testkit::{Harness, utc};
 //! let h = Harness::new("2026-05-04T09:00:00Z", "service-scaler");
 //! let ctx = h.context(false, ());
-//! h.clock.advance(chrono::Duration::minutes(5));
+//! h.clock.advance(jiff::SignedDuration::from_mins(5));
 //! # let _ = ctx;
 //! ```
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use chrono::{DateTime, Utc};
 use ebb_runtime::frame::{Context, Shared};
 use ebb_runtime::{ApiContact, ControllerMetrics, Leader, ManualClock};
+use jiff::Timestamp;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
 use crate::{FakeApi, RecordingEvents};
 
 /// `text` (RFC 3339) as a UTC instant; panics on a malformed literal (tests only).
-pub fn utc(text: &str) -> DateTime<Utc> {
-    match DateTime::parse_from_rfc3339(text) {
-        Ok(t) => t.with_timezone(&Utc),
+pub fn utc(text: &str) -> Timestamp {
+    match text.parse() {
+        Ok(t) => t,
         Err(e) => panic!("{text:?} is not RFC 3339: {e}"),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 use kube::core::{Selector, SelectorExt};
 use serde_json::{Map, Value, json};
 
@@ -237,8 +237,8 @@ pub(crate) fn group_plural(resource: &ResourceType) -> GroupPlural {
     (resource.group.clone(), resource.plural.clone())
 }
 
-fn timestamp(now: DateTime<Utc>) -> Value {
-    Value::String(now.to_rfc3339_opts(SecondsFormat::Secs, true))
+fn timestamp(now: Timestamp) -> Value {
+    Value::String(ebb_runtime::time::rfc3339(now))
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -525,7 +525,7 @@ impl Store {
         &mut self,
         key: ObjectKey,
         mut obj: Value,
-        now: DateTime<Utc>,
+        now: Timestamp,
         dry_run: bool,
     ) -> Value {
         let type_key = group_plural(&key.resource);
@@ -584,7 +584,7 @@ impl Store {
         resource: &ResourceType,
         namespace: Option<&str>,
         mut body: Value,
-        now: DateTime<Utc>,
+        now: Timestamp,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         if !body.is_object() {
@@ -814,7 +814,7 @@ impl Store {
         kind: PatchKind,
         patch: &Value,
         part: Part,
-        now: DateTime<Utc>,
+        now: Timestamp,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         if kind == PatchKind::Apply && part == Part::Main && !self.objects.contains_key(key) {
@@ -851,7 +851,7 @@ impl Store {
     pub fn delete(
         &mut self,
         key: &ObjectKey,
-        now: DateTime<Utc>,
+        now: Timestamp,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let old = self.current(key)?.clone();
@@ -954,7 +954,7 @@ impl Store {
         &mut self,
         obj: Value,
         plural: Option<&str>,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> Result<Value, String> {
         let api_version = obj
             .get("apiVersion")

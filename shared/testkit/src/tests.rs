@@ -1,7 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use chrono::DateTime;
 use ebb_runtime::clock::ManualClock;
 use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -53,11 +52,7 @@ fn widget_resource() -> ApiResource {
 
 #[tokio::test]
 async fn create_get_and_server_fields() {
-    let clock = ManualClock::new(
-        DateTime::parse_from_rfc3339("2025-05-01T10:00:00.7Z")
-            .unwrap()
-            .to_utc(),
-    );
+    let clock = ManualClock::new("2025-05-01T10:00:00.7Z".parse::<jiff::Timestamp>().unwrap());
     let fake = FakeApi::with_clock(clock.clone());
     let api = deployments(&fake.client(), "shop");
 
@@ -73,9 +68,7 @@ async fn create_get_and_server_fields() {
     assert_eq!(meta.generation, Some(1));
     assert_eq!(
         ebb_runtime::time::from_k8s_time(meta.creation_timestamp.as_ref().unwrap()),
-        DateTime::parse_from_rfc3339("2025-05-01T10:00:00Z")
-            .unwrap()
-            .to_utc()
+        "2025-05-01T10:00:00Z".parse::<jiff::Timestamp>().unwrap()
     );
     assert_eq!(api.get("web").await.unwrap(), created);
 

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_crds::scaledown::{ScaleDownScheduleStatus, ScaleDownTransition};
 use ebb_runtime::conditions::{ConditionUpdate, set_condition};
 use ebb_runtime::pause::PauseReport;
 use ebb_runtime::{Notice, to_k8s_time};
+use jiff::Timestamp;
 
 use super::{
     CLUSTER_AUTOSCALER_NAME, Change, ClusterAutoscalerScaleDown, Decision, InvalidSpec, Reason,
@@ -22,8 +22,10 @@ pub const RESYNC: Duration = Duration::from_secs(24 * 3600);
 pub const API_MISSING_RETRY: Duration = Duration::from_secs(300);
 
 /// The delay from `now` until `at`, at most [`RESYNC`].
-pub fn requeue_after(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
-    (at - now).to_std().unwrap_or(Duration::ZERO).min(RESYNC)
+pub fn requeue_after(now: Timestamp, at: Timestamp) -> Duration {
+    std::time::Duration::try_from(at.duration_since(now))
+        .unwrap_or(Duration::ZERO)
+        .min(RESYNC)
 }
 
 /// What [`report`] reports on.
@@ -42,7 +44,7 @@ pub struct ReportInput<'a> {
     /// `--dry-run`.
     pub dry_run: bool,
     /// The one instant of this pass.
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// The status, Events, gauges and wake-up of one pass.

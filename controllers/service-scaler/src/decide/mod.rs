@@ -64,13 +64,13 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use ebb_crds::service_scaler::{
     DeletionPolicy, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerStatus,
 };
 use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, PauseReport, first_pause, pause_report};
 use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
+use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
 
@@ -242,11 +242,11 @@ pub struct Decision {
 
 /// How long from `now` until `at`, rounded up to the millisecond (a timer never fires early
 /// because of rounding) and capped at [`MAX_REQUEUE`]; [`MAX_REQUEUE`] without `at`.
-pub fn requeue_after(now: DateTime<Utc>, at: Option<DateTime<Utc>>) -> Duration {
+pub fn requeue_after(now: Timestamp, at: Option<Timestamp>) -> Duration {
     let Some(at) = at else {
         return MAX_REQUEUE;
     };
-    let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
+    let wait = std::time::Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO);
     let millis = wait.as_nanos().div_ceil(1_000_000);
     let wait = Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX));
     wait.clamp(Duration::from_millis(1), MAX_REQUEUE)
@@ -257,7 +257,7 @@ fn finish_status(
     previous: &ServiceScalerStatus,
     mut next: ServiceScalerStatus,
     hpa_written: bool,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<ServiceScalerStatus> {
     next.last_updated_time
         .clone_from(&previous.last_updated_time);
@@ -270,7 +270,7 @@ fn finish_status(
 
 /// The pause in force at `now`: the ServiceScaler's own, else the HPA's (DESIGN §3: the pause
 /// annotations count on every object ebb manages). `None` when neither is paused.
-pub fn pause_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<ObjectPause> {
+pub fn pause_of(observed: &Observed<'_>, now: Timestamp) -> Option<ObjectPause> {
     let scaler = ("ServiceScaler", &observed.scaler.metadata);
     let hpa = observed
         .hpa
@@ -280,7 +280,7 @@ pub fn pause_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<ObjectPau
 
 /// The shared pause report ([`pause_report`]): the ServiceScaler's own pause, else the HPA's,
 /// as every ebb controller words it. `None` when neither is paused.
-pub fn pause_report_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<PauseReport> {
+pub fn pause_report_of(observed: &Observed<'_>, now: Timestamp) -> Option<PauseReport> {
     let scaler = observed.scaler;
     let hpa = observed
         .hpa
@@ -304,7 +304,7 @@ pub fn pause_report_of(observed: &Observed<'_>, now: DateTime<Utc>) -> Option<Pa
 /// the finalizer; an invalid spec ends it; then the overlaps and the schedule at `now`; a
 /// kill-switched HPA ends it; then what the HPA gets now, the write it needs and the requeue;
 /// last the dry run or the write.
-pub fn decide(observed: &Observed<'_>, now: DateTime<Utc>) -> Decision {
+pub fn decide(observed: &Observed<'_>, now: Timestamp) -> Decision {
     let mut draft = Draft::new(*observed, now);
     // Pause, on the ServiceScaler or on the HPA: the Paused condition and nothing else.
     if let Some(report) = pause_report_of(observed, now) {
@@ -366,7 +366,7 @@ fn finalizer_plan(observed: &Observed<'_>, unmanaged: bool) -> FinalizerPlan {
 /// One [`decide`] in the making: the status as it is rewritten and the Events so far.
 struct Draft<'a> {
     observed: Observed<'a>,
-    now: DateTime<Utc>,
+    now: Timestamp,
     /// The ServiceScaler's `metadata.generation`: the conditions' `observedGeneration`.
     generation: Option<i64>,
     /// The status as read.
@@ -380,7 +380,7 @@ struct Draft<'a> {
 }
 
 impl<'a> Draft<'a> {
-    fn new(observed: Observed<'a>, now: DateTime<Utc>) -> Self {
+    fn new(observed: Observed<'a>, now: Timestamp) -> Self {
         let scaler = observed.scaler;
         let previous = scaler.status.clone().unwrap_or_default();
         Self {
@@ -536,7 +536,7 @@ impl<'a> Draft<'a> {
 
     /// **Transitions**: the schedule at `now` into the status (the range in force and the next
     /// [`PREVIEW_LEN`] transitions); returns the range in force and the next transition.
-    fn schedule_at_now(&mut self, schedule: &Schedule) -> (Option<usize>, Option<DateTime<Utc>>) {
+    fn schedule_at_now(&mut self, schedule: &Schedule) -> (Option<usize>, Option<Timestamp>) {
         let matched = schedule.matched_at(self.now);
         let preview = schedule.transitions(self.now, PREVIEW_LEN);
         let next_transition = preview.first().map(|t| t.at);
@@ -558,7 +558,7 @@ impl<'a> Draft<'a> {
     fn unmanaged(
         mut self,
         finalizer: FinalizerPlan,
-        next_transition: Option<DateTime<Utc>>,
+        next_transition: Option<Timestamp>,
     ) -> Decision {
         let message = self.unmanaged_message();
         self.condition(READY, false, "Unmanaged", &message);
@@ -689,7 +689,7 @@ struct Target {
     /// Whether the lead steps the settings up ahead of a coming increase.
     leading: bool,
     /// The lead's next step, if any.
-    lead_step: Option<DateTime<Utc>>,
+    lead_step: Option<Timestamp>,
     /// The settings the HPA gets.
     applied: HpaSettings,
     /// The owned fields for them.
@@ -707,7 +707,7 @@ impl Target {
         matched: Option<usize>,
         hpa: Option<&HorizontalPodAutoscaler>,
         previous_ramp: Option<&RampStatus>,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> Self {
         let target = schedule.settings(matched);
         let current_min = hpa.map(|hpa| {
@@ -717,7 +717,7 @@ impl Target {
                 .unwrap_or(DEFAULT_MIN_REPLICAS)
         });
         let ramp = schedule.ramp().and_then(|duration| {
-            let since = now.checked_sub_signed(duration)?;
+            let since = now.checked_sub(duration).ok()?;
             let previous_ramp = previous_ramp.map(|r| Ramp::from_status(r, duration));
             resolve_ramp(
                 duration,
@@ -747,7 +747,7 @@ impl Target {
                 "; minReplicas ramping {} -> {} from {}",
                 r.from,
                 r.to,
-                r.start.to_rfc3339_opts(SecondsFormat::Secs, true)
+                ebb_runtime::time::rfc3339(r.start)
             )),
             if leading {
                 "; stepping up ahead of a coming increase (spec.leadTime)"
@@ -786,7 +786,7 @@ pub struct DeletionPlan {
 /// is deleted, restored to the defaults or kept as it is per [`deletion_action`] (unless paused,
 /// dry run, or kill-switched, which leave it alone), then the finalizers go. An HPA ebb created
 /// that is to be deleted is left to the garbage collector; one to be kept is disowned first.
-pub fn decide_deletion(observed: &Observed<'_>, now: DateTime<Utc>) -> DeletionPlan {
+pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan {
     let scaler = observed.scaler;
     let mut plan = DeletionPlan {
         disown: false,

@@ -2,12 +2,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use chrono::TimeDelta;
 use ebb_crds::service_scaler::{HpaDefaults, HpaOverride, ServiceScalerSpec};
 use ebb_runtime::{
     EventKind, PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, find_condition, from_k8s_time,
 };
 use ebb_testkit::utc;
+use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::MetricSpec;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -373,7 +373,7 @@ proptest! {
             "timeRangeSpec": [{"kind": kind, "from": from, "to": to, "schedule": schedule,
                                "duration": duration, "timeZone": tz}],
         });
-        let now = DateTime::from_timestamp(at, 0).unwrap();
+        let now = Timestamp::from_second(at).ok().unwrap();
         let s = scaler(value);
         match Schedule::from_spec(&s.spec) {
             Ok(schedule) => {
@@ -553,22 +553,22 @@ proptest! {
         ranges in zoned_ranges(), start in 0i64..(366 * 96), offset_s in 0i64..900,
     ) {
         let s = schedule(zoned_spec(&ranges));
-        let now = utc("2026-01-01T00:00:00Z") + TimeDelta::minutes(start * 15) + TimeDelta::seconds(offset_s);
+        let now = utc("2026-01-01T00:00:00Z") + SignedDuration::from_mins(start * 15) + SignedDuration::from_secs(offset_s);
         let current = s.effective_at(now).clone();
         match s.next_transition(now) {
             None => {
                 for q in 0..(2 * 96) {
-                    prop_assert_eq!(s.effective_at(now + TimeDelta::minutes(15 * q)), &current);
+                    prop_assert_eq!(s.effective_at(now + SignedDuration::from_mins(15 * q)), &current);
                 }
             }
             Some(t) => {
-                prop_assert!(t > now && t <= now + TimeDelta::days(1));
+                prop_assert!(t > now && t <= now + SignedDuration::from_hours(24));
                 prop_assert_ne!(s.effective_at(t), &current);
-                prop_assert_eq!(s.effective_at(t - TimeDelta::milliseconds(1)), &current);
+                prop_assert_eq!(s.effective_at(t - SignedDuration::from_millis(1)), &current);
                 let mut probe = now;
                 while probe < t {
                     prop_assert_eq!(s.effective_at(probe), &current);
-                    probe += TimeDelta::minutes(15);
+                    probe += SignedDuration::from_mins(15);
                 }
                 // The preview agrees and alternates settings.
                 let preview = s.transitions(now, PREVIEW_LEN);
@@ -589,7 +589,7 @@ proptest! {
     ) {
         let s = schedule(zoned_spec(&[(from, to, 3)]));
         // Wall clock at +01:00.
-        let instant = utc("2026-03-02T00:00:00+01:00") + TimeDelta::minutes(t);
+        let instant = utc("2026-03-02T00:00:00+01:00") + SignedDuration::from_mins(t);
         let minute_of_day = u32::try_from(t.rem_euclid(24 * 60)).unwrap();
         let (f, e) = (from * 15, to * 15);
         let open = if f < e {
@@ -612,7 +612,7 @@ fn local_range(from: &str, to: &str, tz: &str) -> Schedule {
     )
 }
 
-fn opens_and_closes(s: &Schedule, from: &str) -> (DateTime<Utc>, DateTime<Utc>) {
+fn opens_and_closes(s: &Schedule, from: &str) -> (Timestamp, Timestamp) {
     let t = s.transitions(utc(from), 2);
     assert_eq!(t[0].matched_range, Some(0), "{t:?}");
     assert_eq!(t[1].matched_range, None, "{t:?}");
@@ -637,13 +637,13 @@ fn dst_zurich_gap_starts_at_the_end_of_the_gap_and_fold_means_the_first_occurren
     let nights = local_range("22:00", "06:00", "Europe/Zurich");
     let (open, close) = opens_and_closes(&nights, "2026-03-28T12:00:00Z");
     assert_eq!(
-        (open, close - open),
-        (utc("2026-03-28T21:00:00Z"), TimeDelta::hours(7))
+        (open, close.duration_since(open)),
+        (utc("2026-03-28T21:00:00Z"), SignedDuration::from_hours(7))
     );
     let (open, close) = opens_and_closes(&nights, "2026-10-24T12:00:00Z");
     assert_eq!(
-        (open, close - open),
-        (utc("2026-10-24T20:00:00Z"), TimeDelta::hours(9))
+        (open, close.duration_since(open)),
+        (utc("2026-10-24T20:00:00Z"), SignedDuration::from_hours(9))
     );
 }
 
@@ -725,10 +725,10 @@ fn ramp_steps_one_replica_at_a_time_from_the_boundary() {
         from: 2,
         to: 12,
         start,
-        duration: TimeDelta::minutes(10),
+        duration: SignedDuration::from_mins(10),
     };
-    let at = |m: i64, s: i64| start + TimeDelta::minutes(m) + TimeDelta::seconds(s);
-    assert_eq!(up.value_at(at(0, 0) - TimeDelta::seconds(1)), 2);
+    let at = |m: i64, s: i64| start + SignedDuration::from_mins(m) + SignedDuration::from_secs(s);
+    assert_eq!(up.value_at(at(0, 0) - SignedDuration::from_secs(1)), 2);
     assert_eq!(up.value_at(at(0, 0)), 3);
     assert_eq!(up.value_at(at(0, 59)), 3);
     assert_eq!(up.value_at(at(1, 0)), 4);
@@ -743,7 +743,7 @@ fn ramp_steps_one_replica_at_a_time_from_the_boundary() {
         from: 12,
         to: 1,
         start,
-        duration: TimeDelta::minutes(11),
+        duration: SignedDuration::from_mins(11),
     };
     assert_eq!(down.value_at(at(0, 0)), 11);
     assert_eq!(down.value_at(at(5, 30)), 6);
@@ -758,21 +758,21 @@ proptest! {
         from in 1..40i32, to in 1..40i32, minutes in 1i64..120, probes in proptest::collection::vec(0i64..8_000_000, 1..20),
     ) {
         let start = utc("2026-01-01T00:00:00Z");
-        let ramp = Ramp { from, to, start, duration: TimeDelta::minutes(minutes) };
-        prop_assert_eq!(ramp.value_at(start + TimeDelta::minutes(minutes)), to);
+        let ramp = Ramp { from, to, start, duration: SignedDuration::from_mins(minutes) };
+        prop_assert_eq!(ramp.value_at(start + SignedDuration::from_mins(minutes)), to);
         let mut probes = probes;
         probes.sort_unstable();
         let mut last = from;
         for ms in probes {
-            let t = start + TimeDelta::milliseconds(ms);
+            let t = start + SignedDuration::from_millis(ms);
             let v = ramp.value_at(t);
             prop_assert!(v >= from.min(to) && v <= from.max(to));
             let monotone = if to >= from { v >= last } else { v <= last };
             prop_assert!(monotone, "{} after {}", v, last);
             last = v;
             if let Some(next) = ramp.next_step_after(t) {
-                prop_assert!(next > t && next < start + TimeDelta::minutes(minutes));
-                prop_assert_eq!(ramp.value_at(next - TimeDelta::milliseconds(1)), v);
+                prop_assert!(next > t && next < start + SignedDuration::from_mins(minutes));
+                prop_assert_eq!(ramp.value_at(next - SignedDuration::from_millis(1)), v);
                 prop_assert_eq!((ramp.value_at(next) - v).abs(), 1);
             } else {
                 prop_assert_eq!(v, to);
@@ -783,9 +783,9 @@ proptest! {
 
 #[test]
 fn resolve_ramp_starts_at_the_boundary_and_restarts_from_the_current_value() {
-    let d = TimeDelta::minutes(10);
+    let d = SignedDuration::from_mins(10);
     let b = utc("2026-12-03T07:30:00Z");
-    let now = b + TimeDelta::minutes(3);
+    let now = b + SignedDuration::from_mins(3);
     // A fresh boundary lowering minReplicas: from the HPA's value.
     let r = resolve_ramp(d, None, Some(12), 2, Some(b), now).unwrap();
     assert_eq!((r.from, r.to, r.start), (12, 2, b));
@@ -796,7 +796,7 @@ fn resolve_ramp_starts_at_the_boundary_and_restarts_from_the_current_value() {
     // Continue the stored ramp.
     assert_eq!(resolve_ramp(d, Some(r), Some(9), 2, Some(b), now), Some(r));
     // Target moved lower mid-ramp (at b2): a new ramp from where the old one was then.
-    let b2 = b + TimeDelta::minutes(4);
+    let b2 = b + SignedDuration::from_mins(4);
     let r2 = resolve_ramp(d, Some(r), Some(7), 1, Some(b2), b2).unwrap();
     assert_eq!((r2.from, r2.to, r2.start), (r.value_at(b2), 1, b2));
     // Target moved above the value reached: an increase, never ramped.
@@ -807,12 +807,19 @@ fn resolve_ramp_starts_at_the_boundary_and_restarts_from_the_current_value() {
 
 #[test]
 fn ramp_spreads_decreases_only() {
-    let d = TimeDelta::minutes(10);
+    let d = SignedDuration::from_mins(10);
     let b = utc("2026-12-03T07:30:00Z");
     // An increase spread after its boundary would leave capacity below the schedule.
     assert_eq!(resolve_ramp(d, None, Some(2), 12, Some(b), b), None);
     assert_eq!(
-        resolve_ramp(d, None, Some(2), 12, Some(b), b + TimeDelta::minutes(3)),
+        resolve_ramp(
+            d,
+            None,
+            Some(2),
+            12,
+            Some(b),
+            b + SignedDuration::from_mins(3)
+        ),
         None
     );
     assert!(resolve_ramp(d, None, Some(12), 2, Some(b), b).is_some());
@@ -1489,7 +1496,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
         }
         s = with_status(&s, &d);
         let Some(wait) = d.requeue_after else { break };
-        now += TimeDelta::from_std(wait).unwrap();
+        now += SignedDuration::try_from(wait).unwrap();
         if now >= utc("2026-12-03T16:30:00Z") {
             break;
         }
@@ -1498,7 +1505,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
     let expected: Vec<_> = (0..10)
         .map(|k| {
             (
-                start + TimeDelta::minutes(k),
+                start + SignedDuration::from_mins(k),
                 11 - i32::try_from(k).unwrap(),
                 if k < 9 {
                     WriteReason::Ramp
@@ -1553,7 +1560,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
         }
         s = with_status(&s, &d);
         let wait = d.requeue_after.unwrap();
-        now += TimeDelta::from_std(wait).unwrap();
+        now += SignedDuration::try_from(wait).unwrap();
         wakes.push(now);
     }
     let at = |t: &str| utc(&format!("2026-12-03T{t}Z"));
@@ -1673,19 +1680,19 @@ fn requeue_rounds_up_and_is_capped() {
     let now = utc("2026-01-01T00:00:00Z");
     assert_eq!(requeue_after(now, None), MAX_REQUEUE);
     assert_eq!(
-        requeue_after(now, Some(now + TimeDelta::nanoseconds(1))),
+        requeue_after(now, Some(now + SignedDuration::from_nanos(1))),
         Duration::from_millis(1)
     );
     assert_eq!(
-        requeue_after(now, Some(now - TimeDelta::seconds(5))),
+        requeue_after(now, Some(now - SignedDuration::from_secs(5))),
         Duration::from_millis(1)
     );
     assert_eq!(
-        requeue_after(now, Some(now + TimeDelta::seconds(90))),
+        requeue_after(now, Some(now + SignedDuration::from_secs(90))),
         Duration::from_secs(90)
     );
     assert_eq!(
-        requeue_after(now, Some(now + TimeDelta::days(3))),
+        requeue_after(now, Some(now + SignedDuration::from_hours(24 * 3))),
         MAX_REQUEUE
     );
 }
@@ -1828,12 +1835,16 @@ proptest! {
         let hhmm = |q: u32| format!("{:02}:{:02}", q / 4, (q % 4) * 15);
         let s = local_range(&hhmm(from), &hhmm(to), zone);
         let tz: ebb_schedule::Zone = zone.parse().unwrap();
-        let date: chrono::NaiveDate = date.parse().unwrap();
-        let from_t = chrono::NaiveTime::from_hms_opt(from / 4, (from % 4) * 15, 0).unwrap();
-        let to_t = chrono::NaiveTime::from_hms_opt(to / 4, (to % 4) * 15, 0).unwrap();
-        let wall = |u: DateTime<Utc>| tz.wall_clock(u).unwrap();
-        let start = date.and_hms_opt(0, 0, 0).unwrap().and_utc() - TimeDelta::hours(16);
-        let minutes: Vec<DateTime<Utc>> = (0..(56 * 60)).map(|m| start + TimeDelta::minutes(m)).collect();
+        let date: jiff::civil::Date = date.parse().unwrap();
+        let quarter = |q: u32| {
+            let q = i8::try_from(q).unwrap();
+            jiff::civil::Time::new(q / 4, (q % 4) * 15, 0, 0).unwrap()
+        };
+        let (from_t, to_t) = (quarter(from), quarter(to));
+        let wall = |u: Timestamp| tz.wall_clock(u);
+        let start = date.to_zoned(jiff::tz::TimeZone::UTC).unwrap().timestamp()
+            - SignedDuration::from_hours(16);
+        let minutes: Vec<Timestamp> = (0..(56 * 60)).map(|m| start + SignedDuration::from_mins(m)).collect();
         let opening = minutes
             .iter()
             .find(|u| wall(**u).date() == date && wall(**u).time() >= from_t)

@@ -1,9 +1,9 @@
 //! The ramp: a decrease of `minReplicas` at a schedule boundary spread over `spec.ramp` in
 //! one-replica steps, kept in `status.ramp`.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::service_scaler::RampStatus;
 use ebb_runtime::{from_k8s_time, to_k8s_time};
+use jiff::{SignedDuration, Timestamp};
 
 /// A `minReplicas` ramp: from `from` to `to` in one-replica steps spread evenly over `duration`,
 /// the first step at `start`.
@@ -14,9 +14,9 @@ pub struct Ramp {
     /// `minReplicas` at the end of the ramp.
     pub to: i32,
     /// When the ramp started (the boundary), whole seconds.
-    pub start: DateTime<Utc>,
+    pub start: Timestamp,
     /// How long the ramp lasts (`spec.ramp`).
-    pub duration: TimeDelta,
+    pub duration: SignedDuration,
 }
 
 impl Ramp {
@@ -26,7 +26,7 @@ impl Ramp {
 
     /// How many steps are taken at `t`: the first at `start`, step `k + 1` at
     /// `start + k * duration / steps`, all of them from `start + duration` on.
-    pub fn steps_done(&self, t: DateTime<Utc>) -> i64 {
+    pub fn steps_done(&self, t: Timestamp) -> i64 {
         let n = self.steps();
         if n == 0 {
             return 0;
@@ -34,39 +34,39 @@ impl Ramp {
         if t < self.start {
             return 0;
         }
-        let d = self.duration.num_milliseconds();
-        let e = (t - self.start).num_milliseconds();
+        let d = self.duration.as_millis();
+        let e = t.duration_since(self.start).as_millis();
         if d <= 0 || e >= d {
             return n;
         }
-        let k = i128::from(n) * i128::from(e) / i128::from(d) + 1;
+        let k = i128::from(n) * e / d + 1;
         i64::try_from(k).unwrap_or(n).min(n)
     }
 
     /// `minReplicas` at `t`.
-    pub fn value_at(&self, t: DateTime<Utc>) -> i32 {
+    pub fn value_at(&self, t: Timestamp) -> i32 {
         let k = self.steps_done(t);
         let step = i64::from(self.from) + if self.to >= self.from { k } else { -k };
         i32::try_from(step).unwrap_or(self.to)
     }
 
     /// Whether every step is taken at `t`.
-    pub fn is_complete(&self, t: DateTime<Utc>) -> bool {
+    pub fn is_complete(&self, t: Timestamp) -> bool {
         self.steps_done(t) >= self.steps()
     }
 
     /// The instant of the next step after `t`, or `None` when the ramp is complete at `t`.
-    pub fn next_step_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_step_after(&self, t: Timestamp) -> Option<Timestamp> {
         let n = self.steps();
         let k = self.steps_done(t);
         if k >= n {
             return None;
         }
-        let d = i128::from(self.duration.num_milliseconds());
+        let d = self.duration.as_millis();
         // ceil(k * d / n): the first whole millisecond at which step k + 1 is due.
         let offset = (i128::from(k) * d + i128::from(n) - 1) / i128::from(n);
-        let offset = TimeDelta::try_milliseconds(i64::try_from(offset).ok()?)?;
-        self.start.checked_add_signed(offset)
+        let offset = SignedDuration::from_millis(i64::try_from(offset).ok()?);
+        self.start.checked_add(offset).ok()
     }
 
     /// The ramp as stored in `status.ramp`.
@@ -79,7 +79,7 @@ impl Ramp {
     }
 
     /// The ramp stored in `status.ramp`, with the current `spec.ramp` duration.
-    pub fn from_status(status: &RampStatus, duration: TimeDelta) -> Self {
+    pub fn from_status(status: &RampStatus, duration: SignedDuration) -> Self {
         Self {
             from: status.from_min_replicas,
             to: status.to_min_replicas,
@@ -91,7 +91,7 @@ impl Ramp {
 
 /// `t` truncated to the whole second, as `status` stores it: a ramp computed before and after
 /// its start is persisted gives the same steps.
-fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
+fn whole_second(t: Timestamp) -> Timestamp {
     from_k8s_time(&to_k8s_time(t))
 }
 
@@ -101,12 +101,12 @@ fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
 /// - `current_min`: the HPA's `minReplicas` now (`None` when there is no HPA yet);
 /// - `boundary`: the last schedule change of `minReplicas` within the ramp duration before `now`.
 pub fn resolve_ramp(
-    duration: TimeDelta,
+    duration: SignedDuration,
     previous: Option<Ramp>,
     current_min: Option<i32>,
     target_min: i32,
-    boundary: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
+    boundary: Option<Timestamp>,
+    now: Timestamp,
 ) -> Option<Ramp> {
     let ramp = match previous {
         Some(ramp) if ramp.to == target_min => Some(ramp),

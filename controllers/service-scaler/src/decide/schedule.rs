@@ -1,9 +1,9 @@
 //! The schedule: the windows of a validated spec's ranges, the settings each brings, and the
 //! coming changes of the effective settings.
 
-use chrono::{DateTime, TimeDelta, Utc};
 use ebb_crds::service_scaler::{HpaSettings, RangeSelection, ServiceScalerSpec, TimeRangeKind};
 use ebb_schedule::{DEFAULT_HORIZON, FirstMatch, Window, parse_duration};
+use jiff::{SignedDuration, Timestamp};
 
 use super::spec::{SpecError, SpecErrors, build_window, check_override, defaults_settings, merge};
 
@@ -16,7 +16,7 @@ const MAX_QUIET_JUMPS: usize = 8;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
     /// When the settings change.
-    pub at: DateTime<Utc>,
+    pub at: Timestamp,
     /// The range in force from then on (`None`: the defaults).
     pub matched_range: Option<usize>,
     /// The settings in force from then on.
@@ -32,9 +32,9 @@ pub struct Schedule {
     /// Indices of one-off and cron ranges: the only ones that can change anything after a year
     /// without change.
     non_daily: Vec<usize>,
-    ramp: Option<TimeDelta>,
+    ramp: Option<SignedDuration>,
     /// `spec.leadTime`, parsed (zero: off); see [`crate::lead`].
-    lead_time: TimeDelta,
+    lead_time: SignedDuration,
 }
 
 impl Schedule {
@@ -76,7 +76,7 @@ impl Schedule {
         let lead_time =
             crate::lead::parse_lead_time(spec.lead_time.as_deref()).unwrap_or_else(|e| {
                 errors.push(SpecError::new("spec.leadTime", e.to_string()));
-                TimeDelta::zero()
+                SignedDuration::ZERO
             });
         let ramp = match spec.ramp.as_deref() {
             None => None,
@@ -121,12 +121,12 @@ impl Schedule {
     }
 
     /// `spec.ramp`, parsed.
-    pub fn ramp(&self) -> Option<TimeDelta> {
+    pub fn ramp(&self) -> Option<SignedDuration> {
         self.ramp
     }
 
     /// `spec.leadTime`, parsed: the default 30m when absent, zero when off.
-    pub fn lead_time(&self) -> TimeDelta {
+    pub fn lead_time(&self) -> SignedDuration {
         self.lead_time
     }
 
@@ -139,12 +139,12 @@ impl Schedule {
 
     /// The range in force at `t`: the first in list order containing it (the last with
     /// `spec.rangeSelection: Last`).
-    pub fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    pub fn matched_at(&self, t: Timestamp) -> Option<usize> {
         self.windows.matched_at(t)
     }
 
     /// The effective settings at `t`.
-    pub fn effective_at(&self, t: DateTime<Utc>) -> &HpaSettings {
+    pub fn effective_at(&self, t: Timestamp) -> &HpaSettings {
         self.settings(self.matched_at(t))
     }
 
@@ -153,7 +153,7 @@ impl Schedule {
     /// Looks a year ([`DEFAULT_HORIZON`]) ahead; after a year without a change only a one-off or
     /// cron range can bring one, so it jumps to the next boundary of those and looks again (a few
     /// times at most).
-    pub fn transitions(&self, now: DateTime<Utc>, limit: usize) -> Vec<Transition> {
+    pub fn transitions(&self, now: Timestamp, limit: usize) -> Vec<Transition> {
         let mut out = Vec::new();
         if limit == 0 {
             return out;
@@ -161,12 +161,14 @@ impl Schedule {
         let mut current = self.effective_at(now).clone();
         let mut cursor = now;
         for _ in 0..=MAX_QUIET_JUMPS {
-            let Some(horizon_end) = cursor.checked_add_signed(DEFAULT_HORIZON) else {
+            let Ok(horizon_end) = cursor.checked_add(DEFAULT_HORIZON) else {
                 break;
             };
             let mut swept = cursor;
             loop {
-                let changes = self.windows.transitions(swept, CHUNK, horizon_end - swept);
+                let changes =
+                    self.windows
+                        .transitions(swept, CHUNK, horizon_end.duration_since(swept));
                 for (at, matched_range) in &changes {
                     swept = *at;
                     let settings = self.settings(*matched_range);
@@ -194,7 +196,7 @@ impl Schedule {
                 .filter_map(|i| self.windows.windows().get(*i))
                 .filter_map(|w| w.next_boundary_after(horizon_end))
                 .min();
-            match next_boundary.and_then(|b| b.checked_sub_signed(TimeDelta::nanoseconds(1))) {
+            match next_boundary.and_then(|b| b.checked_sub(SignedDuration::from_nanos(1)).ok()) {
                 Some(next) => cursor = next,
                 None => break,
             }
@@ -204,16 +206,12 @@ impl Schedule {
 
     /// The next instant strictly after `now` at which the effective settings change, or `None`
     /// when they never change again.
-    pub fn next_transition(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_transition(&self, now: Timestamp) -> Option<Timestamp> {
         self.transitions(now, 1).first().map(|t| t.at)
     }
 
     /// The last instant in `(since, now]` at which the effective `minReplicas` changed.
-    pub fn last_min_change(
-        &self,
-        since: DateTime<Utc>,
-        now: DateTime<Utc>,
-    ) -> Option<DateTime<Utc>> {
+    pub fn last_min_change(&self, since: Timestamp, now: Timestamp) -> Option<Timestamp> {
         if now <= since {
             return None;
         }
@@ -221,7 +219,9 @@ impl Schedule {
         let mut last = None;
         let mut swept = since;
         loop {
-            let changes = self.windows.transitions(swept, CHUNK, now - swept);
+            let changes = self
+                .windows
+                .transitions(swept, CHUNK, now.duration_since(swept));
             for (at, matched_range) in &changes {
                 swept = *at;
                 let next = self.settings(*matched_range).min_replicas;
@@ -292,16 +292,16 @@ impl Ranked {
         &self.listed
     }
 
-    fn matched_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    fn matched_at(&self, t: Timestamp) -> Option<usize> {
         self.ranked.matched_at(t).map(|i| self.listed_index(i))
     }
 
     fn transitions(
         &self,
-        now: DateTime<Utc>,
+        now: Timestamp,
         limit: usize,
-        horizon: TimeDelta,
-    ) -> Vec<(DateTime<Utc>, Option<usize>)> {
+        horizon: SignedDuration,
+    ) -> Vec<(Timestamp, Option<usize>)> {
         self.ranked
             .transitions(now, limit, horizon)
             .into_iter()

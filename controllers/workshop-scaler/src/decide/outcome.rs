@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use ebb_runtime::conditions::{is_condition_true, set_condition};
 use ebb_runtime::pause::{PAUSED_CONDITION, PauseReport};
 use ebb_runtime::{ConditionUpdate, Notice, to_k8s_time};
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Map, Value, json};
 
@@ -42,7 +42,7 @@ pub struct Input<'a> {
     /// `--dry-run`: decide and report, write neither the flag nor the count.
     pub dry_run: bool,
     /// The one instant of this pass.
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// What to do with the provision's gauges.
@@ -149,7 +149,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
 
 /// Paused: the shared `Paused` condition (and its Event when it is news), nothing else; look
 /// again when the pause ends.
-fn paused(report: &PauseReport, old: &[Condition], now: DateTime<Utc>) -> Plan {
+fn paused(report: &PauseReport, old: &[Condition], now: Timestamp) -> Plan {
     let mut conditions = old.to_vec();
     let mut plan = Plan::quiet(None, report.pause.to_string(), Gauges::Keep);
     if set_condition(&mut conditions, report.condition.clone(), now) {
@@ -365,22 +365,17 @@ fn reason_changed(old: &[Condition], new: &[Condition], type_: &str) -> bool {
 }
 
 /// While in flight: come back when the hold-down expires (the only timer of this controller).
-fn deadline(
-    config: Option<&Config>,
-    started: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Option<Duration> {
+fn deadline(config: Option<&Config>, started: Timestamp, now: Timestamp) -> Option<Duration> {
     config.map(|c| {
-        let at = started
-            .checked_add_signed(c.active_timeout)
-            .unwrap_or(started);
+        let at = started.checked_add(c.active_timeout).unwrap_or(started);
         requeue_at(at, now)
     })
 }
 
 /// From `now` until `at`, with a second of slack so the deadline has passed when we look.
-fn requeue_at(at: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
-    (at - now).to_std().unwrap_or(Duration::ZERO) + Duration::from_secs(1)
+fn requeue_at(at: Timestamp, now: Timestamp) -> Duration {
+    std::time::Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO)
+        + Duration::from_secs(1)
 }
 
 /// A `status` merge patch: `fields` and the whole conditions list.

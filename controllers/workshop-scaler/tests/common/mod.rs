@@ -5,7 +5,6 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
 use ebb_crds::babylon::{
     Workshop, WorkshopProvision, WorkshopProvisionStatus, WorkshopUserAssignment,
 };
@@ -14,6 +13,7 @@ use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::{Leader, ManualClock};
 use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
+use jiff::Timestamp;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
@@ -29,7 +29,7 @@ pub const API: &str = "babylon.gpte.redhat.com/v1";
 
 const T0: &str = "2026-03-10T09:00:00Z";
 
-pub fn t0() -> DateTime<Utc> {
+pub fn t0() -> Timestamp {
     utc(T0)
 }
 

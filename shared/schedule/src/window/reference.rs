@@ -1,7 +1,7 @@
 //! The straightforward walk that [`Window::next_span`] and [`Window::contains`] did before their
 //! zone lookups were pruned, kept word for word (as free functions) to test the faster code against.
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp, civil};
 
 use super::{MAX_DAILY_CHAIN, Occurrence, Span, Window, add_saturating};
 use crate::DEFAULT_HORIZON;
@@ -9,7 +9,7 @@ use crate::cron::CronSchedule;
 use crate::zone::{fixed_wall_clock, wall_clock};
 
 /// Whether the window is open at `t`.
-pub(crate) fn contains(window: &Window, t: DateTime<Utc>) -> bool {
+pub(crate) fn contains(window: &Window, t: Timestamp) -> bool {
     if window.never_open() {
         return false;
     }
@@ -20,7 +20,7 @@ pub(crate) fn contains(window: &Window, t: DateTime<Utc>) -> bool {
         Window::ZonedDateTime { from, to } => *from <= t && t < *to,
         Window::Cron { schedule, duration } => schedule
             .last_fire_at_or_before(t)
-            .is_some_and(|fire| fire.checked_add_signed(*duration).is_none_or(|end| t < end)),
+            .is_some_and(|fire| fire.checked_add(*duration).ok().is_none_or(|end| t < end)),
         Window::ZonedTime { .. } | Window::LocalTime { .. } => {
             daily_raw_containing(window, t).is_some()
         }
@@ -30,17 +30,13 @@ pub(crate) fn contains(window: &Window, t: DateTime<Utc>) -> bool {
 /// The first open period that ends strictly after `cursor`. A period that keeps going past
 /// `until` (and past [`DEFAULT_HORIZON`] after `cursor`) without its end being found has
 /// `end: None`.
-pub(crate) fn next_span(
-    window: &Window,
-    cursor: DateTime<Utc>,
-    until: DateTime<Utc>,
-) -> Option<Span> {
+pub(crate) fn next_span(window: &Window, cursor: Timestamp, until: Timestamp) -> Option<Span> {
     if window.never_open() {
         return None;
     }
     if window.always_open() {
         return Some(Span {
-            start: DateTime::<Utc>::MIN_UTC,
+            start: Timestamp::MIN,
             end: None,
         });
     }
@@ -55,21 +51,21 @@ pub(crate) fn next_span(
 }
 
 /// The local calendar day of `t` in the window's zone (daily kinds only).
-fn local_date(window: &Window, t: DateTime<Utc>) -> Option<NaiveDate> {
+fn local_date(window: &Window, t: Timestamp) -> Option<civil::Date> {
     match window {
-        Window::ZonedTime { offset, .. } => fixed_wall_clock(offset, t).map(|local| local.date()),
+        Window::ZonedTime { offset, .. } => fixed_wall_clock(*offset, t).map(|local| local.date()),
         Window::LocalTime { tz, .. } => wall_clock(tz, t).map(|local| local.date()),
         Window::ZonedDateTime { .. } | Window::Cron { .. } => None,
     }
 }
 
 /// The local day whose daily interval contains `t`, with that interval.
-fn daily_raw_containing(window: &Window, t: DateTime<Utc>) -> Option<(NaiveDate, Occurrence)> {
+fn daily_raw_containing(window: &Window, t: Timestamp) -> Option<(civil::Date, Occurrence)> {
     let today = local_date(window, t)?;
     // An interval starts on its own day and lasts about a day at most: it started today,
     // yesterday or (around DST changes) the day before, or tomorrow when the clock went back past
     // midnight (Antarctica/Casey, 2010-03-05: 02:00 +11 back to 23:00 +08 the day before).
-    let mut day = today.checked_sub_days(chrono::Days::new(2))?;
+    let mut day = today.checked_sub(SignedDuration::from_hours(2 * 24)).ok()?;
     for _ in 0..4 {
         if let Some((start, end)) = window.daily_raw(day)
             && start <= t
@@ -77,13 +73,15 @@ fn daily_raw_containing(window: &Window, t: DateTime<Utc>) -> Option<(NaiveDate,
         {
             return Some((day, (start, end)));
         }
-        day = day.succ_opt()?;
+        day = day.tomorrow().ok()?;
     }
     None
 }
 
-fn daily_next_span(window: &Window, cursor: DateTime<Utc>) -> Option<Span> {
-    let mut day = local_date(window, cursor)?.checked_sub_days(chrono::Days::new(2))?;
+fn daily_next_span(window: &Window, cursor: Timestamp) -> Option<Span> {
+    let mut day = local_date(window, cursor)?
+        .checked_sub(SignedDuration::from_hours(2 * 24))
+        .ok()?;
     // The first interval ending after the cursor starts at most a week (plus the two days
     // looked back) later.
     let mut found = None;
@@ -94,11 +92,11 @@ fn daily_next_span(window: &Window, cursor: DateTime<Utc>) -> Option<Span> {
             found = Some((start, end));
             break;
         }
-        day = day.succ_opt()?;
+        day = day.tomorrow().ok()?;
     }
     let (start, mut end) = found?;
     for _ in 0..MAX_DAILY_CHAIN {
-        let Some(next_day) = day.succ_opt() else {
+        let Some(next_day) = day.tomorrow().ok() else {
             return Some(Span {
                 start,
                 end: Some(end),
@@ -124,26 +122,27 @@ fn daily_next_span(window: &Window, cursor: DateTime<Utc>) -> Option<Span> {
 /// The first open period of a cron window that ends after `cursor`.
 fn cron_next_span(
     schedule: &CronSchedule,
-    duration: TimeDelta,
-    cursor: DateTime<Utc>,
-    until: DateTime<Utc>,
+    duration: SignedDuration,
+    cursor: Timestamp,
+    until: Timestamp,
 ) -> Option<Span> {
     let covering = schedule.last_fire_at_or_before(cursor).filter(|fire| {
-        fire.checked_add_signed(duration)
+        fire.checked_add(duration)
+            .ok()
             .is_none_or(|end| end > cursor)
     });
     let start = match covering {
         Some(fire) => fire,
         None => schedule.fire_times_after(cursor).next()?,
     };
-    let Some(mut end) = start.checked_add_signed(duration) else {
+    let Some(mut end) = start.checked_add(duration).ok() else {
         return Some(Span { start, end: None });
     };
     let give_up_after = until.max(add_saturating(cursor, DEFAULT_HORIZON));
     // The latest occurrence at or before the current end decides whether the period goes on (an
     // occurrence starting exactly at the end touches it and continues it).
     while let Some(latest) = schedule.last_fire_at_or_before(end) {
-        match latest.checked_add_signed(duration) {
+        match latest.checked_add(duration).ok() {
             Some(next_end) if next_end <= end => break,
             Some(next_end) if end <= give_up_after => end = next_end,
             _ => return Some(Span { start, end: None }),
