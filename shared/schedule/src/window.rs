@@ -13,6 +13,12 @@ use crate::{DEFAULT_HORIZON, ScheduleError};
 /// every-day, 24-hour window would merge for ever, and that one is recognised up front.
 const MAX_DAILY_CHAIN: u32 = 400;
 
+/// Days looked at for the first occurrence of a daily window ending after a cursor: the two days
+/// looked back, a week, and another week for a window on one weekday whose occurrence that week
+/// lies inside a spring-forward gap and is empty (New York's Sundays 02:30-02:45 on 2024-03-10:
+/// the next one opens 2024-03-17), with days to spare.
+pub(crate) const MAX_DAILY_SCAN: u32 = 23;
+
 /// A time window: a rule saying at which instants something is open.
 ///
 /// Every window is open on half-open intervals `[start, end)`: open at `start`, closed at `end`.
@@ -434,10 +440,8 @@ impl Window {
             .date()
             .checked_sub(SignedDuration::from_hours(2 * 24))
             .ok()?;
-        // The first interval ending after the cursor starts at most a week (plus the two days
-        // looked back) later.
         let mut found = None;
-        for _ in 0..12 {
+        for _ in 0..MAX_DAILY_SCAN {
             if let Some(occurrence) = self.daily_raw_ending_after(day, cursor, wall) {
                 found = Some(occurrence);
                 break;

@@ -623,3 +623,22 @@ fn a_daily_window_stays_open_when_the_clock_goes_back_past_midnight() {
         assert!(!window.contains(utc(closed)), "{closed}");
     }
 }
+
+/// Found by the oracle: a window on one weekday whose occurrence lies inside that week's
+/// spring-forward gap is empty that week, and the next one is two weeks on, not missed.
+#[test]
+fn a_weekly_window_lost_to_a_gap_opens_again_the_week_after() {
+    // New York, Sundays 02:30-02:45; 2024-03-10 02:00 EST -> 03:00 EDT swallows it.
+    let sundays =
+        Window::local_time("02:30", "02:45", Some("America/New_York"), Some(["Sun"])).unwrap();
+    let open = utc("2024-03-03T07:30:00Z");
+    assert!(sundays.contains(open));
+    assert_eq!(
+        sundays.next_start_after(open),
+        Some(utc("2024-03-17T06:30:00Z"))
+    );
+    assert_eq!(
+        sundays.next_boundary_after(utc("2024-03-03T07:45:00Z")),
+        Some(utc("2024-03-17T06:30:00Z"))
+    );
+}

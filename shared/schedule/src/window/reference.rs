@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp, civil};
 
-use super::{MAX_DAILY_CHAIN, Occurrence, Span, Window, add_saturating};
+use super::{MAX_DAILY_CHAIN, MAX_DAILY_SCAN, Occurrence, Span, Window, add_saturating};
 use crate::DEFAULT_HORIZON;
 use crate::cron::CronSchedule;
 use crate::zone::{fixed_wall_clock, wall_clock};
@@ -82,10 +82,8 @@ fn daily_next_span(window: &Window, cursor: Timestamp) -> Option<Span> {
     let mut day = local_date(window, cursor)?
         .checked_sub(SignedDuration::from_hours(2 * 24))
         .ok()?;
-    // The first interval ending after the cursor starts at most a week (plus the two days
-    // looked back) later.
     let mut found = None;
-    for _ in 0..12 {
+    for _ in 0..MAX_DAILY_SCAN {
         if let Some((start, end)) = window.daily_raw(day)
             && end > cursor
         {
