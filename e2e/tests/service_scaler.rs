@@ -8,6 +8,7 @@ use ebb_e2e::{Controller, Setup, eventually, settle};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::config::Kubeconfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
@@ -489,5 +490,54 @@ async fn a_scaler_with_udaans_finalizer_deletes_udaans_hpa_and_is_released() {
             controller.log_tail()
         )
     });
+    controller.stop().await;
+}
+
+/// From a laptop: `--kubeconfig` names the file and `--context` the context in it. Here
+/// KUBECONFIG names no file and the file's current context points where nothing listens, so the
+/// controller gets ready (its watches listed) only if both flags are honoured.
+#[tokio::test]
+async fn kubeconfig_and_context_flags_choose_the_cluster() {
+    let setup = Setup::new(CHART, "e2e-kc", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let mut file = Kubeconfig::read_from(&setup.identity.kubeconfig).unwrap();
+    let mut nowhere = file.clusters[0].clone();
+    nowhere.name = "nowhere".into();
+    if let Some(cluster) = nowhere.cluster.as_mut() {
+        cluster.server = Some("https://127.0.0.1:9".into());
+    }
+    let mut real = file.contexts[0].clone();
+    real.name = "real".into();
+    let mut broken = file.contexts[0].clone();
+    broken.name = "broken".into();
+    if let Some(context) = broken.context.as_mut() {
+        context.cluster = "nowhere".into();
+    }
+    file.clusters.push(nowhere);
+    file.contexts = vec![broken, real];
+    file.current_context = Some("broken".into());
+    let path = ebb_e2e::work_dir().join(format!("{ns}-laptop.kubeconfig"));
+    std::fs::write(&path, serde_norway::to_string(&file).unwrap()).unwrap();
+    let missing = ebb_e2e::work_dir().join(format!("{ns}-missing.kubeconfig"));
+
+    let mut controller = Controller::start_with(
+        "service-scaler",
+        &setup.identity,
+        &missing,
+        "laptop",
+        &[
+            "--kubeconfig",
+            path.to_str().unwrap(),
+            "--context",
+            "real",
+            "--namespace",
+            &ns,
+            "--leader-elect=false",
+        ],
+    )
+    .unwrap();
+    if let Err(e) = controller.wait_ready(Duration::from_secs(30)).await {
+        panic!("never ready: {e:#}\n{}", controller.log_tail());
+    }
     controller.stop().await;
 }

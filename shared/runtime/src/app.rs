@@ -40,10 +40,7 @@ pub enum AppError {
     Signals(#[from] ShutdownError),
     /// No usable cluster configuration. Said once (kube's error repeats its cause at each
     /// level of its chain), with what to do.
-    #[error(
-        "cannot reach the Kubernetes API: {0}; run in a pod with a service account, or set \
-         KUBECONFIG to a kubeconfig file"
-    )]
+    #[error("cannot reach the Kubernetes API: {0}")]
     Client(String),
     #[error("metrics/health server: {0}")]
     Server(#[from] ServerError),
@@ -84,9 +81,11 @@ impl Runtime {
         contact: ApiContact,
     ) -> Result<Self, AppError> {
         let shutdown = Shutdown::on_signals()?;
-        let config = kube::Config::infer()
+        let config = args
+            .cluster
+            .config()
             .await
-            .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+            .map_err(|e| AppError::Client(e.to_string()))?;
         let client = crate::contact::client(config, &contact)
             .map_err(|e| AppError::Client(innermost_summary(&e)))?;
         let health = Health::new();
@@ -556,13 +555,17 @@ mod tests {
         #[derive(Debug, thiserror::Error)]
         #[error("failed to infer config: kubeconfig: (no such file)")]
         struct Inner;
-        let error = AppError::Client(innermost_summary(&Outer(Inner)));
+        let error = AppError::Client(
+            crate::kubeconfig::ClusterConfigError::Infer(innermost_summary(&Outer(Inner)))
+                .to_string(),
+        );
         // No source: `{:#}` at the binary's edge prints this one line and nothing after it.
         assert!(std::error::Error::source(&error).is_none());
         assert_eq!(
             error.to_string(),
             "cannot reach the Kubernetes API: failed to infer config: kubeconfig: (no such file); \
-             run in a pod with a service account, or set KUBECONFIG to a kubeconfig file"
+             run in a pod with a service account, or name a kubeconfig file (--kubeconfig or \
+             KUBECONFIG)"
         );
     }
 

@@ -1,6 +1,10 @@
 //! Flags (with environment fallbacks) that every ebb controller binary takes.
 //!
 //! Embed [`CommonArgs`] in a controller's own `clap::Parser` with `#[command(flatten)]`.
+//! controller-runtime's names for the same flags (`--leader-elect`, `--metrics-bind-address`)
+//! and kube-controller-manager's (`--leader-elect-resource-name`, `--leader-elect-resource-namespace`)
+//! are accepted as aliases, so a Deployment written for a Go operator's habits works; `--help`
+//! groups the flags under headings.
 
 use std::net::SocketAddr;
 
@@ -8,11 +12,24 @@ use clap::builder::{BoolishValueParser, FalseyValueParser};
 
 use crate::telemetry::LogFormat;
 
+/// `--help` headings of the flags every controller takes.
+pub(crate) const CLUSTER: &str = "Cluster";
+const SCOPE: &str = "What to manage";
+const LEADER: &str = "Leader election";
+const SERVING: &str = "Metrics and health";
+const OUTPUT: &str = "Logging";
+const WRITES: &str = "Writes";
+
 /// Flags shared by every controller.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct CommonArgs {
+    /// Which cluster to talk to (`--kubeconfig`, `--context`).
+    #[command(flatten)]
+    pub cluster: crate::kubeconfig::ClusterArgs,
+
     /// Namespaces to watch; repeat the flag or separate with commas. None means cluster-wide.
     #[arg(
+        help_heading = SCOPE,
         long = "namespace",
         env = "EBB_NAMESPACES",
         value_delimiter = ',',
@@ -22,7 +39,12 @@ pub struct CommonArgs {
 
     /// Only manage objects matching this label selector (e.g. `team=a,tier!=db`); udaan's
     /// `LABEL_SELECTOR` works too.
-    #[arg(long, env = "EBB_LABEL_SELECTOR", value_name = "SELECTOR")]
+    #[arg(
+        help_heading = SCOPE,
+        long,
+        env = "EBB_LABEL_SELECTOR",
+        value_name = "SELECTOR"
+    )]
     pub label_selector: Option<String>,
 
     /// udaan's name for `--label-selector` (its environment variable `LABEL_SELECTOR`, kept so
@@ -33,22 +55,36 @@ pub struct CommonArgs {
     /// Elect a leader through a coordination.k8s.io Lease before writing; `--leader-election=false`
     /// turns it off (single replica only).
     #[arg(
+        help_heading = LEADER,
         long,
+        visible_alias = "leader-elect",
         env = "EBB_LEADER_ELECTION",
         default_value_t = true,
         value_parser = BoolishValueParser::new(),
         action = clap::ArgAction::Set,
+        // `--leader-elect` alone means true, as in controller-runtime.
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
         value_name = "BOOL"
     )]
     pub leader_election: bool,
 
     /// Name of the leader-election Lease [default: the controller's name].
-    #[arg(long, env = "EBB_LEASE_NAME", value_name = "NAME")]
+    #[arg(
+        help_heading = LEADER,
+        long,
+        visible_alias = "leader-elect-resource-name",
+        env = "EBB_LEASE_NAME",
+        value_name = "NAME"
+    )]
     pub lease_name: Option<String>,
 
     /// Namespace of the leader-election Lease (in a pod: its own namespace via POD_NAMESPACE).
     #[arg(
+        help_heading = LEADER,
         long,
+        visible_alias = "leader-elect-resource-namespace",
         env = "POD_NAMESPACE",
         default_value = "default",
         value_name = "NAMESPACE"
@@ -57,7 +93,9 @@ pub struct CommonArgs {
 
     /// Address of the HTTP server for /metrics, /healthz and /readyz.
     #[arg(
+        help_heading = SERVING,
         long,
+        visible_alias = "metrics-bind-address",
         env = "EBB_METRICS_ADDR",
         default_value = "0.0.0.0:8080",
         value_name = "ADDR"
@@ -68,6 +106,7 @@ pub struct CommonArgs {
     /// (TokenReview) and allows `get` on the non-resource URL /metrics (SubjectAccessReview).
     /// /healthz and /readyz stay open.
     #[arg(
+        help_heading = SERVING,
         long,
         env = "EBB_METRICS_AUTH",
         value_parser = BoolishValueParser::new(),
@@ -80,13 +119,24 @@ pub struct CommonArgs {
     pub metrics_auth: bool,
 
     /// Log line format.
-    #[arg(long, env = "EBB_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(
+        help_heading = OUTPUT,
+        long,
+        env = "EBB_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
     pub log_format: LogFormat,
 
     /// Decide and record the intended change as an Event and in status, but write nothing else.
     // As an env var, anything but a false-like value ("", false, no, off, 0) enables it: a typo
     // errs on the side of not writing.
-    #[arg(long, env = "EBB_DRY_RUN", value_parser = FalseyValueParser::new())]
+    #[arg(
+        help_heading = WRITES,
+        long,
+        env = "EBB_DRY_RUN",
+        value_parser = FalseyValueParser::new()
+    )]
     pub dry_run: bool,
 
     /// Where time zones are read from (see [`crate::tz`]).
@@ -308,6 +358,59 @@ mod tests {
         assert!(a.watched_namespaces().is_empty());
         assert_eq!(a.label_selector(), None);
         assert!(!a.dry_run);
+    }
+
+    /// controller-runtime's and kube-controller-manager's names set the same fields.
+    #[test]
+    fn go_operator_flag_names_are_aliases() {
+        let a = parse(&[
+            "--leader-elect=false",
+            "--leader-elect-resource-name",
+            "my-lease",
+            "--leader-elect-resource-namespace",
+            "ops",
+            "--metrics-bind-address",
+            "127.0.0.1:9000",
+            "--kubeconfig",
+            "/tmp/k",
+            "--context",
+            "staging",
+        ])
+        .unwrap();
+        assert!(!a.leader_election);
+        assert_eq!(a.lease_name_or("ctl"), "my-lease");
+        assert_eq!(a.lease_namespace, "ops");
+        assert_eq!(a.metrics_addr, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(
+            a.cluster.kubeconfig.as_deref(),
+            Some(std::path::Path::new("/tmp/k"))
+        );
+        assert_eq!(a.cluster.context.as_deref(), Some("staging"));
+        // A bare `--leader-elect` turns it on, as controller-runtime's flag does.
+        assert!(parse(&["--leader-elect"]).unwrap().leader_election);
+        assert!(!parse(&["--leader-election=false"]).unwrap().leader_election);
+    }
+
+    /// `--help` groups the flags: each common flag is under a heading.
+    #[test]
+    fn help_groups_the_flags() {
+        let cmd = Cli::command();
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            assert!(
+                arg.get_help_heading().is_some(),
+                "{} has no heading",
+                arg.get_id()
+            );
+        }
+        let help = Cli::command().render_long_help().to_string();
+        for heading in [CLUSTER, SCOPE, LEADER, SERVING, OUTPUT, WRITES] {
+            assert!(
+                help.contains(&format!("{heading}:")),
+                "{heading} in\n{help}"
+            );
+        }
+        assert!(help.contains("[alias: --leader-elect]"), "{help}");
+        assert!(help.contains("[alias: --metrics-bind-address]"), "{help}");
     }
 
     #[test]

@@ -46,10 +46,7 @@ pub struct CleanupArgs<R: clap::Args> {
 #[derive(Debug, thiserror::Error)]
 pub enum CleanupError {
     /// No usable cluster configuration.
-    #[error(
-        "cannot reach the Kubernetes API: {0}; run in a pod with a service account, or set \
-         KUBECONFIG to a kubeconfig file"
-    )]
+    #[error("cannot reach the Kubernetes API: {0}")]
     Client(String),
     /// Scaling the controller's Deployment to 0 failed.
     #[error("scaling Deployment {namespace}/{name} to 0: {source}")]
@@ -109,8 +106,12 @@ where
     E: Display,
 {
     let common = args.run.as_ref().clone();
-    let client = Client::try_default()
+    let config = common
+        .cluster
+        .config()
         .await
+        .map_err(|e| CleanupError::Client(e.to_string()))?;
+    let client = Client::try_from(config)
         .map_err(|e| CleanupError::Client(crate::app::innermost_summary(&e)))?;
     let namespace = &common.lease_namespace;
     if let Some(deployment) = &args.stop_deployment {

@@ -5,6 +5,7 @@
 //! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
 //! - [`backoff`]: per-object exponential retry delays for `error_policy` ([`ErrorBackoff`]).
 //! - [`args`]: the flags (and env fallbacks) every controller takes ([`CommonArgs`]).
+//! - [`kubeconfig`]: which cluster to talk to (`--kubeconfig`, `--context`).
 //! - [`telemetry`]: logging as text or JSON, filtered by `RUST_LOG`.
 //! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
 //! - [`metrics`]: reconcile counters and durations ([`ControllerMetrics`]).
@@ -37,6 +38,7 @@ pub mod contact;
 pub mod events;
 pub mod frame;
 pub mod guard;
+pub mod kubeconfig;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;

@@ -28,7 +28,12 @@ pub struct TzArgs {
     /// A zoneinfo directory (TZif files, e.g. a mounted ConfigMap or Debian's tzdata) to read time
     /// zones from instead of the data ebb bundles, when it holds the same release or a newer one.
     /// Its release is read from `+VERSION` or the `# version` line of `tzdata.zi`.
-    #[arg(long = "tz-data", env = "EBB_TZ_DATA", value_name = "DIR")]
+    #[arg(
+        help_heading = "Time zones",
+        long = "tz-data",
+        env = "EBB_TZ_DATA",
+        value_name = "DIR"
+    )]
     pub tz_data: Option<PathBuf>,
 }
 

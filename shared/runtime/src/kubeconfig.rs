@@ -1,0 +1,155 @@
+//! Which cluster a controller, or its `cleanup`, talks to.
+//!
+//! In a pod nothing needs saying: the service account's token and the `kubernetes` Service are
+//! used (kube's `Config::infer`, which reads `KUBECONFIG` or `~/.kube/config` first when one is
+//! there). From a laptop, `--kubeconfig` names the file and `--context` the context in it, as
+//! kubectl and controller-runtime take them.
+
+use std::path::PathBuf;
+
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+
+/// `--kubeconfig` and `--context`.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterArgs {
+    /// A kubeconfig file to use instead of the service account of the pod (and of `KUBECONFIG`
+    /// or ~/.kube/config).
+    #[arg(help_heading = crate::args::CLUSTER, long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use [default: the file's current-context].
+    #[arg(help_heading = crate::args::CLUSTER, long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// Why no client configuration could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterConfigError {
+    /// `--kubeconfig` or `--context` named something unusable.
+    #[error("{what}: {reason}")]
+    Kubeconfig {
+        /// The flags as given (`--kubeconfig /x --context y`).
+        what: String,
+        /// Why, in kube's words (innermost cause).
+        reason: String,
+    },
+    /// Neither flag was given, and neither a kubeconfig nor a pod's service account was found.
+    #[error(
+        "{0}; run in a pod with a service account, or name a kubeconfig file (--kubeconfig or \
+         KUBECONFIG)"
+    )]
+    Infer(String),
+}
+
+impl ClusterArgs {
+    /// The client configuration these flags ask for.
+    ///
+    /// # Errors
+    /// [`ClusterConfigError`] naming the flag at fault, or why nothing was found.
+    pub async fn config(&self) -> Result<Config, ClusterConfigError> {
+        if self.kubeconfig.is_none() && self.context.is_none() {
+            return Config::infer()
+                .await
+                .map_err(|e| ClusterConfigError::Infer(crate::app::innermost_summary(&e)));
+        }
+        let options = KubeConfigOptions {
+            context: self.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let config = match &self.kubeconfig {
+            Some(path) => match Kubeconfig::read_from(path) {
+                Ok(file) => Config::from_custom_kubeconfig(file, &options).await,
+                Err(e) => Err(e),
+            },
+            None => Config::from_kubeconfig(&options).await,
+        };
+        config.map_err(|e| ClusterConfigError::Kubeconfig {
+            what: self.describe(),
+            reason: crate::app::innermost_summary(&e),
+        })
+    }
+
+    fn describe(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(path) = &self.kubeconfig {
+            out.push(format!("--kubeconfig {}", path.display()));
+        }
+        if let Some(context) = &self.context {
+            out.push(format!("--context {context}"));
+        }
+        out.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    const TWO_CONTEXTS: &str = r"
+apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod
+  cluster: {server: 'https://prod.example:6443'}
+- name: staging
+  cluster: {server: 'https://staging.example:6443'}
+users:
+- name: me
+  user: {token: abc}
+contexts:
+- name: prod
+  context: {cluster: prod, user: me, namespace: shop}
+- name: staging
+  context: {cluster: staging, user: me}
+";
+
+    fn file() -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), TWO_CONTEXTS).unwrap();
+        file
+    }
+
+    fn args(path: &std::path::Path, context: Option<&str>) -> ClusterArgs {
+        ClusterArgs {
+            kubeconfig: Some(path.to_owned()),
+            context: context.map(str::to_owned),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_file_s_current_context_unless_one_is_named() {
+        let file = file();
+        let config = args(file.path(), None).config().await.unwrap();
+        assert_eq!(config.cluster_url.to_string(), "https://prod.example:6443/");
+        assert_eq!(config.default_namespace, "shop");
+
+        let config = args(file.path(), Some("staging")).config().await.unwrap();
+        assert_eq!(
+            config.cluster_url.to_string(),
+            "https://staging.example:6443/"
+        );
+        assert_eq!(config.default_namespace, "default");
+    }
+
+    #[tokio::test]
+    async fn a_missing_file_or_context_is_named() {
+        let file = file();
+        let err = args(file.path(), Some("dev")).config().await.unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("--context dev"), "{text}");
+        assert!(text.contains("dev"), "{text}");
+
+        let err = args(std::path::Path::new("/nonexistent/kubeconfig"), None)
+            .config()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--kubeconfig /nonexistent/kubeconfig: "),
+            "{err}"
+        );
+    }
+}
