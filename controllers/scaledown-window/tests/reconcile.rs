@@ -71,7 +71,7 @@ impl Test {
                 targets,
                 nodes: cache,
             },
-        ));
+        ).without_jitter());
         Self { h, ctx, nodes }
     }
 

@@ -19,7 +19,7 @@
 //! - a conflict ([`ReconcileError::is_conflict`], a 409) means the object was stale: it is read
 //!   again and the pass runs again, at most [`MAX_ATTEMPTS`] times per reconcile;
 //! - the error policy: an error that retrying cannot fix waits for a change of the object; any
-//!   other backs off per object (1 s, 2 s, 4 s ... 5 min, [`ErrorBackoff`]), reset by a success,
+//!   other backs off per object (about 1 s, 2 s, 4 s ... 5 min with jitter, [`ErrorBackoff`]), reset by a success,
 //!   and never comes back sooner than an API server's 429 asked ([`retry_after`]); a failure for
 //!   want of the API server also marks it lost, and its return reconciles every object at once
 //!   ([`crate::contact`]);
@@ -104,6 +104,14 @@ impl<T> Context<T> {
             backoff: ErrorBackoff::new(),
             own,
         }
+    }
+
+    /// The same context with retry delays without jitter ([`ErrorBackoff::without_jitter`]),
+    /// for tests that assert them and for the simulator.
+    #[must_use]
+    pub fn without_jitter(mut self) -> Self {
+        self.backoff = ErrorBackoff::without_jitter();
+        self
     }
 }
 

@@ -80,7 +80,7 @@ impl Harness {
 
     /// The frame's context around `own`, for a leading replica.
     pub fn context<T>(&self, dry_run: bool, own: T) -> Arc<Context<T>> {
-        Arc::new(Context::new(self.shared(dry_run), own))
+        Arc::new(Context::new(self.shared(dry_run), own).without_jitter())
     }
 
     /// The registry in Prometheus' text format.
@@ -153,7 +153,7 @@ impl Replica {
             dry_run: self.dry_run,
             leader: self.leader.clone(),
         };
-        Arc::new(Context::new(shared, own))
+        Arc::new(Context::new(shared, own).without_jitter())
     }
 
     /// This process's registry in Prometheus' text format.
