@@ -4,7 +4,7 @@ use super::*;
 
 fn scenario(name: &str) -> Scenario {
     let path = format!(
-        "{}/../../examples/scenarios/{name}",
+        "{}/../examples/scenarios/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()

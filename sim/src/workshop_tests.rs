@@ -4,7 +4,7 @@ use super::*;
 
 fn rush() -> Scenario {
     let path = format!(
-        "{}/../../examples/scenarios/workshop-rush.yaml",
+        "{}/../examples/scenarios/workshop-rush.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()

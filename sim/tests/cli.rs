@@ -8,7 +8,7 @@ use std::process::Command;
 
 fn scenario(name: &str) -> String {
     format!(
-        "{}/../../examples/scenarios/{name}",
+        "{}/../examples/scenarios/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -34,7 +34,7 @@ fn run(args: &[&str]) -> (bool, String, String) {
 /// Every scenario in examples/scenarios/, twice, in two processes: the same bytes.
 #[test]
 fn every_scenario_gives_the_same_json_and_chart_in_two_processes() {
-    let dir = format!("{}/../../examples/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let dir = format!("{}/../examples/scenarios", env!("CARGO_MANIFEST_DIR"));
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -123,7 +123,7 @@ fn a_broken_scenario_fails_naming_the_file_and_the_field() {
 /// The README shows charts from docs/sim/: they are what the scenarios draw now.
 #[test]
 fn the_readme_charts_are_current() {
-    let docs = PathBuf::from(format!("{}/../../docs/sim", env!("CARGO_MANIFEST_DIR")));
+    let docs = PathBuf::from(format!("{}/../docs/sim", env!("CARGO_MANIFEST_DIR")));
     for name in ["seed-001-provisioners", "workshop-rush"] {
         let dir = charts_dir(&format!("readme-{name}"));
         let (ok, _, err) = run(&[

@@ -4,7 +4,7 @@ use super::*;
 
 fn seed_001() -> Scenario {
     let path = format!(
-        "{}/../../examples/scenarios/seed-001-provisioners.yaml",
+        "{}/../examples/scenarios/seed-001-provisioners.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()

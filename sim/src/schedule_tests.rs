@@ -4,7 +4,7 @@ use super::*;
 
 fn week() -> Scenario {
     let path = format!(
-        "{}/../../examples/scenarios/scaledown-week.yaml",
+        "{}/../examples/scenarios/scaledown-week.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()

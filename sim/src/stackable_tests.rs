@@ -4,7 +4,7 @@ use super::*;
 
 fn hooks() -> Scenario {
     let path = format!(
-        "{}/../../examples/scenarios/stackable-hooks.yaml",
+        "{}/../examples/scenarios/stackable-hooks.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()
