@@ -20,8 +20,8 @@
 pub mod report;
 
 pub use report::{
-    API_MISSING_RETRY, CLUSTER_AUTOSCALER_READY, OBJECTS_PAUSED, PAUSED, READY, RESYNC, Report,
-    ReportInput, SCHEDULE_VALID, TARGET_CONFLICT, TARGET_NOT_FOUND, TargetOutcome, conditions,
+    API_MISSING_RETRY, CONDITION_CLUSTER_AUTOSCALER_READY, REASON_OBJECTS_PAUSED, CONDITION_PAUSED, CONDITION_READY, RESYNC, Report,
+    ReportInput, CONDITION_SCHEDULE_VALID, CONDITION_TARGET_CONFLICT, CONDITION_TARGET_NOT_FOUND, TargetOutcome, conditions,
     requeue_after, summarize,
 };
 
@@ -561,7 +561,8 @@ pub fn claim(me: &str, claimants: &[Claimant], object: &ObjectId<'_>) -> Claim {
 // Pause on a managed object
 // ------------------------------------------------------------------------------------------------
 
-/// The uniform pause annotations (DESIGN §3) of one target object, as read. Evaluated at the
+/// The uniform pause annotations (`scaling.ebb.dev/paused`, `paused-until`) of one target
+/// object, as read. Evaluated at the
 /// reconcile's `now` by [`PauseMarks::state`], with the same rule as a paused schedule: an
 /// unparseable `paused-until` counts as paused (fail-safe).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

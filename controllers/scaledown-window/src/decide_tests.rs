@@ -49,7 +49,7 @@ fn spec(windows: Vec<WindowSpec>, follow_upgrades: bool) -> ScaleDownScheduleSpe
     }
 }
 
-/// The example of DESIGN.md 2.3 / examples/scaledown-schedule.yaml.
+/// The example of examples/scaledown-schedule.yaml.
 fn workday_nights() -> ScaleDownScheduleSpec {
     spec(
         vec![
@@ -1400,7 +1400,7 @@ fn conditions_report_the_outcome() {
     };
     let c = conditions(&ok, &planned(managed.clone(), false), Some(3));
     assert_eq!(c.len(), 5);
-    let ready = find(&c, READY);
+    let ready = find(&c, CONDITION_READY);
     assert!(ready.status);
     assert_eq!(ready.reason, "ScaleDownDisabled");
     assert_eq!(
@@ -1408,17 +1408,17 @@ fn conditions_report_the_outcome() {
         "scale-down disabled: no window is open; applied to 1 ClusterAutoscaler"
     );
     assert_eq!(ready.observed_generation, Some(3));
-    assert!(!find(&c, PAUSED).status);
-    assert!(!find(&c, TARGET_CONFLICT).status);
-    assert!(!find(&c, TARGET_NOT_FOUND).status);
-    assert!(find(&c, SCHEDULE_VALID).status);
+    assert!(!find(&c, CONDITION_PAUSED).status);
+    assert!(!find(&c, CONDITION_TARGET_CONFLICT).status);
+    assert!(!find(&c, CONDITION_TARGET_NOT_FOUND).status);
+    assert!(find(&c, CONDITION_SCHEDULE_VALID).status);
 
     // The fail-safe: applied, but not Ready, and the field named.
     let mut broken = workday_nights();
     broken.windows[1].time_zone = "Mars/Olympus".into();
     let fail_safe = decide(&broken, at, &cv(false));
     let c = conditions(&fail_safe, &planned(managed.clone(), false), None);
-    let valid = find(&c, SCHEDULE_VALID);
+    let valid = find(&c, CONDITION_SCHEDULE_VALID);
     assert_eq!(
         (valid.status, valid.reason.as_str()),
         (false, "InvalidSchedule")
@@ -1430,8 +1430,8 @@ fn conditions_report_the_outcome() {
         "{}",
         valid.message
     );
-    assert_eq!(find(&c, READY).reason, "InvalidSchedule");
-    assert!(!find(&c, READY).status);
+    assert_eq!(find(&c, CONDITION_READY).reason, "InvalidSchedule");
+    assert!(!find(&c, CONDITION_READY).status);
 
     // Lost everything to another schedule.
     let lost = TargetPlan {
@@ -1444,8 +1444,8 @@ fn conditions_report_the_outcome() {
         ..TargetPlan::default()
     };
     let c = conditions(&ok, &planned(lost, false), None);
-    assert_eq!(find(&c, READY).reason, "TargetConflict");
-    let conflict = find(&c, TARGET_CONFLICT);
+    assert_eq!(find(&c, CONDITION_READY).reason, "TargetConflict");
+    let conflict = find(&c, CONDITION_TARGET_CONFLICT);
     assert!(conflict.status);
     assert!(
         conflict
@@ -1463,24 +1463,24 @@ fn conditions_report_the_outcome() {
         ..managed.clone()
     };
     let c = conditions(&ok, &planned(intended, true), None);
-    assert_eq!(find(&c, READY).reason, "DryRun");
+    assert_eq!(find(&c, CONDITION_READY).reason, "DryRun");
     assert!(
-        find(&c, READY).message.ends_with(
+        find(&c, CONDITION_READY).message.ends_with(
             "dry-run, would set spec.scaleDown.enabled=false on ClusterAutoscaler default"
         )
     );
 
     // Not found, paused, switched off.
     let c = conditions(&ok, &planned(TargetPlan::default(), false), None);
-    assert!(find(&c, TARGET_NOT_FOUND).status);
-    assert_eq!(find(&c, READY).reason, "TargetNotFound");
+    assert!(find(&c, CONDITION_TARGET_NOT_FOUND).status);
+    assert_eq!(find(&c, CONDITION_READY).reason, "TargetNotFound");
     let c = conditions(
         &ok,
         &TargetOutcome::Paused("paused by annotation scaling.ebb.dev/paused".into()),
         None,
     );
-    assert!(find(&c, PAUSED).status);
-    assert_eq!(find(&c, READY).reason, "Paused");
+    assert!(find(&c, CONDITION_PAUSED).status);
+    assert_eq!(find(&c, CONDITION_READY).reason, "Paused");
     assert_eq!(
         c.len(),
         3,
@@ -1491,7 +1491,7 @@ fn conditions_report_the_outcome() {
         &TargetOutcome::Disabled(TargetKind::KarpenterNodePools),
         None,
     );
-    assert!(find(&c, READY).message.contains("--enable-karpenter"));
+    assert!(find(&c, CONDITION_READY).message.contains("--enable-karpenter"));
 }
 
 fn machine_autoscalers_with(cluster_autoscaler: ClusterAutoscalerScaleDown) -> Observed {
@@ -1580,7 +1580,7 @@ fn machine_autoscaler_targets_report_whether_the_cluster_autoscaler_allows_scale
         };
         let c = conditions(&decision, &outcome, Some(2));
         assert_eq!(c.len(), 6);
-        let ca = find(&c, CLUSTER_AUTOSCALER_READY);
+        let ca = find(&c, CONDITION_CLUSTER_AUTOSCALER_READY);
         assert_eq!(
             (ca.status, ca.reason.as_str()),
             (status, reason),
@@ -1597,7 +1597,7 @@ fn machine_autoscaler_targets_report_whether_the_cluster_autoscaler_allows_scale
         assert!(ca.message.contains(says), "{}", ca.message);
         assert_eq!(ca.observed_generation, Some(2));
         // Ready reports the MachineAutoscalers themselves.
-        assert!(find(&c, READY).status);
+        assert!(find(&c, CONDITION_READY).status);
     }
 }
 
@@ -1916,7 +1916,7 @@ fn conditions_list_the_paused_objects() {
     };
     let c = conditions(&decision, &outcome(some), Some(4));
     assert_eq!(c.len(), 5, "no new condition type");
-    let ready = find(&c, READY);
+    let ready = find(&c, CONDITION_READY);
     assert_eq!(
         (ready.status, ready.reason.as_str()),
         (true, "ScaleDownDisabled")
@@ -1927,8 +1927,8 @@ fn conditions_list_the_paused_objects() {
          annotation, left as they are: Node w1 (paused until 2026-03-27T13:00:00Z by annotation \
          scaling.ebb.dev/paused-until)"
     );
-    let p = find(&c, PAUSED);
-    assert_eq!((p.status, p.reason.as_str()), (true, OBJECTS_PAUSED));
+    let p = find(&c, CONDITION_PAUSED);
+    assert_eq!((p.status, p.reason.as_str()), (true, REASON_OBJECTS_PAUSED));
     assert_eq!(
         p.message,
         "the schedule is not paused; paused by their own annotation, left as they are: Node w1 \
@@ -1945,7 +1945,7 @@ fn conditions_list_the_paused_objects() {
         ..TargetPlan::default()
     };
     let c = conditions(&decision, &outcome(all), None);
-    let ready = find(&c, READY);
+    let ready = find(&c, CONDITION_READY);
     assert_eq!(
         (ready.status, ready.reason.as_str()),
         (false, "TargetPaused")
@@ -1969,9 +1969,9 @@ fn conditions_list_the_paused_objects() {
     };
     let c = conditions(&decision, &outcome(invalid), None);
     assert!(
-        find(&c, PAUSED)
+        find(&c, CONDITION_PAUSED)
             .message
             .contains("Node w1 (annotation scaling.ebb.dev/paused-until is not an RFC 3339")
     );
-    assert!(find(&c, READY).message.contains("applied to 1 Node;"));
+    assert!(find(&c, CONDITION_READY).message.contains("applied to 1 Node;"));
 }

@@ -249,7 +249,7 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
     assert_eq!(status.next_transitions.len(), decide::PREVIEW_LEN);
     assert_eq!(status.observed_generation, Some(1));
     assert_eq!(
-        t.condition(ME, decide::READY),
+        t.condition(ME, decide::CONDITION_READY),
         (
             "True".into(),
             "ScaleDownDisabled".into(),
@@ -483,7 +483,7 @@ async fn a_cluster_autoscaler_deleted_between_read_and_apply_is_not_recreated() 
         .writes_matching(&Matcher::patch("/clusterautoscalers/default"));
     assert_eq!(applies.len(), 1);
     assert_eq!(applies[0].status, Some(409));
-    let (_, _, message) = t.condition(ME, decide::READY);
+    let (_, _, message) = t.condition(ME, decide::CONDITION_READY);
     assert!(
         message.contains("selects no ClusterAutoscaler"),
         "{message}"
@@ -534,7 +534,7 @@ async fn following_cluster_upgrades_enables_while_progressing() {
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
     assert!(
-        t.condition(ME, decide::READY)
+        t.condition(ME, decide::CONDITION_READY)
             .2
             .contains("the cluster is upgrading")
     );
@@ -656,7 +656,7 @@ async fn a_pool_updating_after_the_upgrade_keeps_scale_down_enabled_until_it_fin
         status.next_transition_time, None,
         "the flip waits for the pool"
     );
-    let (ready, reason, message) = t.condition(ME, decide::READY);
+    let (ready, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(
         (ready.as_str(), reason.as_str()),
         ("True", "ScaleDownEnabled")
@@ -689,7 +689,7 @@ async fn a_pool_updating_after_the_upgrade_keeps_scale_down_enabled_until_it_fin
     set_pool_updating(&t, "worker", false);
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    let (_, reason, message) = t.condition(ME, decide::READY);
+    let (_, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(reason, "ScaleDownDisabled");
     assert!(message.starts_with("scale-down disabled: no window is open"));
     assert_eq!(
@@ -710,7 +710,7 @@ async fn a_pool_updating_after_the_upgrade_keeps_scale_down_enabled_until_it_fin
     set_pool_updating(&t, "master", true);
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    assert!(t.condition(ME, decide::READY).2.starts_with(
+    assert!(t.condition(ME, decide::CONDITION_READY).2.starts_with(
         "scale-down enabled: the cluster is upgrading (ClusterVersion version \
          Progressing=True) and MachineConfigPool master is updating"
     ));
@@ -762,7 +762,7 @@ async fn a_missing_pool_api_reads_as_no_pools_and_other_failures_change_nothing(
     t.fake.fail_next(Matcher::get("/machineconfigpools"), 404);
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    assert_eq!(t.condition(ME, decide::READY).1, "ScaleDownDisabled");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "ScaleDownDisabled");
 
     // Any other failure fails the pass before anything is written (the target keeps its
     // state), and is retried.
@@ -786,8 +786,8 @@ async fn missing_cluster_autoscaler_is_reported_not_created() {
     t.fake.insert(schedule(ME, ca_target(), nights()));
     t.reconcile(ME).await.unwrap();
     assert!(t.target_writes().is_empty());
-    assert_eq!(t.condition(ME, decide::TARGET_NOT_FOUND).0, "True");
-    assert_eq!(t.condition(ME, decide::READY).1, "TargetNotFound");
+    assert_eq!(t.condition(ME, decide::CONDITION_TARGET_NOT_FOUND).0, "True");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "TargetNotFound");
 }
 
 #[tokio::test]
@@ -815,14 +815,14 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
             Action::requeue(decide::API_MISSING_RETRY)
         );
         assert!(t.target_writes().is_empty());
-        let (status, reason, message) = t.condition(ME, decide::READY);
+        let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("False", "TargetApiMissing")
         );
         assert!(message.contains(api), "{message}");
         assert_eq!(
-            t.condition(ME, decide::TARGET_NOT_FOUND).1,
+            t.condition(ME, decide::CONDITION_TARGET_NOT_FOUND).1,
             "TargetApiMissing"
         );
         let warnings: Vec<_> = t
@@ -852,7 +852,7 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
         // Installed: the schedule goes on as usual and the gauge drops.
         t.fake.set_served(group, plural, true);
         t.reconcile(ME).await.unwrap();
-        assert_ne!(t.condition(ME, decide::READY).1, "TargetApiMissing");
+        assert_ne!(t.condition(ME, decide::CONDITION_READY).1, "TargetApiMissing");
         assert!(
             t.metrics()
                 .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 0")
@@ -875,7 +875,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     // Window 0 is open, but window 1 cannot be read: scale-down held off.
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
     assert_eq!(action, Action::await_change());
-    let (status, reason, message) = t.condition(ME, decide::SCHEDULE_VALID);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_SCHEDULE_VALID);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "InvalidSchedule")
@@ -884,7 +884,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
         message.starts_with("spec.windows[1].timeZone: unknown time zone \"Europe/Zurch\""),
         "{message}"
     );
-    assert_eq!(t.condition(ME, decide::READY).1, "InvalidSchedule");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "InvalidSchedule");
     let s = t.schedule(ME).status.unwrap();
     assert!(!s.scale_down_enabled);
     assert_eq!((s.active_window, s.next_transition_time), (None, None));
@@ -902,7 +902,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     });
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    assert_eq!(t.condition(ME, decide::SCHEDULE_VALID).0, "True");
+    assert_eq!(t.condition(ME, decide::CONDITION_SCHEDULE_VALID).0, "True");
 }
 
 #[tokio::test]
@@ -926,14 +926,14 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
         "only the managing schedule writes, once"
     );
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    let (status, _, message) = t.condition("b-always", decide::TARGET_CONFLICT);
+    let (status, _, message) = t.condition("b-always", decide::CONDITION_TARGET_CONFLICT);
     assert_eq!(status, "True");
     assert!(
         message.contains("ClusterAutoscaler default (managed by a-nights)"),
         "{message}"
     );
-    assert_eq!(t.condition("b-always", decide::READY).1, "TargetConflict");
-    assert_eq!(t.condition("a-nights", decide::TARGET_CONFLICT).0, "False");
+    assert_eq!(t.condition("b-always", decide::CONDITION_READY).1, "TargetConflict");
+    assert_eq!(t.condition("a-nights", decide::CONDITION_TARGET_CONFLICT).0, "False");
     assert!(t.events.reasons().contains(&"TargetConflict".to_owned()));
     assert!(
         t.metrics()
@@ -949,7 +949,7 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
     t.reconcile("b-always").await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    assert_eq!(t.condition("b-always", decide::TARGET_CONFLICT).0, "False");
+    assert_eq!(t.condition("b-always", decide::CONDITION_TARGET_CONFLICT).0, "False");
 }
 
 #[tokio::test]
@@ -968,12 +968,12 @@ async fn paused_schedules_write_nothing_but_status_and_wake_at_expiry() {
         "a paused schedule does not even read its target"
     );
     assert_eq!(action, secs(SignedDuration::from_hours(2)));
-    assert_eq!(t.condition(ME, decide::PAUSED).0, "True");
-    assert_eq!(t.condition(ME, decide::READY).1, "Paused");
+    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).0, "True");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "Paused");
     // Reported the shared way (`ebb_runtime::pause::pause_report`): the condition names the
     // schedule and the annotation, and an Event says the pause started.
     assert_eq!(
-        t.condition(ME, decide::PAUSED),
+        t.condition(ME, decide::CONDITION_PAUSED),
         (
             "True".to_owned(),
             "Paused".to_owned(),
@@ -990,7 +990,7 @@ async fn paused_schedules_write_nothing_but_status_and_wake_at_expiry() {
     t.set("2026-03-27T13:00:00Z");
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
+    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).0, "False");
 }
 
 #[tokio::test]
@@ -1009,7 +1009,7 @@ async fn dry_run_records_the_intent_and_writes_nothing_else() {
             .ends_with("/scaledownschedules/workday-nights/status")
     );
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    let (status, reason, message) = t.condition(ME, decide::READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!((status.as_str(), reason.as_str()), ("False", "DryRun"));
     assert!(
         message.ends_with(
@@ -1043,7 +1043,7 @@ async fn switched_off_target_kinds_are_reported_and_untouched() {
     t.reconcile(ME).await.unwrap();
     assert!(t.fake.reads().iter().all(|r| !r.path.contains("nodepools")));
     assert_eq!(t.fake.write_count(), 1, "status only, no finalizer");
-    let (_, reason, message) = t.condition(ME, decide::READY);
+    let (_, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(reason, "TargetDisabled");
     assert!(message.contains("--enable-karpenter"));
 }
@@ -1208,7 +1208,7 @@ async fn nodes_are_annotated_outside_windows_and_only_ebbs_annotations_removed_i
     );
     assert_eq!(node_annotations(&t, "w3"), json!({}));
     assert!(
-        t.condition(ME, decide::READY)
+        t.condition(ME, decide::CONDITION_READY)
             .2
             .ends_with("applied to 3 Nodes")
     );
@@ -1448,7 +1448,7 @@ async fn machine_autoscaler_without_its_machine_set_is_reported() {
         .insert(schedule(ME, json!({ "machineAutoscalers": {} }), nights()));
     t.reconcile(ME).await.unwrap();
     assert!(t.target_writes().is_empty());
-    let (status, reason, message) = t.condition(ME, decide::READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "TargetInvalid")
@@ -1467,7 +1467,7 @@ async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allo
 
     // No ClusterAutoscaler: reported, and the MachineAutoscalers are handled all the same.
     t.reconcile(ME).await.unwrap();
-    let (status, reason, message) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_CLUSTER_AUTOSCALER_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "ClusterAutoscalerNotFound")
@@ -1479,7 +1479,7 @@ async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allo
         ),
         "{message}"
     );
-    assert_eq!(t.condition(ME, decide::READY).0, "True");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).0, "True");
     let warning = t
         .events
         .events()
@@ -1492,7 +1492,7 @@ async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allo
     // Scale-down off in the ClusterAutoscaler: the windows cannot take effect.
     t.fake.insert(cluster_autoscaler(false));
     t.reconcile(ME).await.unwrap();
-    let (status, reason, message) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_CLUSTER_AUTOSCALER_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "ClusterAutoscalerScaleDownDisabled")
@@ -1513,7 +1513,7 @@ async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allo
         },
     );
     t.reconcile(ME).await.unwrap();
-    let (status, reason, _) = t.condition(ME, decide::CLUSTER_AUTOSCALER_READY);
+    let (status, reason, _) = t.condition(ME, decide::CONDITION_CLUSTER_AUTOSCALER_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", "ClusterAutoscalerScaleDownEnabled")
@@ -1534,7 +1534,7 @@ async fn machine_autoscaler_schedules_report_whether_the_cluster_autoscaler_allo
         status
             .conditions
             .iter()
-            .all(|c| c.type_ != decide::CLUSTER_AUTOSCALER_READY)
+            .all(|c| c.type_ != decide::CONDITION_CLUSTER_AUTOSCALER_READY)
     );
 }
 
@@ -1689,7 +1689,7 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
     // Woken when the pause ends (13:00), before the window opens (19:00).
     assert_eq!(action, secs(SignedDuration::from_hours(2)));
-    let (status, reason, message) = t.condition(ME, decide::PAUSED);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_PAUSED);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", "TargetObjectsPaused")
@@ -1700,7 +1700,7 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
          ClusterAutoscaler default (paused until 2026-03-27T13:00:00Z by annotation \
          scaling.ebb.dev/paused-until)"
     );
-    let (status, reason, message) = t.condition(ME, decide::READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "TargetPaused")
@@ -1742,8 +1742,8 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
             .len(),
         1
     );
-    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
-    assert_eq!(t.condition(ME, decide::READY).1, "ScaleDownDisabled");
+    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).0, "False");
+    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "ScaleDownDisabled");
 }
 
 #[tokio::test]
@@ -1762,7 +1762,7 @@ async fn a_cluster_autoscaler_with_an_invalid_paused_until_counts_as_paused() {
         secs(utc(SATURDAY_MORNING).duration_since(utc(FRIDAY_NIGHT)))
     );
     assert!(
-        t.condition(ME, decide::PAUSED)
+        t.condition(ME, decide::CONDITION_PAUSED)
             .2
             .contains("is not an RFC 3339 instant (\"after the release\")")
     );
@@ -1782,7 +1782,7 @@ async fn a_paused_node_gets_no_write_while_the_others_do_and_lifting_the_pause_r
     assert_eq!(paths, ["/api/v1/nodes/w2"]);
     assert_eq!(node_annotations(&t, "w1"), json!({ PAUSED: "true" }));
     assert_eq!(node_annotations(&t, "w3"), json!({ PAUSED_UNTIL: "never" }));
-    let (status, reason, message) = t.condition(ME, decide::READY);
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", "ScaleDownDisabled")
@@ -1795,7 +1795,7 @@ async fn a_paused_node_gets_no_write_while_the_others_do_and_lifting_the_pause_r
         ),
         "{message}"
     );
-    assert_eq!(t.condition(ME, decide::PAUSED).1, "TargetObjectsPaused");
+    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).1, "TargetObjectsPaused");
 
     // Lifting w1's pause (the node watch wakes the schedule on it): w1 is annotated at once.
     t.fake.modify_json("v1", "Node", "", "w1", |n| {
@@ -1884,7 +1884,7 @@ async fn a_paused_node_pool_gets_no_write_until_its_pause_expires() {
     assert_eq!(budgets(&t, "batch"), json!([{ "nodes": "10%" }]));
     assert_eq!(action, secs(SignedDuration::from_hours(2)));
     assert!(
-        t.condition(ME, decide::READY)
+        t.condition(ME, decide::CONDITION_READY)
             .2
             .contains("1 of 2 paused by annotation, left as they are: NodePool batch (paused until 2026-03-27T13:00:00Z")
     );
@@ -1898,7 +1898,7 @@ async fn a_paused_node_pool_gets_no_write_until_its_pause_expires() {
         budgets(&t, "batch"),
         json!([{ "nodes": "10%" }, { "nodes": "0" }])
     );
-    assert_eq!(t.condition(ME, decide::PAUSED).0, "False");
+    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).0, "False");
 }
 
 #[tokio::test]
@@ -1919,7 +1919,7 @@ async fn a_paused_machine_autoscaler_is_not_pinned() {
     assert!(writes[0].path.ends_with("/machineautoscalers/worker-b"));
     assert_eq!(ma_json(&t, "worker-a")["spec"]["minReplicas"], json!(1));
     assert!(
-        t.condition(ME, decide::PAUSED)
+        t.condition(ME, decide::CONDITION_PAUSED)
             .2
             .contains("MachineAutoscaler openshift-machine-api/worker-a (paused by annotation")
     );

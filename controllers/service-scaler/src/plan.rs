@@ -1,5 +1,5 @@
 //! `service-scaler plan`: the schedule's decision for one ServiceScaler at one instant, offline
-//! (DESIGN.md section 4).
+//! (controllers/service-scaler/README.md shows its output).
 //!
 //! ```text
 //! service-scaler plan --file F|- [--at RFC3339] [--lenient] [--tz-data DIR] [--output json]

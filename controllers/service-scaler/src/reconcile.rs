@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 
 use crate::decide::{
     self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields,
-    Precondition, READY, SPEC_VALID, UDAAN_FINALIZER, WriteReason,
+    Precondition, CONDITION_READY, CONDITION_SPEC_VALID, UDAAN_FINALIZER, WriteReason,
 };
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
@@ -311,7 +311,7 @@ fn scaler_condition_message(
 ) -> String {
     written
         .or(scaler.status.as_ref())
-        .and_then(|s| ebb_runtime::find_condition(&s.conditions, SPEC_VALID))
+        .and_then(|s| ebb_runtime::find_condition(&s.conditions, CONDITION_SPEC_VALID))
         .map(|c| c.message.clone())
         .unwrap_or_default()
 }
@@ -489,9 +489,9 @@ async fn report_unreadable(
             now,
         )
     };
-    let changed = update(SPEC_VALID, message.clone())
+    let changed = update(CONDITION_SPEC_VALID, message.clone())
         | update(
-            READY,
+            CONDITION_READY,
             format!("the spec is invalid; the HPA is left as it was: {message}"),
         );
     if changed {

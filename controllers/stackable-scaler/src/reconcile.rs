@@ -16,8 +16,8 @@
 //!
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
-//! StackableScaler *and* on the StatefulSet or Deployment that owns it (DESIGN §3: on every object
-//! ebb manages); one rule, [`pause_plan`] (the shared [`pause_report`] of every ebb controller,
+//! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count on
+//! every object ebb manages); one rule, [`pause_plan`] (the shared [`pause_report`] of every ebb controller,
 //! applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
@@ -41,7 +41,7 @@ use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
-use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, pause_report};
+use ebb_runtime::pause::{ObjectPause, pause_report};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -62,8 +62,8 @@ use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
 use crate::steps;
 
-/// Condition type while paused.
-pub const CONDITION_PAUSED: &str = PAUSED_CONDITION;
+/// Condition type while paused (every controller's).
+pub use ebb_runtime::pause::CONDITION_PAUSED;
 /// Condition type recording what a dry run would do.
 pub const CONDITION_DRY_RUN: &str = "DryRun";
 

@@ -3,7 +3,7 @@
 //! No client, no clock, no I/O: the reconciler observes the cluster into an [`Observed`], passes
 //! `now`, and applies what comes back. The `plan` subcommand asks the same functions offline.
 //!
-//! The rules (DESIGN.md section 2.1):
+//! The rules (controllers/workshop-scaler/README.md says them for users):
 //! - configuration, field by field: the WorkshopProvision's `spec.autoScaling` (where Babylon's
 //!   installed CRD keeps it) > the Workshop's `spec.autoScaling` (where kept) > the one
 //!   `WorkshopScalingPolicy` selecting the Workshop > the defaults ([`resolve_sources`]). Two or

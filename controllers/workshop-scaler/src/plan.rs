@@ -1,5 +1,5 @@
-//! `workshop-scaler plan`: the scaling decision for one WorkshopProvision, offline (DESIGN.md
-//! section 4).
+//! `workshop-scaler plan`: the scaling decision for one WorkshopProvision, offline (README,
+//! "Seeing it work", of this controller).
 //!
 //! ```text
 //! workshop-scaler plan --file F|- --assigned N --total M [--active] [--workshop W] [--at T]
@@ -45,7 +45,7 @@ pub struct PlanArgs {
     pub output: Output,
 }
 
-/// The answer of `plan`, as JSON (field order as DESIGN.md section 4).
+/// The answer of `plan`, as JSON (field order as this controller's README shows it).
 #[derive(Serialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanOutput {

@@ -22,17 +22,6 @@ pub fn optional_free_form(generator: &mut SchemaGenerator) -> Schema {
     schema
 }
 
-/// Schema of `T`, with `x-kubernetes-preserve-unknown-fields` added, for objects that other
-/// controllers also write into (Babylon writes fields of its own into a provision's status).
-pub fn preserve_unknown<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = T::json_schema(generator);
-    schema.insert(
-        "x-kubernetes-preserve-unknown-fields".into(),
-        Value::Bool(true),
-    );
-    schema
-}
-
 /// Applies what Kubernetes needs beyond what schemars emits:
 /// - drops `format: uint32/uint64/...` (not OpenAPI formats; newer API servers warn about them),
 /// - sorts nothing and changes nothing else, so the output stays a faithful view of the types.

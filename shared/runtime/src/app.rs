@@ -1,7 +1,8 @@
 //! The wiring every controller's `run` shares: telemetry, signals, the Kubernetes client, the
-//! metrics/health server, leader election, and an orderly end. A controller registers its metrics,
-//! calls [`Runtime::start`], builds its `kube::runtime::Controller`s, and hands them to
-//! [`Runtime::run`].
+//! metrics/health server, leader election, and an orderly end. A controller's `run` calls [`run`]
+//! with a function registering its metrics and one building its `kube::runtime::Controller`s from
+//! the [`Wiring`]; [`run`] starts the [`Runtime`] ([`Runtime::start`]), watches for an overlapping
+//! install, and runs the controllers until shutdown.
 
 use std::fmt::Debug;
 use std::future::Future;

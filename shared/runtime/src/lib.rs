@@ -22,6 +22,12 @@
 //! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
 //! - [`plan`]: the offline `plan` subcommand's flag, manifest reading and exit ([`plan::OutputFormat`]).
 //! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
+//! - [`cleanup`]: `<controller> cleanup`, what an uninstall runs first.
+//! - [`contact`]: the link to the API server: last answer, watches' retries, the server's return.
+//! - [`manifest`]: reading manifests offline as the API server would, for `plan`.
+//! - [`metrics_auth`]: `--metrics-auth`, `/metrics` only for callers the API server vouches for.
+//! - [`overlap`]: two installs of one controller whose scopes overlap.
+//! - [`tz`]: which time zone data the process reads (`--tz-data`).
 //!
 //! Test doubles (the in-memory API server `FakeApi`, `RecordingEvents`) live in the `ebb-testkit`
 //! crate, so nothing test-only is compiled into a controller binary.

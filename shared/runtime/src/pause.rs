@@ -152,7 +152,7 @@ pub fn first_pause<'a>(
 }
 
 /// The condition type every controller sets while it leaves something alone because of a pause.
-pub const PAUSED_CONDITION: &str = "Paused";
+pub const CONDITION_PAUSED: &str = "Paused";
 
 /// How a controller reports a pause, the same in all four: the `Paused` condition (reason
 /// `Paused` or `InvalidPausedUntil`, the message naming the object and the annotation), an Event
@@ -181,13 +181,13 @@ pub fn pause_report<'a>(
 ) -> Option<PauseReport> {
     let pause = first_pause(objects, now)?;
     let message = pause.to_string();
-    let condition = ConditionUpdate::new(PAUSED_CONDITION, true, pause.reason(), message.clone())
+    let condition = ConditionUpdate::new(CONDITION_PAUSED, true, pause.reason(), message.clone())
         .observed_generation(generation);
     let mut after = conditions.to_vec();
     let mut compared = condition.clone();
     // A new generation alone is no news for people: the Event follows what the condition says.
     compared.observed_generation =
-        find_condition(conditions, PAUSED_CONDITION).map_or(generation, |c| c.observed_generation);
+        find_condition(conditions, CONDITION_PAUSED).map_or(generation, |c| c.observed_generation);
     let news = set_condition(&mut after, compared, now);
     let kind = match pause.state {
         PauseState::InvalidPausedUntil(_) => EventKind::Warning,
@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(pause_report([("X", &active)], &[], Some(1), now), None);
 
         let report = pause_report([("ServiceScaler", &own)], &[], Some(1), now).unwrap();
-        assert_eq!(report.condition.type_, PAUSED_CONDITION);
+        assert_eq!(report.condition.type_, CONDITION_PAUSED);
         assert!(report.condition.status);
         assert_eq!(report.condition.reason, "Paused");
         assert_eq!(report.condition.observed_generation, Some(1));

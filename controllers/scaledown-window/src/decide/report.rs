@@ -133,7 +133,7 @@ fn next_status(input: &ReportInput<'_>) -> (ScaleDownScheduleStatus, Vec<(String
         // The schedule's own pause: the shared `Paused` condition (reason `Paused` or
         // `InvalidPausedUntil`, the message naming the schedule and the annotation).
         if let Some(report) = input.pause
-            && update.type_ == PAUSED
+            && update.type_ == CONDITION_PAUSED
         {
             update = report.condition.clone();
         }
@@ -190,22 +190,22 @@ fn notices(
         });
     }
     // A managed object's own pause starting (or the set of paused objects changing).
-    if became(PAUSED, true)
+    if became(CONDITION_PAUSED, true)
         && let Some(c) = updates
             .iter()
-            .find(|c| c.type_ == PAUSED && c.reason == OBJECTS_PAUSED)
+            .find(|c| c.type_ == CONDITION_PAUSED && c.reason == REASON_OBJECTS_PAUSED)
     {
-        out.push(Notice::normal(OBJECTS_PAUSED, "Pause", c.message.clone()));
+        out.push(Notice::normal(REASON_OBJECTS_PAUSED, "Pause", c.message.clone()));
     }
     let warnings = [
-        (SCHEDULE_VALID, false, "Validate"),
-        (TARGET_CONFLICT, true, "Yield"),
-        (CLUSTER_AUTOSCALER_READY, false, "CheckDependency"),
+        (CONDITION_SCHEDULE_VALID, false, "Validate"),
+        (CONDITION_TARGET_CONFLICT, true, "Yield"),
+        (CONDITION_CLUSTER_AUTOSCALER_READY, false, "CheckDependency"),
     ];
     // The target's API not served (a CRD not installed), newly.
     if let TargetOutcome::ApiMissing(_) = input.outcome
-        && became(TARGET_NOT_FOUND, true)
-        && let Some(c) = updates.iter().find(|c| c.type_ == TARGET_NOT_FOUND)
+        && became(CONDITION_TARGET_NOT_FOUND, true)
+        && let Some(c) = updates.iter().find(|c| c.type_ == CONDITION_TARGET_NOT_FOUND)
     {
         out.push(Notice::warning(
             "TargetApiMissing",
@@ -267,21 +267,21 @@ fn outcome_summary(outcome: &TargetOutcome, changes: &[String]) -> String {
 }
 
 /// Condition type: the target is as the decision wants.
-pub const READY: &str = "Ready";
+pub const CONDITION_READY: &str = "Ready";
 /// Condition type: the spec can be evaluated.
-pub const SCHEDULE_VALID: &str = "ScheduleValid";
+pub const CONDITION_SCHEDULE_VALID: &str = "ScheduleValid";
 /// Condition type: another schedule manages some of the selected objects.
-pub const TARGET_CONFLICT: &str = "TargetConflict";
+pub const CONDITION_TARGET_CONFLICT: &str = "TargetConflict";
 /// Condition type: the schedule is paused by annotation (reason `Paused`), or some of the objects
-/// it manages are, and are left as they are (reason [`OBJECTS_PAUSED`]).
-pub const PAUSED: &str = "Paused";
+/// it manages are, and are left as they are (reason [`REASON_OBJECTS_PAUSED`]).
+pub const CONDITION_PAUSED: &str = "Paused";
 /// `Paused` reason (and Event reason): managed objects carry their own pause annotation.
-pub const OBJECTS_PAUSED: &str = "TargetObjectsPaused";
+pub const REASON_OBJECTS_PAUSED: &str = "TargetObjectsPaused";
 /// Condition type: the target selects nothing.
-pub const TARGET_NOT_FOUND: &str = "TargetNotFound";
+pub const CONDITION_TARGET_NOT_FOUND: &str = "TargetNotFound";
 /// Condition type: the ClusterAutoscaler a `machineAutoscalers` target depends on allows
 /// scale-down (`spec.scaleDown.enabled: true`). Reported only for such targets.
-pub const CLUSTER_AUTOSCALER_READY: &str = "ClusterAutoscalerReady";
+pub const CONDITION_CLUSTER_AUTOSCALER_READY: &str = "ClusterAutoscalerReady";
 
 /// What happened to the target in this reconcile.
 #[derive(Clone, Debug, PartialEq)]
@@ -350,16 +350,16 @@ pub fn conditions(
 
     let schedule_valid = match (&decision.reason, outcome) {
         (_, TargetOutcome::Invalid(invalid)) => {
-            cond(SCHEDULE_VALID, false, "InvalidTarget", invalid.to_string())
+            cond(CONDITION_SCHEDULE_VALID, false, "InvalidTarget", invalid.to_string())
         }
         (Reason::InvalidSchedule(invalid), _) => cond(
-            SCHEDULE_VALID,
+            CONDITION_SCHEDULE_VALID,
             false,
             "InvalidSchedule",
             invalid.to_string(),
         ),
         _ => cond(
-            SCHEDULE_VALID,
+            CONDITION_SCHEDULE_VALID,
             true,
             "Valid",
             "the windows and the target are valid".into(),
@@ -368,28 +368,28 @@ pub fn conditions(
     out.push(schedule_valid);
 
     out.push(match outcome {
-        TargetOutcome::Paused(why) => cond(PAUSED, true, "Paused", why.clone()),
+        TargetOutcome::Paused(why) => cond(CONDITION_PAUSED, true, "Paused", why.clone()),
         TargetOutcome::Planned { plan, .. } if !plan.paused.is_empty() => cond(
-            PAUSED,
+            CONDITION_PAUSED,
             true,
-            OBJECTS_PAUSED,
+            REASON_OBJECTS_PAUSED,
             format!(
                 "the schedule is not paused; paused by their own annotation, left as they are: {}",
                 paused_list(plan)
             ),
         ),
-        _ => cond(PAUSED, false, "NotPaused", "not paused".into()),
+        _ => cond(CONDITION_PAUSED, false, "NotPaused", "not paused".into()),
     });
 
     let ready = match outcome {
         TargetOutcome::Invalid(invalid) => cond(
-            READY,
+            CONDITION_READY,
             false,
             "InvalidTarget",
             format!("{summary}; nothing written: {invalid}"),
         ),
         TargetOutcome::Disabled(kind) => cond(
-            READY,
+            CONDITION_READY,
             false,
             "TargetDisabled",
             format!(
@@ -400,14 +400,14 @@ pub fn conditions(
             ),
         ),
         TargetOutcome::Paused(why) => cond(
-            READY,
+            CONDITION_READY,
             false,
             "Paused",
             format!("{summary}; nothing written: {why}"),
         ),
         TargetOutcome::ApiMissing(kind) => {
             out.push(cond(
-                TARGET_NOT_FOUND,
+                CONDITION_TARGET_NOT_FOUND,
                 true,
                 "TargetApiMissing",
                 format!(
@@ -417,7 +417,7 @@ pub fn conditions(
                 ),
             ));
             cond(
-                READY,
+                CONDITION_READY,
                 false,
                 "TargetApiMissing",
                 format!(
@@ -475,21 +475,21 @@ fn planned_ready(
     let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
     if plan.selected == 0 {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "TargetNotFound",
             format!("{summary}; the target selects no {}", kind.object_kind()),
         )
     } else if plan.managed == 0 {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "TargetConflict",
             format!("{summary}; every selected object is managed by another schedule"),
         )
     } else if plan.paused.len() == plan.managed {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "TargetPaused",
             format!(
@@ -501,21 +501,21 @@ fn planned_ready(
         )
     } else if !plan.problems.is_empty() {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "TargetInvalid",
             format!("{summary}; {}{note}", summarize(&plan.problems, 3)),
         )
     } else if dry_run && !changes.is_empty() {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "DryRun",
             format!("{summary}; dry-run, would {}{note}", summarize(&changes, 3)),
         )
     } else if let Reason::InvalidSchedule(_) = decision.reason {
         cond(
-            READY,
+            CONDITION_READY,
             false,
             "InvalidSchedule",
             format!("{summary}; applied to {objects}{note}"),
@@ -527,7 +527,7 @@ fn planned_ready(
             "ScaleDownDisabled"
         };
         cond(
-            READY,
+            CONDITION_READY,
             true,
             reason,
             format!("{summary}; applied to {objects}{note}"),
@@ -559,13 +559,13 @@ fn cluster_autoscaler_condition(
                   node";
     match found {
         ClusterAutoscalerScaleDown::On => cond(
-            CLUSTER_AUTOSCALER_READY,
+            CONDITION_CLUSTER_AUTOSCALER_READY,
             true,
             "ClusterAutoscalerScaleDownEnabled",
             format!("{depends}, and it has"),
         ),
         ClusterAutoscalerScaleDown::Off(enabled) => cond(
-            CLUSTER_AUTOSCALER_READY,
+            CONDITION_CLUSTER_AUTOSCALER_READY,
             false,
             "ClusterAutoscalerScaleDownDisabled",
             format!(
@@ -577,7 +577,7 @@ fn cluster_autoscaler_condition(
             ),
         ),
         ClusterAutoscalerScaleDown::Missing => cond(
-            CLUSTER_AUTOSCALER_READY,
+            CONDITION_CLUSTER_AUTOSCALER_READY,
             false,
             "ClusterAutoscalerNotFound",
             format!("{depends}; there is none, so no MachineAutoscaler takes effect"),
@@ -592,7 +592,7 @@ fn target_conditions(
 ) -> (ConditionUpdate, ConditionUpdate) {
     let conflict = if plan.conflicts.is_empty() {
         cond(
-            TARGET_CONFLICT,
+            CONDITION_TARGET_CONFLICT,
             false,
             "NoConflict",
             "no other schedule selects these objects".into(),
@@ -604,7 +604,7 @@ fn target_conditions(
             .map(|c| format!("{} (managed by {})", c.object, c.managed_by))
             .collect();
         cond(
-            TARGET_CONFLICT,
+            CONDITION_TARGET_CONFLICT,
             true,
             "TargetConflict",
             format!(
@@ -616,7 +616,7 @@ fn target_conditions(
     };
     let not_found = if plan.selected == 0 {
         cond(
-            TARGET_NOT_FOUND,
+            CONDITION_TARGET_NOT_FOUND,
             true,
             "TargetNotFound",
             format!(
@@ -627,7 +627,7 @@ fn target_conditions(
         )
     } else {
         cond(
-            TARGET_NOT_FOUND,
+            CONDITION_TARGET_NOT_FOUND,
             false,
             "TargetFound",
             format!("{} selected", plan.selected),

@@ -48,9 +48,9 @@ fn every_warning_condition_reason_is_its_event_reason() {
         for c in conditions(&decision, outcome, None) {
             let warns = matches!(
                 (c.type_.as_str(), c.status),
-                (SCHEDULE_VALID, false)
-                    | (TARGET_CONFLICT, true)
-                    | (CLUSTER_AUTOSCALER_READY, false)
+                (CONDITION_SCHEDULE_VALID, false)
+                    | (CONDITION_TARGET_CONFLICT, true)
+                    | (CONDITION_CLUSTER_AUTOSCALER_READY, false)
             );
             if warns {
                 assert_eq!(warning_reason(&c.reason), c.reason);

@@ -34,8 +34,8 @@
 //! - **Kill switch.** `service-scaler.kubernetes.io/managed: "false"` on the HPA stops every write
 //!   to it; apart from the pause annotations below, no other annotation on the HPA matters.
 //! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler *or on the HPA*
-//!   (DESIGN §3: on every object ebb manages): nothing is written to the HPA and only the `Paused`
-//!   condition is written to the ServiceScaler, naming the paused object and the annotation, with
+//!   (they count on every object ebb manages): nothing is written to the HPA and only the
+//!   `Paused` condition is written to the ServiceScaler, naming the paused object and the annotation, with
 //!   an Event when the pause starts or changes (both from the shared
 //!   [`ebb_runtime::pause::pause_report`], worded as by every controller); the ServiceScaler's
 //!   annotation is reported when both carry one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
@@ -111,15 +111,15 @@ pub const MAX_REQUEUE: Duration = Duration::from_secs(3600);
 pub const DEFAULT_MIN_REPLICAS: i32 = 1;
 
 /// Condition: the HPA has the settings the schedule asks for.
-pub const READY: &str = "Ready";
+pub const CONDITION_READY: &str = "Ready";
 /// Condition: the spec is valid (false names the field and the rule).
-pub const SPEC_VALID: &str = "SpecValid";
+pub const CONDITION_SPEC_VALID: &str = "SpecValid";
 /// Condition: some ranges can be in force at the same instant.
-pub const RANGES_OVERLAP: &str = "RangesOverlap";
+pub const CONDITION_RANGES_OVERLAP: &str = "RangesOverlap";
 /// Condition: the ServiceScaler or its HPA carries a pause annotation.
 pub const PAUSED: &str = PAUSED_CONDITION;
 /// Condition: the HPA carries the kill-switch annotation.
-pub const UNMANAGED: &str = "Unmanaged";
+pub const CONDITION_UNMANAGED: &str = "Unmanaged";
 
 /// What the reconciler observed.
 #[derive(Clone, Copy, Debug)]
@@ -268,8 +268,8 @@ fn finish_status(
     Some(next)
 }
 
-/// The pause in force at `now`: the ServiceScaler's own, else the HPA's (DESIGN §3: the pause
-/// annotations count on every object ebb manages). `None` when neither is paused.
+/// The pause in force at `now`: the ServiceScaler's own, else the HPA's (the pause annotations
+/// count on every object ebb manages). `None` when neither is paused.
 pub fn pause_of(observed: &Observed<'_>, now: Timestamp) -> Option<ObjectPause> {
     let scaler = ("ServiceScaler", &observed.scaler.metadata);
     let hpa = observed
@@ -320,7 +320,7 @@ pub fn decide(observed: &Observed<'_>, now: Timestamp) -> Decision {
         Ok(schedule) => schedule,
         Err(errors) => return draft.invalid(&errors),
     };
-    draft.condition(SPEC_VALID, true, "Valid", "");
+    draft.condition(CONDITION_SPEC_VALID, true, "Valid", "");
     draft.overlaps(&schedule);
     let (matched, next_transition) = draft.schedule_at_now(&schedule);
     if unmanaged {
@@ -476,12 +476,12 @@ impl<'a> Draft<'a> {
         let unmanaged = self.observed.hpa.is_some_and(kill_switch);
         if unmanaged {
             let message = self.unmanaged_message();
-            if self.condition(UNMANAGED, true, "KillSwitch", &message) {
+            if self.condition(CONDITION_UNMANAGED, true, "KillSwitch", &message) {
                 self.notices
                     .push(Notice::normal("Unmanaged", "Skip", &message));
             }
         } else {
-            self.condition(UNMANAGED, false, "Managed", "");
+            self.condition(CONDITION_UNMANAGED, false, "Managed", "");
         }
         unmanaged
     }
@@ -491,12 +491,12 @@ impl<'a> Draft<'a> {
     /// no requeue (only an edit of the spec helps).
     fn invalid(mut self, errors: &SpecErrors) -> Decision {
         let message = errors.to_string();
-        if self.condition(SPEC_VALID, false, "InvalidSpec", &message) {
+        if self.condition(CONDITION_SPEC_VALID, false, "InvalidSpec", &message) {
             self.notices
                 .push(Notice::warning("InvalidSpec", "Validate", &message));
         }
         self.condition(
-            READY,
+            CONDITION_READY,
             false,
             "InvalidSpec",
             format!("the spec is invalid; the HPA is left as it was: {message}"),
@@ -516,7 +516,7 @@ impl<'a> Draft<'a> {
     /// pair of ranges: computed once per generation.
     fn overlaps(&mut self, schedule: &Schedule) {
         let overlaps_known = self.generation.is_some()
-            && ebb_runtime::find_condition(&self.status.conditions, RANGES_OVERLAP)
+            && ebb_runtime::find_condition(&self.status.conditions, CONDITION_RANGES_OVERLAP)
                 .is_some_and(|c| c.observed_generation == self.generation);
         if overlaps_known {
             return;
@@ -527,7 +527,7 @@ impl<'a> Draft<'a> {
             None => (false, "NoOverlap"),
         };
         let message = message.unwrap_or_default();
-        let changed = self.condition(RANGES_OVERLAP, overlap, reason, &message);
+        let changed = self.condition(CONDITION_RANGES_OVERLAP, overlap, reason, &message);
         if changed && overlap {
             self.notices
                 .push(Notice::warning("RangesOverlap", "Validate", message));
@@ -561,7 +561,7 @@ impl<'a> Draft<'a> {
         next_transition: Option<Timestamp>,
     ) -> Decision {
         let message = self.unmanaged_message();
-        self.condition(READY, false, "Unmanaged", &message);
+        self.condition(CONDITION_READY, false, "Unmanaged", &message);
         self.status.ramp = None;
         let requeue = Some(requeue_after(self.now, next_transition));
         self.finish(
@@ -629,7 +629,7 @@ impl<'a> Draft<'a> {
             (Some(note), _) => (false, format!("dry run: would update {note}")),
             (None, _) => (true, format!("dry run: the HPA is in sync ({in_force})")),
         };
-        if self.condition(READY, ready, "DryRun", &message) && note.is_some() {
+        if self.condition(CONDITION_READY, ready, "DryRun", &message) && note.is_some() {
             let action = match hpa {
                 HpaPlan::Create(_) => "CreateHPA",
                 _ => "UpdateHPA",
@@ -669,7 +669,7 @@ impl<'a> Draft<'a> {
         } else {
             "Applied"
         };
-        self.condition(READY, true, reason, message);
+        self.condition(CONDITION_READY, true, reason, message);
         let hpa_notice = note.map(|note| {
             let (reason, action) = match hpa {
                 HpaPlan::Create(_) => ("Created", "CreateHPA"),

@@ -904,11 +904,11 @@ fn missing_hpa_is_created_owned_with_exactly_the_effective_settings() {
         from_k8s_time(status.last_updated_time.as_ref().unwrap()),
         utc("2026-05-04T09:00:00Z")
     );
-    assert_eq!(condition_of(&status, READY).0, "True");
-    assert_eq!(condition_of(&status, SPEC_VALID).0, "True");
-    assert_eq!(condition_of(&status, RANGES_OVERLAP).0, "False");
+    assert_eq!(condition_of(&status, CONDITION_READY).0, "True");
+    assert_eq!(condition_of(&status, CONDITION_SPEC_VALID).0, "True");
+    assert_eq!(condition_of(&status, CONDITION_RANGES_OVERLAP).0, "False");
     assert_eq!(condition_of(&status, PAUSED).0, "False");
-    assert_eq!(condition_of(&status, UNMANAGED).0, "False");
+    assert_eq!(condition_of(&status, CONDITION_UNMANAGED).0, "False");
 }
 
 #[test]
@@ -1046,13 +1046,13 @@ fn kill_switch_leaves_the_hpa_and_says_so() {
     assert_eq!(d.state, ManagedState::Unmanaged);
     assert_eq!(d.finalizer, FinalizerPlan::Keep);
     let status = d.status.unwrap();
-    assert_eq!(condition_of(&status, UNMANAGED).0, "True");
+    assert_eq!(condition_of(&status, CONDITION_UNMANAGED).0, "True");
     assert!(
-        condition_of(&status, UNMANAGED)
+        condition_of(&status, CONDITION_UNMANAGED)
             .2
             .contains("service-scaler.kubernetes.io/managed: \"false\"")
     );
-    assert_eq!(condition_of(&status, READY).1, "Unmanaged");
+    assert_eq!(condition_of(&status, CONDITION_READY).1, "Unmanaged");
     assert_eq!(status.last_known_config, None);
     // Only that annotation counts: "true" or another annotation manages as usual.
     for annotations in [
@@ -1200,7 +1200,7 @@ fn hpa_pause_that_has_expired_writes_again_and_clears_the_condition() {
     assert_eq!(*reason, WriteReason::Transition);
     let status = d.status.unwrap();
     assert_eq!(condition_of(&status, PAUSED).0, "False");
-    assert_eq!(condition_of(&status, READY).0, "True");
+    assert_eq!(condition_of(&status, CONDITION_READY).0, "True");
 }
 
 #[test]
@@ -1311,13 +1311,13 @@ fn invalid_spec_leaves_the_hpa_and_reports_field_and_rule() {
         )
     );
     let status = d.status.unwrap();
-    let (st, reason, message) = condition_of(&status, SPEC_VALID);
+    let (st, reason, message) = condition_of(&status, CONDITION_SPEC_VALID);
     assert_eq!((st, reason), ("False", "InvalidSpec"));
     assert!(
         message.starts_with("spec.timeRangeSpec[0].timeZone: unknown time zone \"Europe/Nowhere\""),
         "{message}"
     );
-    assert_eq!(condition_of(&status, READY).0, "False");
+    assert_eq!(condition_of(&status, CONDITION_READY).0, "False");
     assert_eq!(d.notices[0].kind, EventKind::Warning);
 }
 
@@ -1338,7 +1338,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
         (HpaPlan::Leave, FinalizerPlan::Keep, ManagedState::DryRun)
     );
     let status = d.status.clone().unwrap();
-    let (st, reason, message) = condition_of(&status, READY);
+    let (st, reason, message) = condition_of(&status, CONDITION_READY);
     assert_eq!((st, reason), ("False", "DryRun"));
     assert_eq!(
         message,
@@ -1617,11 +1617,11 @@ fn lead_is_path_independent_a_fresh_controller_writes_the_step_in_force() {
     assert_eq!(d.requeue_after, Some(Duration::from_secs(180)));
     let status = d.status.unwrap();
     assert!(
-        condition_of(&status, READY)
+        condition_of(&status, CONDITION_READY)
             .2
             .contains("stepping up ahead of a coming increase"),
         "{:?}",
-        condition_of(&status, READY)
+        condition_of(&status, CONDITION_READY)
     );
     assert_eq!(status.last_known_config, Some(settings(9, 34, None, None)));
     // leadTime 0s: the schedule alone, woken at the boundary.
@@ -1650,7 +1650,7 @@ fn ramp_state_is_in_status_and_a_restart_continues_it() {
     let ramp = d.status.as_ref().unwrap().ramp.clone().unwrap();
     assert_eq!((ramp.from_min_replicas, ramp.to_min_replicas), (12, 2));
     assert_eq!(from_k8s_time(&ramp.started_at), utc("2026-05-04T12:00:00Z"));
-    assert_eq!(condition_of(d.status.as_ref().unwrap(), READY).1, "Ramping");
+    assert_eq!(condition_of(d.status.as_ref().unwrap(), CONDITION_READY).1, "Ramping");
     // Long after the boundary: at once.
     let d = decide_at(&s, Some(&h), "2026-05-04T13:00:00Z");
     let HpaPlan::Apply { fields, .. } = &d.hpa else {
@@ -1708,7 +1708,7 @@ fn overlapping_ranges_get_a_condition_naming_them_once_per_generation() {
     let d = decide_at(&s, None, "2026-05-04T11:30:00Z");
     let status = d.status.clone().unwrap();
     assert_eq!(
-        condition_of(&status, RANGES_OVERLAP),
+        condition_of(&status, CONDITION_RANGES_OVERLAP),
         (
             "True",
             "Overlap",

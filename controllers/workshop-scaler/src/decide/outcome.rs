@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use ebb_runtime::conditions::{is_condition_true, set_condition};
-use ebb_runtime::pause::{PAUSED_CONDITION, PauseReport};
+use ebb_runtime::pause::{CONDITION_PAUSED, PauseReport};
 use ebb_runtime::{ConditionUpdate, Notice, to_k8s_time};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -224,9 +224,9 @@ fn next_conditions(
             format!("dry run, nothing written: {reason}"),
         ));
     }
-    if is_condition_true(input.conditions, PAUSED_CONDITION) {
+    if is_condition_true(input.conditions, CONDITION_PAUSED) {
         updates.push(ConditionUpdate::new(
-            PAUSED_CONDITION,
+            CONDITION_PAUSED,
             false,
             "Resumed",
             "no pause annotation is in force",
