@@ -135,6 +135,19 @@ async fn run(subject: Subject) {
         "{}: no {build_info}...: {body}",
         subject.binary
     );
+    // The client's requests, as the API server names them: the Lease renewals (patches) at least.
+    let prefix = format!("ebb_{}", subject.binary.replace('-', "_"));
+    for series in [
+        format!("{prefix}_api_requests_total{{verb=\"patch\",resource=\"leases\",code=\"200\"}}"),
+        format!("{prefix}_api_requests_total{{verb=\"watch\""),
+        format!("{prefix}_api_request_duration_seconds_bucket{{"),
+    ] {
+        assert!(
+            body.contains(&series),
+            "{}: no {series}...: {body}",
+            subject.binary
+        );
+    }
 
     // Converged: the seed's state reached. An idle minute writes nothing.
     (subject.trigger)(&setup, 0).await;

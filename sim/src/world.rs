@@ -92,6 +92,7 @@ impl World {
             common: common.clone(),
             warm_up: WarmUp::new(Health::new(), ApiContact::new(Arc::new(self.clock))),
             shutdown: Shutdown::new(),
+            retry_jitter: false,
         }
     }
 

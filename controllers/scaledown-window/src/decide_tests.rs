@@ -1491,7 +1491,11 @@ fn conditions_report_the_outcome() {
         &TargetOutcome::Disabled(TargetKind::KarpenterNodePools),
         None,
     );
-    assert!(find(&c, CONDITION_READY).message.contains("--enable-karpenter"));
+    assert!(
+        find(&c, CONDITION_READY)
+            .message
+            .contains("--enable-karpenter")
+    );
 }
 
 fn machine_autoscalers_with(cluster_autoscaler: ClusterAutoscalerScaleDown) -> Observed {
@@ -1973,5 +1977,9 @@ fn conditions_list_the_paused_objects() {
             .message
             .contains("Node w1 (annotation scaling.ebb.dev/paused-until is not an RFC 3339")
     );
-    assert!(find(&c, CONDITION_READY).message.contains("applied to 1 Node;"));
+    assert!(
+        find(&c, CONDITION_READY)
+            .message
+            .contains("applied to 1 Node;")
+    );
 }

@@ -64,14 +64,17 @@ impl Test {
         let metrics = h.register(Metrics::new);
         let mut cache = Cache::default();
         let nodes = Mutex::new(cache.scope());
-        let ctx = Arc::new(Context::new(
-            h.shared_with(dry_run, leader),
-            Own {
-                metrics,
-                targets,
-                nodes: cache,
-            },
-        ).without_jitter());
+        let ctx = Arc::new(
+            Context::new(
+                h.shared_with(dry_run, leader),
+                Own {
+                    metrics,
+                    targets,
+                    nodes: cache,
+                },
+            )
+            .without_jitter(),
+        );
         Self { h, ctx, nodes }
     }
 
@@ -762,7 +765,10 @@ async fn a_missing_pool_api_reads_as_no_pools_and_other_failures_change_nothing(
     t.fake.fail_next(Matcher::get("/machineconfigpools"), 404);
     t.reconcile(ME).await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "ScaleDownDisabled");
+    assert_eq!(
+        t.condition(ME, decide::CONDITION_READY).1,
+        "ScaleDownDisabled"
+    );
 
     // Any other failure fails the pass before anything is written (the target keeps its
     // state), and is retried.
@@ -786,7 +792,10 @@ async fn missing_cluster_autoscaler_is_reported_not_created() {
     t.fake.insert(schedule(ME, ca_target(), nights()));
     t.reconcile(ME).await.unwrap();
     assert!(t.target_writes().is_empty());
-    assert_eq!(t.condition(ME, decide::CONDITION_TARGET_NOT_FOUND).0, "True");
+    assert_eq!(
+        t.condition(ME, decide::CONDITION_TARGET_NOT_FOUND).0,
+        "True"
+    );
     assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "TargetNotFound");
 }
 
@@ -852,7 +861,10 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
         // Installed: the schedule goes on as usual and the gauge drops.
         t.fake.set_served(group, plural, true);
         t.reconcile(ME).await.unwrap();
-        assert_ne!(t.condition(ME, decide::CONDITION_READY).1, "TargetApiMissing");
+        assert_ne!(
+            t.condition(ME, decide::CONDITION_READY).1,
+            "TargetApiMissing"
+        );
         assert!(
             t.metrics()
                 .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 0")
@@ -884,7 +896,10 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
         message.starts_with("spec.windows[1].timeZone: unknown time zone \"Europe/Zurch\""),
         "{message}"
     );
-    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "InvalidSchedule");
+    assert_eq!(
+        t.condition(ME, decide::CONDITION_READY).1,
+        "InvalidSchedule"
+    );
     let s = t.schedule(ME).status.unwrap();
     assert!(!s.scale_down_enabled);
     assert_eq!((s.active_window, s.next_transition_time), (None, None));
@@ -932,8 +947,14 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
         message.contains("ClusterAutoscaler default (managed by a-nights)"),
         "{message}"
     );
-    assert_eq!(t.condition("b-always", decide::CONDITION_READY).1, "TargetConflict");
-    assert_eq!(t.condition("a-nights", decide::CONDITION_TARGET_CONFLICT).0, "False");
+    assert_eq!(
+        t.condition("b-always", decide::CONDITION_READY).1,
+        "TargetConflict"
+    );
+    assert_eq!(
+        t.condition("a-nights", decide::CONDITION_TARGET_CONFLICT).0,
+        "False"
+    );
     assert!(t.events.reasons().contains(&"TargetConflict".to_owned()));
     assert!(
         t.metrics()
@@ -949,7 +970,10 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
     t.reconcile("b-always").await.unwrap();
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
-    assert_eq!(t.condition("b-always", decide::CONDITION_TARGET_CONFLICT).0, "False");
+    assert_eq!(
+        t.condition("b-always", decide::CONDITION_TARGET_CONFLICT).0,
+        "False"
+    );
 }
 
 #[tokio::test]
@@ -1743,7 +1767,10 @@ async fn a_paused_cluster_autoscaler_gets_no_write_until_its_pause_expires() {
         1
     );
     assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).0, "False");
-    assert_eq!(t.condition(ME, decide::CONDITION_READY).1, "ScaleDownDisabled");
+    assert_eq!(
+        t.condition(ME, decide::CONDITION_READY).1,
+        "ScaleDownDisabled"
+    );
 }
 
 #[tokio::test]
@@ -1795,7 +1822,10 @@ async fn a_paused_node_gets_no_write_while_the_others_do_and_lifting_the_pause_r
         ),
         "{message}"
     );
-    assert_eq!(t.condition(ME, decide::CONDITION_PAUSED).1, "TargetObjectsPaused");
+    assert_eq!(
+        t.condition(ME, decide::CONDITION_PAUSED).1,
+        "TargetObjectsPaused"
+    );
 
     // Lifting w1's pause (the node watch wakes the schedule on it): w1 is annotated at once.
     t.fake.modify_json("v1", "Node", "", "w1", |n| {

@@ -42,8 +42,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::decide::{
-    self, FINALIZER, FinalizerPlan, HpaPlan, ManagedState, Notice, Observed, OwnedFields,
-    Precondition, CONDITION_READY, CONDITION_SPEC_VALID, UDAAN_FINALIZER, WriteReason,
+    self, CONDITION_READY, CONDITION_SPEC_VALID, FINALIZER, FinalizerPlan, HpaPlan, ManagedState,
+    Notice, Observed, OwnedFields, Precondition, UDAAN_FINALIZER, WriteReason,
 };
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};

@@ -60,7 +60,7 @@ fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
         metrics: h.register(Metrics::new),
         ledger: HookLedger::new(),
     };
-    let ctx = Arc::new(Context::new(h.shared_with(dry_run, leader), own));
+    let ctx = Arc::new(Context::new(h.shared_with(dry_run, leader), own).without_jitter());
     Env { h, ctx }
 }
 

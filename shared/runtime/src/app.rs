@@ -162,6 +162,9 @@ pub struct Wiring {
     pub warm_up: WarmUp,
     /// Ends the watches gracefully.
     pub shutdown: Shutdown,
+    /// Retry delays after failures have jitter ([`crate::ErrorBackoff`]); the simulator, whose
+    /// runs must repeat exactly, turns it off.
+    pub retry_jitter: bool,
 }
 
 impl Wiring {
@@ -189,7 +192,12 @@ impl Wiring {
 
     /// A reconcile context of the shared parts and the controller's own part `own`.
     pub fn context<T>(&self, own: T) -> Arc<Context<T>> {
-        Arc::new(Context::new(self.shared(), own))
+        let context = Context::new(self.shared(), own);
+        Arc::new(if self.retry_jitter {
+            context
+        } else {
+            context.without_jitter()
+        })
     }
 }
 
@@ -251,6 +259,7 @@ where
         common,
         warm_up: runtime.warm_up(),
         shutdown: runtime.shutdown.clone(),
+        retry_jitter: true,
     };
     runtime.run(controllers(args, wiring, own)).await
 }

@@ -49,7 +49,10 @@ impl ErrorBackoff {
 
     /// Records a failure of `key` and returns how long to wait before retrying it.
     pub fn failed(&self, key: &str) -> Duration {
-        let mut schedules = self.schedules.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut schedules = self
+            .schedules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let schedule = schedules
             .entry(key.to_owned())
             .or_insert_with(|| schedule(self.jitter));
@@ -106,7 +109,10 @@ mod tests {
         let delays: Vec<Duration> = (0..12).map(|_| b.failed("ns/a")).collect();
         for (got, bare) in delays.iter().zip(BARE) {
             let bare = Duration::from_secs(bare);
-            assert!(*got >= bare && *got <= (bare * 2).min(MAX_DELAY), "{got:?} for {bare:?}");
+            assert!(
+                *got >= bare && *got <= (bare * 2).min(MAX_DELAY),
+                "{got:?} for {bare:?}"
+            );
         }
         // Two objects failing together are spread apart (equal only by a vanishing chance).
         let others: Vec<Duration> = (0..4).map(|_| b.failed("ns/b")).collect();

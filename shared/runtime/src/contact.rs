@@ -80,6 +80,8 @@ struct Inner {
     /// Bumped at each return.
     returns: watch::Sender<u64>,
     watches: Mutex<Vec<Weak<WatchLink>>>,
+    /// Every request of the client, by verb, resource and answer.
+    requests: crate::requests::RequestMetrics,
 }
 
 impl std::fmt::Debug for ApiContact {
@@ -125,6 +127,7 @@ impl ApiContact {
                 returned_ms: AtomicU64::new(0),
                 returns,
                 watches: Mutex::new(Vec::new()),
+                requests: crate::requests::RequestMetrics::new(),
             }),
         }
     }
@@ -291,12 +294,14 @@ impl ApiContact {
         }
     }
 
-    /// Registers `api_last_contact_timestamp_seconds`, `watches` and `watches_connected` into
-    /// `registry` (a controller's part of it).
+    /// Registers `api_last_contact_timestamp_seconds`, `watches`, `watches_connected`,
+    /// `api_requests_total` and `api_request_duration_seconds` into `registry` (a controller's
+    /// part of it).
     pub fn register(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(ContactMetrics {
             contact: self.clone(),
         }));
+        self.inner.requests.register(registry);
     }
 
     fn link(&self) -> Arc<WatchLink> {
@@ -413,7 +418,8 @@ async fn ready(client: &kube::Client) -> Ready {
     }
 }
 
-/// A client for `config` whose every answer and failure `contact` records.
+/// A client for `config` whose every answer and failure `contact` records, and whose requests
+/// it counts and times ([`crate::requests`]).
 ///
 /// # Errors
 /// The configuration cannot make a client (its TLS settings, say).
@@ -421,6 +427,7 @@ pub fn client(config: kube::Config, contact: &ApiContact) -> Result<kube::Client
     let layer = tower::util::MapResultLayer::new(contact.observer());
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&layer)
+        .with_layer(&contact.inner.requests.layer())
         .build())
 }
 

@@ -24,6 +24,7 @@
 //! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
 //! - [`cleanup`]: `<controller> cleanup`, what an uninstall runs first.
 //! - [`contact`]: the link to the API server: last answer, watches' retries, the server's return.
+//! - [`requests`]: the client's requests by verb, resource and answer, with their latency.
 //! - [`manifest`]: reading manifests offline as the API server would, for `plan`.
 //! - [`metrics_auth`]: `--metrics-auth`, `/metrics` only for callers the API server vouches for.
 //! - [`overlap`]: two installs of one controller whose scopes overlap.
@@ -53,6 +54,7 @@ pub mod overlap;
 pub mod patch;
 pub mod pause;
 pub mod plan;
+pub mod requests;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;

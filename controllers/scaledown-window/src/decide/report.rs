@@ -195,7 +195,11 @@ fn notices(
             .iter()
             .find(|c| c.type_ == CONDITION_PAUSED && c.reason == REASON_OBJECTS_PAUSED)
     {
-        out.push(Notice::normal(REASON_OBJECTS_PAUSED, "Pause", c.message.clone()));
+        out.push(Notice::normal(
+            REASON_OBJECTS_PAUSED,
+            "Pause",
+            c.message.clone(),
+        ));
     }
     let warnings = [
         (CONDITION_SCHEDULE_VALID, false, "Validate"),
@@ -205,7 +209,9 @@ fn notices(
     // The target's API not served (a CRD not installed), newly.
     if let TargetOutcome::ApiMissing(_) = input.outcome
         && became(CONDITION_TARGET_NOT_FOUND, true)
-        && let Some(c) = updates.iter().find(|c| c.type_ == CONDITION_TARGET_NOT_FOUND)
+        && let Some(c) = updates
+            .iter()
+            .find(|c| c.type_ == CONDITION_TARGET_NOT_FOUND)
     {
         out.push(Notice::warning(
             "TargetApiMissing",
@@ -349,9 +355,12 @@ pub fn conditions(
     let summary = decision_message(decision);
 
     let schedule_valid = match (&decision.reason, outcome) {
-        (_, TargetOutcome::Invalid(invalid)) => {
-            cond(CONDITION_SCHEDULE_VALID, false, "InvalidTarget", invalid.to_string())
-        }
+        (_, TargetOutcome::Invalid(invalid)) => cond(
+            CONDITION_SCHEDULE_VALID,
+            false,
+            "InvalidTarget",
+            invalid.to_string(),
+        ),
         (Reason::InvalidSchedule(invalid), _) => cond(
             CONDITION_SCHEDULE_VALID,
             false,

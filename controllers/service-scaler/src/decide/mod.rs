@@ -68,7 +68,7 @@ use ebb_crds::service_scaler::{
     DeletionPolicy, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerStatus,
 };
-use ebb_runtime::pause::{ObjectPause, PAUSED_CONDITION, PauseReport, first_pause, pause_report};
+use ebb_runtime::pause::{CONDITION_PAUSED, ObjectPause, PauseReport, first_pause, pause_report};
 use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -117,7 +117,7 @@ pub const CONDITION_SPEC_VALID: &str = "SpecValid";
 /// Condition: some ranges can be in force at the same instant.
 pub const CONDITION_RANGES_OVERLAP: &str = "RangesOverlap";
 /// Condition: the ServiceScaler or its HPA carries a pause annotation.
-pub const PAUSED: &str = PAUSED_CONDITION;
+pub const PAUSED: &str = CONDITION_PAUSED;
 /// Condition: the HPA carries the kill-switch annotation.
 pub const CONDITION_UNMANAGED: &str = "Unmanaged";
 

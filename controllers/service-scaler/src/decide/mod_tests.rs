@@ -1650,7 +1650,10 @@ fn ramp_state_is_in_status_and_a_restart_continues_it() {
     let ramp = d.status.as_ref().unwrap().ramp.clone().unwrap();
     assert_eq!((ramp.from_min_replicas, ramp.to_min_replicas), (12, 2));
     assert_eq!(from_k8s_time(&ramp.started_at), utc("2026-05-04T12:00:00Z"));
-    assert_eq!(condition_of(d.status.as_ref().unwrap(), CONDITION_READY).1, "Ramping");
+    assert_eq!(
+        condition_of(d.status.as_ref().unwrap(), CONDITION_READY).1,
+        "Ramping"
+    );
     // Long after the boundary: at once.
     let d = decide_at(&s, Some(&h), "2026-05-04T13:00:00Z");
     let HpaPlan::Apply { fields, .. } = &d.hpa else {
