@@ -79,6 +79,9 @@ mod ramp;
 mod schedule;
 mod spec;
 
+#[cfg(test)]
+mod fixtures;
+
 pub use hpa::{
     HpaOrigin, OwnedFields, Precondition, deletion_action, describe_range, describe_settings,
     disown_patch, has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer, new_hpa, owned_by,

@@ -134,3 +134,7 @@ pub fn resolve_ramp(
     // schedule (increases are stepped up *ahead* of the boundary by the lead time instead).
     ramp.filter(|r| r.from > r.to && !r.is_complete(now))
 }
+
+#[cfg(test)]
+#[path = "ramp_tests.rs"]
+mod tests;

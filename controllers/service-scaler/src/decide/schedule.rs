@@ -347,3 +347,7 @@ pub fn overlap_message(pairs: &[(usize, usize)]) -> Option<String> {
         list.join(", ")
     ))
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;

@@ -379,3 +379,7 @@ fn time_window(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;
