@@ -2,14 +2,17 @@
 //! apply (the minimum of writes) -> status, Events, metrics.
 //!
 //! Writes, in this order, each only when the decision asks for it:
-//! 1. the HPA: created with a POST (full spec, `scaleTargetRef`, an owner reference to the
+//! 1. adding the finalizer (when the deletion will need to act on the HPA, [`needs_finalizer`]):
+//!    a merge patch carrying `metadata.resourceVersion`. First, so an adopted HPA is never
+//!    changed while nothing guarantees that deleting the ServiceScaler restores it;
+//! 2. the HPA: created with a POST (full spec, `scaleTargetRef`, an owner reference to the
 //!    ServiceScaler) when missing, else server-side apply (field manager `ebb-service-scaler`,
-//!    forced) of exactly `spec.minReplicas`, `spec.maxReplicas` and `spec.metrics`. Creating with
-//!    a POST rather than an apply keeps `scaleTargetRef` out of the apply set: a later apply
-//!    without it would otherwise remove the field ebb alone owned, which the API server rejects;
-//! 2. the finalizer (when the deletion will need to act on the HPA, [`needs_finalizer`]): a merge
-//!    patch carrying `metadata.resourceVersion`;
-//! 3. the status: a merge patch of `.status` through the status subresource.
+//!    forced, preconditioned on the resourceVersion read) of exactly `spec.minReplicas`,
+//!    `spec.maxReplicas` and `spec.metrics`. Creating with a POST rather than an apply keeps
+//!    `scaleTargetRef` out of the apply set: a later apply without it would otherwise remove the
+//!    field ebb alone owned, which the API server rejects;
+//! 3. removing the finalizer when it is no longer needed (same merge patch);
+//! 4. the status: a merge patch of `.status` through the status subresource.
 //!
 //! On deletion ([`decide_deletion`]): drop the HPA's owner reference (a merge patch with its
 //! `resourceVersion`), restore it (server-side apply), or delete it (`uid` precondition), then
