@@ -405,7 +405,7 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     let user = setup.identity.username();
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
     // The window opens once everything has converged and was measured.
-    let opens = ebb_e2e::whole_second(
+    let opens = ebb_runtime::time::whole_second(
         Timestamp::now()
             + SignedDuration::from_secs(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64),
     );

@@ -437,7 +437,7 @@ async fn service_scaler_window_edges_during_faults() {
     let setup = Setup::new(subject.chart, "e2e-af-edge", true, &[])
         .await
         .unwrap();
-    let opens = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(20);
+    let opens = ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(20);
     let closes = opens + SignedDuration::from_secs(30);
     setup
         .apply(scaler_doc(10, Some((opens, closes))))

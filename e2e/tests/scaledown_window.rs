@@ -403,7 +403,7 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
 
 /// Sets MachineConfigPool `pool`'s Updating condition, as the machine-config operator does.
 async fn set_pool_updating(pools: &Api<DynamicObject>, pool: &str, updating: bool) {
-    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
+    let now = ebb_runtime::time::rfc3339(Timestamp::now());
     let status = |b: bool| if b { "True" } else { "False" };
     pools
         .patch_status(

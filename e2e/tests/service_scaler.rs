@@ -48,7 +48,8 @@ async fn window_opens_on_time_and_other_managers_fields_survive() {
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
 
     // Whole seconds: RFC 3339 in the spec, and the boundary the controller wakes for.
-    let boundary = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(12);
+    let boundary =
+        ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(12);
     let until = boundary + SignedDuration::from_hours(1);
     setup
         .apply(scaler("web", &boundary.to_string(), &until.to_string()))
@@ -230,7 +231,7 @@ async fn deleting_restores_an_adopted_hpa_to_the_defaults() {
         }))
         .await
         .unwrap();
-    let now = ebb_e2e::whole_second(Timestamp::now());
+    let now = ebb_runtime::time::whole_second(Timestamp::now());
     let from = (now - SignedDuration::from_hours(1)).to_string();
     let to = (now + SignedDuration::from_hours(1)).to_string();
     let mut doc = scaler("api", &from, &to);
@@ -329,7 +330,8 @@ async fn lead_steps_up_before_the_boundary_and_canonical_quantities_are_in_sync(
         }))
         .await
         .unwrap();
-    let boundary = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(45);
+    let boundary =
+        ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(45);
     let until = boundary + SignedDuration::from_hours(1);
     let mut doc = scaler("workers", &boundary.to_string(), &until.to_string());
     doc["spec"]["leadTime"] = json!("30s");
@@ -448,7 +450,7 @@ async fn a_scaler_with_udaans_finalizer_deletes_udaans_hpa_and_is_released() {
         }))
         .await
         .unwrap();
-    let now = ebb_e2e::whole_second(Timestamp::now());
+    let now = ebb_runtime::time::whole_second(Timestamp::now());
     let mut doc = scaler(
         "legacy",
         &(now - SignedDuration::from_hours(1)).to_string(),

@@ -53,7 +53,7 @@ async fn settle_workload(sets: &Api<StatefulSet>, name: &str, replicas: i32) {
 /// Finishes a Job as the Job controller would: `Complete` (with `SuccessCriteriaMet`, which the
 /// API server requires beside it) or `Failed` (with `FailureTarget`).
 async fn finish_job(jobs: &Api<Job>, name: &str, succeed: bool) {
-    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
+    let now = ebb_runtime::time::rfc3339(Timestamp::now());
     let condition = |type_: &str, reason: &str| {
         json!({"type": type_, "status": "True", "reason": reason, "message": reason,
                "lastProbeTime": now, "lastTransitionTime": now})
@@ -541,7 +541,7 @@ async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_con
         .dynamic("autoscaling.stackable.tech", "v1alpha1", "StackableScaler")
         .await
         .unwrap();
-    let now = ebb_e2e::whole_second(Timestamp::now()).to_string();
+    let now = ebb_runtime::time::rfc3339(Timestamp::now());
     let stored = [
         (
             "old",

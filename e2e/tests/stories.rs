@@ -98,7 +98,7 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     // edge (leadTime), so the pods run when the window opens. The HPA has no metrics here (no
     // metrics-server): the controller then keeps the replicas within minReplicas..maxReplicas,
     // which is what the window moves.
-    let edge = ebb_e2e::whole_second(Timestamp::now()) + SignedDuration::from_secs(100);
+    let edge = ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(100);
     let end = edge + SignedDuration::from_secs(45);
     let scaler = |min: i64, max: i64| {
         json!({
