@@ -62,9 +62,11 @@ crds:
 crds-check:
 	$(CARGO) run --quiet -p ebb-crds --bin crdgen -- --check crds
 	.ci/chart-crds check
-	@# The CRD types need kube's derive only (issue #12): no client, runtime or tokio.
-	@if $(CARGO) tree --quiet -p ebb-crds -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime) '; then \
-		echo "ebb-crds must not depend on the above"; exit 1; fi
+	@# The pure crates (the CRD types, the schedule engine, ebb-core: the plan, conditions, Events
+	@# as data) need kube's derive only: no client, runtime or tokio (docs/style.md, "Layout").
+	@for crate in ebb-crds ebb-schedule ebb-core; do \
+		if $(CARGO) tree --quiet -p $$crate -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime|hyper) '; then \
+			echo "$$crate must not depend on the above"; exit 1; fi; done
 
 ## charts-readme: regenerate the RBAC table of charts/README.md from charts/*/rbac-needs.yaml.
 charts-readme:

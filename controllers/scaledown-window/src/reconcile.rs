@@ -309,7 +309,7 @@ async fn apply(
     }
     let reference = schedule.object_ref(&());
     for notice in &report.notices {
-        notice.record(&*ctx.events, &reference).await;
+        ctx.events.notify(&reference, notice).await;
     }
     let enabled = decision.scale_down_enabled;
     ctx.own.metrics.observe(&name, enabled, &report);
@@ -346,13 +346,12 @@ async fn cleanup(
     write_changes(ctx, &name, &plan.changes).await?;
     if !plan.changes.is_empty() {
         let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
-        Notice::normal(
+        let notice = Notice::normal(
             "Released",
             "Release",
             format!("deleted: {}", decide::summarize(&changes, 5)),
-        )
-        .record(&*ctx.events, &schedule.object_ref(&()))
-        .await;
+        );
+        ctx.events.notify(&schedule.object_ref(&()), &notice).await;
     }
     Ok(Action::await_change())
 }

@@ -87,10 +87,13 @@ impl Metrics {
 
     /// Counts one HPA write.
     pub fn count_write(&self, reason: WriteReason) {
+        self.count_reason(reason.as_str());
+    }
+
+    /// Counts one HPA write under `reason` ([`WriteReason::as_str`]).
+    pub fn count_reason(&self, reason: &'static str) {
         self.transitions
-            .get_or_create(&ReasonLabels {
-                reason: reason.as_str(),
-            })
+            .get_or_create(&ReasonLabels { reason })
             .inc();
     }
 

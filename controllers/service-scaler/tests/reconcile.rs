@@ -415,7 +415,7 @@ async fn server_error_fails_the_reconcile_and_the_retry_converges() {
     h.hpa(2, 10, Some(60), None, Some(&scaler), json!({}));
     h.fake.fail_next(Matcher::patch(HPA_PATH), 500);
     let error = h.reconcile().await.unwrap_err();
-    assert_eq!(error.category(), "write_hpa");
+    assert_eq!(error.category(), "write_target");
     assert!(error.is_transient());
     // Backoff, not "wait for a change".
     let guard = Arc::new(Guarded(Ok(h.stored_scaler().unwrap())));
@@ -439,7 +439,7 @@ async fn server_error_fails_the_reconcile_and_the_retry_converges() {
     assert_eq!(h.successful_hpa_writes(), 1);
     assert!(
         h.metrics_text()
-            .contains("ebb_service_scaler_reconcile_errors_total{category=\"write_hpa\"} 1")
+            .contains("ebb_service_scaler_reconcile_errors_total{category=\"write_target\"} 1")
     );
 }
 
@@ -464,7 +464,7 @@ async fn status_conflict_and_a_lost_answer_never_write_the_hpa_twice() {
     h.clock.set(utc("2026-05-04T12:00:00Z"));
     h.fake
         .inject(Matcher::patch(HPA_PATH), Fault::TimeoutAfterApply, 1);
-    assert_eq!(h.reconcile().await.unwrap_err().category(), "write_hpa");
+    assert_eq!(h.reconcile().await.unwrap_err().category(), "write_target");
     h.reconcile().await.unwrap();
     assert_eq!(h.hpa_writes().len(), 1, "{:#?}", h.hpa_writes());
     assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);

@@ -250,7 +250,7 @@ async fn execute(
     }
     let reference = provision.object_ref(&());
     for notice in &plan.notices {
-        notice.record(&*ctx.events, &reference).await;
+        ctx.events.notify(&reference, notice).await;
     }
     if plan.remove_release {
         let base = latest.as_deref().unwrap_or(provision);

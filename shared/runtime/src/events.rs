@@ -11,63 +11,13 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-/// `Normal` or `Warning`, as in the Event's `type`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// Something expected happened (scaled, paused, ...).
-    Normal,
-    /// Something needs a human's attention (invalid spec, failed action, ...).
-    Warning,
-}
+pub use ebb_core::events::{EventKind, Notice};
 
-impl From<EventKind> for EventType {
-    fn from(kind: EventKind) -> Self {
-        match kind {
-            EventKind::Normal => EventType::Normal,
-            EventKind::Warning => EventType::Warning,
-        }
-    }
-}
-
-/// An Event a decision asks for, recorded by the reconciler once the writes it goes with
-/// succeeded: the one shape every controller's plan uses for its Events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notice {
-    /// Normal or Warning.
-    pub kind: EventKind,
-    /// CamelCase reason.
-    pub reason: &'static str,
-    /// What the controller did (or would do).
-    pub action: &'static str,
-    /// For humans.
-    pub note: String,
-}
-
-impl Notice {
-    /// A `Normal` Event.
-    pub fn normal(reason: &'static str, action: &'static str, note: impl Into<String>) -> Self {
-        Self {
-            kind: EventKind::Normal,
-            reason,
-            action,
-            note: note.into(),
-        }
-    }
-
-    /// A `Warning` Event.
-    pub fn warning(reason: &'static str, action: &'static str, note: impl Into<String>) -> Self {
-        Self {
-            kind: EventKind::Warning,
-            reason,
-            action,
-            note: note.into(),
-        }
-    }
-
-    /// Records this Event about `reference` on `sink`.
-    pub async fn record(&self, sink: &(impl EventSink + ?Sized), reference: &ObjectReference) {
-        sink.record(reference, self.kind, self.reason, self.action, &self.note)
-            .await;
+/// The Event `type` of `kind`.
+fn event_type(kind: EventKind) -> EventType {
+    match kind {
+        EventKind::Normal => EventType::Normal,
+        EventKind::Warning => EventType::Warning,
     }
 }
 
@@ -95,6 +45,21 @@ pub trait EventSink: Send + Sync {
         action: &'a str,
         note: &'a str,
     ) -> BoxFuture<'a, ()>;
+
+    /// Records the Event `notice` asks for about `reference`.
+    fn notify<'a>(
+        &'a self,
+        reference: &'a ObjectReference,
+        notice: &'a Notice,
+    ) -> BoxFuture<'a, ()> {
+        self.record(
+            reference,
+            notice.kind,
+            notice.reason,
+            notice.action,
+            &notice.note,
+        )
+    }
 }
 
 impl<T: EventSink + ?Sized> EventSink for Arc<T> {
@@ -172,7 +137,7 @@ impl EventPublisher {
         note: &str,
     ) -> Result<(), EventError> {
         let event = Event {
-            type_: kind.into(),
+            type_: event_type(kind),
             reason: reason.to_owned(),
             note: (!note.is_empty()).then(|| note.to_owned()),
             action: action.to_owned(),

@@ -14,12 +14,11 @@
 //!   says which field is wrong.
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
-//! - [`time`]: instants as Kubernetes `Time` and ebb's outputs write them (whole seconds).
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`cache`]: caches of related kinds, filled by their watches, that reconciles read.
-//! - [`conditions`]: status conditions whose transition time moves only on a status flip.
+//! - [`execute`]: the one executor that carries out a controller's [`ebb_core::Plan`].
+//! - [`conditions`], [`time`], [`patch`]: `ebb-core`'s, re-exported (pure: no client).
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
-//! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
 //! - [`plan`]: the offline `plan` subcommand's flag, manifest reading and exit ([`plan::OutputFormat`]).
 //! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
 //! - [`cleanup`]: `<controller> cleanup`, what an uninstall runs first.
@@ -40,9 +39,9 @@ pub mod cache;
 pub mod cleanup;
 pub mod cli;
 pub mod clock;
-pub mod conditions;
 pub mod contact;
 pub mod events;
+pub mod execute;
 pub mod frame;
 pub mod guard;
 pub mod kubeconfig;
@@ -51,16 +50,16 @@ pub mod manifest;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod overlap;
-pub mod patch;
 pub mod pause;
 pub mod plan;
 pub mod requests;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;
-pub mod time;
 pub mod triggers;
 pub mod tz;
+
+pub use ebb_core::{conditions, patch, time};
 
 pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};

@@ -1023,7 +1023,16 @@ fn dispatch(
                 store.patch(&key(name), kind, &json_body()?, part(sub)?, now, dry_run)?,
             ))
         }
-        (Method::DELETE, Some(name), None) => Ok((200, store.delete(&key(name), now, dry_run)?)),
+        (Method::DELETE, Some(name), None) => {
+            // DeleteOptions' preconditions, as kube-apiserver checks them (409 on a mismatch).
+            let options = body
+                .filter(|b| !b.is_empty())
+                .map(|_| json_body())
+                .transpose()?
+                .unwrap_or(Value::Null);
+            let preconditions = &options["preconditions"];
+            Ok((200, store.delete(&key(name), preconditions, now, dry_run)?))
+        }
         _ => Err(ApiError::new(
             405,
             format!("{method} is not supported on {path}"),

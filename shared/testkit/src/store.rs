@@ -847,14 +847,34 @@ impl Store {
         Ok(self.commit(key, &old, new, dry_run))
     }
 
-    /// DELETE: removes the object, or marks it deleting while finalizers remain.
+    /// DELETE: removes the object, or marks it deleting while finalizers remain. `preconditions`
+    /// (DeleteOptions' `uid`, `resourceVersion`; `null` for none) that the object does not meet
+    /// answer 409, as kube-apiserver does.
     pub fn delete(
         &mut self,
         key: &ObjectKey,
+        preconditions: &Value,
         now: Timestamp,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let old = self.current(key)?.clone();
+        for field in ["uid", "resourceVersion"] {
+            if let Some(wanted) = preconditions.get(field).and_then(Value::as_str)
+                && Some(wanted) != meta_str(&old, field)
+            {
+                return Err(ApiError {
+                    reason: "Conflict",
+                    ..ApiError::new(
+                        409,
+                        format!(
+                            "Precondition failed: {field} in precondition: {wanted}, {field} in \
+                             object meta: {}",
+                            meta_str(&old, field).unwrap_or_default()
+                        ),
+                    )
+                });
+            }
+        }
         let has_finalizers = meta(&old)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)

@@ -1,5 +1,5 @@
-//! Every rule of service-scaler, pure: a ServiceScaler, the HPA of the same name and `now` in, a
-//! [`Decision`] out. No client, no clock, no I/O.
+//! Every rule of service-scaler, pure: a ServiceScaler, the HPA of the same name and `now` in, the
+//! whole pass out as a [`Plan`] ([`decide`]). No client, no clock, no I/O.
 //!
 //! # Rules
 //! - **Merge.** The effective settings are `spec.hpa` (the defaults; `minReplicas` defaults to 1)
@@ -52,8 +52,10 @@
 //!   [`MAX_REQUEUE`] later: a safety net against clock steps and missed watch events.
 //!
 //! # Layout
-//! This module holds the decision itself ([`decide`], [`decide_deletion`]) and its types; the
-//! subjects it draws on live in submodules, their public items re-exported here:
+//! This module holds the decision itself ([`decide_scaling`], [`decide_deletion`]) and its types;
+//! `writes` makes it the plan ([`decide`], [`decide_unreadable`]: the writes in order, what each
+//! names of what was read, where the Events go). The subjects it draws on live in submodules,
+//! their public items re-exported here:
 //! - `spec`: spec validation ([`SpecError`], [`SpecErrors`], [`merge`]);
 //! - `schedule`: the windows of the ranges and the transitions ([`Schedule`], [`Transition`],
 //!   [`overlap_message`]);
@@ -64,12 +66,12 @@
 
 use std::time::Duration;
 
+use ebb_core::{ConditionUpdate, set_condition, to_k8s_time};
 use ebb_crds::service_scaler::{
     DeletionPolicy, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerStatus,
 };
 use ebb_runtime::pause::{CONDITION_PAUSED, ObjectPause, PauseReport, first_pause, pause_report};
-use ebb_runtime::{ConditionUpdate, set_condition, to_k8s_time};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
@@ -78,6 +80,7 @@ mod hpa;
 mod ramp;
 mod schedule;
 mod spec;
+mod writes;
 
 #[cfg(test)]
 mod fixtures;
@@ -90,6 +93,7 @@ pub use hpa::{
 pub use ramp::{Ramp, resolve_ramp};
 pub use schedule::{Schedule, Transition, overlap_message};
 pub use spec::{SpecError, SpecErrors, merge};
+pub use writes::{Gauge, Plan, decide, decide_unreadable};
 
 use hpa::{has_finalizer, references};
 use spec::defaults_settings;
@@ -222,7 +226,7 @@ impl ManagedState {
 }
 
 /// An Event to record once the writes succeeded (the shape every controller's plan uses).
-pub use ebb_runtime::Notice;
+pub use ebb_core::Notice;
 
 /// The outcome of [`decide`].
 #[derive(Clone, Debug, PartialEq)]
@@ -301,13 +305,14 @@ pub fn pause_report_of(observed: &Observed<'_>, now: Timestamp) -> Option<PauseR
     )
 }
 
-/// Decides everything for a ServiceScaler that is not being deleted.
+/// Decides everything for a ServiceScaler that is not being deleted ([`decide`] makes it the
+/// plan).
 ///
 /// One step per rule, in this order: a pause ends the decision there; then the kill switch and
 /// the finalizer; an invalid spec ends it; then the overlaps and the schedule at `now`; a
 /// kill-switched HPA ends it; then what the HPA gets now, the write it needs and the requeue;
 /// last the dry run or the write.
-pub fn decide(observed: &Observed<'_>, now: Timestamp) -> Decision {
+pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
     let mut draft = Draft::new(*observed, now);
     // Pause, on the ServiceScaler or on the HPA: the Paused condition and nothing else.
     if let Some(report) = pause_report_of(observed, now) {
@@ -519,7 +524,7 @@ impl<'a> Draft<'a> {
     /// pair of ranges: computed once per generation.
     fn overlaps(&mut self, schedule: &Schedule) {
         let overlaps_known = self.generation.is_some()
-            && ebb_runtime::find_condition(&self.status.conditions, CONDITION_RANGES_OVERLAP)
+            && ebb_core::find_condition(&self.status.conditions, CONDITION_RANGES_OVERLAP)
                 .is_some_and(|c| c.observed_generation == self.generation);
         if overlaps_known {
             return;
@@ -750,7 +755,7 @@ impl Target {
                 "; minReplicas ramping {} -> {} from {}",
                 r.from,
                 r.to,
-                ebb_runtime::time::rfc3339(r.start)
+                ebb_core::rfc3339(r.start)
             )),
             if leading {
                 "; stepping up ahead of a coming increase (spec.leadTime)"

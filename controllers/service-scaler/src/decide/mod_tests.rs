@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 // Decisions
 
 fn decide_at(s: &ServiceScaler, hpa: Option<&HorizontalPodAutoscaler>, now: &str) -> Decision {
-    decide(
+    decide_scaling(
         &Observed {
             scaler: s,
             hpa,
@@ -435,7 +435,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
     assert_eq!((d.hpa, d.state), (HpaPlan::Leave, ManagedState::Paused));
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
-    let d = decide(
+    let d = decide_scaling(
         &Observed {
             scaler: &s,
             hpa: Some(&h),
@@ -512,7 +512,7 @@ fn invalid_spec_leaves_the_hpa_and_reports_field_and_rule() {
 fn dry_run_records_the_intended_change_and_writes_nothing_else() {
     let s = scaler(office());
     let h = hpa(&settings(2, 10, Some(60), None), false);
-    let d = decide(
+    let d = decide_scaling(
         &Observed {
             scaler: &s,
             hpa: Some(&h),
@@ -538,7 +538,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
     );
     // Again: no new status, no new Event.
     let s = with_status(&s, &d);
-    let again = decide(
+    let again = decide_scaling(
         &Observed {
             scaler: &s,
             hpa: Some(&h),
@@ -668,7 +668,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
     let mut seen = Vec::new();
     let mut now = utc("2026-12-03T16:00:00Z");
     for _ in 0..12 {
-        let d = decide(
+        let d = decide_scaling(
             &Observed {
                 scaler: &s,
                 hpa: Some(&h),
@@ -733,7 +733,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
     let mut wakes = Vec::new();
     let mut now = utc("2026-12-03T06:50:00Z");
     while now <= utc("2026-12-03T07:45:00Z") {
-        let d = decide(
+        let d = decide_scaling(
             &Observed {
                 scaler: &s,
                 hpa: Some(&h),

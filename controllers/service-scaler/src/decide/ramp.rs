@@ -1,8 +1,8 @@
 //! The ramp: a decrease of `minReplicas` at a schedule boundary spread over `spec.ramp` in
 //! one-replica steps, kept in `status.ramp`.
 
+use ebb_core::{from_k8s_time, to_k8s_time};
 use ebb_crds::service_scaler::RampStatus;
-use ebb_runtime::{from_k8s_time, to_k8s_time};
 use jiff::{SignedDuration, Timestamp};
 
 /// A `minReplicas` ramp: from `from` to `to` in one-replica steps spread evenly over `duration`,

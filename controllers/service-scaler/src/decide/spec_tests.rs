@@ -299,6 +299,6 @@ proptest! {
                 }
             }
         }
-        let _ = decide(&Observed { scaler: &s, hpa: None, dry_run: false }, now);
+        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, dry_run: false }, now);
     }
 }

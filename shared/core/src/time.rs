@@ -38,7 +38,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ebb_testkit::utc;
+    use crate::tests_support::utc;
 
     #[test]
     fn whole_seconds_round_trip_exactly() {

@@ -1,0 +1,207 @@
+//! The one executor: carries out the [`Plan`] a controller's decide returned, the same way for
+//! every controller. Reconcilers read, decide, and hand the plan to [`execute`]; none calls the
+//! API's write methods itself.
+//!
+//! In order:
+//! 1. each write of [`Plan::writes`] (see [`ebb_core::plan`] for what each verb names of what was
+//!    read), then the Events that go with it, then the controller's [`Hooks::written`] (its
+//!    write counters). A second write to an object the plan already wrote is preconditioned on
+//!    the object as that write left it: the `metadata.resourceVersion` it carries is replaced by
+//!    the one the earlier write answered with (the plan was decided on the object as read, and
+//!    nobody else's change lies between the two);
+//! 2. the status (a merge patch of the status subresource);
+//! 3. the plan's Events;
+//! 4. the gauges ([`Hooks::gauges`]);
+//! 5. the end: [`Failure::Invalid`] when the plan says the object breaks a rule, else the requeue.
+//!
+//! A 409 (or a 422 on `metadata.uid`: the object was deleted and made again since the read) ends
+//! the pass with [`Failure::Conflict`], and the frame reads again and decides again: never act
+//! twice. Deleting what is already gone counts as done. Any other failure ends the pass with
+//! [`Failure::Write`] under the write's [`Category`] (`write_target`, `write_metadata`,
+//! `write_status`: one vocabulary for every controller), and the error policy retries it.
+//!
+//! Under `--dry-run` only the status and the Events are written (docs/decisions.md, "Uniform
+//! behaviour"): a write the plan holds is logged and skipped, with its Events. Decide already
+//! plans a dry run that way; this is the guarantee.
+
+use std::collections::HashMap;
+
+use ebb_core::plan::{Category, Plan, Requeue, Target, Verb, Write};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::controller::Action;
+use kube::{Api, Client};
+use serde_json::Value;
+
+use crate::frame::{Failure, Shared, WriteError, is_conflict, is_recreated};
+
+/// What a controller does as its plan is carried out: count its writes, set its gauges. Both do
+/// nothing by default.
+pub trait Hooks<G>: Send + Sync {
+    /// `write` succeeded.
+    fn written(&self, _write: &Write) {}
+    /// Every write of the plan succeeded: the gauges it carries.
+    fn gauges(&self, _gauges: G) {}
+}
+
+/// Hooks that do nothing.
+impl<G> Hooks<G> for () {}
+
+/// Carries out `plan` on the API server of `shared` as `field_manager` (see the module doc).
+///
+/// # Errors
+/// [`Failure::Conflict`] when a write met a conflict, [`Failure::Write`] when one failed
+/// otherwise, [`Failure::Invalid`] when the plan says the object breaks a rule.
+pub async fn execute<G>(
+    plan: Plan<G>,
+    shared: &Shared,
+    field_manager: &str,
+    hooks: &impl Hooks<G>,
+) -> Result<Action, Failure> {
+    let mut written: HashMap<TargetKey, String> = HashMap::new();
+    for write in &plan.writes {
+        if shared.dry_run {
+            tracing::info!(
+                object = %write.target.describe(),
+                verb = write.verb.as_str(),
+                "dry run: not written"
+            );
+            continue;
+        }
+        if let Some(version) = perform(write, &shared.client, field_manager, &written).await? {
+            written.insert(TargetKey::of(&write.target), version);
+        }
+        hooks.written(write);
+        for notice in &write.notices {
+            shared.events.notify(&plan.subject, notice).await;
+        }
+    }
+    if let Some(status) = &plan.status {
+        let api = api_of(&shared.client, &status.target);
+        let params = PatchParams {
+            field_manager: Some(field_manager.to_owned()),
+            ..PatchParams::default()
+        };
+        if let Err(source) = api
+            .patch_status(&status.target.name, &params, &Patch::Merge(&status.patch))
+            .await
+        {
+            return Err(failed(&status.target, Category::Status, source));
+        }
+    }
+    for notice in &plan.notices {
+        shared.events.notify(&plan.subject, notice).await;
+    }
+    let object = plan.describe_subject();
+    hooks.gauges(plan.gauges);
+    if let Some(message) = plan.invalid {
+        return Err(Failure::Invalid { object, message });
+    }
+    Ok(match plan.requeue {
+        Requeue::AwaitChange => Action::await_change(),
+        Requeue::After(wait) => Action::requeue(wait),
+    })
+}
+
+/// An object as the executor remembers its own writes to it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TargetKey {
+    plural: String,
+    group: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl TargetKey {
+    fn of(target: &Target) -> Self {
+        Self {
+            plural: target.resource.plural.clone(),
+            group: target.resource.group.clone(),
+            namespace: target.namespace.clone(),
+            name: target.name.clone(),
+        }
+    }
+}
+
+/// The API of `target`'s kind, in its namespace for a namespaced kind.
+fn api_of(client: &Client, target: &Target) -> Api<DynamicObject> {
+    match &target.namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &target.resource),
+        None => Api::all_with(client.clone(), &target.resource),
+    }
+}
+
+/// The failure of a write to `target`: a conflict, or a write error under `category`.
+fn failed(target: &Target, category: Category, source: kube::Error) -> Failure {
+    if is_conflict(&source) || is_recreated(&source) {
+        return Failure::stale(target.describe());
+    }
+    WriteError::of(category.as_str(), category.what(target))(source).into()
+}
+
+/// `patch` with `metadata.resourceVersion` replaced by the version the plan's own earlier write
+/// to the same object answered with, when there was one and the patch names a version.
+fn after_own_write(patch: &Value, target: &Target, written: &HashMap<TargetKey, String>) -> Value {
+    let mut patch = patch.clone();
+    if let Some(version) = written.get(&TargetKey::of(target))
+        && let Some(named) = patch.pointer_mut("/metadata/resourceVersion")
+        && !named.is_null()
+    {
+        *named = Value::String(version.clone());
+    }
+    patch
+}
+
+/// Sends one write. The resourceVersion the object has after it, when the answer says.
+async fn perform(
+    write: &Write,
+    client: &Client,
+    field_manager: &str,
+    written: &HashMap<TargetKey, String>,
+) -> Result<Option<String>, Failure> {
+    let target = &write.target;
+    let api = api_of(client, target);
+    let fail = |source| failed(target, write.category, source);
+    let answer = match &write.verb {
+        Verb::Create(body) => {
+            let object: DynamicObject = serde_json::from_value(body.clone())
+                .map_err(|e| fail(kube::Error::SerdeError(e)))?;
+            let params = PostParams {
+                dry_run: false,
+                field_manager: Some(field_manager.to_owned()),
+            };
+            api.create(&params, &object).await.map_err(fail)?
+        }
+        Verb::Apply(patch) => {
+            let params = PatchParams::apply(field_manager).force();
+            let patch = after_own_write(patch, target, written);
+            api.patch(&target.name, &params, &Patch::Apply(&patch))
+                .await
+                .map_err(fail)?
+        }
+        Verb::Merge(patch) => {
+            let params = PatchParams {
+                field_manager: Some(field_manager.to_owned()),
+                ..PatchParams::default()
+            };
+            let patch = after_own_write(patch, target, written);
+            api.patch(&target.name, &params, &Patch::Merge(&patch))
+                .await
+                .map_err(fail)?
+        }
+        Verb::Delete { uid } => {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            return match api.delete(&target.name, &params).await {
+                Ok(_) => Ok(None),
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+                Err(source) => Err(fail(source)),
+            };
+        }
+    };
+    Ok(answer.metadata.resource_version)
+}

@@ -1,0 +1,320 @@
+//! The one executor, on FakeApi: every controller's plan is carried out the same way.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ebb_core::plan::{Category, Plan, Requeue, StatusPatch, Target, Write};
+use ebb_core::{EventKind, Notice};
+use ebb_runtime::execute::{Hooks, execute};
+use ebb_runtime::frame::{Failure, ReconcileError};
+use ebb_testkit::{Fault, Harness, Matcher};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::Resource;
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+const MANAGER: &str = "ebb-demo";
+
+fn config_map(name: &str, data: &str) -> ConfigMap {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "ns"},
+        "data": {"v": data},
+    }))
+    .unwrap()
+}
+
+fn target(name: &str) -> Target {
+    Target::named::<ConfigMap>(Some("ns"), name)
+}
+
+fn subject() -> ObjectReference {
+    config_map("subject", "").object_ref(&())
+}
+
+fn stored(h: &Harness, name: &str) -> Option<ConfigMap> {
+    h.fake.get::<ConfigMap>("ns", name)
+}
+
+/// Records what the executor hands the controller.
+#[derive(Default)]
+struct Recorded {
+    written: Mutex<Vec<Option<&'static str>>>,
+    gauges: Mutex<Vec<u32>>,
+}
+
+impl Hooks<u32> for Recorded {
+    fn written(&self, write: &Write) {
+        self.written.lock().unwrap().push(write.reason);
+    }
+
+    fn gauges(&self, gauges: u32) {
+        self.gauges.lock().unwrap().push(gauges);
+    }
+}
+
+#[tokio::test]
+async fn writes_run_in_order_each_event_after_its_write_then_status_events_gauges_requeue() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let read = h.fake.insert(config_map("a", "1"));
+    let rv = read["metadata"]["resourceVersion"].as_str().unwrap();
+    let mut plan = Plan::new(subject(), 7);
+    plan.writes.push(
+        Write::create(&config_map("b", "2"), Category::Target)
+            .reason("create")
+            .notice(Notice::normal("Created", "Create", "b")),
+    );
+    plan.writes.push(
+        Write::merge(
+            target("a"),
+            Some(rv),
+            json!({"data": {"v": "3"}}),
+            Category::Target,
+        )
+        .notice(Notice::normal("Updated", "Update", "a")),
+    );
+    plan.notices.push(Notice::warning("Done", "Report", "all"));
+    plan.requeue = Requeue::After(Duration::from_secs(30));
+    let hooks = Recorded::default();
+
+    let action = execute(plan, &h.shared(false), MANAGER, &hooks)
+        .await
+        .unwrap();
+
+    assert_eq!(action, Action::requeue(Duration::from_secs(30)));
+    assert_eq!(stored(&h, "b").unwrap().data.unwrap()["v"], "2");
+    assert_eq!(stored(&h, "a").unwrap().data.unwrap()["v"], "3");
+    assert_eq!(h.events.reasons(), ["Created", "Updated", "Done"]);
+    assert_eq!(h.events.events()[2].kind, EventKind::Warning);
+    assert_eq!(*hooks.written.lock().unwrap(), [Some("create"), None]);
+    assert_eq!(*hooks.gauges.lock().unwrap(), [7]);
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 2);
+    assert!(
+        writes
+            .iter()
+            .all(|w| w.query_param("fieldManager") == Some(MANAGER)),
+        "every write names the controller's field manager: {writes:#?}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_plan_sends_nothing() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let action = execute(Plan::new(subject(), ()), &h.shared(false), MANAGER, &())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    assert!(h.fake.requests().is_empty());
+    assert!(h.events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn a_conflict_ends_the_pass_as_stale_before_anything_after_it() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    h.fake.insert(config_map("a", "1"));
+    let mut plan = Plan::new(subject(), 1);
+    plan.writes.push(
+        Write::merge(
+            target("a"),
+            Some("1"),
+            json!({"data": {"v": "3"}}),
+            Category::Target,
+        )
+        .notice(Notice::normal("Updated", "Update", "a")),
+    );
+    plan.status = Some(StatusPatch {
+        target: target("a"),
+        patch: json!({"status": {}}),
+    });
+    plan.notices.push(Notice::normal("Done", "Report", ""));
+    let hooks = Recorded::default();
+    h.fake.fail_next(Matcher::patch("/configmaps/a"), 409);
+
+    let error = execute(plan, &h.shared(false), MANAGER, &hooks)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, Failure::Conflict(_)), "{error:?}");
+    assert!(error.is_conflict());
+    assert_eq!(h.fake.write_count(), 1, "nothing after the conflict");
+    assert!(h.events.reasons().is_empty());
+    assert!(hooks.gauges.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_write_is_counted_under_its_category_and_names_its_object() {
+    for (category, label, what) in [
+        (Category::Target, "write_target", "writing ConfigMap ns/a"),
+        (
+            Category::Metadata,
+            "write_metadata",
+            "updating the metadata of ConfigMap ns/a",
+        ),
+    ] {
+        let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+        let read = h.fake.insert(config_map("a", "1"));
+        let rv = read["metadata"]["resourceVersion"].as_str().unwrap();
+        let mut plan = Plan::new(subject(), ());
+        plan.writes
+            .push(Write::merge(target("a"), Some(rv), json!({}), category));
+        h.fake.fail_next(Matcher::patch("/configmaps/a"), 500);
+        let error = execute(plan, &h.shared(false), MANAGER, &())
+            .await
+            .unwrap_err();
+        assert_eq!(error.category(), label);
+        assert!(error.is_transient());
+        assert!(error.to_string().starts_with(what), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_merge_names_the_version_read_so_a_change_since_is_a_conflict() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let read = h.fake.insert(config_map("a", "1"));
+    let rv = read["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.fake.modify::<ConfigMap>("ns", "a", |cm| {
+        cm.data = Some([("v".to_owned(), "someone".to_owned())].into());
+    });
+    let mut plan = Plan::new(subject(), ());
+    plan.writes.push(Write::merge(
+        target("a"),
+        Some(&rv),
+        json!({"data": {"v": "mine"}}),
+        Category::Target,
+    ));
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert!(error.is_conflict(), "{error:?}");
+    assert_eq!(stored(&h, "a").unwrap().data.unwrap()["v"], "someone");
+}
+
+#[tokio::test]
+async fn a_second_write_to_one_object_follows_the_plans_own_first_write() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let read = h.fake.insert(config_map("a", "1"));
+    let rv = read["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut plan = Plan::new(subject(), ());
+    plan.writes.push(Write::merge(
+        target("a"),
+        Some(&rv),
+        json!({"data": {"first": "x"}}),
+        Category::Target,
+    ));
+    plan.writes.push(Write::merge(
+        target("a"),
+        Some(&rv),
+        json!({"data": {"second": "y"}}),
+        Category::Target,
+    ));
+    execute(plan, &h.shared(false), MANAGER, &()).await.unwrap();
+    let data = stored(&h, "a").unwrap().data.unwrap();
+    assert_eq!(
+        (data["first"].as_str(), data["second"].as_str()),
+        ("x", "y")
+    );
+}
+
+#[tokio::test]
+async fn deleting_names_the_uid_read_and_gone_already_is_done() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let read = h.fake.insert(config_map("a", "1"));
+    let uid = read["metadata"]["uid"].as_str().unwrap().to_owned();
+    // Deleted and made again since the read: the successor is not deleted.
+    h.fake.remove::<ConfigMap>("ns", "a");
+    h.fake.insert(config_map("a", "2"));
+    let mut plan = Plan::new(subject(), ());
+    plan.writes
+        .push(Write::delete(target("a"), Some(&uid), Category::Target));
+    let error = execute(plan.clone(), &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert!(error.is_conflict(), "{error:?}");
+    assert!(stored(&h, "a").is_some());
+
+    h.fake.remove::<ConfigMap>("ns", "a");
+    execute(plan, &h.shared(false), MANAGER, &()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_object_made_since_the_read_makes_a_create_decide_again() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    h.fake.insert(config_map("b", "theirs"));
+    let mut plan = Plan::new(subject(), ());
+    plan.writes
+        .push(Write::create(&config_map("b", "mine"), Category::Target));
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert!(error.is_conflict(), "{error:?}");
+    assert_eq!(stored(&h, "b").unwrap().data.unwrap()["v"], "theirs");
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_a_transient_failure_and_the_write_took_effect() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let mut plan = Plan::new(subject(), ());
+    plan.writes
+        .push(Write::create(&config_map("b", "mine"), Category::Target));
+    h.fake
+        .inject(Matcher::post("/configmaps"), Fault::TimeoutAfterApply, 1);
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert_eq!(error.category(), "write_target");
+    assert!(stored(&h, "b").is_some());
+}
+
+#[tokio::test]
+async fn a_dry_run_writes_only_the_status_and_the_plans_events() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    h.fake.insert(config_map("a", "1"));
+    let mut plan = Plan::new(subject(), 3);
+    plan.writes.push(
+        Write::create(&config_map("b", "2"), Category::Target)
+            .notice(Notice::normal("Created", "Create", "b")),
+    );
+    plan.notices
+        .push(Notice::normal("DryRun", "Create", "would have created b"));
+    let hooks = Recorded::default();
+    execute(plan, &h.shared(true), MANAGER, &hooks)
+        .await
+        .unwrap();
+    assert!(stored(&h, "b").is_none());
+    assert_eq!(h.fake.write_count(), 0);
+    assert_eq!(
+        h.events.reasons(),
+        ["DryRun"],
+        "a write not made has no Event"
+    );
+    assert!(hooks.written.lock().unwrap().is_empty());
+    assert_eq!(*hooks.gauges.lock().unwrap(), [3]);
+}
+
+#[tokio::test]
+async fn an_invalid_plan_writes_its_status_then_ends_as_invalid() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let mut plan = Plan::new(subject(), ());
+    plan.notices
+        .push(Notice::warning("InvalidSpec", "Validate", "spec.v: bad"));
+    plan.invalid = Some("spec.v: bad".into());
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert_eq!(error.category(), "invalid");
+    assert!(!error.is_transient());
+    assert_eq!(
+        error.to_string(),
+        "ConfigMap ns/subject is invalid: spec.v: bad"
+    );
+    assert_eq!(h.events.reasons(), ["InvalidSpec"]);
+}
