@@ -2,11 +2,13 @@
 //! pre-delete hook), so that nothing ebb set on others' objects outlives it.
 //!
 //! The order makes it safe while the controller still runs: scale the controller's Deployment to 0
-//! (`--stop-deployment`), take its leader Lease (so no replica can write again: a replica that
-//! is not the leader writes nothing, and a stopping one lets go of the Lease), then let the
-//! controller's own `clean` undo what it set and remove its finalizers, and last delete the
-//! Lease it let go of (nothing of the controller is left). With `--dry-run` the `clean` says
-//! what it would do and writes nothing.
+//! (`--stop-deployment`) and wait until none of its pods is left, terminating ones included (a
+//! replica still stopping, or a standby, would take the Lease again once `cleanup` lets go of it,
+//! and re-create it after it is deleted); take its leader Lease (so no replica can write again: a
+//! replica that is not the leader writes nothing, and a stopping one lets go of the Lease), then
+//! let the controller's own `clean` undo what it set and remove its finalizers, and last delete
+//! the Lease it let go of (nothing of the controller is left). With `--dry-run` nothing is scaled
+//! or waited for, and the `clean` says what it would do and writes nothing.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -15,8 +17,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kube::{Client, Resource};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
@@ -29,6 +32,18 @@ use crate::{ApiContact, ControllerMetrics, EventPublisher, Shutdown, SystemClock
 /// durations (a replica that stops releases it at once; one that dies, within one duration).
 pub const LEASE_WAIT: Duration = Duration::from_secs(4 * LEASE_DURATION_SECS);
 
+/// How long, beyond the longest termination grace period of the stopped Deployment's pods,
+/// `cleanup` waits for them to be gone: the Deployment and ReplicaSet controllers act on the scale
+/// to 0, and the kubelet stops each container (SIGTERM: the controller lets go of its Lease and
+/// exits; SIGKILL when the grace period ends) and removes the pod.
+pub const PODS_GONE_MARGIN: Duration = Duration::from_secs(30);
+
+/// How often `cleanup` looks whether the stopped Deployment's pods are gone.
+const PODS_POLL: Duration = Duration::from_millis(500);
+
+/// A pod's grace period when it names none (the API server defaults it to 30 s).
+const DEFAULT_GRACE_SECS: i64 = 30;
+
 /// Flags of `<controller> cleanup`: the controller's own flags (which namespaces and objects,
 /// which Lease, `--dry-run`) and the Deployment to stop first.
 #[derive(clap::Args, Debug, Clone)]
@@ -36,8 +51,9 @@ pub struct CleanupArgs<R: clap::Args> {
     /// The controller's flags.
     #[command(flatten)]
     pub run: R,
-    /// The controller's Deployment (in the Lease's namespace, `--lease-namespace`): scaled to 0
-    /// before anything is cleaned, so no replica writes again.
+    /// The controller's Deployment (in the Lease's namespace, `--lease-namespace`): scaled to 0,
+    /// and its pods waited for until none is left, before anything is cleaned, so no replica
+    /// writes again or takes the Lease back.
     #[arg(long, env = "EBB_STOP_DEPLOYMENT", value_name = "NAME")]
     pub stop_deployment: Option<String>,
 }
@@ -58,6 +74,46 @@ pub enum CleanupError {
         /// The API's answer.
         #[source]
         source: kube::Error,
+    },
+    /// The Deployment's scale names no pod selector (an `apps/v1` Deployment always has one), so
+    /// there is no telling when its pods are gone.
+    #[error(
+        "Deployment {namespace}/{name} scaled to 0, but its scale names no pod selector: \
+         cannot wait for its pods to stop"
+    )]
+    NoPodSelector {
+        /// The Deployment's namespace.
+        namespace: String,
+        /// The Deployment.
+        name: String,
+    },
+    /// Listing the stopped Deployment's pods failed.
+    #[error("listing the pods of Deployment {namespace}/{name}: {source}")]
+    ListPods {
+        /// The Deployment's namespace.
+        namespace: String,
+        /// The Deployment.
+        name: String,
+        /// The API's answer.
+        #[source]
+        source: kube::Error,
+    },
+    /// Pods of the Deployment scaled to 0 were still there when the wait ended: one of them could
+    /// take the Lease again after `cleanup` lets go of it.
+    #[error(
+        "Deployment {namespace}/{name} is scaled to 0, yet after {seconds} s its pods are still \
+         there: {}; find out what keeps them (kubectl describe pod), then run cleanup again",
+        .pods.join(", ")
+    )]
+    PodsLeft {
+        /// The Deployment's namespace.
+        namespace: String,
+        /// The Deployment.
+        name: String,
+        /// The pods still there, terminating ones included.
+        pods: Vec<String>,
+        /// How long `cleanup` waited.
+        seconds: u64,
     },
     /// The Lease could not be competed for.
     #[error("leader election: {0}")]
@@ -87,13 +143,14 @@ pub enum CleanupError {
     },
 }
 
-/// Runs `<controller> cleanup` for controller `name`: stops the Deployment, takes the Lease, then
-/// runs `clean` on the frame's shared parts (the client, `--dry-run`, an Event recorder) and the
-/// controller's flags. Returns what `clean` reports, one line per object it looked at.
+/// Runs `<controller> cleanup` for controller `name`: stops the Deployment (and waits for its pods
+/// to be gone), takes the Lease, then runs `clean` on the frame's shared parts (the client,
+/// `--dry-run`, an Event recorder) and the controller's flags. Returns what `clean` reports, one
+/// line per object it looked at.
 ///
 /// # Errors
-/// [`CleanupError`]: the cluster is unreachable, the Deployment cannot be stopped, the Lease stays
-/// held, or `clean` fails (its message).
+/// [`CleanupError`]: the cluster is unreachable, the Deployment cannot be stopped or its pods stay,
+/// the Lease stays held, or `clean` fails (its message).
 pub async fn run<R, F, Fut, E>(
     name: &str,
     args: CleanupArgs<R>,
@@ -169,7 +226,8 @@ async fn delete_lease(client: &Client, namespace: &str, name: &str) -> Result<()
     }
 }
 
-/// Scales Deployment `namespace/name` to 0 through its `scale` subresource (nothing in a dry run).
+/// Scales Deployment `namespace/name` to 0 through its `scale` subresource, then waits until no
+/// pod of it is left (nothing of either in a dry run).
 async fn stop_deployment(
     client: &Client,
     namespace: &str,
@@ -177,12 +235,17 @@ async fn stop_deployment(
     dry_run: bool,
 ) -> Result<(), CleanupError> {
     if dry_run {
-        tracing::info!(%namespace, deployment = name, "dry run: would scale to 0");
+        tracing::info!(
+            %namespace,
+            deployment = name,
+            "dry run: would scale to 0 and wait for its pods"
+        );
         return Ok(());
     }
     let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let patch = json!({"spec": {"replicas": 0}});
-    api.patch_scale(name, &PatchParams::default(), &Patch::Merge(&patch))
+    let scale = api
+        .patch_scale(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|source| CleanupError::StopDeployment {
             namespace: namespace.to_owned(),
@@ -190,7 +253,97 @@ async fn stop_deployment(
             source,
         })?;
     tracing::info!(%namespace, deployment = name, "scaled to 0");
-    Ok(())
+    // The API server writes the Deployment's selector (matchLabels and matchExpressions) into
+    // its Scale in label-selector syntax, as an HPA reads it; empty would select every pod.
+    let selector = scale
+        .status
+        .and_then(|status| status.selector)
+        .filter(|selector| !selector.trim().is_empty())
+        .ok_or_else(|| CleanupError::NoPodSelector {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })?;
+    wait_for_pods(client, namespace, name, &selector).await
+}
+
+/// Waits until no pod matching `selector` in `namespace` (the pods of Deployment `name`, just
+/// scaled to 0) is left, terminating ones included: a pod with a deletionTimestamp still runs until
+/// it is gone, and could take the Lease again. Looks every [`PODS_POLL`] for up to the longest
+/// grace period of the pods seen plus [`PODS_GONE_MARGIN`].
+async fn wait_for_pods(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    selector: &str,
+) -> Result<(), CleanupError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(selector);
+    let start = tokio::time::Instant::now();
+    let mut bound = PODS_GONE_MARGIN;
+    loop {
+        let listed = pods
+            .list(&params)
+            .await
+            .map_err(|source| CleanupError::ListPods {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                source,
+            })?;
+        let left = still_running(&listed.items);
+        if left.is_empty() {
+            tracing::info!(%namespace, deployment = name, "no pod left");
+            return Ok(());
+        }
+        bound = bound.max(wait_bound(&left));
+        let waited = start.elapsed();
+        if waited >= bound {
+            return Err(CleanupError::PodsLeft {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                pods: left.iter().map(|pod| pod.name_any()).collect(),
+                seconds: waited.as_secs(),
+            });
+        }
+        tracing::debug!(
+            %namespace,
+            deployment = name,
+            pods = left.len(),
+            "waiting for the pods to stop"
+        );
+        tokio::time::sleep(PODS_POLL).await;
+    }
+}
+
+/// The pods that may still run a replica: all but those whose containers have ended for good
+/// (phase `Succeeded` or `Failed`, e.g. evicted: such a pod object can stay for long, yet runs
+/// nothing).
+fn still_running(pods: &[Pod]) -> Vec<&Pod> {
+    pods.iter()
+        .filter(|pod| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .collect()
+}
+
+/// How long to wait for `pods` to stop: the longest grace period among them (a terminating pod's
+/// own, else its spec's, else the default) plus [`PODS_GONE_MARGIN`].
+fn wait_bound(pods: &[&Pod]) -> Duration {
+    let longest = pods
+        .iter()
+        .map(|pod| {
+            pod.metadata
+                .deletion_grace_period_seconds
+                .or_else(|| {
+                    pod.spec
+                        .as_ref()
+                        .and_then(|s| s.termination_grace_period_seconds)
+                })
+                .unwrap_or(DEFAULT_GRACE_SECS)
+        })
+        .max()
+        .unwrap_or(0);
+    PODS_GONE_MARGIN + Duration::from_secs(u64::try_from(longest).unwrap_or(0))
 }
 
 /// The `clean` of a controller that sets nothing on others' objects and keeps no finalizer: it
@@ -242,3 +395,7 @@ pub async fn remove_finalizer(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "cleanup_tests.rs"]
+mod tests;
