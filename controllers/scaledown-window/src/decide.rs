@@ -18,7 +18,14 @@
 //!    to look again ([`report::report`]).
 
 pub mod report;
+pub mod writes;
 
+pub use writes::{
+    FINALIZER, FinalizerStep, add_finalizer, apply_plan, change_write, finalizer_step,
+    kind_of_reason, release_plan,
+};
+/// A pass of scaledown-window: the runtime's plan with the schedule's gauges.
+pub type SchedulePlan = ebb_core::Plan<Option<writes::ScheduleGauges>>;
 pub use report::{
     API_MISSING_RETRY, CONDITION_CLUSTER_AUTOSCALER_READY, CONDITION_PAUSED, CONDITION_READY,
     CONDITION_SCHEDULE_VALID, CONDITION_TARGET_CONFLICT, CONDITION_TARGET_NOT_FOUND,

@@ -8,7 +8,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::CONTROLLER_NAME;
-use crate::decide::{Report, TargetKind};
+use crate::decide::TargetKind;
+use crate::decide::writes::GaugeValues;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScheduleLabels {
@@ -81,19 +82,24 @@ impl Metrics {
         }
     }
 
-    /// Records a schedule's current state.
-    pub fn observe(&self, schedule: &str, enabled: bool, report: &Report) {
+    /// Sets schedule `schedule`'s gauges, and counts a flip when its decision changed.
+    pub fn observe(&self, schedule: &str, values: &GaugeValues) {
         let labels = Self::schedule(schedule);
-        self.enabled.get_or_create(&labels).set(i64::from(enabled));
+        self.enabled
+            .get_or_create(&labels)
+            .set(i64::from(values.enabled));
         self.invalid
             .get_or_create(&labels)
-            .set(i64::from(report.invalid));
+            .set(i64::from(values.invalid));
         self.conflict
             .get_or_create(&labels)
-            .set(i64::from(report.conflict));
+            .set(i64::from(values.conflict));
         self.api_missing
             .get_or_create(&labels)
-            .set(i64::from(report.api_missing));
+            .set(i64::from(values.api_missing));
+        if values.flipped {
+            self.flip(schedule, values.enabled);
+        }
     }
 
     /// Counts a flip of `scaleDownEnabled` to `enabled`.

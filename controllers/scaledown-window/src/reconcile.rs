@@ -18,22 +18,22 @@
 
 use std::sync::Arc;
 
-use ebb_crds::scaledown::{ScaleDownSchedule, ScaleDownScheduleStatus};
-use ebb_runtime::Notice;
+use ebb_core::plan::Write;
+use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Cold};
+use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
-use ebb_runtime::patch::merge_diff;
 use ebb_runtime::pause::{pause_report, pause_state};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{ListParams, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use kube::api::ListParams;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{self, Event as FinalizerEvent, finalizer};
 use kube::{Api, Resource, ResourceExt};
 
+use crate::decide::writes::{FinalizerStep, ScheduleGauges};
 use crate::decide::{
     self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Observed, ReportInput,
     ResolvedTarget, TargetKind, TargetOutcome,
@@ -42,10 +42,7 @@ use crate::metrics::Metrics;
 use crate::targets;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-/// Held on a ScaleDownSchedule while ebb may have changed its target, so deleting it first
-/// releases what ebb set.
-pub const FINALIZER: &str = "scaling.ebb.dev/scaledown-window";
-pub use crate::decide::{RESYNC, requeue_after};
+pub use crate::decide::{FINALIZER, RESYNC, requeue_after};
 
 /// Which target kinds this controller serves (feature flags; the chart grants RBAC to match).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,9 +100,6 @@ pub type Context = ebb_runtime::frame::Context<Own>;
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The finalizer could not be handled for a reason retrying cannot fix (an unnamed object).
-    #[error("finalizer: {0}")]
-    Unhandled(String),
     /// Reading the ClusterVersion failed.
     #[error("reading ClusterVersion version: {0}")]
     ClusterVersion(#[source] kube::Error),
@@ -121,71 +115,42 @@ pub enum Error {
     /// The Node cache has not listed yet.
     #[error(transparent)]
     Cold(#[from] Cold),
-    /// A target object changed (or vanished) between read and write: read and decide again.
+    /// Carrying out the plan failed: a conflict (read and decide again) or a failed write
+    /// (`write_target`, `write_metadata`, `write_status`), as the runtime's executor says.
     #[error(transparent)]
-    Conflict(#[from] frame::Stale),
-    /// Writing a target object failed.
-    #[error("writing {object}: {source}")]
-    Apply {
-        /// Which object.
-        object: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Writing the status failed.
-    #[error("writing status: {0}")]
-    Status(#[source] kube::Error),
-    /// Adding or removing the finalizer failed.
+    Write(#[from] frame::Failure),
+    /// `cleanup` could not remove the finalizer.
     #[error("finalizer: {0}")]
     Finalizer(#[source] kube::Error),
-    /// A status did not serialise (a bug).
-    #[error("serialising status: {0}")]
-    Serialize(#[from] serde_json::Error),
 }
 
 impl ReconcileError for Error {
     fn category(&self) -> &'static str {
         match self {
-            Self::Unhandled(_) => "invalid",
             Self::ClusterVersion(_)
             | Self::MachineConfigPools(_)
             | Self::Schedules(_)
             | Self::Observe(_)
             | Self::Cold(_) => "observe",
-            Self::Conflict(_) => "conflict",
-            Self::Apply { .. } => "apply",
-            Self::Status(_) => "status",
-            Self::Finalizer(_) => "finalizer",
-            Self::Serialize(_) => "internal",
+            Self::Write(failure) => failure.category(),
+            Self::Finalizer(_) => "write_metadata",
         }
     }
 
     fn is_transient(&self) -> bool {
-        !matches!(self, Self::Unhandled(_))
+        match self {
+            Self::Write(failure) => failure.is_transient(),
+            _ => true,
+        }
     }
 
     /// A target object, the status or the finalizer list changed under this pass: the frame
     /// reads the schedule again and decides again.
     fn is_conflict(&self) -> bool {
         match self {
-            Self::Conflict(_) => true,
-            Self::Status(e) | Self::Finalizer(e) => frame::is_conflict(e),
+            Self::Write(failure) => failure.is_conflict(),
+            Self::Finalizer(e) => frame::is_conflict(e),
             _ => false,
-        }
-    }
-}
-
-impl Error {
-    fn from_finalizer(error: finalizer::Error<Self>) -> Self {
-        match error {
-            finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
-            finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
-                Self::Finalizer(e)
-            }
-            finalizer::Error::UnnamedObject | finalizer::Error::InvalidFinalizer => {
-                Self::Unhandled(error.to_string())
-            }
         }
     }
 }
@@ -201,9 +166,8 @@ impl Reconciler for Reconcile {
     type Error = Error;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    /// Reconciles one ScaleDownSchedule.
-    ///
-    /// While the schedule may write to its target (not dry-run, not paused, target kind
+    /// Reconciles one ScaleDownSchedule, by the finalizer rule ([`decide::finalizer_step`]):
+    /// while the schedule may write to its target (not dry-run, not paused, target kind
     /// enabled), the finalizer is added first (that write alone ends the pass; the watch brings
     /// the next); a schedule being deleted releases what it set, then lets go of the finalizer.
     async fn reconcile(schedule: Arc<ScaleDownSchedule>, ctx: &Context) -> Result<Action, Error> {
@@ -211,19 +175,37 @@ impl Reconciler for Reconcile {
         let paused = pause_state(&schedule.metadata, now).is_paused();
         let kind_served = decide::target_kind(&schedule.spec.target)
             .is_ok_and(|kind| ctx.own.targets.allows(kind));
-        let deleting = schedule.metadata.deletion_timestamp.is_some();
-        if deleting || (kind_served && !paused && !ctx.dry_run) {
-            let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
-            finalizer(&api, FINALIZER, schedule, |event| async move {
-                match event {
-                    FinalizerEvent::Apply(schedule) => apply(&schedule, ctx, now).await,
-                    FinalizerEvent::Cleanup(schedule) => cleanup(&schedule, ctx, now).await,
-                }
-            })
-            .await
-            .map_err(Error::from_finalizer)
-        } else {
-            apply(&schedule, ctx, now).await
+        let writes_target = kind_served && !paused && !ctx.dry_run;
+        match decide::finalizer_step(&schedule, writes_target) {
+            FinalizerStep::Add => execute(ctx, decide::add_finalizer(&schedule)).await,
+            FinalizerStep::Release => release(&schedule, ctx, writes_target, now).await,
+            FinalizerStep::Gone => Ok(Action::await_change()),
+            FinalizerStep::Apply => apply(&schedule, ctx, now).await,
+        }
+    }
+}
+
+/// Hands `plan` to the runtime's executor.
+async fn execute(ctx: &Context, plan: decide::SchedulePlan) -> Result<Action, Error> {
+    Ok(ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?)
+}
+
+impl Hooks<Option<ScheduleGauges>> for Own {
+    fn written(&self, write: &Write) {
+        if let Some(kind) = write.reason.and_then(decide::kind_of_reason) {
+            self.metrics.write(kind);
+            tracing::info!(object = %write.target.describe(), verb = write.verb.as_str(), "applied");
+        }
+    }
+
+    fn gauges(&self, gauges: Option<ScheduleGauges>) {
+        match gauges {
+            None => {}
+            Some(ScheduleGauges { name, values: None }) => self.metrics.forget(&name),
+            Some(ScheduleGauges {
+                name,
+                values: Some(values),
+            }) => self.metrics.observe(&name, &values),
         }
     }
 }
@@ -286,15 +268,14 @@ async fn apply(
             }
         },
     };
-    if let TargetOutcome::Planned {
-        plan,
-        dry_run: false,
-        ..
-    } = &outcome
-    {
-        write_changes(ctx, &name, &plan.changes).await?;
-    }
-
+    let changes = match &outcome {
+        TargetOutcome::Planned {
+            plan,
+            dry_run: false,
+            ..
+        } => plan.changes.clone(),
+        _ => Vec::new(),
+    };
     let report = decide::report::report(&ReportInput {
         status: schedule.status.as_ref(),
         generation: schedule.metadata.generation,
@@ -304,56 +285,29 @@ async fn apply(
         dry_run: ctx.dry_run,
         now,
     });
-    if let Some(status) = &report.status {
-        write_status(ctx, schedule, status).await?;
-    }
-    let reference = schedule.object_ref(&());
-    for notice in &report.notices {
-        ctx.events.notify(&reference, notice).await;
-    }
-    let enabled = decision.scale_down_enabled;
-    ctx.own.metrics.observe(&name, enabled, &report);
-    if report.flipped {
-        ctx.own.metrics.flip(&name, enabled);
-    }
-    Ok(report
-        .requeue
-        .map_or_else(Action::await_change, Action::requeue))
+    let plan = decide::apply_plan(schedule, &changes, decision.scale_down_enabled, report);
+    execute(ctx, plan).await
 }
 
-/// Releases what this schedule set, unless another schedule takes the objects over. A paused
-/// schedule, a dry run or a switched-off target kind releases nothing.
-async fn cleanup(
+/// Releases what this schedule set, unless another schedule takes the objects over, then lets
+/// go of the finalizer. A paused schedule, a dry run or a switched-off target kind
+/// (`writes_target` false) releases nothing; objects paused by their own annotation are not
+/// released either.
+async fn release(
     schedule: &ScaleDownSchedule,
     ctx: &Context,
+    writes_target: bool,
     now: Timestamp,
 ) -> Result<Action, Error> {
-    let name = schedule.name_any();
-    ctx.own.metrics.forget(&name);
-    let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
-        return Ok(Action::await_change());
+    let changes = match decide::resolve_target(&schedule.spec.target) {
+        Ok(target) if writes_target => {
+            let observed = observe(ctx, &target).await?;
+            let claimants = claimants(ctx, schedule, None).await?;
+            decide::plan_target(&schedule.name_any(), &claimants, None, &observed, now).changes
+        }
+        _ => Vec::new(),
     };
-    if !ctx.own.targets.allows(target.kind())
-        || pause_state(&schedule.metadata, now).is_paused()
-        || ctx.dry_run
-    {
-        return Ok(Action::await_change());
-    }
-    let observed = observe(ctx, &target).await?;
-    let claimants = claimants(ctx, schedule, None).await?;
-    // Objects paused by their own annotation are not released either.
-    let plan = decide::plan_target(&name, &claimants, None, &observed, now);
-    write_changes(ctx, &name, &plan.changes).await?;
-    if !plan.changes.is_empty() {
-        let changes: Vec<String> = plan.changes.iter().map(Change::describe).collect();
-        let notice = Notice::normal(
-            "Released",
-            "Release",
-            format!("deleted: {}", decide::summarize(&changes, 5)),
-        );
-        ctx.events.notify(&schedule.object_ref(&()), &notice).await;
-    }
-    Ok(Action::await_change())
+    execute(ctx, decide::release_plan(schedule, &changes)).await
 }
 
 /// `scaledown-window cleanup`, before an uninstall: for every ScaleDownSchedule, releases what it
@@ -401,7 +355,13 @@ pub async fn release_all(
             lines.push(format!("ScaleDownSchedule {name}: dry run: would have {released}, and removed finalizer {FINALIZER}"));
             continue;
         }
-        write_changes(ctx, &name, &changes).await?;
+        let mut plan = decide::SchedulePlan::new(subject(&name), None);
+        plan.writes.extend(
+            changes
+                .iter()
+                .map(|change| decide::change_write(change, &name)),
+        );
+        execute(ctx, plan).await?;
         let finalizer = ebb_runtime::cleanup::remove_finalizer(&dynamic, &name, FINALIZER)
             .await
             .map_err(Error::Finalizer)?;
@@ -582,107 +542,12 @@ async fn claimants(
     Ok(out)
 }
 
-fn merge_params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-        ..PatchParams::default()
+/// A reference to ScaleDownSchedule `name` (cluster-scoped), for Events.
+fn subject(name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(ScaleDownSchedule::api_version(&()).into_owned()),
+        kind: Some(ScaleDownSchedule::kind(&()).into_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
     }
-}
-
-fn object_name(change: &Change) -> String {
-    match change {
-        Change::ClusterAutoscaler { name, .. } => format!("ClusterAutoscaler {name}"),
-        Change::Node { name, .. } => format!("Node {name}"),
-        Change::MachineAutoscaler {
-            namespace, name, ..
-        } => format!("MachineAutoscaler {namespace}/{name}"),
-        Change::NodePool { name, .. } => format!("NodePool {name}"),
-    }
-}
-
-/// Writes every change; one failing does not stop the others. Returns the first failure.
-async fn write_changes(ctx: &Context, me: &str, changes: &[Change]) -> Result<(), Error> {
-    let mut first_error = None;
-    for change in changes {
-        let body = targets::patch_body(change, me);
-        let client = ctx.client.clone();
-        let result = match change {
-            Change::ClusterAutoscaler { name, .. } => {
-                Api::<DynamicObject>::all_with(client, &targets::cluster_autoscaler())
-                    .patch(
-                        name,
-                        &PatchParams::apply(FIELD_MANAGER).force(),
-                        &Patch::Apply(&body),
-                    )
-                    .await
-                    .map(drop)
-            }
-            Change::Node { name, .. } => Api::<Node>::all(client)
-                .patch(name, &merge_params(), &Patch::Merge(&body))
-                .await
-                .map(drop),
-            Change::MachineAutoscaler {
-                namespace, name, ..
-            } => Api::<DynamicObject>::namespaced_with(
-                client,
-                namespace,
-                &targets::machine_autoscaler(),
-            )
-            .patch(name, &merge_params(), &Patch::Merge(&body))
-            .await
-            .map(drop),
-            Change::NodePool { name, .. } => {
-                Api::<DynamicObject>::all_with(client, &targets::node_pool())
-                    .patch(name, &merge_params(), &Patch::Merge(&body))
-                    .await
-                    .map(drop)
-            }
-        };
-        match result {
-            Ok(()) => {
-                ctx.own.metrics.write(change.kind());
-                tracing::info!(schedule = me, change = %change.describe(), "applied");
-            }
-            Err(error) => {
-                let object = object_name(change);
-                tracing::warn!(schedule = me, %object, %error, "write failed");
-                let error = match &error {
-                    kube::Error::Api(status)
-                        if frame::is_conflict(&error)
-                            || status.is_not_found()
-                            || frame::is_recreated(&error) =>
-                    {
-                        Error::Conflict(frame::Stale { object })
-                    }
-                    _ => Error::Apply {
-                        object,
-                        source: error,
-                    },
-                };
-                first_error.get_or_insert(error);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Writes `status` (which differs from the stored one) as a merge patch of the difference.
-async fn write_status(
-    ctx: &Context,
-    schedule: &ScaleDownSchedule,
-    status: &ScaleDownScheduleStatus,
-) -> Result<(), Error> {
-    let old = schedule.status.clone().unwrap_or_default();
-    let api: Api<ScaleDownSchedule> = Api::all(ctx.client.clone());
-    api.patch_status(
-        &schedule.name_any(),
-        &merge_params(),
-        &Patch::Merge(serde_json::json!({ "status": merge_diff(
-            &serde_json::to_value(old)?,
-            &serde_json::to_value(status)?,
-        ) })),
-    )
-    .await
-    .map_err(Error::Status)?;
-    Ok(())
 }

@@ -347,7 +347,7 @@ async fn injected_faults_on_the_target_converge_without_acting_twice() {
         let expected = if fault == Fault::Status(409) {
             "conflict"
         } else {
-            "apply"
+            "write_target"
         };
         assert_eq!(error.category(), expected, "{fault:?}");
         // A failed pass writes no status (it would claim what did not happen).
@@ -381,7 +381,10 @@ async fn status_write_failures_retry_without_writing_the_target_again() {
     t.fake.insert(cluster_autoscaler(true));
     t.fake.insert(schedule(ME, ca_target(), nights()));
     t.fake.fail_next(Matcher::patch("/status"), 500);
-    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "status");
+    assert_eq!(
+        t.reconcile(ME).await.unwrap_err().category(),
+        "write_status"
+    );
     t.converge(ME).await;
     assert_eq!(
         t.fake
@@ -402,13 +405,19 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
     let t = Test::new(FRIDAY_NOON);
     t.fake.insert(schedule(ME, ca_target(), nights()));
     let obj = t.guard(ME);
-    let apply =
-        || frame::Error::Reconcile(Error::Status(kube::Error::LinesCodecMaxLineLengthExceeded));
+    let apply = || {
+        frame::Error::Reconcile(Error::Write(
+            frame::WriteError::of("write_status", "writing the status")(
+                kube::Error::LinesCodecMaxLineLengthExceeded,
+            )
+            .into(),
+        ))
+    };
     let policy =
         |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx());
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
     assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(2)));
-    let conflict = Error::Conflict(frame::Stale { object: "x".into() });
+    let conflict = Error::Write(frame::Failure::stale("x"));
     assert!(conflict.is_conflict());
     let conflicts = frame::Error::<Error>::Conflicts {
         key: ME.into(),
@@ -1665,7 +1674,10 @@ async fn a_budget_added_concurrently_survives_the_conflict() {
     );
     t.fake.fail_next(Matcher::patch("/nodepools/batch"), 500);
     t.set(FRIDAY_NIGHT);
-    assert_eq!(t.reconcile(ME).await.unwrap_err().category(), "apply");
+    assert_eq!(
+        t.reconcile(ME).await.unwrap_err().category(),
+        "write_target"
+    );
     t.converge(ME).await;
     assert_eq!(
         budgets(&t, "batch"),

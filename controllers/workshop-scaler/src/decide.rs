@@ -29,8 +29,10 @@
 //! Events, gauges, requeue, the pause and dry-run rules); the reconciler only executes it.
 
 pub mod outcome;
+pub mod writes;
 
-pub use outcome::{Gauges, Input, Plan, plan};
+pub use outcome::{Gauges, Input, Outcome, plan};
+pub use writes::{ProvisionGauges, plan_of, policy_status_plan};
 
 use ebb_crds::babylon::AutoScaling;
 use ebb_runtime::conditions::ConditionUpdate;

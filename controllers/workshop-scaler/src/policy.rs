@@ -6,16 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::conditions::set_condition;
 use ebb_runtime::frame::{self, Reconciler};
 use ebb_runtime::guard::Guarded;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use serde_json::json;
 
 use crate::FIELD_MANAGER;
-use crate::decide::{self, POLICY_STATUS_MAX_LISTED, PolicyReport};
+use crate::decide::{self, PolicyReport};
 use crate::reconcile::{Context, Error, Own, policy_selects};
 
 /// How soon a policy is looked at again while the Workshop cache has not listed yet.
@@ -88,36 +86,6 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
     report.workshops.sort();
     report.contested.sort();
 
-    let now = ctx.clock.now();
-    let status = policy.status.clone().unwrap_or_default();
-    let mut conditions = status.conditions.clone();
-    let mut changed = false;
-    for update in decide::policy_conditions(&report) {
-        changed |= set_condition(&mut conditions, update, now);
-    }
-    let count = i32::try_from(report.workshops.len()).unwrap_or(i32::MAX);
-    let listed: Vec<String> = report
-        .workshops
-        .iter()
-        .take(POLICY_STATUS_MAX_LISTED)
-        .cloned()
-        .collect();
-    changed |= status.workshop_count != Some(count) || status.workshops != listed;
-    // Status only: written in dry-run mode too.
-    if changed {
-        let body = json!({"status": {"workshopCount": count, "workshops": listed,
-                                     "conditions": conditions}});
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
-        let api: Api<WorkshopScalingPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
-        api.patch_status(&name, &params, &Patch::Merge(&body))
-            .await
-            .map_err(frame::WriteError::of(
-                "write_policy_status",
-                format!("writing the status of WorkshopScalingPolicy {namespace}/{name}"),
-            ))?;
-    }
-    Ok(Action::await_change())
+    let plan = decide::policy_status_plan(policy, &report, ctx.clock.now());
+    ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &()).await
 }

@@ -1,42 +1,39 @@
-//! The reconciler: observe (reads) -> [`decide`](crate::decide) -> apply (the minimum of writes)
-//! -> status, Events, metrics.
+//! The reconciler: reads the provision's configuration, seats and claims (from the watches'
+//! caches; the policies by a list), calls [`decide::plan`] once with one `now`, and hands the
+//! plan ([`decide::plan_of`]: the flag, the count, the Events, the gauges) to the runtime's
+//! executor (`ebb_runtime::execute`). Nothing here writes to the API server itself.
 //!
-//! Race safety. A scale-up is two writes, in this order, each with a resourceVersion
-//! precondition (a merge patch carrying `metadata.resourceVersion`):
-//! 1. through the **status subresource**: `autoScalingActive: true`, `autoScalingStartedAt`,
-//!    `autoScalingFromCount` (the count now) and `autoScalingTargetCount` (the count to reach);
-//! 2. `spec.count = target`, preconditioned on the resourceVersion the status write returned.
-//!
-//! A 409 on either write means "someone else changed the provision": the pass ends with
-//! [`frame::Failure::Conflict`], and ebb-runtime's reconcile frame reads the provision again and runs the
-//! pass again (see [`Reconcile`]); the write is never retried blindly. The decision then sees the flag (so it never starts a
-//! second scale-up) and finishes the recorded one only while `spec.count` is still exactly
-//! `autoScalingFromCount`; `spec.count` is always written as the absolute target, never as an
-//! increment. So two reconciles racing, a crash between the writes, a lost answer, a 500 or a
-//! duplicate event all end with exactly one increase.
+//! Race safety is the plan's (see `decide::writes`): the flag through the status subresource,
+//! then the absolute `spec.count`, each naming the resourceVersion before it. A 409 on either
+//! ends the pass with [`frame::Failure::Conflict`], and the frame reads the provision again and
+//! runs the pass again; the write is never retried blindly.
 
 use std::sync::Arc;
 
+use ebb_core::plan::Write;
 use ebb_crds::babylon::{
     WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::cache::{Cache, Feed};
-use ebb_runtime::frame::{self, Reconciler, WriteError};
+use ebb_runtime::execute::Hooks;
+use ebb_runtime::frame::{self, Reconciler};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::pause_report;
 use jiff::Timestamp;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::FIELD_MANAGER;
+use crate::decide::writes::SCALE_UP;
 use crate::decide::{
-    self, Claim, Gauges, InFlight, Input, Observed, Plan, Seats, Settings, Sources,
+    self, Claim, Gauges, InFlight, Input, Observed, Outcome, ProvisionGauges, Seats, Settings,
+    Sources,
 };
 use crate::metrics::{Metrics, ProvisionLabels, WorkshopLabels};
 
@@ -87,8 +84,9 @@ impl Caches {
 pub type Context = frame::Context<Own>;
 
 /// Why a reconcile failed: the frame's common causes. A write that fails with something other
-/// than a conflict is counted under `write_status` (a provision's flag and conditions),
-/// `write_count` (`spec.count` or the release annotation) or `write_policy_status`.
+/// than a conflict is counted under `write_status` (a provision's flag and conditions, a
+/// policy's status), `write_target` (`spec.count`) or `write_metadata` (the release
+/// annotation).
 pub type Error = frame::Failure;
 
 /// The reconciler of WorkshopProvisions, run by the frame ([`frame::reconcile`]`::<Reconcile>`):
@@ -204,61 +202,52 @@ async fn pass(
         now,
     });
     tracing::debug!(%namespace, %name, decision = ?plan.decision, "decided");
-    execute(ctx, provision, workshop_name, plan).await
+    execute(ctx, provision, plan).await
 }
 
-/// Carries out `plan` in its order: gauges, the stale annotation, status, count, Events, the
-/// used release annotation. Each write is preconditioned on the version the previous returned.
+/// Hands the plan of `outcome` to the runtime's executor; logs a scale-up once it is written.
 async fn execute(
     ctx: &Context,
     provision: &WorkshopProvision,
-    workshop: &str,
-    plan: Plan,
+    outcome: Outcome,
 ) -> Result<Action, Error> {
-    let namespace = frame::namespace_of(provision);
-    let name = frame::name_of(provision);
-    let labels = ProvisionLabels {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-    };
-    match plan.gauges {
-        Gauges::Keep => {}
-        Gauges::Forget => ctx.own.metrics.forget(&labels),
-        Gauges::Observe(observation) => {
-            let workshop = WorkshopLabels {
-                namespace: namespace.to_owned(),
-                name: workshop.to_owned(),
-            };
-            ctx.own.metrics.observe(&workshop, &labels, observation);
+    let scaled_up = outcome.scaled_up.then(|| outcome.reason.clone());
+    let plan = decide::plan_of(provision, outcome);
+    let action = ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?;
+    if let Some(reason) = scaled_up {
+        let (namespace, name) = (frame::namespace_of(provision), frame::name_of(provision));
+        tracing::info!(%namespace, %name, %reason, "scaled up");
+    }
+    Ok(action)
+}
+
+impl Hooks<ProvisionGauges> for Own {
+    fn written(&self, write: &Write) {
+        if write.reason == Some(SCALE_UP) {
+            self.metrics.scaled_up(&ProvisionLabels {
+                namespace: write.target.namespace.clone().unwrap_or_default(),
+                name: write.target.name.clone(),
+            });
         }
     }
-    let mut latest: Option<Box<WorkshopProvision>> = None;
-    if plan.remove_stale_release {
-        latest = Some(remove_release_annotation(ctx, namespace, name, provision).await?);
+
+    fn gauges(&self, gauges: ProvisionGauges) {
+        let labels = ProvisionLabels {
+            namespace: gauges.namespace.clone(),
+            name: gauges.name,
+        };
+        match gauges.gauges {
+            Gauges::Keep => {}
+            Gauges::Forget => self.metrics.forget(&labels),
+            Gauges::Observe(observation) => {
+                let workshop = WorkshopLabels {
+                    namespace: gauges.namespace,
+                    name: gauges.workshop,
+                };
+                self.metrics.observe(&workshop, &labels, observation);
+            }
+        }
     }
-    if let Some(status) = plan.status {
-        let base = latest.as_deref().unwrap_or(provision);
-        latest = Some(write_status(ctx, namespace, name, base, status).await?);
-    }
-    if let Some(count) = plan.count {
-        let base = latest.as_deref().unwrap_or(provision);
-        latest = Some(write_count(ctx, namespace, name, base, count).await?);
-    }
-    if plan.scaled_up {
-        ctx.own.metrics.scaled_up(&labels);
-        tracing::info!(%namespace, %name, reason = %plan.reason, "scaled up");
-    }
-    let reference = provision.object_ref(&());
-    for notice in &plan.notices {
-        ctx.events.notify(&reference, notice).await;
-    }
-    if plan.remove_release {
-        let base = latest.as_deref().unwrap_or(provision);
-        remove_release_annotation(ctx, namespace, name, base).await?;
-    }
-    Ok(plan
-        .requeue
-        .map_or_else(Action::await_change, Action::requeue))
 }
 
 /// The scale-up in flight recorded in the status, if the flag is set.
@@ -397,97 +386,4 @@ fn observe_claims(
             settled: c.0.as_ref().is_ok_and(|c| c.settlement().is_settled()),
         })
         .collect())
-}
-
-fn stale(namespace: &str, name: &str) -> Error {
-    Error::stale(format!("WorkshopProvision {namespace}/{name}"))
-}
-
-/// A preconditioned write's answer: the object as the API server returned it, or
-/// [`frame::Failure::Conflict`] on a 409.
-type Written = Result<Box<WorkshopProvision>, Error>;
-
-fn patch_params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-        ..PatchParams::default()
-    }
-}
-
-/// A merge patch of `status` through the status subresource, preconditioned on `base`'s
-/// resourceVersion.
-async fn write_status(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    base: &WorkshopProvision,
-    status: Map<String, Value>,
-) -> Written {
-    let Some(rv) = base.resource_version() else {
-        // Never write without a precondition: re-read to get one.
-        return Err(stale(namespace, name));
-    };
-    let body = json!({"metadata": {"resourceVersion": rv}, "status": status});
-    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
-    match api
-        .patch_status(name, &patch_params(), &Patch::Merge(&body))
-        .await
-    {
-        Ok(p) => Ok(Box::new(p)),
-        Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
-        Err(source) => Err(WriteError::of(
-            "write_status",
-            format!("writing the status of WorkshopProvision {namespace}/{name}"),
-        )(source)
-        .into()),
-    }
-}
-
-/// Removes [`decide::RELEASE_ANNOTATION`] from the provision, preconditioned on `base`'s
-/// resourceVersion.
-async fn remove_release_annotation(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    base: &WorkshopProvision,
-) -> Written {
-    let body = json!({"metadata": {"annotations": {decide::RELEASE_ANNOTATION: null}}});
-    patch_provision(ctx, namespace, name, base, body).await
-}
-
-/// `spec.count = to` as a merge patch preconditioned on `base`'s resourceVersion. Absolute, never
-/// an increment: repeating it cannot scale twice.
-async fn write_count(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    base: &WorkshopProvision,
-    to: i32,
-) -> Written {
-    patch_provision(ctx, namespace, name, base, json!({"spec": {"count": to}})).await
-}
-
-/// A merge patch of the provision's main resource carrying `base`'s resourceVersion: a 409 means
-/// someone else wrote in between, and the caller re-reads and decides again.
-async fn patch_provision(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    base: &WorkshopProvision,
-    mut body: serde_json::Value,
-) -> Written {
-    let Some(rv) = base.resource_version() else {
-        return Err(stale(namespace, name));
-    };
-    body["metadata"]["resourceVersion"] = json!(rv);
-    let api: Api<WorkshopProvision> = Api::namespaced(ctx.client.clone(), namespace);
-    match api.patch(name, &patch_params(), &Patch::Merge(&body)).await {
-        Ok(p) => Ok(Box::new(p)),
-        Err(e) if frame::is_conflict(&e) => Err(stale(namespace, name)),
-        Err(source) => Err(WriteError::of(
-            "write_count",
-            format!("writing WorkshopProvision {namespace}/{name}"),
-        )(source)
-        .into()),
-    }
 }

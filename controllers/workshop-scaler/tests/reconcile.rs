@@ -572,7 +572,7 @@ async fn a_restart_between_the_flag_and_the_count_finishes_once() {
         )
     });
     let err = h.reconcile(P).await.unwrap_err();
-    assert_eq!(err.category(), "write_count");
+    assert_eq!(err.category(), "write_target");
     assert_eq!(h.count(P), 20);
     assert_eq!(h.status(P).auto_scaling_active, Some(true));
 
@@ -657,7 +657,7 @@ async fn a_500_on_the_count_write_retries_and_scales_once() {
     });
     let err = h.reconcile(P).await.unwrap_err();
     assert!(
-        matches!(err.inner(), Some(reconcile::Error::Write(w)) if w.category == "write_count"),
+        matches!(err.inner(), Some(reconcile::Error::Write(w)) if w.category == "write_target"),
         "{err}"
     );
     h.reconcile(P).await.unwrap();

@@ -13,6 +13,7 @@
 //! | [`Verb::Create`] | POST | none: AlreadyExists means someone made it since the read |
 //! | [`Verb::Apply`] | server-side apply, forced, under the controller's field manager | `metadata.uid` (and `resourceVersion` where given) in the patch |
 //! | [`Verb::Merge`] | JSON merge patch | `metadata.resourceVersion` in the patch |
+//! | [`Verb::MergeStatus`] | JSON merge patch of the status subresource | `metadata.resourceVersion` in the patch |
 //! | [`Verb::Delete`] | DELETE | the uid read |
 
 use std::time::Duration;
@@ -110,6 +111,10 @@ pub enum Verb {
     Apply(Value),
     /// A JSON merge patch carrying `metadata.resourceVersion` as read ([`Write::merge`]).
     Merge(Value),
+    /// The same, through the status subresource ([`Write::merge_status`]): a status that must be
+    /// written before (or between) other writes, on the object exactly as read. The plan's
+    /// closing status is [`Plan::status`].
+    MergeStatus(Value),
     /// DELETE, preconditioned on the uid read; already gone counts as done.
     Delete {
         /// The uid read.
@@ -124,6 +129,7 @@ impl Verb {
             Self::Create(_) => "create",
             Self::Apply(_) => "apply",
             Self::Merge(_) => "patch",
+            Self::MergeStatus(_) => "patch status",
             Self::Delete { .. } => "delete",
         }
     }
@@ -140,8 +146,12 @@ pub struct Write {
     pub category: Category,
     /// The `reason` label the controller counts it under (its own write counter), if any.
     pub reason: Option<&'static str>,
-    /// Events recorded as soon as it succeeded (before the writes after it).
+    /// Events recorded as soon as it succeeded (before the writes after it), provided every
+    /// write before it succeeded too.
     pub notices: Vec<Notice>,
+    /// One of a run of writes to separate objects, each tried even when one before it in the run
+    /// failed ([`Self::independent`]); the first failure ends the pass once the run is over.
+    pub independent: bool,
 }
 
 impl Write {
@@ -152,6 +162,7 @@ impl Write {
             category,
             reason: None,
             notices: Vec::new(),
+            independent: false,
         }
     }
 
@@ -186,6 +197,49 @@ impl Write {
         Self::new(target, Verb::Merge(patch), category)
     }
 
+    /// A merge patch of the status subresource, with `metadata.resourceVersion` set as by
+    /// [`Self::merge`].
+    pub fn merge_status(
+        target: Target,
+        resource_version: Option<&str>,
+        patch: Value,
+        category: Category,
+    ) -> Self {
+        let mut write = Self::merge(target, resource_version, patch, category);
+        if let Verb::Merge(patch) = write.verb {
+            write.verb = Verb::MergeStatus(patch);
+        }
+        write
+    }
+
+    /// A merge patch of `object`'s finalizers as read, without those in `remove` and with `add`
+    /// (at the end, once), naming the resourceVersion read: a 409 when they changed since.
+    pub fn finalizers<K: Resource<DynamicType = ()>>(
+        object: &K,
+        remove: &[&str],
+        add: Option<&str>,
+    ) -> Self {
+        let meta = object.meta();
+        let mut finalizers: Vec<&str> = meta
+            .finalizers
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .filter(|f| !remove.contains(f) && Some(*f) != add)
+            .collect();
+        finalizers.extend(add);
+        let finalizers = match finalizers.is_empty() {
+            true => Value::Null,
+            false => json!(finalizers),
+        };
+        Self::merge(
+            Target::of(object),
+            meta.resource_version.as_deref(),
+            json!({"metadata": {"finalizers": finalizers}}),
+            Category::Metadata,
+        )
+    }
+
     /// Delete the object read, by its uid.
     pub fn delete(target: Target, uid: Option<&str>, category: Category) -> Self {
         Self::new(
@@ -208,6 +262,15 @@ impl Write {
     #[must_use]
     pub fn notice(mut self, notice: Notice) -> Self {
         self.notices.push(notice);
+        self
+    }
+
+    /// Tried even when the write before it failed, as one of a run of writes to separate objects
+    /// (scaledown-window's Nodes): one object's failure does not hold the others back. A plain
+    /// write after the run is not tried, and the pass ends with the run's first failure.
+    #[must_use]
+    pub fn independent(mut self) -> Self {
+        self.independent = true;
         self
     }
 
@@ -330,6 +393,48 @@ mod tests {
         assert_eq!(
             write.verb,
             Verb::Merge(json!({"spec": {"x": 1}, "metadata": {"resourceVersion": "7"}}))
+        );
+    }
+
+    #[test]
+    fn a_status_write_in_the_sequence_names_the_version_read_too() {
+        let write = Write::merge_status(
+            hpa(),
+            Some("9"),
+            json!({"status": {"x": 1}}),
+            Category::Status,
+        );
+        assert_eq!(
+            write.verb,
+            Verb::MergeStatus(json!({"status": {"x": 1}, "metadata": {"resourceVersion": "9"}}))
+        );
+        assert_eq!(write.verb.as_str(), "patch status");
+    }
+
+    #[test]
+    fn finalizers_are_written_whole_naming_the_version_read() {
+        let mut object = HorizontalPodAutoscaler::default();
+        object.metadata.name = Some("web".into());
+        object.metadata.namespace = Some("shop".into());
+        object.metadata.resource_version = Some("3".into());
+        object.metadata.finalizers = Some(vec!["a".into(), "ours".into(), "b".into()]);
+        let added = Write::finalizers(&object, &[], Some("ours"));
+        assert_eq!(
+            added.verb,
+            Verb::Merge(json!({"metadata": {
+                "finalizers": ["a", "b", "ours"], "resourceVersion": "3"}}))
+        );
+        assert_eq!(added.category, Category::Metadata);
+        let removed = Write::finalizers(&object, &["ours", "b"], None);
+        assert_eq!(
+            removed.verb,
+            Verb::Merge(json!({"metadata": {"finalizers": ["a"], "resourceVersion": "3"}}))
+        );
+        let none = Write::finalizers(&object, &["a", "ours", "b"], None);
+        assert_eq!(
+            none.verb,
+            Verb::Merge(json!({"metadata": {"finalizers": null, "resourceVersion": "3"}})),
+            "an empty list is removed"
         );
     }
 

@@ -4,8 +4,10 @@
 //!
 //! In order:
 //! 1. each write of [`Plan::writes`] (see [`ebb_core::plan`] for what each verb names of what was
-//!    read), then the Events that go with it, then the controller's [`Hooks::written`] (its
-//!    write counters). A second write to an object the plan already wrote is preconditioned on
+//!    read), then the controller's [`Hooks::written`] (its write counters), then the Events
+//!    that go with it. The first failure ends the pass, except within a run of
+//!    [`Write::independent`] writes (to separate objects): each is tried, the Events of those
+//!    after a failure are not recorded, and the run's first failure ends the pass after it. A second write to an object the plan already wrote is preconditioned on
 //!    the object as that write left it: the `metadata.resourceVersion` it carries is replaced by
 //!    the one the earlier write answered with (the plan was decided on the object as read, and
 //!    nobody else's change lies between the two);
@@ -14,15 +16,18 @@
 //! 4. the gauges ([`Hooks::gauges`]);
 //! 5. the end: [`Failure::Invalid`] when the plan says the object breaks a rule, else the requeue.
 //!
-//! A 409 (or a 422 on `metadata.uid`: the object was deleted and made again since the read) ends
-//! the pass with [`Failure::Conflict`], and the frame reads again and decides again: never act
-//! twice. Deleting what is already gone counts as done. Any other failure ends the pass with
+//! A 409, a 422 on `metadata.uid` (the object was deleted and made again since the read) or a
+//! 404 (it is gone since) ends the pass with [`Failure::Conflict`], and the frame reads again and
+//! decides again: never act twice. Deleting what is already gone counts as done. Any other failure ends the pass with
 //! [`Failure::Write`] under the write's [`Category`] (`write_target`, `write_metadata`,
 //! `write_status`: one vocabulary for every controller), and the error policy retries it.
 //!
-//! Under `--dry-run` only the status and the Events are written (docs/decisions.md, "Uniform
-//! behaviour"): a write the plan holds is logged and skipped, with its Events. Decide already
-//! plans a dry run that way; this is the guarantee.
+//! Under `--dry-run` nothing the controller acts on is written (docs/decisions.md, "Uniform
+//! behaviour": the status and the Events record the intended change): a [`Category::Target`]
+//! write the plan holds is logged and skipped, with its Events. Decide already plans a dry run
+//! that way; this is the guarantee. The controller's own object is still written (its status,
+//! and the removal of a finalizer an earlier install added, so that a deletion is not held up
+//! by a dry-run install).
 
 use std::collections::HashMap;
 
@@ -58,8 +63,12 @@ pub async fn execute<G>(
     hooks: &impl Hooks<G>,
 ) -> Result<Action, Failure> {
     let mut written: HashMap<TargetKey, String> = HashMap::new();
+    let mut first_failure: Option<Failure> = None;
     for write in &plan.writes {
-        if shared.dry_run {
+        if first_failure.is_some() && !write.independent {
+            break;
+        }
+        if shared.dry_run && write.category == Category::Target {
             tracing::info!(
                 object = %write.target.describe(),
                 verb = write.verb.as_str(),
@@ -67,13 +76,28 @@ pub async fn execute<G>(
             );
             continue;
         }
-        if let Some(version) = perform(write, &shared.client, field_manager, &written).await? {
-            written.insert(TargetKey::of(&write.target), version);
+        match perform(write, &shared.client, field_manager, &written).await {
+            Ok(version) => {
+                if let Some(version) = version {
+                    written.insert(TargetKey::of(&write.target), version);
+                }
+            }
+            Err(failure) if write.independent => {
+                tracing::warn!(object = %write.target.describe(), error = %failure, "write failed");
+                first_failure.get_or_insert(failure);
+                continue;
+            }
+            Err(failure) => return Err(failure),
         }
         hooks.written(write);
-        for notice in &write.notices {
-            shared.events.notify(&plan.subject, notice).await;
+        if first_failure.is_none() {
+            for notice in &write.notices {
+                shared.events.notify(&plan.subject, notice).await;
+            }
         }
+    }
+    if let Some(failure) = first_failure {
+        return Err(failure);
     }
     if let Some(status) = &plan.status {
         let api = api_of(&shared.client, &status.target);
@@ -100,6 +124,12 @@ pub async fn execute<G>(
         Requeue::AwaitChange => Action::await_change(),
         Requeue::After(wait) => Action::requeue(wait),
     })
+}
+
+/// A 404 on a write to an object that was read: it is gone since (or its kind is no longer
+/// served). Read again and decide again.
+fn is_gone(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// An object as the executor remembers its own writes to it.
@@ -132,7 +162,7 @@ fn api_of(client: &Client, target: &Target) -> Api<DynamicObject> {
 
 /// The failure of a write to `target`: a conflict, or a write error under `category`.
 fn failed(target: &Target, category: Category, source: kube::Error) -> Failure {
-    if is_conflict(&source) || is_recreated(&source) {
+    if is_conflict(&source) || is_recreated(&source) || is_gone(&source) {
         return Failure::stale(target.describe());
     }
     WriteError::of(category.as_str(), category.what(target))(source).into()
@@ -185,6 +215,16 @@ async fn perform(
             };
             let patch = after_own_write(patch, target, written);
             api.patch(&target.name, &params, &Patch::Merge(&patch))
+                .await
+                .map_err(fail)?
+        }
+        Verb::MergeStatus(patch) => {
+            let params = PatchParams {
+                field_manager: Some(field_manager.to_owned()),
+                ..PatchParams::default()
+            };
+            let patch = after_own_write(patch, target, written);
+            api.patch_status(&target.name, &params, &Patch::Merge(&patch))
                 .await
                 .map_err(fail)?
         }

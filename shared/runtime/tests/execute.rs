@@ -34,6 +34,15 @@ fn subject() -> ObjectReference {
     config_map("subject", "").object_ref(&())
 }
 
+/// The resourceVersion ConfigMap `ns/name` has now.
+fn version(h: &Harness, name: &str) -> String {
+    let object = h.fake.get_json("v1", "ConfigMap", "ns", name).unwrap();
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn stored(h: &Harness, name: &str) -> Option<ConfigMap> {
     h.fake.get::<ConfigMap>("ns", name)
 }
@@ -58,8 +67,8 @@ impl Hooks<u32> for Recorded {
 #[tokio::test]
 async fn writes_run_in_order_each_event_after_its_write_then_status_events_gauges_requeue() {
     let h = Harness::new("2026-05-04T09:00:00Z", "demo");
-    let read = h.fake.insert(config_map("a", "1"));
-    let rv = read["metadata"]["resourceVersion"].as_str().unwrap();
+    h.fake.insert(config_map("a", "1"));
+    let rv = version(&h, "a");
     let mut plan = Plan::new(subject(), 7);
     plan.writes.push(
         Write::create(&config_map("b", "2"), Category::Target)
@@ -69,7 +78,7 @@ async fn writes_run_in_order_each_event_after_its_write_then_status_events_gauge
     plan.writes.push(
         Write::merge(
             target("a"),
-            Some(rv),
+            Some(&rv),
             json!({"data": {"v": "3"}}),
             Category::Target,
         )
@@ -155,11 +164,11 @@ async fn a_failed_write_is_counted_under_its_category_and_names_its_object() {
         ),
     ] {
         let h = Harness::new("2026-05-04T09:00:00Z", "demo");
-        let read = h.fake.insert(config_map("a", "1"));
-        let rv = read["metadata"]["resourceVersion"].as_str().unwrap();
+        h.fake.insert(config_map("a", "1"));
+        let rv = version(&h, "a");
         let mut plan = Plan::new(subject(), ());
         plan.writes
-            .push(Write::merge(target("a"), Some(rv), json!({}), category));
+            .push(Write::merge(target("a"), Some(&rv), json!({}), category));
         h.fake.fail_next(Matcher::patch("/configmaps/a"), 500);
         let error = execute(plan, &h.shared(false), MANAGER, &())
             .await
@@ -173,11 +182,8 @@ async fn a_failed_write_is_counted_under_its_category_and_names_its_object() {
 #[tokio::test]
 async fn a_merge_names_the_version_read_so_a_change_since_is_a_conflict() {
     let h = Harness::new("2026-05-04T09:00:00Z", "demo");
-    let read = h.fake.insert(config_map("a", "1"));
-    let rv = read["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    h.fake.insert(config_map("a", "1"));
+    let rv = version(&h, "a");
     h.fake.modify::<ConfigMap>("ns", "a", |cm| {
         cm.data = Some([("v".to_owned(), "someone".to_owned())].into());
     });
@@ -198,11 +204,8 @@ async fn a_merge_names_the_version_read_so_a_change_since_is_a_conflict() {
 #[tokio::test]
 async fn a_second_write_to_one_object_follows_the_plans_own_first_write() {
     let h = Harness::new("2026-05-04T09:00:00Z", "demo");
-    let read = h.fake.insert(config_map("a", "1"));
-    let rv = read["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    h.fake.insert(config_map("a", "1"));
+    let rv = version(&h, "a");
     let mut plan = Plan::new(subject(), ());
     plan.writes.push(Write::merge(
         target("a"),
@@ -222,6 +225,51 @@ async fn a_second_write_to_one_object_follows_the_plans_own_first_write() {
         (data["first"].as_str(), data["second"].as_str()),
         ("x", "y")
     );
+}
+
+#[tokio::test]
+async fn a_status_then_a_spec_write_each_follow_the_one_before() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    h.fake.insert(config_map("a", "1"));
+    let rv = version(&h, "a");
+    let mut plan = Plan::new(subject(), ());
+    plan.writes.push(Write::merge_status(
+        target("a"),
+        Some(&rv),
+        json!({"status": {"flag": true}}),
+        Category::Status,
+    ));
+    plan.writes.push(Write::merge(
+        target("a"),
+        Some(&rv),
+        json!({"data": {"v": "2"}}),
+        Category::Target,
+    ));
+    execute(plan, &h.shared(false), MANAGER, &()).await.unwrap();
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 2);
+    assert!(
+        writes[0].path.ends_with("/configmaps/a/status"),
+        "{writes:#?}"
+    );
+    assert_eq!(stored(&h, "a").unwrap().data.unwrap()["v"], "2");
+
+    // Someone else's change before the first write: a conflict, nothing written.
+    let rv = version(&h, "a");
+    h.fake.modify::<ConfigMap>("ns", "a", |cm| {
+        cm.data = Some([("v".to_owned(), "someone".to_owned())].into());
+    });
+    let mut plan = Plan::new(subject(), ());
+    plan.writes.push(Write::merge_status(
+        target("a"),
+        Some(&rv),
+        json!({"status": {"flag": false}}),
+        Category::Status,
+    ));
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert!(error.is_conflict(), "{error:?}");
 }
 
 #[tokio::test]
@@ -283,6 +331,12 @@ async fn a_dry_run_writes_only_the_status_and_the_plans_events() {
         Write::create(&config_map("b", "2"), Category::Target)
             .notice(Notice::normal("Created", "Create", "b")),
     );
+    plan.writes.push(Write::merge_status(
+        target("a"),
+        None,
+        json!({"status": {"dryRun": true}}),
+        Category::Status,
+    ));
     plan.notices
         .push(Notice::normal("DryRun", "Create", "would have created b"));
     let hooks = Recorded::default();
@@ -290,13 +344,19 @@ async fn a_dry_run_writes_only_the_status_and_the_plans_events() {
         .await
         .unwrap();
     assert!(stored(&h, "b").is_none());
-    assert_eq!(h.fake.write_count(), 0);
+    let writes = h.fake.writes();
+    assert_eq!(writes.len(), 1, "the status alone: {writes:#?}");
+    assert!(writes[0].path.ends_with("/configmaps/a/status"));
     assert_eq!(
         h.events.reasons(),
         ["DryRun"],
         "a write not made has no Event"
     );
-    assert!(hooks.written.lock().unwrap().is_empty());
+    assert_eq!(
+        *hooks.written.lock().unwrap(),
+        [None],
+        "the status write alone"
+    );
     assert_eq!(*hooks.gauges.lock().unwrap(), [3]);
 }
 
@@ -317,4 +377,73 @@ async fn an_invalid_plan_writes_its_status_then_ends_as_invalid() {
         "ConfigMap ns/subject is invalid: spec.v: bad"
     );
     assert_eq!(h.events.reasons(), ["InvalidSpec"]);
+}
+
+#[tokio::test]
+async fn independent_writes_are_each_tried_and_the_first_failure_ends_the_pass_after_them() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    for name in ["a", "b", "c"] {
+        h.fake.insert(config_map(name, "1"));
+    }
+    let mut plan = Plan::new(subject(), 0);
+    for name in ["a", "b", "c"] {
+        plan.writes.push(
+            Write::merge(
+                target(name),
+                Some(&version(&h, name)),
+                json!({"data": {"v": "2"}}),
+                Category::Target,
+            )
+            .independent()
+            .notice(Notice::normal("Updated", "Update", name)),
+        );
+    }
+    plan.writes.push(Write::merge(
+        target("a"),
+        Some(&version(&h, "a")),
+        json!({"metadata": {"finalizers": null}}),
+        Category::Metadata,
+    ));
+    plan.notices.push(Notice::normal("Done", "Report", ""));
+    let hooks = Recorded::default();
+    h.fake.fail_next(Matcher::patch("/configmaps/b"), 500);
+
+    let error = execute(plan, &h.shared(false), MANAGER, &hooks)
+        .await
+        .unwrap_err();
+
+    assert_eq!(error.category(), "write_target");
+    assert!(error.to_string().contains("ConfigMap ns/b"), "{error}");
+    let v = |name: &str| stored(&h, name).unwrap().data.unwrap()["v"].clone();
+    assert_eq!(
+        (v("a"), v("b"), v("c")),
+        ("2".into(), "1".into(), "2".into())
+    );
+    assert_eq!(
+        h.fake.write_count(),
+        3,
+        "a, b (failed), c; the write after the run is not tried"
+    );
+    assert_eq!(
+        h.events.reasons(),
+        ["Updated"],
+        "the Events of writes after a failure are not recorded"
+    );
+    assert_eq!(hooks.written.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_write_to_an_object_gone_since_the_read_decides_again() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let mut plan = Plan::new(subject(), ());
+    plan.writes.push(Write::merge(
+        target("gone"),
+        Some("5"),
+        json!({"data": {"v": "2"}}),
+        Category::Target,
+    ));
+    let error = execute(plan, &h.shared(false), MANAGER, &())
+        .await
+        .unwrap_err();
+    assert!(error.is_conflict(), "{error:?}");
 }

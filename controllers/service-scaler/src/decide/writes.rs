@@ -33,7 +33,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::{ApiResource, DynamicObject};
 use kube::{Resource, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{
     CONDITION_READY, CONDITION_SPEC_VALID, Decision, DeletionPlan, FINALIZER, FinalizerPlan,
@@ -78,26 +78,11 @@ fn hpa_target(scaler: &ServiceScaler) -> Target {
 /// [`FINALIZER`] added or removed (and, with `drop_udaan`, [`UDAAN_FINALIZER`] removed), naming
 /// the resourceVersion read.
 fn finalizer_write(scaler: &ServiceScaler, add: bool, drop_udaan: bool) -> Write {
-    let mut finalizers: Vec<String> = scaler
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER && !(drop_udaan && *f == UDAAN_FINALIZER))
-        .cloned()
-        .collect();
-    if add {
-        finalizers.push(FINALIZER.to_owned());
-    }
-    let finalizers = if finalizers.is_empty() {
-        Value::Null
-    } else {
-        json!(finalizers)
+    let remove: &[&str] = match drop_udaan {
+        true => &[FINALIZER, UDAAN_FINALIZER],
+        false => &[FINALIZER],
     };
-    Write::merge(
-        Target::of(scaler),
-        scaler.resource_version().as_deref(),
-        json!({ "metadata": { "finalizers": finalizers } }),
-        Category::Metadata,
-    )
+    Write::finalizers(scaler, remove, add.then_some(FINALIZER))
 }
 
 /// The plan of [`decide_scaling`]'s decision.

@@ -7,6 +7,7 @@ use crate::decide::fixtures::*;
 use crate::decide::{DeletionPolicy, HpaSettings, MAX_REQUEUE};
 use ebb_core::plan::Verb;
 use ebb_testkit::utc;
+use serde_json::Value;
 
 fn observed<'a>(
     scaler: &'a ServiceScaler,

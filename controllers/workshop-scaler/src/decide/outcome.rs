@@ -3,12 +3,12 @@
 //! reconciler reads, calls [`plan`] once with one `now`, and executes what it returns.
 //!
 //! Write order (each preconditioned on the resourceVersion the previous one returned):
-//! 1. a stale release annotation is removed ([`Plan::remove_stale_release`]);
-//! 2. the status through the status subresource ([`Plan::status`]): for a scale-up the flag with
+//! 1. a stale release annotation is removed ([`Outcome::remove_stale_release`]);
+//! 2. the status through the status subresource ([`Outcome::status`]): for a scale-up the flag with
 //!    from/target, for a release the cleared flag, otherwise the conditions when they changed;
-//! 3. the absolute `spec.count` ([`Plan::count`]);
-//! 4. the Events ([`Plan::notices`]), once the writes succeeded;
-//! 5. the release annotation, once it has done its work ([`Plan::remove_release`]).
+//! 3. the absolute `spec.count` ([`Outcome::count`]);
+//! 4. the Events ([`Outcome::notices`]), once the writes succeeded;
+//! 5. the release annotation, once it has done its work ([`Outcome::remove_release`]).
 
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ pub enum Gauges {
 
 /// The whole plan of one pass, executed in the order of the module docs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
+pub struct Outcome {
     /// The decision (`None` while paused), for logs.
     pub decision: Option<Decision>,
     /// One human sentence on why.
@@ -82,8 +82,8 @@ pub struct Plan {
     pub requeue: Option<Duration>,
 }
 
-impl Plan {
-    fn quiet(decision: Option<Decision>, reason: String, gauges: Gauges) -> Self {
+impl Outcome {
+    pub(crate) fn quiet(decision: Option<Decision>, reason: String, gauges: Gauges) -> Self {
         Self {
             decision,
             reason,
@@ -100,12 +100,12 @@ impl Plan {
 }
 
 /// The whole plan for one provision at `input.now`.
-pub fn plan(input: &Input<'_>) -> Plan {
+pub fn plan(input: &Input<'_>) -> Outcome {
     let count = input.observed.count;
     if *input.settings == Settings::Disabled {
         // Backward compatible: not one write, not even status.
         let reason = Decision::Disabled.reason(count, None);
-        return Plan::quiet(Some(Decision::Disabled), reason, Gauges::Forget);
+        return Outcome::quiet(Some(Decision::Disabled), reason, Gauges::Forget);
     }
     if let Some(report) = input.pause {
         return paused(report, input.conditions, input.now);
@@ -117,7 +117,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         Gauges::Observe(observation(c, &decision, input.observed, input.dry_run))
     });
     let (conditions, changed) = next_conditions(input, &decision, config, &reason);
-    let mut plan = Plan::quiet(None, reason, gauges);
+    let mut plan = Outcome::quiet(None, reason, gauges);
     plan.remove_stale_release =
         input.release_annotation && input.observed.in_flight.is_none() && !input.dry_run;
     if input.dry_run && acts(&decision) {
@@ -149,9 +149,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
 
 /// Paused: the shared `Paused` condition (and its Event when it is news), nothing else; look
 /// again when the pause ends.
-fn paused(report: &PauseReport, old: &[Condition], now: Timestamp) -> Plan {
+fn paused(report: &PauseReport, old: &[Condition], now: Timestamp) -> Outcome {
     let mut conditions = old.to_vec();
-    let mut plan = Plan::quiet(None, report.pause.to_string(), Gauges::Keep);
+    let mut plan = Outcome::quiet(None, report.pause.to_string(), Gauges::Keep);
     if set_condition(&mut conditions, report.condition.clone(), now) {
         plan.status = Some(status_body(Map::new(), &conditions));
         if let Some((kind, reason, note)) = &report.event {
@@ -247,7 +247,7 @@ fn apply(
     config: Option<&Config>,
     conditions: &[Condition],
     changed: bool,
-    plan: &mut Plan,
+    plan: &mut Outcome,
 ) {
     let now = input.now;
     let in_flight = input.observed.in_flight.as_ref();
@@ -320,7 +320,7 @@ fn apply(
 }
 
 /// A scale-up to `to` applied now: the count write, the counter and the Event.
-fn scale(plan: &mut Plan, to: i32) {
+fn scale(plan: &mut Outcome, to: i32) {
     plan.count = Some(to);
     plan.scaled_up = true;
     plan.notices
@@ -389,4 +389,4 @@ fn status_body(mut fields: Map<String, Value>, conditions: &[Condition]) -> Map<
 
 #[cfg(test)]
 #[path = "outcome_tests.rs"]
-mod tests;
+pub(crate) mod tests;

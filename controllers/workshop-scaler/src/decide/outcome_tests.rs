@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 const NOW: &str = "2026-03-10T09:00:00Z";
 
-fn enabled() -> Settings {
+pub(crate) fn enabled() -> Settings {
     Settings::Enabled(
         resolve(
             Some(&AutoScaling {
@@ -24,7 +24,7 @@ fn enabled() -> Settings {
     )
 }
 
-fn observed(count: i32, assigned: u32, total: u32) -> Observed {
+pub(crate) fn observed(count: i32, assigned: u32, total: u32) -> Observed {
     Observed {
         count,
         seats: Seats { assigned, total },
@@ -32,7 +32,7 @@ fn observed(count: i32, assigned: u32, total: u32) -> Observed {
     }
 }
 
-fn input<'a>(settings: &'a Settings, observed: &'a Observed) -> Input<'a> {
+pub(crate) fn input<'a>(settings: &'a Settings, observed: &'a Observed) -> Input<'a> {
     Input {
         settings,
         pause: None,
@@ -44,7 +44,7 @@ fn input<'a>(settings: &'a Settings, observed: &'a Observed) -> Input<'a> {
     }
 }
 
-fn reasons(plan: &Plan) -> Vec<&'static str> {
+fn reasons(plan: &Outcome) -> Vec<&'static str> {
     plan.notices.iter().map(|n| n.reason).collect()
 }
 
