@@ -36,8 +36,8 @@ pub use report::{
 use std::collections::BTreeMap;
 use std::fmt;
 
+use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_crds::scaledown::{ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec};
-use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, ScheduleError, Window};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -598,7 +598,7 @@ impl PauseMarks {
         }
     }
 
-    /// Whether the object is paused at `now` (the shared rule of `ebb_runtime::pause`).
+    /// Whether the object is paused at `now` (the shared rule of `ebb_core::pause`).
     pub fn state(&self, now: Timestamp) -> PauseState {
         let annotations = [
             (PAUSED_ANNOTATION, &self.paused),

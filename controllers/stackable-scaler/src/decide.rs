@@ -23,17 +23,20 @@
 
 use std::time::Duration;
 
+use ebb_core::conditions::{ConditionUpdate, set_condition};
+use ebb_core::time::{from_k8s_time, to_k8s_time};
 use ebb_crds::stackable::{
     FailureHookState, HookSpec, ScalerStage, ScalerState, StackableScalerSpec,
     StackableScalerStatus,
 };
-use ebb_runtime::conditions::{ConditionUpdate, set_condition};
-use ebb_runtime::time::{from_k8s_time, to_k8s_time};
 use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::hooks::{FailureInfo, HookKind, HookOutcome, HookResult, ScalingContext};
+
+mod owner;
 use jiff::SignedDuration;
+pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan};
 
 /// The annotation that takes a scaler out of `Failed`.
 pub const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";

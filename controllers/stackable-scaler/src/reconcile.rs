@@ -17,7 +17,7 @@
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
 //! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count on
-//! every object ebb manages); one rule, [`pause_plan`] (the shared [`pause_report`] of every ebb controller,
+//! every object ebb manages); one rule, [`pause_plan`] (decide's, on the shared `pause_report` of every ebb controller,
 //! applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
@@ -41,7 +41,6 @@ use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
-use ebb_runtime::pause::{ObjectPause, pause_report};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -53,7 +52,8 @@ use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::decide::{self, Note, WorkloadState};
+pub use crate::decide::WorkloadKind;
+use crate::decide::{self, Note, PausePlan, WorkloadState, owning_workload, pause_plan};
 use crate::engine::{
     HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, patch_params, scaler_pass,
     write_status,
@@ -137,61 +137,6 @@ impl ReconcileError for Error {
             Error::Scaler(e) => e.is_conflict(),
             _ => false,
         }
-    }
-}
-
-/// The kind of workload that owns a scaler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// `apps/v1` StatefulSet.
-    StatefulSet,
-    /// `apps/v1` Deployment.
-    Deployment,
-}
-
-impl WorkloadKind {
-    /// The API kind (`StatefulSet`), for messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::StatefulSet => "StatefulSet",
-            Self::Deployment => "Deployment",
-        }
-    }
-}
-
-/// The workload a scaler belongs to, from its owner references.
-pub fn owning_workload(scaler: &StackableScaler) -> Result<(WorkloadKind, String), Error> {
-    let owners = scaler.owner_references();
-    let candidates: Vec<_> = owners
-        .iter()
-        .filter(|o| o.api_version == "apps/v1")
-        .filter_map(|o| match o.kind.as_str() {
-            "StatefulSet" => Some((
-                WorkloadKind::StatefulSet,
-                o.name.clone(),
-                o.controller == Some(true),
-            )),
-            "Deployment" => Some((
-                WorkloadKind::Deployment,
-                o.name.clone(),
-                o.controller == Some(true),
-            )),
-            _ => None,
-        })
-        .collect();
-    let chosen = candidates
-        .iter()
-        .find(|c| c.2)
-        .or_else(|| candidates.first());
-    match (chosen, candidates.len()) {
-        (Some((kind, name, _)), 1) => Ok((*kind, name.clone())),
-        (Some((kind, name, true)), _) => Ok((*kind, name.clone())),
-        (Some(_), n) => Err(Error::Invalid(format!(
-            "{n} apps/v1 StatefulSet/Deployment owner references and none is the controller; mark one `controller: true`"
-        ))),
-        (None, _) => Err(Error::Invalid(
-            "no owner reference to an apps/v1 StatefulSet or Deployment: the standalone controller scales the workload that owns the scaler".into(),
-        )),
     }
 }
 
@@ -354,7 +299,8 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
     }
     let (kind, workload_name) = match owning_workload(&scaler) {
         Ok(found) => found,
-        Err(error) => {
+        Err(message) => {
+            let error = Error::Invalid(message);
             let scaler = resume(&api, scaler).await?;
             invalid(ctx, &api, &scaler, &error, now).await?;
             return Err(error);
@@ -471,44 +417,6 @@ async fn report(
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
 }
 
-/// What a pause asks for: the scaler's status with the `Paused` condition, the Event when the
-/// pause starts or changes, and when to look again. Nothing else is written.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PausePlan {
-    /// The paused object and why.
-    pub pause: ObjectPause,
-    /// The scaler's status to hold (written only when it differs).
-    pub status: StackableScalerStatus,
-    /// The Event to record: `(kind, reason, note)`; `None` when the condition was already there.
-    pub event: Option<(EventKind, &'static str, String)>,
-    /// At `paused-until`; an indefinite (or unreadable) pause waits for a change.
-    pub requeue: Action,
-}
-
-/// The pause rule, pure, for the scaler and its workload alike: the scaler's own pause first,
-/// then the workload's (`kind` and metadata, when it was read). `None` when neither is paused.
-pub fn pause_plan(
-    scaler: &StackableScaler,
-    workload: Option<(&str, &ObjectMeta)>,
-    now: Timestamp,
-) -> Option<PausePlan> {
-    let own = ("StackableScaler", &scaler.metadata);
-    let mut status = scaler.status.clone().unwrap_or_default();
-    let report = pause_report(
-        std::iter::once(own).chain(workload),
-        &status.conditions,
-        scaler.metadata.generation,
-        now,
-    )?;
-    set_condition(&mut status.conditions, report.condition, now);
-    Some(PausePlan {
-        pause: report.pause,
-        status,
-        event: report.event,
-        requeue: report.requeue,
-    })
-}
-
 async fn paused(
     ctx: &Context,
     api: &Api<StackableScaler>,
@@ -520,7 +428,7 @@ async fn paused(
         record(ctx, scaler, *kind, reason, "Pause", note).await;
     }
     tracing::debug!(pause = %plan.pause, "paused");
-    Ok(plan.requeue)
+    Ok(ebb_runtime::execute::action(plan.requeue))
 }
 
 /// Resuming (or never paused): drops the `Paused` condition, returning the scaler as written.

@@ -14,28 +14,21 @@ use ebb_runtime::conditions::find_condition;
 use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
-use ebb_testkit::{FakeApi, Harness, Matcher, utc};
+use ebb_testkit::{FakeApi, Harness, Matcher};
 use jiff::SignedDuration;
-use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
 use stackable_scaler::metrics::Metrics;
 use stackable_scaler::reconcile::{
-    CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own, Reconcile, WorkloadKind,
-    owning_workload, pause_plan,
+    CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own, Reconcile,
 };
 use stackable_scaler::{CONTROLLER_NAME, HookLedger};
 
 const START: &str = "2025-01-01T00:00:00Z";
-
-fn start() -> Timestamp {
-    utc(START)
-}
 
 struct Env {
     h: Harness,
@@ -544,94 +537,6 @@ fn paused_condition(fake: &FakeApi) -> Option<(String, String, String)> {
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
-#[test]
-fn one_pause_rule_serves_the_scaler_and_its_workload() {
-    let scaler: StackableScaler = serde_json::from_value(scaler_json(1, false)).unwrap();
-    let meta = |annotations: Value| -> ObjectMeta {
-        serde_json::from_value(json!({"name": "nifi-node-default", "namespace": "data",
-            "annotations": annotations}))
-        .unwrap()
-    };
-    let until = json!({"scaling.ebb.dev/paused-until": "2025-01-01T00:30:00Z"});
-    // Paused until a future instant: requeued exactly then, with an Event.
-    let sts = meta(until.clone());
-    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
-    assert_eq!(plan.requeue, Action::requeue(Duration::from_secs(1800)));
-    let paused = find_condition(&plan.status.conditions, CONDITION_PAUSED).unwrap();
-    assert_eq!(
-        (
-            paused.status.as_str(),
-            paused.reason.as_str(),
-            paused.message.as_str()
-        ),
-        (
-            "True",
-            "Paused",
-            "StatefulSet data/nifi-node-default: paused until 2025-01-01T00:30:00Z by annotation \
-             scaling.ebb.dev/paused-until"
-        )
-    );
-    assert_eq!(
-        plan.event
-            .as_ref()
-            .map(|(kind, reason, _)| (*kind, *reason)),
-        Some((EventKind::Normal, "Paused"))
-    );
-    // Expired at exactly `paused-until`; one second before, still paused.
-    let at = utc;
-    assert!(
-        pause_plan(
-            &scaler,
-            Some(("StatefulSet", &sts)),
-            at("2025-01-01T00:30:00Z")
-        )
-        .is_none()
-    );
-    assert_eq!(
-        pause_plan(
-            &scaler,
-            Some(("StatefulSet", &sts)),
-            at("2025-01-01T00:29:59Z")
-        )
-        .unwrap()
-        .requeue,
-        Action::requeue(Duration::from_secs(1))
-    );
-    // Indefinite: waits for a change.
-    let sts = meta(json!({"scaling.ebb.dev/paused": "true"}));
-    let plan = pause_plan(&scaler, Some(("Deployment", &sts)), start()).unwrap();
-    assert_eq!(plan.requeue, Action::await_change());
-    assert_eq!(
-        plan.pause.to_string(),
-        "Deployment data/nifi-node-default: paused by annotation scaling.ebb.dev/paused"
-    );
-    // Unreadable `paused-until`: paused (fail-safe), a warning, no end.
-    let sts = meta(json!({"scaling.ebb.dev/paused-until": "after the upgrade"}));
-    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
-    assert_eq!(plan.requeue, Action::await_change());
-    assert_eq!(
-        plan.event
-            .as_ref()
-            .map(|(kind, reason, _)| (*kind, *reason)),
-        Some((EventKind::Warning, "InvalidPausedUntil"))
-    );
-    // Neither paused.
-    assert!(pause_plan(&scaler, Some(("StatefulSet", &meta(json!({})))), start()).is_none());
-    assert!(pause_plan(&scaler, None, start()).is_none());
-    // The scaler's own pause is named first.
-    let mut own = scaler.clone();
-    own.metadata.annotations = Some([("scaling.ebb.dev/paused".into(), "true".into())].into());
-    let plan = pause_plan(&own, Some(("StatefulSet", &meta(until))), start()).unwrap();
-    assert_eq!(
-        plan.pause.to_string(),
-        "StackableScaler data/nifi-default: paused by annotation scaling.ebb.dev/paused"
-    );
-    // Already reported: same status, no second Event.
-    own.status = Some(plan.status.clone());
-    let again = pause_plan(&own, None, start() + SignedDuration::from_mins(5)).unwrap();
-    assert_eq!((again.status, again.event), (plan.status, None));
-}
-
 #[tokio::test]
 async fn a_paused_workload_gets_no_write_until_the_pause_expires() {
     let e = env();
@@ -820,19 +725,6 @@ async fn transient_errors_are_retried_and_converge_without_acting_twice() {
         .filter(|w| w.succeeded())
         .count();
     assert_eq!(ok_patches, 1);
-}
-
-#[test]
-fn owners_pick_the_workload() {
-    let mut s: StackableScaler = serde_json::from_value(scaler_json(1, false)).unwrap();
-    assert_eq!(
-        owning_workload(&s).unwrap(),
-        (WorkloadKind::StatefulSet, "nifi-node-default".into())
-    );
-    s.metadata.owner_references.as_mut().unwrap()[0].kind = "Deployment".into();
-    assert_eq!(owning_workload(&s).unwrap().0, WorkloadKind::Deployment);
-    s.metadata.owner_references = None;
-    assert!(matches!(owning_workload(&s), Err(Error::Invalid(_))));
 }
 
 #[tokio::test]

@@ -29,13 +29,15 @@
 //! Events, gauges, requeue, the pause and dry-run rules); the reconciler only executes it.
 
 pub mod outcome;
+pub mod policy;
 pub mod writes;
 
 pub use outcome::{Gauges, Input, Outcome, plan};
+pub use policy::{policy_report, policy_selects};
 pub use writes::{ProvisionGauges, plan_of, policy_status_plan};
 
+use ebb_core::conditions::ConditionUpdate;
 use ebb_crds::babylon::AutoScaling;
-use ebb_runtime::conditions::ConditionUpdate;
 use jiff::{SignedDuration, Timestamp};
 
 /// `autoScaling.enabled` when unset.
@@ -474,7 +476,7 @@ impl EarlyRelease {
             }
             EarlyRelease::LifespanEnded { end } => format!(
                 "the lifespan ended at {}, so the scale-up's claims will not appear",
-                ebb_runtime::rfc3339(*end)
+                ebb_core::rfc3339(*end)
             ),
             EarlyRelease::CountLowered { count, target } => format!(
                 "spec.count was lowered to {count} below the scale-up's target {target} by someone else"
@@ -613,7 +615,7 @@ impl Decision {
             Decision::Hold(Hold::LifespanEnded { end }) => {
                 format!(
                     "the lifespan ended at {}: no scaling",
-                    ebb_runtime::rfc3339(*end)
+                    ebb_core::rfc3339(*end)
                 )
             }
             Decision::Hold(Hold::AlreadyScaledFrom { count }) => format!(
@@ -934,7 +936,7 @@ fn idle_reason(decision: &Decision, config: &Config) -> (&'static str, String) {
         ),
         Decision::Hold(Hold::LifespanEnded { end }) => (
             "LifespanEnded",
-            format!("the lifespan ended at {}", ebb_runtime::rfc3339(*end)),
+            format!("the lifespan ended at {}", ebb_core::rfc3339(*end)),
         ),
         Decision::Hold(Hold::AlreadyScaledFrom { count }) => (
             "AlreadyScaledFrom",

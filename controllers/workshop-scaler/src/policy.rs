@@ -5,16 +5,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::frame::{self, Reconciler};
 use ebb_runtime::guard::Guarded;
+use kube::Api;
 use kube::api::ListParams;
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
 
 use crate::FIELD_MANAGER;
-use crate::decide::{self, PolicyReport};
-use crate::reconcile::{Context, Error, Own, policy_selects};
+use crate::decide;
+use crate::reconcile::{Context, Error, Own};
 
 /// How soon a policy is looked at again while the Workshop cache has not listed yet.
 pub const COLD_RETRY: Duration = Duration::from_secs(5);
@@ -63,29 +64,13 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
         .items
         .into_iter()
         .filter_map(|p| p.0.ok())
-        .filter(|p| p.name_any() != name)
         .collect();
 
-    let mut report = PolicyReport::default();
-    for workshop in workshops.iter().filter_map(|w| w.0.as_ref().ok()) {
-        if !policy_selects(policy, workshop) {
-            continue;
-        }
-        let workshop_name = workshop.name_any();
-        let mut also: Vec<String> = others
-            .iter()
-            .filter(|p| policy_selects(p, workshop))
-            .map(ResourceExt::name_any)
-            .collect();
-        also.sort();
-        if !also.is_empty() {
-            report.contested.push((workshop_name.clone(), also));
-        }
-        report.workshops.push(workshop_name);
+    let workshops: Vec<&Workshop> = workshops.iter().filter_map(|w| w.0.as_ref().ok()).collect();
+    let (report, unreadable) = decide::policy_report(policy, &workshops, &others);
+    for message in unreadable {
+        tracing::warn!(%namespace, "{message}");
     }
-    report.workshops.sort();
-    report.contested.sort();
-
     let plan = decide::policy_status_plan(policy, &report, ctx.clock.now());
     ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &()).await
 }

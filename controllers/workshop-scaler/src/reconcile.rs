@@ -24,7 +24,6 @@ use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::pause_report;
 use jiff::Timestamp;
 use kube::api::ListParams;
-use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
@@ -283,10 +282,14 @@ pub async fn observe_policies(
         .filter_map(|p| {
             let name = p.name_any();
             match p.0 {
-                Ok(policy) if policy_selects(&policy, workshop) => {
-                    Some((name, policy.spec.auto_scaling))
-                }
-                Ok(_) => None,
+                Ok(policy) => match decide::policy_selects(&policy, workshop) {
+                    Ok(true) => Some((name, policy.spec.auto_scaling)),
+                    Ok(false) => None,
+                    Err(message) => {
+                        tracing::warn!(%namespace, "{message}");
+                        None
+                    }
+                },
                 Err(invalid) => {
                     tracing::warn!(policy = %name, %namespace, error = %invalid,
                         "WorkshopScalingPolicy does not deserialize; it selects nothing");
@@ -297,25 +300,6 @@ pub async fn observe_policies(
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
-}
-
-/// Whether `policy` selects `workshop`: same namespace, and its `workshopSelector` (absent or
-/// empty: everything) matches the Workshop's labels.
-pub fn policy_selects(policy: &WorkshopScalingPolicy, workshop: &Workshop) -> bool {
-    if policy.namespace() != workshop.namespace() {
-        return false;
-    }
-    let Some(selector) = policy.spec.workshop_selector.clone() else {
-        return true;
-    };
-    match Selector::try_from(selector) {
-        Ok(selector) => selector.matches(workshop.labels()),
-        Err(error) => {
-            tracing::warn!(policy = %policy.name_any(), %error,
-                "WorkshopScalingPolicy selector cannot be evaluated; it selects nothing");
-            false
-        }
-    }
 }
 
 /// `spec.lifespan.end` (Babylon's free-form `{start, end}`), when it is an RFC 3339 instant.

@@ -269,7 +269,7 @@ fn workshop_scaling_policy(json: &[u8]) {
     };
     decide_workshop(&sources, &Observed::default());
     let workshop = Workshop::new("fuzz", Default::default());
-    let _ = workshop_scaler::reconcile::policy_selects(&policy, &workshop);
+    let _ = workshop_scaler::decide::policy_selects(&policy, &workshop);
 }
 
 fn workshop_object(json: &[u8]) {

@@ -8,10 +8,12 @@
 //! - [`conditions`]: status conditions whose transition time moves only on a status flip.
 //! - [`time`]: instants as Kubernetes `Time` and ebb's outputs write them (whole seconds).
 //! - [`patch`]: minimal merge patches ([`patch::merge_diff`]).
+//! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations, reported one way.
 
 pub mod conditions;
 pub mod events;
 pub mod patch;
+pub mod pause;
 pub mod plan;
 pub mod time;
 

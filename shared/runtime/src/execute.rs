@@ -120,10 +120,15 @@ pub async fn execute<G>(
     if let Some(message) = plan.invalid {
         return Err(Failure::Invalid { object, message });
     }
-    Ok(match plan.requeue {
+    Ok(action(plan.requeue))
+}
+
+/// kube's `Action` for `requeue`.
+pub fn action(requeue: Requeue) -> Action {
+    match requeue {
         Requeue::AwaitChange => Action::await_change(),
         Requeue::After(wait) => Action::requeue(wait),
-    })
+    }
 }
 
 /// A 404 on a write to an object that was read: it is gone since (or its kind is no longer

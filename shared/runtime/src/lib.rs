@@ -17,10 +17,9 @@
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`cache`]: caches of related kinds, filled by their watches, that reconciles read.
 //! - [`execute`]: the one executor that carries out a controller's [`ebb_core::Plan`].
-//! - [`conditions`], [`time`], [`patch`]: `ebb-core`'s, re-exported (pure: no client).
+//! - [`conditions`], [`time`], [`patch`], [`pause`]: `ebb-core`'s, re-exported (pure: no client).
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
 //! - [`plan`]: the offline `plan` subcommand's flag, manifest reading and exit ([`plan::OutputFormat`]).
-//! - [`pause`]: the `scaling.ebb.dev/paused` and `paused-until` annotations.
 //! - [`cleanup`]: `<controller> cleanup`, what an uninstall runs first.
 //! - [`contact`]: the link to the API server: last answer, watches' retries, the server's return.
 //! - [`requests`]: the client's requests by verb, resource and answer, with their latency.
@@ -50,7 +49,6 @@ pub mod manifest;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod overlap;
-pub mod pause;
 pub mod plan;
 pub mod requests;
 pub mod server;
@@ -59,7 +57,7 @@ pub mod telemetry;
 pub mod triggers;
 pub mod tz;
 
-pub use ebb_core::{conditions, patch, time};
+pub use ebb_core::{conditions, patch, pause, time};
 
 pub use args::CommonArgs;
 pub use backoff::{ErrorBackoff, object_key};

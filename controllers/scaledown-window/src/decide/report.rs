@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use ebb_core::conditions::{ConditionUpdate, set_condition};
+use ebb_core::pause::PauseReport;
+use ebb_core::{Notice, to_k8s_time};
 use ebb_crds::scaledown::{ScaleDownScheduleStatus, ScaleDownTransition};
-use ebb_runtime::conditions::{ConditionUpdate, set_condition};
-use ebb_runtime::pause::PauseReport;
-use ebb_runtime::{Notice, to_k8s_time};
 use jiff::Timestamp;
 
 use super::{
@@ -224,7 +224,7 @@ fn notices(
             && let Some(c) = updates.iter().find(|c| c.type_ == type_)
         {
             out.push(Notice {
-                kind: ebb_runtime::EventKind::Warning,
+                kind: ebb_core::EventKind::Warning,
                 reason: warning_reason(&c.reason),
                 action,
                 note: c.message.clone(),

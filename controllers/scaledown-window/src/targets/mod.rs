@@ -28,7 +28,7 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Map, Value};
 
 use crate::decide::{Change, PauseMarks};
-use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
+use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 
 /// `config.openshift.io/v1` ClusterVersion (cluster-scoped; the one object is `version`).
 pub fn cluster_version() -> ApiResource {

@@ -37,7 +37,7 @@
 //!   (they count on every object ebb manages): nothing is written to the HPA and only the
 //!   `Paused` condition is written to the ServiceScaler, naming the paused object and the annotation, with
 //!   an Event when the pause starts or changes (both from the shared
-//!   [`ebb_runtime::pause::pause_report`], worded as by every controller); the ServiceScaler's
+//!   [`ebb_core::pause::pause_report`], worded as by every controller); the ServiceScaler's
 //!   annotation is reported when both carry one. A reconcile is requeued at `paused-until`; an unparseable `paused-until` counts as paused
 //!   (fail-safe). A paused HPA is not restored on deletion either.
 //! - **Adoption and deletion.** An HPA ebb creates is owned by the ServiceScaler (garbage
@@ -66,12 +66,12 @@
 
 use std::time::Duration;
 
+use ebb_core::pause::{CONDITION_PAUSED, ObjectPause, PauseReport, first_pause, pause_report};
 use ebb_core::{ConditionUpdate, set_condition, to_k8s_time};
 use ebb_crds::service_scaler::{
     DeletionPolicy, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerStatus,
 };
-use ebb_runtime::pause::{CONDITION_PAUSED, ObjectPause, PauseReport, first_pause, pause_report};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;

@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use ebb_runtime::conditions::{is_condition_true, set_condition};
-use ebb_runtime::pause::{CONDITION_PAUSED, PauseReport};
-use ebb_runtime::{ConditionUpdate, Notice, to_k8s_time};
+use ebb_core::conditions::{is_condition_true, set_condition};
+use ebb_core::pause::{CONDITION_PAUSED, PauseReport};
+use ebb_core::{ConditionUpdate, Notice, to_k8s_time};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Map, Value, json};

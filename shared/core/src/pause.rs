@@ -9,10 +9,10 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
-use kube::runtime::controller::Action;
 
 use crate::conditions::{ConditionUpdate, find_condition, set_condition};
 use crate::events::EventKind;
+use crate::plan::Requeue;
 
 /// Pauses indefinitely when `"true"`.
 pub const PAUSED_ANNOTATION: &str = "scaling.ebb.dev/paused";
@@ -167,7 +167,7 @@ pub struct PauseReport {
     /// note)`; a Warning for an unreadable `paused-until`.
     pub event: Option<(EventKind, &'static str, String)>,
     /// At `paused-until`; an indefinite (or unreadable) pause waits for a change.
-    pub requeue: Action,
+    pub requeue: Requeue,
 }
 
 /// The pause report for the first of `objects` (the controller's own object first, then those it
@@ -194,10 +194,10 @@ pub fn pause_report<'a>(
         _ => EventKind::Normal,
     };
     let requeue = match pause.resume_at() {
-        Some(at) => Action::requeue(
+        Some(at) => Requeue::After(
             std::time::Duration::try_from(at.duration_since(now)).unwrap_or_default(),
         ),
-        None => Action::await_change(),
+        None => Requeue::AwaitChange,
     };
     Some(PauseReport {
         event: news.then(|| (kind, pause.reason(), message)),
@@ -212,7 +212,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ebb_testkit::utc;
+    use crate::tests_support::utc;
 
     fn meta(annotations: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {
@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(note, report.condition.message);
         assert_eq!(
             report.requeue,
-            Action::requeue(std::time::Duration::from_secs(30 * 60))
+            Requeue::After(std::time::Duration::from_secs(30 * 60))
         );
 
         // Already reported (even at an older generation): no second Event.
@@ -414,6 +414,6 @@ mod tests {
         let report = pause_report([("StatefulSet", &bad)], &conditions, None, now).unwrap();
         assert_eq!(report.event.unwrap().0, EventKind::Warning);
         assert_eq!(report.condition.reason, "InvalidPausedUntil");
-        assert_eq!(report.requeue, Action::await_change());
+        assert_eq!(report.requeue, Requeue::AwaitChange);
     }
 }

@@ -1,0 +1,110 @@
+//! Which workload a scaler scales, and the pause rule of the standalone controller: pure, beside
+//! the state machine they feed.
+
+use ebb_core::Requeue;
+use ebb_core::conditions::set_condition;
+use ebb_core::events::EventKind;
+use ebb_core::pause::{ObjectPause, pause_report};
+use ebb_crds::stackable::{StackableScaler, StackableScalerStatus};
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
+
+/// The kind of workload that owns a scaler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+    /// `apps/v1` Deployment.
+    Deployment,
+}
+
+impl WorkloadKind {
+    /// The API kind (`StatefulSet`), for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StatefulSet => "StatefulSet",
+            Self::Deployment => "Deployment",
+        }
+    }
+}
+
+/// The workload a scaler belongs to, from its owner references: the one `apps/v1` StatefulSet
+/// or Deployment, or the one of several marked `controller: true`. Otherwise the message of the
+/// `Ready` condition that says why none is.
+pub fn owning_workload(scaler: &StackableScaler) -> Result<(WorkloadKind, String), String> {
+    let owners = scaler.owner_references();
+    let candidates: Vec<_> = owners
+        .iter()
+        .filter(|o| o.api_version == "apps/v1")
+        .filter_map(|o| match o.kind.as_str() {
+            "StatefulSet" => Some((
+                WorkloadKind::StatefulSet,
+                o.name.clone(),
+                o.controller == Some(true),
+            )),
+            "Deployment" => Some((
+                WorkloadKind::Deployment,
+                o.name.clone(),
+                o.controller == Some(true),
+            )),
+            _ => None,
+        })
+        .collect();
+    let chosen = candidates
+        .iter()
+        .find(|c| c.2)
+        .or_else(|| candidates.first());
+    match (chosen, candidates.len()) {
+        (Some((kind, name, _)), 1) => Ok((*kind, name.clone())),
+        (Some((kind, name, true)), _) => Ok((*kind, name.clone())),
+        (Some(_), n) => Err(format!(
+            "{n} apps/v1 StatefulSet/Deployment owner references and none is the controller; mark one `controller: true`"
+        )),
+        (None, _) => Err(
+            "no owner reference to an apps/v1 StatefulSet or Deployment: the standalone controller scales the workload that owns the scaler".into(),
+        ),
+    }
+}
+
+/// What a pause asks for: the scaler's status with the `Paused` condition, the Event when the
+/// pause starts or changes, and when to look again. Nothing else is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PausePlan {
+    /// The paused object and why.
+    pub pause: ObjectPause,
+    /// The scaler's status to hold (written only when it differs).
+    pub status: StackableScalerStatus,
+    /// The Event to record: `(kind, reason, note)`; `None` when the condition was already there.
+    pub event: Option<(EventKind, &'static str, String)>,
+    /// At `paused-until`; an indefinite (or unreadable) pause waits for a change.
+    pub requeue: Requeue,
+}
+
+/// The pause rule, pure, for the scaler and its workload alike: the scaler's own pause first,
+/// then the workload's (`kind` and metadata, when it was read). `None` when neither is paused.
+pub fn pause_plan(
+    scaler: &StackableScaler,
+    workload: Option<(&str, &ObjectMeta)>,
+    now: Timestamp,
+) -> Option<PausePlan> {
+    let own = ("StackableScaler", &scaler.metadata);
+    let mut status = scaler.status.clone().unwrap_or_default();
+    let report = pause_report(
+        std::iter::once(own).chain(workload),
+        &status.conditions,
+        scaler.metadata.generation,
+        now,
+    )?;
+    set_condition(&mut status.conditions, report.condition, now);
+    Some(PausePlan {
+        pause: report.pause,
+        status,
+        event: report.event,
+        requeue: report.requeue,
+    })
+}
+
+#[cfg(test)]
+#[path = "owner_tests.rs"]
+mod tests;

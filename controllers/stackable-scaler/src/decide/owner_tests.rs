@@ -1,0 +1,130 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use ebb_core::find_condition;
+use ebb_core::pause::CONDITION_PAUSED;
+use ebb_testkit::utc;
+use jiff::SignedDuration;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The scaler of the reconciler tests, owned by StatefulSet `nifi-node-default`.
+fn scaler_json() -> Value {
+    json!({
+        "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+        "metadata": {"name": "nifi-default", "namespace": "data", "uid": "scaler-uid",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                          "name": "nifi-node-default", "uid": "sts-uid",
+                                          "controller": true}]},
+        "spec": {"replicas": 1},
+    })
+}
+
+fn start() -> Timestamp {
+    utc("2025-01-01T00:00:00Z")
+}
+
+#[test]
+fn one_pause_rule_serves_the_scaler_and_its_workload() {
+    let scaler: StackableScaler = serde_json::from_value(scaler_json()).unwrap();
+    let meta = |annotations: Value| -> ObjectMeta {
+        serde_json::from_value(json!({"name": "nifi-node-default", "namespace": "data",
+            "annotations": annotations}))
+        .unwrap()
+    };
+    let until = json!({"scaling.ebb.dev/paused-until": "2025-01-01T00:30:00Z"});
+    // Paused until a future instant: requeued exactly then, with an Event.
+    let sts = meta(until.clone());
+    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Requeue::After(Duration::from_secs(1800)));
+    let paused = find_condition(&plan.status.conditions, CONDITION_PAUSED).unwrap();
+    assert_eq!(
+        (
+            paused.status.as_str(),
+            paused.reason.as_str(),
+            paused.message.as_str()
+        ),
+        (
+            "True",
+            "Paused",
+            "StatefulSet data/nifi-node-default: paused until 2025-01-01T00:30:00Z by annotation \
+             scaling.ebb.dev/paused-until"
+        )
+    );
+    assert_eq!(
+        plan.event
+            .as_ref()
+            .map(|(kind, reason, _)| (*kind, *reason)),
+        Some((EventKind::Normal, "Paused"))
+    );
+    // Expired at exactly `paused-until`; one second before, still paused.
+    let at = utc;
+    assert!(
+        pause_plan(
+            &scaler,
+            Some(("StatefulSet", &sts)),
+            at("2025-01-01T00:30:00Z")
+        )
+        .is_none()
+    );
+    assert_eq!(
+        pause_plan(
+            &scaler,
+            Some(("StatefulSet", &sts)),
+            at("2025-01-01T00:29:59Z")
+        )
+        .unwrap()
+        .requeue,
+        Requeue::After(Duration::from_secs(1))
+    );
+    // Indefinite: waits for a change.
+    let sts = meta(json!({"scaling.ebb.dev/paused": "true"}));
+    let plan = pause_plan(&scaler, Some(("Deployment", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Requeue::AwaitChange);
+    assert_eq!(
+        plan.pause.to_string(),
+        "Deployment data/nifi-node-default: paused by annotation scaling.ebb.dev/paused"
+    );
+    // Unreadable `paused-until`: paused (fail-safe), a warning, no end.
+    let sts = meta(json!({"scaling.ebb.dev/paused-until": "after the upgrade"}));
+    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    assert_eq!(plan.requeue, Requeue::AwaitChange);
+    assert_eq!(
+        plan.event
+            .as_ref()
+            .map(|(kind, reason, _)| (*kind, *reason)),
+        Some((EventKind::Warning, "InvalidPausedUntil"))
+    );
+    // Neither paused.
+    assert!(pause_plan(&scaler, Some(("StatefulSet", &meta(json!({})))), start()).is_none());
+    assert!(pause_plan(&scaler, None, start()).is_none());
+    // The scaler's own pause is named first.
+    let mut own = scaler.clone();
+    own.metadata.annotations = Some([("scaling.ebb.dev/paused".into(), "true".into())].into());
+    let plan = pause_plan(&own, Some(("StatefulSet", &meta(until))), start()).unwrap();
+    assert_eq!(
+        plan.pause.to_string(),
+        "StackableScaler data/nifi-default: paused by annotation scaling.ebb.dev/paused"
+    );
+    // Already reported: same status, no second Event.
+    own.status = Some(plan.status.clone());
+    let again = pause_plan(&own, None, start() + SignedDuration::from_mins(5)).unwrap();
+    assert_eq!((again.status, again.event), (plan.status, None));
+}
+
+#[test]
+fn owners_pick_the_workload() {
+    let mut s: StackableScaler = serde_json::from_value(scaler_json()).unwrap();
+    assert_eq!(
+        owning_workload(&s).unwrap(),
+        (WorkloadKind::StatefulSet, "nifi-node-default".into())
+    );
+    s.metadata.owner_references.as_mut().unwrap()[0].kind = "Deployment".into();
+    assert_eq!(owning_workload(&s).unwrap().0, WorkloadKind::Deployment);
+    s.metadata.owner_references = None;
+    assert!(
+        owning_workload(&s)
+            .unwrap_err()
+            .contains("no owner reference")
+    );
+}
