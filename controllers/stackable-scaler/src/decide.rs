@@ -36,7 +36,7 @@ use crate::hooks::{FailureInfo, HookKind, HookOutcome, HookResult, ScalingContex
 
 mod owner;
 use jiff::SignedDuration;
-pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan};
+pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan, paused_plan, status_plan};
 
 /// The annotation that takes a scaler out of `Failed`.
 pub const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";

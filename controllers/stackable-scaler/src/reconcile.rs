@@ -37,7 +37,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_core::{Notice, Requeue};
+use ebb_crds::stackable::{ScalerStage, StackableScaler};
 use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
@@ -107,9 +108,13 @@ pub enum Error {
     /// The state machine failed (transient).
     #[error(transparent)]
     Scaler(#[from] ScalerError),
-    /// Writing a pause/dry-run/invalid condition failed.
+    /// Writing the resumed status failed.
     #[error("writing status: {0}")]
     WriteStatus(#[source] kube::Error),
+    /// A status-only plan (pause, dry run, invalid owner) met a conflict or failed, as the
+    /// runtime's executor says.
+    #[error(transparent)]
+    Write(#[from] frame::Failure),
 }
 
 impl ReconcileError for Error {
@@ -120,6 +125,7 @@ impl ReconcileError for Error {
             Error::Observe(_) => "observe",
             Error::Scaler(e) => e.category(),
             Error::WriteStatus(_) => "write_status",
+            Error::Write(failure) => failure.category(),
         }
     }
 
@@ -135,6 +141,7 @@ impl ReconcileError for Error {
         match self {
             Error::WriteStatus(e) => frame::is_conflict(e),
             Error::Scaler(e) => e.is_conflict(),
+            Error::Write(failure) => failure.is_conflict(),
             _ => false,
         }
     }
@@ -250,21 +257,6 @@ impl ScaleTarget for WorkloadTarget {
     }
 }
 
-/// Writes `status` if it differs from the scaler's (compare before writing).
-async fn write_if_changed(
-    api: &Api<StackableScaler>,
-    scaler: &StackableScaler,
-    status: StackableScalerStatus,
-) -> Result<(), Error> {
-    if scaler.status.clone().unwrap_or_default() == status {
-        return Ok(());
-    }
-    write_status(api, scaler, &status)
-        .await
-        .map_err(Error::WriteStatus)?;
-    Ok(())
-}
-
 async fn record(
     ctx: &Context,
     scaler: &StackableScaler,
@@ -295,14 +287,14 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
 
     // The scaler's own pause needs no workload (nor a valid owner).
     if let Some(plan) = pause_plan(&scaler, None, now) {
-        return paused(ctx, &api, &scaler, plan).await;
+        return paused(ctx, &scaler, plan).await;
     }
     let (kind, workload_name) = match owning_workload(&scaler) {
         Ok(found) => found,
         Err(message) => {
             let error = Error::Invalid(message);
             let scaler = resume(&api, scaler).await?;
-            invalid(ctx, &api, &scaler, &error, now).await?;
+            invalid(ctx, &scaler, &error, now).await?;
             return Err(error);
         }
     };
@@ -310,13 +302,13 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
     let workload = target.read_workload().await.map_err(Error::Observe)?;
     let workload_meta = workload.as_ref().map(|(meta, _)| (kind.as_str(), meta));
     if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
-        return paused(ctx, &api, &scaler, plan).await;
+        return paused(ctx, &scaler, plan).await;
     }
     let scaler = resume(&api, scaler).await?;
     let workload = workload.map(|(_, state)| state);
 
     if ctx.dry_run {
-        return dry_run(ctx, &api, &scaler, workload.as_ref(), now).await;
+        return dry_run(ctx, &scaler, workload.as_ref(), now).await;
     }
     target.remember(workload);
 
@@ -417,18 +409,14 @@ async fn report(
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
 }
 
-async fn paused(
-    ctx: &Context,
-    api: &Api<StackableScaler>,
-    scaler: &StackableScaler,
-    plan: PausePlan,
-) -> Result<Action, Error> {
-    write_if_changed(api, scaler, plan.status).await?;
-    if let Some((kind, reason, note)) = &plan.event {
-        record(ctx, scaler, *kind, reason, "Pause", note).await;
-    }
+async fn paused(ctx: &Context, scaler: &StackableScaler, plan: PausePlan) -> Result<Action, Error> {
     tracing::debug!(pause = %plan.pause, "paused");
-    Ok(ebb_runtime::execute::action(plan.requeue))
+    execute(ctx, decide::paused_plan(scaler, plan)).await
+}
+
+/// Hands a status-only plan to the runtime's executor.
+async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Action, Error> {
+    Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
 }
 
 /// Resuming (or never paused): drops the `Paused` condition, returning the scaler as written.
@@ -450,9 +438,9 @@ async fn resume(
     }
 }
 
+/// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new.
 async fn invalid(
     ctx: &Context,
-    api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     error: &Error,
     now: Timestamp,
@@ -467,23 +455,17 @@ async fn invalid(
     )
     .observed_generation(scaler.metadata.generation);
     if set_condition(&mut status.conditions, update, now) {
-        record(
-            ctx,
-            scaler,
-            EventKind::Warning,
-            "InvalidOwner",
-            "Validate",
-            &message,
-        )
-        .await;
-        write_if_changed(api, scaler, status).await?;
+        let notice = Notice::warning("InvalidOwner", "Validate", message);
+        let plan = decide::status_plan(scaler, status, Some(notice), Requeue::AwaitChange);
+        execute(ctx, plan).await?;
     }
     Ok(())
 }
 
+/// `--dry-run`: the `DryRun` condition says what the pass would do, with an Event when it is
+/// new; nothing else is written.
 async fn dry_run(
     ctx: &Context,
-    api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     workload: Option<&WorkloadState>,
     now: Timestamp,
@@ -494,25 +476,22 @@ async fn dry_run(
         .as_ref()
         .map_or_else(|| "do nothing".to_owned(), decide::Plan::describe);
     let mut status = scaler.status.clone().unwrap_or_default();
-    let update = ConditionUpdate::new(
-        CONDITION_DRY_RUN,
-        true,
-        "DryRun",
-        format!("dry run: would {intent}"),
-    );
-    if set_condition(&mut status.conditions, update, now) {
-        record(
-            ctx,
+    let note = format!("dry run: would {intent}");
+    let update = ConditionUpdate::new(CONDITION_DRY_RUN, true, "DryRun", note.clone());
+    let requeue = Requeue::After(decide::HOOK_POLL.max(Duration::from_secs(60)));
+    let plan = match set_condition(&mut status.conditions, update, now) {
+        true => decide::status_plan(
             scaler,
-            EventKind::Normal,
-            "DryRun",
-            "Plan",
-            &format!("dry run: would {intent}"),
-        )
-        .await;
-        write_if_changed(api, scaler, status).await?;
-    }
-    Ok(Action::requeue(
-        decide::HOOK_POLL.max(Duration::from_secs(60)),
-    ))
+            status,
+            Some(Notice::normal("DryRun", "Plan", note)),
+            requeue,
+        ),
+        false => decide::status_plan(
+            scaler,
+            scaler.status.clone().unwrap_or_default(),
+            None,
+            requeue,
+        ),
+    };
+    execute(ctx, plan).await
 }

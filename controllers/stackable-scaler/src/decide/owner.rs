@@ -1,14 +1,16 @@
 //! Which workload a scaler scales, and the pause rule of the standalone controller: pure, beside
 //! the state machine they feed.
 
-use ebb_core::Requeue;
 use ebb_core::conditions::set_condition;
 use ebb_core::events::EventKind;
+use ebb_core::patch::merge_diff;
 use ebb_core::pause::{ObjectPause, pause_report};
+use ebb_core::plan::{Category, Plan, Target, Write};
+use ebb_core::{Notice, Requeue};
 use ebb_crds::stackable::{StackableScaler, StackableScalerStatus};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::ResourceExt;
+use kube::{Resource, ResourceExt};
 
 /// The kind of workload that owns a scaler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +105,47 @@ pub fn pause_plan(
         event: report.event,
         requeue: report.requeue,
     })
+}
+
+/// A pass of the standalone controller that writes the scaler's status alone (paused, dry run,
+/// an invalid owner): `status` when it differs from the scaler's (a merge patch of the
+/// difference naming the resourceVersion read), with `notice` once it is written, then
+/// `requeue`.
+pub fn status_plan(
+    scaler: &StackableScaler,
+    status: StackableScalerStatus,
+    notice: Option<Notice>,
+    requeue: Requeue,
+) -> Plan<()> {
+    let mut plan = Plan::new(scaler.object_ref(&()), ());
+    plan.requeue = requeue;
+    let old = scaler.status.clone().unwrap_or_default();
+    if old == status {
+        plan.notices.extend(notice);
+        return plan;
+    }
+    let old = serde_json::to_value(old).unwrap_or_default();
+    let new = serde_json::to_value(status).unwrap_or_default();
+    let write = Write::merge_status(
+        Target::of(scaler),
+        scaler.resource_version().as_deref(),
+        serde_json::json!({ "status": merge_diff(&old, &new) }),
+        Category::Status,
+    );
+    plan.writes.push(write.notices(notice));
+    plan
+}
+
+/// The pass of a paused scaler ([`pause_plan`]): its `Paused` condition, with the Event when
+/// the pause starts or changes, and a look again at `paused-until`.
+pub fn paused_plan(scaler: &StackableScaler, pause: PausePlan) -> Plan<()> {
+    let notice = pause.event.map(|(kind, reason, note)| Notice {
+        kind,
+        reason,
+        action: "Pause",
+        note,
+    });
+    status_plan(scaler, pause.status, notice, pause.requeue)
 }
 
 #[cfg(test)]

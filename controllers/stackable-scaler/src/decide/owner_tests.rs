@@ -3,6 +3,7 @@
 use super::*;
 use ebb_core::find_condition;
 use ebb_core::pause::CONDITION_PAUSED;
+use ebb_core::plan::Category;
 use ebb_testkit::utc;
 use jiff::SignedDuration;
 use serde_json::{Value, json};
@@ -127,4 +128,31 @@ fn owners_pick_the_workload() {
             .unwrap_err()
             .contains("no owner reference")
     );
+}
+
+#[test]
+fn a_status_only_pass_writes_the_difference_naming_the_version_read_then_its_event() {
+    let mut scaler: StackableScaler = serde_json::from_value(scaler_json()).unwrap();
+    scaler.metadata.resource_version = Some("9".into());
+    let until = json!({"scaling.ebb.dev/paused": "true"});
+    let mut paused = scaler.clone();
+    paused.metadata.annotations = serde_json::from_value(until).unwrap();
+    let pause = pause_plan(&paused, None, start()).unwrap();
+    let plan = paused_plan(&paused, pause);
+    assert_eq!(plan.writes.len(), 1);
+    let write = &plan.writes[0];
+    assert_eq!(write.category, Category::Status);
+    let ebb_core::plan::Verb::MergeStatus(patch) = &write.verb else {
+        panic!("{write:?}")
+    };
+    assert_eq!(patch["metadata"]["resourceVersion"], "9");
+    assert_eq!(patch["status"]["conditions"][0]["type"], "Paused");
+    assert_eq!(write.notices[0].reason, "Paused");
+    assert_eq!(write.notices[0].action, "Pause");
+    assert_eq!(plan.requeue, Requeue::AwaitChange);
+
+    // The same status again: nothing written.
+    let status = scaler.status.clone().unwrap_or_default();
+    let quiet = status_plan(&scaler, status, None, Requeue::AwaitChange);
+    assert!(quiet.writes_nothing());
 }
