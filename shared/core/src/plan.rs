@@ -79,7 +79,7 @@ pub enum Category {
 
 impl Category {
     /// The metric label: `write_target`, `write_metadata` or `write_status`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Target => "write_target",
             Self::Metadata => "write_metadata",

@@ -43,6 +43,22 @@ pub fn controller_registry<'r>(registry: &'r mut Registry, controller: &str) -> 
     registry.sub_registry_with_prefix(metric_prefix(controller))
 }
 
+/// The error categories every controller shares, exported at 0 from the start so that a rate or
+/// an alert sees the first error (a counter series that appears at 1 shows no increase):
+/// reading (`observe`), a conflict that outlived the frame's passes (`conflict`), an object that
+/// breaks a rule (`invalid`, `invalid_object`, `malformed`), and the executor's failed writes
+/// ([`ebb_core::Category`]). A controller may add categories of its own.
+pub const ERROR_CATEGORIES: [&str; 8] = [
+    "observe",
+    "conflict",
+    "invalid",
+    "invalid_object",
+    "malformed",
+    ebb_core::Category::Target.as_str(),
+    ebb_core::Category::Metadata.as_str(),
+    ebb_core::Category::Status.as_str(),
+];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     category: String,
@@ -83,6 +99,11 @@ impl ControllerMetrics {
             Unit::Seconds,
             metrics.duration.clone(),
         );
+        for category in ERROR_CATEGORIES {
+            let _zero = metrics.errors.get_or_create(&ErrorLabels {
+                category: category.to_owned(),
+            });
+        }
         metrics
     }
 
@@ -395,6 +416,18 @@ mod tests {
     fn prefix_is_a_valid_metric_name() {
         assert_eq!(metric_prefix("service-scaler"), "ebb_service_scaler");
         assert_eq!(metric_prefix("a.b"), "ebb_a_b");
+    }
+
+    #[test]
+    fn the_shared_error_categories_are_exported_at_zero_from_the_start() {
+        let mut registry = Registry::default();
+        let _metrics = ControllerMetrics::new(&mut registry, "service-scaler");
+        let text = render(&registry);
+        for category in ERROR_CATEGORIES {
+            let series =
+                format!("ebb_service_scaler_reconcile_errors_total{{category=\"{category}\"}} 0");
+            assert!(text.contains(&series), "{series} in\n{text}");
+        }
     }
 
     #[tokio::test]

@@ -119,9 +119,13 @@ pub(crate) fn request_info(method: &http::Method, uri: &http::Uri) -> RequestInf
         _ => return non_resource(method),
     };
     let rest = match rest {
-        // `namespaces/<ns>/<resource>...`; `namespaces` and `namespaces/<ns>[/status]` are the
-        // Namespace resource itself.
-        ["namespaces", _namespace, tail @ ..] if !tail.is_empty() && tail[0] != "status" => tail,
+        // `namespaces/<ns>/<resource>...`; `namespaces` and `namespaces/<ns>[/status|/finalize]`
+        // are the Namespace resource itself (kube-apiserver's namespace subresources).
+        ["namespaces", _namespace, tail @ ..]
+            if !tail.is_empty() && !matches!(tail[0], "status" | "finalize") =>
+        {
+            tail
+        }
         _ => rest,
     };
     let (resource, name, subresource) = match rest {
@@ -287,6 +291,12 @@ mod tests {
                 "/api/v1/namespaces/shop/status",
                 "update",
                 "namespaces/status",
+            ),
+            (
+                M::PUT,
+                "/api/v1/namespaces/shop/finalize",
+                "update",
+                "namespaces/finalize",
             ),
             (
                 M::POST,
