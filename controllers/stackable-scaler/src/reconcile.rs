@@ -16,9 +16,9 @@
 //!
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
-//! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count on
-//! every object ebb manages); one rule, [`pause_plan`] (decide's, on the shared `pause_report` of every ebb controller,
-//! applied to the scaler's status), serves both. While either is paused:
+//! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count
+//! on every object ebb manages); one rule, [`pause_plan`] (decide's, on the shared `pause_report`
+//! of every ebb controller, applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
 //!   where it is; `spec.replicas` changes wait);

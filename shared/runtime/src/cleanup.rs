@@ -354,9 +354,10 @@ pub fn nothing<R>(
     move |_, _| std::future::ready(Ok(vec![format!("nothing to clean: {why}")]))
 }
 
-/// Removes `finalizer` from object `name` of `api` (namespaced for a namespaced kind; a merge patch of `metadata.finalizers`
-/// preconditioned on the resourceVersion read; a conflict reads again). Works on objects that
-/// do not deserialize into their type. `Ok(false)` when the object is gone or never had it.
+/// Removes `finalizer` from object `name` of `api` (namespaced for a namespaced kind; a merge patch
+/// of `metadata.finalizers` preconditioned on the resourceVersion read; a conflict reads again).
+/// Works on objects that do not deserialize into their type. `Ok(false)` when the object is gone or
+/// never had it.
 ///
 /// # Errors
 /// The API's answer to the read or the write; a conflict on every one of [`MAX_ATTEMPTS`] tries.

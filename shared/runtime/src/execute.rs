@@ -4,23 +4,24 @@
 //!
 //! In order:
 //! 1. each write of [`Plan::writes`] (see [`ebb_core::plan`] for what each verb names of what was
-//!    read), then the controller's [`Hooks::written`] (its write counters), then the Events
-//!    that go with it. The first failure ends the pass, except within a run of
-//!    [`Write::independent`] writes (to separate objects): each is tried, the Events of those
-//!    after a failure are not recorded, and the run's first failure ends the pass after it. A second write to an object the plan already wrote is preconditioned on
-//!    the object as that write left it: the `metadata.resourceVersion` it carries is replaced by
-//!    the one the earlier write answered with (the plan was decided on the object as read, and
-//!    nobody else's change lies between the two);
+//!    read), then the controller's [`Hooks::written`] (its write counters), then the Events that go
+//!    with it. The first failure ends the pass, except within a run of [`Write::independent`]
+//!    writes (to separate objects): each is tried, the Events of those after a failure are not
+//!    recorded, and the run's first failure ends the pass after it. A second write to an object the
+//!    plan already wrote is preconditioned on the object as that write left it: the
+//!    `metadata.resourceVersion` it carries is replaced by the one the earlier write answered with
+//!    (the plan was decided on the object as read, and nobody else's change lies between the two);
 //! 2. the status (a merge patch of the status subresource);
 //! 3. the plan's Events;
 //! 4. the gauges ([`Hooks::gauges`]);
 //! 5. the end: [`Failure::Invalid`] when the plan says the object breaks a rule, else the requeue.
 //!
-//! A 409, a 422 on `metadata.uid` (the object was deleted and made again since the read) or a
-//! 404 (it is gone since) ends the pass with [`Failure::Conflict`], and the frame reads again and
-//! decides again: never act twice. Deleting what is already gone counts as done. Any other failure ends the pass with
-//! [`Failure::Write`] under the write's [`Category`] (`write_target`, `write_metadata`,
-//! `write_status`: one vocabulary for every controller), and the error policy retries it.
+//! A 409, a 422 on `metadata.uid` (the object was deleted and made again since the read) or a 404
+//! (it is gone since) ends the pass with [`Failure::Conflict`], and the frame reads again and
+//! decides again: never act twice. Deleting what is already gone counts as done. Any other failure
+//! ends the pass with [`Failure::Write`] under the write's [`Category`] (`write_target`,
+//! `write_metadata`, `write_status`: one vocabulary for every controller), and the error policy
+//! retries it.
 //!
 //! Under `--dry-run` nothing the controller acts on is written (docs/decisions.md, "Uniform
 //! behaviour": the status and the Events record the intended change): a [`Category::Target`]
