@@ -6,11 +6,11 @@ use ebb_crds::stackable::{HooksSpec, StackableScaler, StackableScalerSpec};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
+use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::Failure;
+use kube::{Api, Resource};
 
-use crate::decide::{WorkloadState, initial_status, is_initialized};
+use crate::decide::{self, WorkloadState, initial_status, is_initialized};
 use crate::replicas::HpaConfig;
 
 /// `app.kubernetes.io/name`: the product (`nifi`).
@@ -194,28 +194,25 @@ pub fn build_hpa_from_user_spec(
 
 /// Seeds a fresh scaler's status with the workload's current replicas and `Idle`, so the first
 /// reconcile does not see `status.replicas: 0` and "scale" from zero. Does nothing (returns
-/// `Ok(false)`) when the status is already initialized. The write carries the scaler's
-/// resourceVersion: a 409 means someone else initialized it first; re-read and check again.
+/// `Ok(false)`) when the status is already initialized. The write ([`decide::status_write`],
+/// sent by the runtime's executor) carries the scaler's resourceVersion: a
+/// [`Failure::Conflict`] means someone else initialized it first; re-read and check again.
 pub async fn initialize_scaler_status(
     api: &Api<StackableScaler>,
     scaler: &StackableScaler,
     workload: &WorkloadState,
     now: Timestamp,
-) -> Result<bool, kube::Error> {
+) -> Result<bool, Failure> {
     if is_initialized(scaler.status.as_ref()) {
         return Ok(false);
     }
-    let status = initial_status(workload, now);
-    let patch = json!({
-        "metadata": {"resourceVersion": scaler.resource_version()},
-        "status": status,
-    });
-    api.patch_status(
-        &scaler.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    let Some(write) = decide::status_write(scaler, &initial_status(workload, now)) else {
+        return Ok(false);
+    };
+    let client = api.clone().into_client();
+    Writer::new(&client, crate::FIELD_MANAGER)
+        .write(&write)
+        .await?;
     Ok(true)
 }
 

@@ -2,13 +2,16 @@
 //! operators that embed it with their own hooks and their own [`ScaleTarget`].
 //!
 //! [`scaler_pass`] is one pass: observe the workload, then the step loop ([`crate::steps`]):
-//! [`decide`], save the plan's status (a merge patch carrying the scaler's `resourceVersion`),
-//! act (ask a hook, set replicas, strip the retry or abort annotation) and decide again, until the
-//! plan waits. A stage change is always saved before the next stage's hook is asked, so a hook is
-//! never skipped. A 409 on a status write ends the pass with [`ScalerError::Conflict`], which
-//! carries what the pass did up to then (the Events of the stages it saved): the caller reads the
-//! scaler again and runs another pass, as the shared reconcile frame does for the controller, and
-//! as [`reconcile_scaler`] does for an embedding operator. Answers of hooks (`Done` or an error)
+//! [`decide`], save the plan's status, act (ask a hook, set replicas, strip the retry or abort
+//! annotation) and decide again, until the plan waits. Each step's writes are built by decide
+//! ([`decide::status_write`], [`decide::strip_write`]) and sent by the runtime's executor
+//! ([`ebb_runtime::execute::Writer`]), each naming the resourceVersion the step decided on. A
+//! stage change is always saved before the next stage's hook is asked, so a hook is never
+//! skipped. A conflict (a 409: the scaler changed since) ends the pass with
+//! [`ScalerError::Conflict`], which carries what the pass did up to then (the Events of the
+//! stages it saved): the caller reads the scaler again and runs another pass, as the shared
+//! reconcile frame does for the controller, and as [`reconcile_scaler`] does for an embedding
+//! operator. Answers of hooks (`Done` or an error)
 //! are kept in a [`HookLedger`], so a status write that fails after a hook answered does not ask
 //! the hook a second time.
 
@@ -18,13 +21,11 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
-use ebb_runtime::frame::{MAX_ATTEMPTS, is_conflict};
-use ebb_runtime::patch::merge_diff;
+use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
 use jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as RequeueAction;
-use kube::{Api, ResourceExt};
-use serde_json::json;
+use kube::{Api, Client, ResourceExt};
 
 use crate::decide::{self, Action, Note, Plan, WorkloadState};
 use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks, call_hook};
@@ -53,6 +54,10 @@ pub enum TargetError {
     /// where the frame finds a 429's `Retry-After`.
     #[error("{0}")]
     Kube(#[from] kube::Error),
+    /// A write the runtime's executor sent failed, or met a conflict (the workload changed since
+    /// it was read: the pass ends as at a conflict of the scaler).
+    #[error("{0}")]
+    Write(#[from] Failure),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -64,18 +69,9 @@ pub enum ScalerError {
     /// Reading the scaler again after a conflict failed.
     #[error("re-reading the StackableScaler: {0}")]
     Read(#[source] kube::Error),
-    /// Writing status failed.
-    #[error("writing StackableScaler status: {0}")]
-    WriteStatus(#[source] kube::Error),
-    /// Removing the retry or abort annotation failed.
-    #[error("removing the {annotation} annotation: {source}")]
-    StripAnnotation {
-        /// Which annotation.
-        annotation: &'static str,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
+    /// A write to the scaler (its status, an annotation) failed, as the runtime's executor says.
+    #[error(transparent)]
+    Write(Failure),
     /// Observing the workload failed.
     #[error("observing the workload: {0}")]
     Observe(#[source] TargetError),
@@ -85,33 +81,29 @@ pub enum ScalerError {
     /// The scaler has no name/namespace/uid (not from the API server).
     #[error("the StackableScaler has no {0}")]
     Metadata(&'static str),
-    /// Serializing a patch failed (a bug).
-    #[error("serializing a patch: {0}")]
-    Serialize(#[source] serde_json::Error),
-    /// A status write met a 409: the scaler changed since it was read. `done` is what the pass did
-    /// before (the stages it saved, as notes to record as Events; the hooks it asked); read the
-    /// scaler again and run another pass.
-    #[error("writing StackableScaler status: {source}")]
+    /// A write met a conflict: the scaler (or the workload) changed since it was read. `done`
+    /// is what the pass did before (the stages it saved, as notes to record as Events; the hooks
+    /// it asked); read the scaler again and run another pass.
+    #[error("{source}")]
     Conflict {
         /// What the pass did up to the conflict (its `action` looks again in a second).
         done: Box<ScalingResult>,
-        /// The API's 409.
+        /// The executor's conflict.
         #[source]
-        source: kube::Error,
+        source: Failure,
     },
 }
 
 impl ScalerError {
-    /// Short label for metrics and Events.
+    /// Short label for metrics and Events: the shared vocabulary of every ebb controller
+    /// (`ebb_runtime::metrics::ERROR_CATEGORIES`).
     pub fn category(&self) -> &'static str {
         match self {
-            ScalerError::Read(_) => "read",
-            ScalerError::WriteStatus(_) => "write_status",
-            ScalerError::StripAnnotation { .. } => "strip_annotation",
-            ScalerError::Observe(_) => "observe",
-            ScalerError::SetReplicas(_) => "set_replicas",
-            ScalerError::Metadata(_) => "invalid",
-            ScalerError::Serialize(_) => "internal",
+            ScalerError::Read(_) | ScalerError::Observe(_) => "observe",
+            ScalerError::Write(failure) => failure.category(),
+            ScalerError::SetReplicas(TargetError::Write(failure)) => failure.category(),
+            ScalerError::SetReplicas(_) => ebb_core::Category::Target.as_str(),
+            ScalerError::Metadata(_) => "invalid_object",
             ScalerError::Conflict { .. } => "conflict",
         }
     }
@@ -308,19 +300,17 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
         .uid
         .as_deref()
         .ok_or(ScalerError::Metadata("uid"))?;
-    let name = scaler
-        .metadata
-        .name
-        .as_deref()
-        .ok_or(ScalerError::Metadata("name"))?;
+    if scaler.metadata.name.is_none() {
+        return Err(ScalerError::Metadata("name"));
+    }
     let workload = target.observe().await.map_err(ScalerError::Observe)?;
+    let client: Client = api.clone().into();
     let mut cluster = Cluster {
-        api,
+        writer: Writer::new(&client, FIELD_MANAGER),
         hooks,
         target,
         ledger,
         uid,
-        name,
         current: scaler.clone(),
         fresh: None,
         hook_calls: Vec::new(),
@@ -368,27 +358,30 @@ fn requeue_after(plan: Option<Plan>) -> (RequeueAction, Option<String>) {
 
 /// Why a step against the cluster ended the pass.
 enum Halt {
-    /// A status write met a 409.
-    Conflict(kube::Error),
+    /// A write met a conflict.
+    Conflict(Failure),
     /// Anything else.
     Failed(ScalerError),
 }
 
-impl From<ScalerError> for Halt {
-    fn from(error: ScalerError) -> Self {
-        Self::Failed(error)
+impl Halt {
+    /// A failed write to the scaler.
+    fn of(failure: Failure) -> Self {
+        match failure.is_conflict() {
+            true => Self::Conflict(failure),
+            false => Self::Failed(ScalerError::Write(failure)),
+        }
     }
 }
 
 /// The world of a [`scaler_pass`]: status writes, the hooks (their answers kept in the ledger), the
 /// workload.
 struct Cluster<'a, H, T> {
-    api: &'a Api<StackableScaler>,
+    writer: Writer<'a>,
     hooks: &'a H,
     target: &'a T,
     ledger: &'a HookLedger,
     uid: &'a str,
-    name: &'a str,
     /// The scaler as last read or written.
     current: StackableScaler,
     /// An InProgress answer is not kept in the ledger (the hook is polled), but it is the answer
@@ -416,19 +409,15 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
     }
 
     async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Halt> {
-        match write_status(self.api, &self.current, status).await {
-            Ok(written) => {
-                self.current = written;
-                Ok(())
-            }
-            Err(error) if is_conflict(&error) => Err(Halt::Conflict(error)),
-            Err(error) => Err(Halt::Failed(ScalerError::WriteStatus(error))),
+        match decide::status_write(&self.current, status) {
+            Some(write) => self.send(&write).await,
+            None => Ok(()),
         }
     }
 
     async fn strip(&mut self, annotation: &'static str) -> Result<(), Halt> {
-        self.current = strip_annotation(self.api, self.name, annotation).await?;
-        Ok(())
+        self.send(&decide::strip_write(&self.current, annotation))
+            .await
     }
 
     async fn ask(&mut self, hook: HookKind, context: &ScalingContext) -> Result<bool, Halt> {
@@ -443,23 +432,28 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
     }
 
     async fn resize(&mut self, replicas: i32) -> Result<(), Halt> {
-        self.target
-            .set_replicas(replicas)
-            .await
-            .map_err(ScalerError::SetReplicas)?;
-        Ok(())
+        match self.target.set_replicas(replicas).await {
+            Ok(()) => Ok(()),
+            Err(TargetError::Write(failure)) if failure.is_conflict() => {
+                Err(Halt::Conflict(failure))
+            }
+            Err(error) => Err(Halt::Failed(ScalerError::SetReplicas(error))),
+        }
     }
 }
 
-async fn strip_annotation(
-    api: &Api<StackableScaler>,
-    name: &str,
-    annotation: &'static str,
-) -> Result<StackableScaler, ScalerError> {
-    let patch = json!({"metadata": {"annotations": {annotation: null}}});
-    api.patch(name, &patch_params(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| ScalerError::StripAnnotation { annotation, source })
+impl<H, T> Cluster<'_, H, T> {
+    /// Sends a write to the scaler; the scaler as written is what the next step decides on.
+    async fn send(&mut self, write: &ebb_core::Write) -> Result<(), Halt> {
+        match self.writer.write_as::<StackableScaler>(write).await {
+            Ok(Some(written)) => {
+                self.current = written;
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(failure) => Err(Halt::of(failure)),
+        }
+    }
 }
 
 fn result(
@@ -476,32 +470,6 @@ fn result(
         notes,
         hook_calls,
         scaler,
-    }
-}
-
-/// Writes `status` as a merge patch against what `scaler` holds, with its resourceVersion as a
-/// precondition (a concurrent change is a 409, never a lost update).
-pub async fn write_status(
-    api: &Api<StackableScaler>,
-    scaler: &StackableScaler,
-    status: &StackableScalerStatus,
-) -> Result<StackableScaler, kube::Error> {
-    let old = serde_json::to_value(scaler.status.clone().unwrap_or_default())
-        .map_err(kube::Error::SerdeError)?;
-    let new = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
-    let patch = json!({
-        "metadata": {"resourceVersion": scaler.resource_version()},
-        "status": merge_diff(&old, &new),
-    });
-    api.patch_status(&scaler.name_any(), &patch_params(), &Patch::Merge(&patch))
-        .await
-}
-
-/// Merge patches carry the field manager (only apply patches may set `force`).
-pub fn patch_params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-        ..PatchParams::default()
     }
 }
 

@@ -16,7 +16,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use ebb_core::plan::{Category, Target, Write};
+use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::{Failure, ReadError};
+use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::FIELD_MANAGER;
@@ -249,6 +252,16 @@ fn transient(error: &kube::Error) -> bool {
     }
 }
 
+/// A failed create worth asking again about: a conflict (the Job exists: adopted on the next
+/// look) or a transient answer.
+fn failure_transient(failure: &Failure) -> bool {
+    match failure {
+        Failure::Conflict(_) => true,
+        Failure::Write(write) => transient(&write.source),
+        _ => true,
+    }
+}
+
 /// Starts, adopts and watches hook Jobs; cleans up finished ones.
 #[derive(Clone)]
 pub struct JobTracker {
@@ -286,65 +299,77 @@ impl JobTracker {
                 "a Job named {name} exists that this StackableScaler does not own; delete it and retry"
             ))),
             Some(existing) => job_outcome(&existing, timeout_of(spec), now),
-            None => match self
-                .api
-                .create(
-                    &PostParams {
-                        field_manager: Some(FIELD_MANAGER.to_owned()),
-                        ..PostParams::default()
-                    },
-                    &job,
-                )
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(job = %name, hook = hook.as_str(), "started hook Job");
-                    Ok(HookOutcome::InProgress)
+            None => {
+                let client = self.api.clone().into_client();
+                let create = Write::create(&job, Category::Target);
+                match Writer::new(&client, FIELD_MANAGER).write(&create).await {
+                    Ok(_) => {
+                        tracing::info!(job = %name, hook = hook.as_str(), "started hook Job");
+                        Ok(HookOutcome::InProgress)
+                    }
+                    // Created by an earlier pass whose answer was lost: adopt it on the next look.
+                    Err(e) if failure_transient(&e) => {
+                        tracing::warn!(job = %name, error = %e, "creating hook Job failed; asking again later");
+                        Ok(HookOutcome::InProgress)
+                    }
+                    Err(e) => Err(HookError::new(format!("creating Job {name}: {e}"))),
                 }
-                // Created by an earlier pass whose answer was lost: adopt it on the next look.
-                Err(e) if transient(&e) => {
-                    tracing::warn!(job = %name, error = %e, "creating hook Job failed; asking again later");
-                    Ok(HookOutcome::InProgress)
-                }
-                Err(e) => Err(HookError::new(format!("creating Job {name}: {e}"))),
-            },
+            }
         }
     }
 
     /// Deletes finished hook Jobs of this scaler that belong to other operations than the current
     /// one (the current one's stay for inspection). Returns the names deleted.
-    pub async fn cleanup(&self, scaler: &StackableScaler) -> Result<Vec<String>, kube::Error> {
+    pub async fn cleanup(&self, scaler: &StackableScaler) -> Result<Vec<String>, Failure> {
         let Some(uid) = scaler.metadata.uid.as_deref() else {
             return Ok(Vec::new());
         };
-        let status = scaler.status.clone().unwrap_or_default();
-        let current = (
-            status.scale_event.unwrap_or(0).to_string(),
-            status.attempt.unwrap_or(0).to_string(),
-        );
         let jobs = self
             .api
             .list(&ListParams::default().labels(&format!("{LABEL_SCALER_UID}={uid}")))
-            .await?;
+            .await
+            .map_err(ReadError::of(format!("the hook Jobs of StackableScaler {uid}")))?;
+        let client = self.api.clone().into_client();
+        let mut writer = Writer::new(&client, FIELD_MANAGER);
         let mut deleted = Vec::new();
-        for job in jobs {
-            let labels = job.labels();
-            let op = (
-                labels.get(LABEL_SCALE_EVENT).cloned().unwrap_or_default(),
-                labels.get(LABEL_ATTEMPT).cloned().unwrap_or_default(),
-            );
-            if op == current || !is_finished(&job) || !owned_by(&job, uid) {
-                continue;
-            }
-            let name = job.name_any();
-            match self.api.delete(&name, &DeleteParams::background()).await {
+        for (name, write) in cleanup_writes(scaler, &jobs.items) {
+            match writer.write(&write).await {
                 Ok(_) => deleted.push(name),
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                // Gone or made again since the list: not this cleanup's to delete.
+                Err(Failure::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(deleted)
     }
+}
+
+/// The deletes of a cleanup ([`JobTracker::cleanup`]) among `jobs` (the scaler's, as listed):
+/// each finished Job the scaler owns of an operation other than its current one, by the uid
+/// listed, with its name.
+pub fn cleanup_writes(scaler: &StackableScaler, jobs: &[Job]) -> Vec<(String, Write)> {
+    let Some(uid) = scaler.metadata.uid.as_deref() else {
+        return Vec::new();
+    };
+    let status = scaler.status.clone().unwrap_or_default();
+    let current = (
+        status.scale_event.unwrap_or(0).to_string(),
+        status.attempt.unwrap_or(0).to_string(),
+    );
+    jobs.iter()
+        .filter(|job| {
+            let labels = job.labels();
+            let op = (
+                labels.get(LABEL_SCALE_EVENT).cloned().unwrap_or_default(),
+                labels.get(LABEL_ATTEMPT).cloned().unwrap_or_default(),
+            );
+            op != current && is_finished(job) && owned_by(job, uid)
+        })
+        .map(|job| {
+            let write = Write::delete(Target::of(job), job.uid().as_deref(), Category::Target);
+            (job.name_any(), write)
+        })
+        .collect()
 }
 
 /// [`ScalingHooks`] that run a scaler's `spec.hooks` as Jobs. A hook without a template is `Done`.

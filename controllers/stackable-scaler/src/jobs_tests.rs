@@ -491,6 +491,12 @@ async fn cleanup_deletes_finished_jobs_of_other_operations_only() {
     fake.insert(finished(7, true));
     let deleted = tracker(&fake).cleanup(&s).await.unwrap();
     assert_eq!(deleted, vec!["nifi-default-prescale-5-0".to_owned()]);
+    // The Job listed, by its uid (a successor of the same name is not this cleanup's), and its
+    // Pods with it (a Job's own default would orphan them).
+    let deletes = fake.writes_matching(&Matcher::delete("/jobs/nifi-default-prescale-5-0"));
+    let body = deletes[0].body.clone().unwrap_or_default();
+    assert!(body["preconditions"]["uid"].is_string(), "{body}");
+    assert_eq!(body["propagationPolicy"], "Background");
     let left: Vec<String> = fake
         .list::<Job>()
         .into_iter()

@@ -39,7 +39,8 @@ use std::time::Duration;
 
 use ebb_core::{Notice, Requeue};
 use ebb_crds::stackable::{ScalerStage, StackableScaler};
-use ebb_runtime::conditions::{ConditionUpdate, find_condition, remove_condition, set_condition};
+use ebb_runtime::conditions::{ConditionUpdate, set_condition};
+use ebb_runtime::execute::Writer;
 use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
@@ -47,18 +48,13 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::Patch;
 use kube::core::Selector;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
-use serde_json::json;
 
 pub use crate::decide::WorkloadKind;
 use crate::decide::{self, Note, PausePlan, WorkloadState, owning_workload, pause_plan};
-use crate::engine::{
-    HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, patch_params, scaler_pass,
-    write_status,
-};
+use crate::engine::{HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, scaler_pass};
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
 use crate::steps;
@@ -108,11 +104,8 @@ pub enum Error {
     /// The state machine failed (transient).
     #[error(transparent)]
     Scaler(#[from] ScalerError),
-    /// Writing the resumed status failed.
-    #[error("writing status: {0}")]
-    WriteStatus(#[source] kube::Error),
-    /// A status-only plan (pause, dry run, invalid owner) met a conflict or failed, as the
-    /// runtime's executor says.
+    /// A status-only plan (pause, dry run, invalid owner) or the resume met a conflict or
+    /// failed, as the runtime's executor says.
     #[error(transparent)]
     Write(#[from] frame::Failure),
 }
@@ -124,7 +117,6 @@ impl ReconcileError for Error {
             Error::Invalid(_) => "invalid",
             Error::Observe(_) => "observe",
             Error::Scaler(e) => e.category(),
-            Error::WriteStatus(_) => "write_status",
             Error::Write(failure) => failure.category(),
         }
     }
@@ -139,7 +131,6 @@ impl ReconcileError for Error {
     /// pass again. Hook answers are in the ledger, so no hook is asked twice.
     fn is_conflict(&self) -> bool {
         match self {
-            Error::WriteStatus(e) => frame::is_conflict(e),
             Error::Scaler(e) => e.is_conflict(),
             Error::Write(failure) => failure.is_conflict(),
             _ => false,
@@ -161,6 +152,8 @@ pub struct WorkloadTarget {
     /// What the reconciler already read this pass (for the pause check): the first
     /// [`ScaleTarget::observe`] returns it instead of reading again.
     observed: Mutex<Option<Option<WorkloadState>>>,
+    /// The workload's resourceVersion as last read: a resize names it.
+    version: Mutex<Option<String>>,
 }
 
 impl WorkloadTarget {
@@ -172,6 +165,7 @@ impl WorkloadTarget {
             kind,
             name: name.to_owned(),
             observed: Mutex::new(None),
+            version: Mutex::new(None),
         }
     }
 
@@ -186,6 +180,14 @@ impl WorkloadTarget {
 
     /// The workload's metadata (its annotations: the pause) and state, when it exists.
     async fn read_workload(&self) -> Result<Option<(ObjectMeta, WorkloadState)>, kube::Error> {
+        let read = self.read_kind().await?;
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) = read
+            .as_ref()
+            .and_then(|(meta, _)| meta.resource_version.clone());
+        Ok(read)
+    }
+
+    async fn read_kind(&self) -> Result<Option<(ObjectMeta, WorkloadState)>, kube::Error> {
         Ok(match self.kind {
             WorkloadKind::StatefulSet => {
                 let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
@@ -239,19 +241,23 @@ impl ScaleTarget for WorkloadTarget {
     }
 
     async fn set_replicas(&self, replicas: i32) -> Result<(), TargetError> {
-        let patch = json!({"spec": {"replicas": replicas}});
-        match self.kind {
-            WorkloadKind::StatefulSet => {
-                let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
-                api.patch(&self.name, &patch_params(), &Patch::Merge(&patch))
-                    .await?;
-            }
-            WorkloadKind::Deployment => {
-                let api: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
-                api.patch(&self.name, &patch_params(), &Patch::Merge(&patch))
-                    .await?;
-            }
-        }
+        let version = self
+            .version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let write = decide::resize_write(
+            self.kind,
+            &self.namespace,
+            &self.name,
+            version.as_deref(),
+            replicas,
+        );
+        let answer = Writer::new(&self.client, crate::FIELD_MANAGER)
+            .write(&write)
+            .await?;
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+            answer.and_then(|object| object.metadata.resource_version);
         tracing::info!(workload = %self.name, replicas, "set workload replicas");
         Ok(())
     }
@@ -293,7 +299,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
         Ok(found) => found,
         Err(message) => {
             let error = Error::Invalid(message);
-            let scaler = resume(&api, scaler).await?;
+            let scaler = resume(ctx, scaler).await?;
             invalid(ctx, &scaler, &error, now).await?;
             return Err(error);
         }
@@ -304,7 +310,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
     if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
         return paused(ctx, &scaler, plan).await;
     }
-    let scaler = resume(&api, scaler).await?;
+    let scaler = resume(ctx, scaler).await?;
     let workload = workload.map(|(_, state)| state);
 
     if ctx.dry_run {
@@ -419,23 +425,19 @@ async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Action, Erro
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
 }
 
-/// Resuming (or never paused): drops the `Paused` condition, returning the scaler as written.
+/// Resuming (or never paused): drops the `Paused` condition ([`decide::resume_write`]),
+/// returning the scaler as written.
 async fn resume(
-    api: &Api<StackableScaler>,
+    ctx: &Context,
     scaler: Arc<StackableScaler>,
 ) -> Result<Arc<StackableScaler>, Error> {
-    match &scaler.status {
-        Some(status) if find_condition(&status.conditions, CONDITION_PAUSED).is_some() => {
-            let mut status = status.clone();
-            remove_condition(&mut status.conditions, CONDITION_PAUSED);
-            Ok(Arc::new(
-                write_status(api, &scaler, &status)
-                    .await
-                    .map_err(Error::WriteStatus)?,
-            ))
-        }
-        _ => Ok(scaler),
-    }
+    let Some(write) = decide::resume_write(&scaler) else {
+        return Ok(scaler);
+    };
+    let written = Writer::new(&ctx.client, crate::FIELD_MANAGER)
+        .write_as::<StackableScaler>(&write)
+        .await?;
+    Ok(written.map_or(scaler, Arc::new))
 }
 
 /// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new.

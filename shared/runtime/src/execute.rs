@@ -18,7 +18,8 @@
 //!
 //! A 409, a 422 on `metadata.uid` (the object was deleted and made again since the read) or a 404
 //! (it is gone since) ends the pass with [`Failure::Conflict`], and the frame reads again and
-//! decides again: never act twice. Deleting what is already gone counts as done. Any other failure
+//! decides again: never act twice. Deleting what is already gone counts as done; a delete
+//! propagates in the background (a Job's Pods go with it). Any other failure
 //! ends the pass with [`Failure::Write`] under the write's [`Category`] (`write_target`,
 //! `write_metadata`, `write_status`: one vocabulary for every controller), and the error policy
 //! retries it.
@@ -29,6 +30,10 @@
 //! that way; this is the guarantee. The controller's own object is still written (its status,
 //! and the removal of a finalizer an earlier install added, so that a deletion is not held up
 //! by a dry-run install).
+//!
+//! [`Writer`] sends writes one at a time with the same rules, for a pass whose next decision
+//! depends on what its last write answered (stackable-scaler's step loop: each step is decided on
+//! the scaler as the step before saved it).
 
 use std::collections::HashMap;
 
@@ -63,7 +68,7 @@ pub async fn execute<G>(
     field_manager: &str,
     hooks: &impl Hooks<G>,
 ) -> Result<Action, Failure> {
-    let mut written: HashMap<TargetKey, String> = HashMap::new();
+    let mut writer = Writer::new(&shared.client, field_manager);
     let mut first_failure: Option<Failure> = None;
     for write in &plan.writes {
         if first_failure.is_some() && !write.independent {
@@ -77,12 +82,8 @@ pub async fn execute<G>(
             );
             continue;
         }
-        match perform(write, &shared.client, field_manager, &written).await {
-            Ok(version) => {
-                if let Some(version) = version {
-                    written.insert(TargetKey::of(&write.target), version);
-                }
-            }
+        match writer.write(write).await {
+            Ok(_) => {}
             Err(failure) if write.independent => {
                 tracing::warn!(object = %write.target.describe(), error = %failure, "write failed");
                 first_failure.get_or_insert(failure);
@@ -102,12 +103,12 @@ pub async fn execute<G>(
     }
     if let Some(status) = &plan.status {
         let api = api_of(&shared.client, &status.target);
-        let params = PatchParams {
-            field_manager: Some(field_manager.to_owned()),
-            ..PatchParams::default()
-        };
         if let Err(source) = api
-            .patch_status(&status.target.name, &params, &Patch::Merge(&status.patch))
+            .patch_status(
+                &status.target.name,
+                &merge_params(field_manager),
+                &Patch::Merge(&status.patch),
+            )
             .await
         {
             return Err(failed(&status.target, Category::Status, source));
@@ -187,67 +188,126 @@ fn after_own_write(patch: &Value, target: &Target, written: &HashMap<TargetKey, 
     patch
 }
 
-/// Sends one write. The resourceVersion the object has after it, when the answer says.
-async fn perform(
-    write: &Write,
-    client: &Client,
-    field_manager: &str,
-    written: &HashMap<TargetKey, String>,
-) -> Result<Option<String>, Failure> {
-    let target = &write.target;
-    let api = api_of(client, target);
-    let fail = |source| failed(target, write.category, source);
-    let answer = match &write.verb {
-        Verb::Create(body) => {
-            let object: DynamicObject = serde_json::from_value(body.clone())
-                .map_err(|e| fail(kube::Error::SerdeError(e)))?;
-            let params = PostParams {
-                dry_run: false,
-                field_manager: Some(field_manager.to_owned()),
-            };
-            api.create(&params, &object).await.map_err(fail)?
+/// Merge patches carry the field manager (only apply patches may set `force`).
+fn merge_params(field_manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(field_manager.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
+/// Sends writes one at a time, as [`execute`] does: each failure classified the same way (a
+/// conflict, or a write error under the write's [`Category`]), and a second write to an object
+/// this writer already wrote preconditioned on the object as that write left it. For a pass
+/// whose next decision depends on what the last write answered (stackable-scaler's step loop,
+/// its hook Jobs), where a whole [`Plan`] cannot be decided up front; no dry-run, hooks or Events:
+/// the caller does those.
+pub struct Writer<'a> {
+    client: &'a Client,
+    field_manager: &'a str,
+    /// The resourceVersion each object had after this writer's last write to it.
+    written: HashMap<TargetKey, String>,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer on `client` as `field_manager`.
+    pub fn new(client: &'a Client, field_manager: &'a str) -> Self {
+        Self {
+            client,
+            field_manager,
+            written: HashMap::new(),
         }
-        Verb::Apply(patch) => {
-            let params = PatchParams::apply(field_manager).force();
-            let patch = after_own_write(patch, target, written);
-            api.patch(&target.name, &params, &Patch::Apply(&patch))
+    }
+
+    /// Sends `write`: the object as the API server answered (`None` for a delete).
+    ///
+    /// # Errors
+    /// [`Failure::Conflict`] on a 409, a 422 on `metadata.uid` or a 404 (a delete's 404 is done),
+    /// else [`Failure::Write`] under the write's category.
+    pub async fn write(&mut self, write: &Write) -> Result<Option<DynamicObject>, Failure> {
+        let answer = self.perform(write).await?;
+        if let Some(version) = answer
+            .as_ref()
+            .and_then(|object| object.metadata.resource_version.clone())
+        {
+            self.written.insert(TargetKey::of(&write.target), version);
+        }
+        Ok(answer)
+    }
+
+    /// Sends `write` and reads the answer as a `K`.
+    ///
+    /// # Errors
+    /// As [`Self::write`]; an answer that is not a `K` fails under the write's category.
+    pub async fn write_as<K: serde::de::DeserializeOwned>(
+        &mut self,
+        write: &Write,
+    ) -> Result<Option<K>, Failure> {
+        let Some(answer) = self.write(write).await? else {
+            return Ok(None);
+        };
+        serde_json::to_value(answer)
+            .and_then(serde_json::from_value)
+            .map(Some)
+            .map_err(|e| failed(&write.target, write.category, kube::Error::SerdeError(e)))
+    }
+
+    async fn perform(&self, write: &Write) -> Result<Option<DynamicObject>, Failure> {
+        let target = &write.target;
+        let api = api_of(self.client, target);
+        let fail = |source| failed(target, write.category, source);
+        let answer = match &write.verb {
+            Verb::Create(body) => {
+                let object: DynamicObject = serde_json::from_value(body.clone())
+                    .map_err(|e| fail(kube::Error::SerdeError(e)))?;
+                let params = PostParams {
+                    dry_run: false,
+                    field_manager: Some(self.field_manager.to_owned()),
+                };
+                api.create(&params, &object).await.map_err(fail)?
+            }
+            Verb::Apply(patch) => {
+                let params = PatchParams::apply(self.field_manager).force();
+                let patch = after_own_write(patch, target, &self.written);
+                api.patch(&target.name, &params, &Patch::Apply(&patch))
+                    .await
+                    .map_err(fail)?
+            }
+            Verb::Merge(patch) => {
+                let patch = after_own_write(patch, target, &self.written);
+                api.patch(
+                    &target.name,
+                    &merge_params(self.field_manager),
+                    &Patch::Merge(&patch),
+                )
                 .await
                 .map_err(fail)?
-        }
-        Verb::Merge(patch) => {
-            let params = PatchParams {
-                field_manager: Some(field_manager.to_owned()),
-                ..PatchParams::default()
-            };
-            let patch = after_own_write(patch, target, written);
-            api.patch(&target.name, &params, &Patch::Merge(&patch))
+            }
+            Verb::MergeStatus(patch) => {
+                let patch = after_own_write(patch, target, &self.written);
+                api.patch_status(
+                    &target.name,
+                    &merge_params(self.field_manager),
+                    &Patch::Merge(&patch),
+                )
                 .await
                 .map_err(fail)?
-        }
-        Verb::MergeStatus(patch) => {
-            let params = PatchParams {
-                field_manager: Some(field_manager.to_owned()),
-                ..PatchParams::default()
-            };
-            let patch = after_own_write(patch, target, written);
-            api.patch_status(&target.name, &params, &Patch::Merge(&patch))
-                .await
-                .map_err(fail)?
-        }
-        Verb::Delete { uid } => {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: uid.clone(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            return match api.delete(&target.name, &params).await {
-                Ok(_) => Ok(None),
-                Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
-                Err(source) => Err(fail(source)),
-            };
-        }
-    };
-    Ok(answer.metadata.resource_version)
+            }
+            Verb::Delete { uid } => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::background()
+                };
+                return match api.delete(&target.name, &params).await {
+                    Ok(_) => Ok(None),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+                    Err(source) => Err(fail(source)),
+                };
+            }
+        };
+        Ok(Some(answer))
+    }
 }

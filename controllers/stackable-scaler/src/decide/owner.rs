@@ -3,9 +3,8 @@
 
 use ebb_core::conditions::set_condition;
 use ebb_core::events::EventKind;
-use ebb_core::patch::merge_diff;
 use ebb_core::pause::{ObjectPause, pause_report};
-use ebb_core::plan::{Category, Plan, Target, Write};
+use ebb_core::plan::Plan;
 use ebb_core::{Notice, Requeue};
 use ebb_crds::stackable::{StackableScaler, StackableScalerStatus};
 use jiff::Timestamp;
@@ -119,20 +118,10 @@ pub fn status_plan(
 ) -> Plan<()> {
     let mut plan = Plan::new(scaler.object_ref(&()), ());
     plan.requeue = requeue;
-    let old = scaler.status.clone().unwrap_or_default();
-    if old == status {
-        plan.notices.extend(notice);
-        return plan;
+    match super::status_write(scaler, &status) {
+        Some(write) => plan.writes.push(write.notices(notice)),
+        None => plan.notices.extend(notice),
     }
-    let old = serde_json::to_value(old).unwrap_or_default();
-    let new = serde_json::to_value(status).unwrap_or_default();
-    let write = Write::merge_status(
-        Target::of(scaler),
-        scaler.resource_version().as_deref(),
-        serde_json::json!({ "status": merge_diff(&old, &new) }),
-        Category::Status,
-    );
-    plan.writes.push(write.notices(notice));
     plan
 }
 
