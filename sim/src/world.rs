@@ -93,6 +93,7 @@ impl World {
             warm_up: WarmUp::new(Health::new(), ApiContact::new(Arc::new(self.clock))),
             shutdown: Shutdown::new(),
             retry_jitter: false,
+            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         }
     }
 

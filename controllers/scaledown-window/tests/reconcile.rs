@@ -1425,6 +1425,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
             metrics: ControllerMetrics::new(&mut Registry::default(), CONTROLLER_NAME),
             dry_run: false,
             leader: Leader::disabled(),
+            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         },
         Own {
             metrics: Metrics::default(),

@@ -27,7 +27,7 @@ pub mod reconcile;
 
 use std::future::Future;
 
-use ebb_crds::service_scaler::{HpaDefaults, ServiceScaler};
+use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
@@ -53,17 +53,6 @@ pub fn scaler_of<K: Resource>(
 ) -> Option<ObjectRef<Guarded<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
-}
-
-/// What the ServiceScaler cache keeps: a reconcile reads the live ServiceScaler (and its HPA),
-/// so the cached copy only maps HPAs by name and hands the frame its metadata. The spec's
-/// windows and the status are most of an object, and 10 000 of them are most of the memory.
-pub fn metadata_only(scaler: &mut Guarded<ServiceScaler>) {
-    if let Ok(scaler) = scaler.0.as_mut() {
-        scaler.spec.time_range_spec = Vec::new();
-        scaler.spec.hpa = HpaDefaults::default();
-        scaler.status = None;
-    }
 }
 
 /// `service-scaler cleanup`: removes ebb's finalizer from every ServiceScaler this install
@@ -126,24 +115,26 @@ pub fn controllers(
         // `--label-selector` selects ServiceScalers; every HPA is watched, so drift (its
         // generation moves), the kill-switch and the pause annotations reach the ServiceScaler of
         // the same name. Metadata only, and not its status: the HPA controller rewrites that
-        // every sync, and the reconcile reads the HPA itself.
+        // every sync, and the reconcile reads the HPA itself. Neither watch runs a pass for the
+        // event of the pass's own write (its status, its HPA write): the pass decided on what it
+        // wrote, and its requeue is the next look.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
-        let controller = ebb_runtime::app::controller_trimmed(
+        let controller = ebb_runtime::app::controller_skipping_own(
             scalers,
             watcher_config(&wiring.common),
             &wiring.warm_up,
-            metadata_only,
+            &wiring.own_writes,
         );
         let store = controller.store();
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();
         let controller = controller
             .watches_stream(
-                spec_changes(
+                wiring.own_writes.skip(spec_changes(
                     hpas,
                     watcher::Config::default().any_semantic(),
                     wiring.warm_up.contact(),
-                ),
+                )),
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });

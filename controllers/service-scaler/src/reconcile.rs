@@ -1,11 +1,14 @@
-//! The reconciler: reads the ServiceScaler (by GET: the watch's cache holds its metadata only)
-//! and the HPA of the same name, calls [`decide`] with the pass's one `now`, and hands the plan
-//! (the writes in order, the status, the Events, the gauge: see `decide::writes`) to the
-//! runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server itself.
+//! The reconciler: takes the ServiceScaler from the watch's cache, reads the HPA of the same name
+//! (one GET: the HPA watch is metadata-only), calls [`decide`] with the pass's one `now`, and
+//! hands the plan (the writes in order, the status, the Events, the gauge: see `decide::writes`)
+//! to the runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server
+//! itself.
 //!
 //! The pass runs in the shared reconcile frame ([`Reconcile`], `ebb_runtime::frame`): a 409 at
-//! any write ends the pass with [`frame::Failure::Conflict`], and the frame runs it again, which
-//! re-reads both objects and decides again.
+//! any write ends the pass with [`frame::Failure::Conflict`], and the frame reads the
+//! ServiceScaler again and runs it again, which reads the HPA again and decides again. A
+//! ServiceScaler whose status does not deserialize (udaan's own timestamp format) reaches
+//! [`Reconcile`]'s `malformed` and is read by GET, its status leniently.
 //!
 //! [`decide`]: crate::decide::decide
 
@@ -51,24 +54,31 @@ impl frame::Reconciler for Reconcile {
     type Error = Error;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    /// One pass. The ServiceScaler is read again by GET (its spec strictly, its status
-    /// leniently: udaan's own timestamp format counts as no status and is rewritten).
+    /// One pass, on the ServiceScaler as the cache holds it (or as the frame read it again).
     async fn reconcile(scaler: Arc<ServiceScaler>, ctx: &Context) -> Result<Action, Error> {
-        pass_of(&scaler.metadata, ctx).await
+        pass(&scaler, ctx).await
     }
 
-    /// A ServiceScaler that does not deserialize: one whose status only is unreadable (udaan's)
-    /// is reconciled as usual; one whose spec is unreadable is reported in `SpecValid`.
+    /// A ServiceScaler that does not deserialize, read by GET: one whose status only is
+    /// unreadable (udaan's own timestamp format counts as no status and is rewritten) is
+    /// reconciled as usual; one whose spec is unreadable is reported in `SpecValid`.
     async fn malformed(meta: &ObjectMeta, _error: &str, ctx: &Context) -> Result<Action, Error> {
-        pass_of(meta, ctx).await
+        // The frame has checked both before this path.
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        let name = meta.name.as_deref().unwrap_or_default();
+        let key = format!("{namespace}/{name}");
+        match read_scaler(&scaler_api(&ctx.client, namespace), &key, name).await? {
+            Read::Gone => {
+                ctx.own.metrics.forget(&key);
+                Ok(Action::await_change())
+            }
+            Read::Unreadable(object, error) => {
+                let now = ctx.clock.now();
+                execute(decide::decide_unreadable(&object, &error, now), ctx).await
+            }
+            Read::Scaler(scaler) => pass(&scaler, ctx).await,
+        }
     }
-}
-
-async fn pass_of(meta: &ObjectMeta, ctx: &Context) -> Result<Action, Error> {
-    // The frame has checked both before either path.
-    let namespace = meta.namespace.as_deref().unwrap_or_default();
-    let name = meta.name.as_deref().unwrap_or_default();
-    pass(namespace, name, ctx).await
 }
 
 /// The ServiceScaler as read.
@@ -120,30 +130,21 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
     })))
 }
 
-/// One pass: read the ServiceScaler and its HPA, decide, hand the plan to the executor.
-async fn pass(namespace: &str, name: &str, ctx: &Context) -> Result<Action, Error> {
+/// One pass: read the HPA of `scaler`, decide, hand the plan to the executor.
+async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Action, Error> {
     let now = ctx.clock.now();
-    let key = format!("{namespace}/{name}");
-    let scalers = scaler_api(&ctx.client, namespace);
-    let scaler = match read_scaler(&scalers, &key, name).await? {
-        Read::Gone => {
-            ctx.own.metrics.forget(&key);
-            return Ok(Action::await_change());
-        }
-        Read::Unreadable(object, error) => {
-            return execute(decide::decide_unreadable(&object, &error, now), ctx).await;
-        }
-        Read::Scaler(scaler) => scaler,
-    };
+    // The frame has checked both.
+    let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
+    let name = scaler.metadata.name.as_deref().unwrap_or_default();
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
     let hpa = hpas
         .get_opt(name)
         .await
         .map_err(frame::ReadError::of(format!(
-            "HorizontalPodAutoscaler {key}"
+            "HorizontalPodAutoscaler {namespace}/{name}"
         )))?;
     let observed = Observed {
-        scaler: &scaler,
+        scaler,
         hpa: hpa.as_ref(),
         dry_run: ctx.dry_run,
     };

@@ -132,16 +132,19 @@ impl Harness {
     }
 
     async fn reconcile(&self) -> Result<Action, frame::Error<Error>> {
-        let scaler: ServiceScaler = self.fake.get(NS, NAME).unwrap_or_else(|| {
-            serde_json::from_value(json!({
-                "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
-                "metadata": {"name": NAME, "namespace": NS}, "spec": {"hpa": {"maxReplicas": 1}}
-            }))
-            .unwrap()
-        });
-        // As the controller's cache holds it: metadata only (the reconcile reads the rest).
-        let mut cached = Guarded(Ok(scaler));
-        service_scaler::metadata_only(&mut cached);
+        let stored = self
+            .fake
+            .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+            .unwrap_or_else(|| {
+                json!({
+                    "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+                    "metadata": {"name": NAME, "namespace": NS}, "spec": {"hpa": {"maxReplicas": 1}}
+                })
+            });
+        // As the controller's cache holds it: whole, or (a status udaan wrote in its own
+        // format) as its metadata and why, which the frame hands to `malformed`.
+        let mut cached: Guarded<ServiceScaler> = serde_json::from_value(stored).unwrap();
+        ebb_runtime::app::slim(&mut cached);
         reconcile(Arc::new(cached), self.ctx.clone()).await
     }
 

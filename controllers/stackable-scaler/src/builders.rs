@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use ebb_crds::stackable::{HooksSpec, StackableScaler, StackableScalerSpec};
+use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::Failure;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use ebb_runtime::execute::Writer;
-use ebb_runtime::frame::Failure;
 use kube::{Api, Resource};
 
 use crate::decide::{self, WorkloadState, initial_status, is_initialized};

@@ -10,15 +10,15 @@
 
 use std::hash::Hasher;
 
+use ebb_core::plan::{Category, Target, Write};
 use ebb_crds::stackable::{HookSpec, HooksSpec, StackableScaler};
+use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::{Failure, ReadError};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use ebb_core::plan::{Category, Target, Write};
-use ebb_runtime::execute::Writer;
-use ebb_runtime::frame::{Failure, ReadError};
 use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
 
@@ -328,7 +328,9 @@ impl JobTracker {
             .api
             .list(&ListParams::default().labels(&format!("{LABEL_SCALER_UID}={uid}")))
             .await
-            .map_err(ReadError::of(format!("the hook Jobs of StackableScaler {uid}")))?;
+            .map_err(ReadError::of(format!(
+                "the hook Jobs of StackableScaler {uid}"
+            )))?;
         let client = self.api.clone().into_client();
         let mut writer = Writer::new(&client, FIELD_MANAGER);
         let mut deleted = Vec::new();

@@ -40,8 +40,8 @@ use std::time::Duration;
 use ebb_core::{Notice, Requeue};
 use ebb_crds::stackable::{ScalerStage, StackableScaler};
 use ebb_runtime::conditions::{ConditionUpdate, set_condition};
-use ebb_runtime::execute::Writer;
 use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::execute::Writer;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
@@ -54,7 +54,9 @@ use kube::{Api, Client, Resource, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
 use crate::decide::{self, Note, PausePlan, WorkloadState, owning_workload, pause_plan};
-use crate::engine::{HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, scaler_pass};
+use crate::engine::{
+    HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, scaler_pass,
+};
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
 use crate::steps;

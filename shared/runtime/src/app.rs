@@ -165,6 +165,8 @@ pub struct Wiring {
     /// Retry delays after failures have jitter ([`crate::ErrorBackoff`]); the simulator, whose
     /// runs must repeat exactly, turns it off.
     pub retry_jitter: bool,
+    /// This process's own writes, whose events a watch may pass over ([`crate::own_writes`]).
+    pub own_writes: crate::own_writes::OwnWrites,
 }
 
 impl Wiring {
@@ -178,6 +180,7 @@ impl Wiring {
             metrics: self.metrics.clone(),
             dry_run: self.common.dry_run,
             leader: self.leader.clone(),
+            own_writes: self.own_writes.clone(),
         }
     }
 
@@ -260,6 +263,7 @@ where
         warm_up: runtime.warm_up(),
         shutdown: runtime.shutdown.clone(),
         retry_jitter: true,
+        own_writes: crate::own_writes::OwnWrites::new(),
     };
     runtime.run(controllers(args, wiring, own)).await
 }
@@ -356,23 +360,28 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
-    controller_trimmed(api, config, warm_up, |_| {})
+    let cache = warm_up.cache();
+    built(api, config, warm_up.contact(), None, move || cache.warm())
 }
 
-/// [`controller`] whose cache holds each object trimmed by `trim` (after [`slim`]): for a
-/// controller whose reconcile reads the live object and needs only the cached one's metadata.
-pub fn controller_trimmed<K>(
+/// [`controller`] that passes over the events of this process's own writes to its objects
+/// ([`OwnWrites::skip`](crate::own_writes::OwnWrites::skip)): its own status write does not run
+/// the pass again. For a controller whose pass never waits on its own write's event (every rule
+/// decided on the object as the pass leaves it; the requeue it returns is the next look).
+pub fn controller_skipping_own<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
-    trim: impl FnMut(&mut K) + Send + 'static,
+    own: &crate::own_writes::OwnWrites,
 ) -> Controller<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
-    built(api, config, warm_up.contact(), trim, move || cache.warm())
+    built(api, config, warm_up.contact(), Some(own), move || {
+        cache.warm()
+    })
 }
 
 /// A `Controller` for `api`'s kind that readiness does not wait for (a kind whose CRD may be
@@ -386,14 +395,14 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
-    built(api, config, contact, |_| {}, || {})
+    built(api, config, contact, None, || {})
 }
 
 fn built<K>(
     api: Api<K>,
     config: watcher::Config,
     contact: &ApiContact,
-    mut trim: impl FnMut(&mut K) + Send + 'static,
+    own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
 ) -> Controller<K>
 where
@@ -401,22 +410,23 @@ where
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
     let (reader, writer) = reflector::store();
-    let trimmed = crate::contact::resilient(
+    let slimmed = crate::contact::resilient(
         move || watcher(api.clone(), config.clone()),
         contact,
         &K::kind(&K::DynamicType::default()),
     )
-    .modify(move |object| {
-        slim(object);
-        trim(object);
-    });
-    let trigger = reflector(writer, trimmed)
+    .modify(slim);
+    let trigger = reflector(writer, slimmed)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 listed();
             }
         })
         .applied_objects();
+    let trigger = match own {
+        Some(own) => own.skip(trigger).boxed(),
+        None => trigger.boxed(),
+    };
     // The server's return, and this replica starting to lead, reconcile everything once: an edge
     // that passed while the server was away, or a reconcile that failed on the outage or ran as
     // a follower, is acted on at once (see crate::contact).

@@ -195,6 +195,7 @@ where
         metrics: ControllerMetrics::new(&mut Registry::default(), name),
         dry_run: common.dry_run,
         leader: leader.clone(),
+        own_writes: crate::own_writes::OwnWrites::new(),
     };
     let cleaned = clean(shared, args.run).await;
     shutdown.trigger();

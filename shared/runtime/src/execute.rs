@@ -12,6 +12,11 @@
 //!    `metadata.resourceVersion` it carries is replaced by the one the earlier write answered with
 //!    (the plan was decided on the object as read, and nobody else's change lies between the two);
 //! 2. the status (a merge patch of the status subresource);
+//!
+//! Each write's answered resourceVersion is recorded in the context's
+//! [`OwnWrites`](crate::own_writes::OwnWrites), so that a watch that asked for it passes over
+//! the event the write causes.
+//!
 //! 3. the plan's Events;
 //! 4. the gauges ([`Hooks::gauges`]);
 //! 5. the end: [`Failure::Invalid`] when the plan says the object breaks a rule, else the requeue.
@@ -44,6 +49,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::frame::{Failure, Shared, WriteError, is_conflict, is_recreated};
+use crate::own_writes::OwnWrites;
 
 /// What a controller does as its plan is carried out: count its writes, set its gauges. Both do
 /// nothing by default.
@@ -68,7 +74,7 @@ pub async fn execute<G>(
     field_manager: &str,
     hooks: &impl Hooks<G>,
 ) -> Result<Action, Failure> {
-    let mut writer = Writer::new(&shared.client, field_manager);
+    let mut writer = Writer::new(&shared.client, field_manager).recording(&shared.own_writes);
     let mut first_failure: Option<Failure> = None;
     for write in &plan.writes {
         if first_failure.is_some() && !write.independent {
@@ -103,7 +109,7 @@ pub async fn execute<G>(
     }
     if let Some(status) = &plan.status {
         let api = api_of(&shared.client, &status.target);
-        if let Err(source) = api
+        match api
             .patch_status(
                 &status.target.name,
                 &merge_params(field_manager),
@@ -111,7 +117,12 @@ pub async fn execute<G>(
             )
             .await
         {
-            return Err(failed(&status.target, Category::Status, source));
+            Ok(written) => {
+                if let Some(version) = written.metadata.resource_version.as_deref() {
+                    shared.own_writes.record(&status.target, version);
+                }
+            }
+            Err(source) => return Err(failed(&status.target, Category::Status, source)),
         }
     }
     for notice in &plan.notices {
@@ -207,6 +218,8 @@ pub struct Writer<'a> {
     field_manager: &'a str,
     /// The resourceVersion each object had after this writer's last write to it.
     written: HashMap<TargetKey, String>,
+    /// Where the versions its writes answered with are recorded, for the watches.
+    own: Option<&'a OwnWrites>,
 }
 
 impl<'a> Writer<'a> {
@@ -216,7 +229,16 @@ impl<'a> Writer<'a> {
             client,
             field_manager,
             written: HashMap::new(),
+            own: None,
         }
+    }
+
+    /// The same writer, recording the version each write answered with in `own`, so that the
+    /// watches pass over the events of this process's own writes.
+    #[must_use]
+    pub fn recording(mut self, own: &'a OwnWrites) -> Self {
+        self.own = Some(own);
+        self
     }
 
     /// Sends `write`: the object as the API server answered (`None` for a delete).
@@ -230,6 +252,9 @@ impl<'a> Writer<'a> {
             .as_ref()
             .and_then(|object| object.metadata.resource_version.clone())
         {
+            if let Some(own) = self.own {
+                own.record(&write.target, &version);
+            }
             self.written.insert(TargetKey::of(&write.target), version);
         }
         Ok(answer)

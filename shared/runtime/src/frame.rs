@@ -94,6 +94,9 @@ pub struct Shared {
     /// The link to the API server: a reconcile that failed for want of it is reconciled again
     /// when it answers ([`crate::contact`]).
     pub contact: ApiContact,
+    /// The versions the executor's writes answered with, for watches that pass over the events
+    /// of their own writes ([`crate::own_writes`]).
+    pub own_writes: crate::own_writes::OwnWrites,
 }
 
 impl<T> Context<T> {

@@ -26,6 +26,7 @@
 //! - [`manifest`]: reading manifests offline as the API server would, for `plan`.
 //! - [`metrics_auth`]: `--metrics-auth`, `/metrics` only for callers the API server vouches for.
 //! - [`overlap`]: two installs of one controller whose scopes overlap.
+//! - [`own_writes`]: the changes this process made itself, whose watch events a watch passes over.
 //! - [`tz`]: which time zone data the process reads (`--tz-data`).
 //!
 //! Test doubles (the in-memory API server `FakeApi`, `RecordingEvents`) live in the `ebb-testkit`
@@ -49,6 +50,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod overlap;
+pub mod own_writes;
 pub mod plan;
 pub mod requests;
 pub mod server;

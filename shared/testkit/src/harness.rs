@@ -75,6 +75,7 @@ impl Harness {
             metrics: self.register(|r| ControllerMetrics::new(r, self.controller)),
             dry_run,
             leader,
+            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         }
     }
 
@@ -152,6 +153,7 @@ impl Replica {
             metrics: self.metrics.clone(),
             dry_run: self.dry_run,
             leader: self.leader.clone(),
+            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         };
         Arc::new(Context::new(shared, own).without_jitter())
     }

@@ -3,8 +3,8 @@
 //! replica count, the `Paused` condition dropped on resume. Pure: each names what was read.
 
 use ebb_core::conditions::remove_condition;
-use ebb_core::pause::CONDITION_PAUSED;
 use ebb_core::patch::merge_diff;
+use ebb_core::pause::CONDITION_PAUSED;
 use ebb_core::plan::{Category, Target, Write};
 use ebb_crds::stackable::{StackableScaler, StackableScalerStatus};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};

@@ -1,0 +1,97 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use futures::stream;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::core::PartialObjectMeta;
+
+fn hpa(name: &str, version: &str) -> HorizontalPodAutoscaler {
+    let mut hpa = HorizontalPodAutoscaler::default();
+    hpa.metadata.name = Some(name.into());
+    hpa.metadata.namespace = Some("shop".into());
+    hpa.metadata.resource_version = Some(version.into());
+    hpa
+}
+
+fn target(name: &str) -> Target {
+    Target::named::<HorizontalPodAutoscaler>(Some("shop"), name)
+}
+
+#[test]
+fn only_the_event_of_the_version_written_is_own() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    own.record(&target("web"), "7");
+    assert!(
+        !own.is_own(&hpa("web", "6")),
+        "an older change is someone else's"
+    );
+    assert!(!own.is_own(&hpa("api", "7")), "another object");
+    assert!(own.is_own(&hpa("web", "7")));
+    assert!(!own.is_own(&hpa("web", "7")), "its event came once");
+    assert_eq!(own.pending(), 0);
+}
+
+#[test]
+fn a_later_event_passes_and_earlier_writes_are_forgotten_at_a_later_own_one() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    own.record(&target("web"), "7");
+    own.record(&target("web"), "9");
+    assert!(
+        !own.is_own(&hpa("web", "8")),
+        "someone else's change in between"
+    );
+    assert!(own.is_own(&hpa("web", "9")));
+    assert!(
+        !own.is_own(&hpa("web", "7")),
+        "before the last own event: gone"
+    );
+    assert_eq!(own.pending(), 0);
+}
+
+#[test]
+fn writes_to_kinds_no_watch_asked_for_are_not_kept() {
+    let own = OwnWrites::new();
+    own.record(&target("web"), "7");
+    own.record(&Target::named::<ConfigMap>(Some("shop"), "web"), "7");
+    assert_eq!(own.pending(), 0);
+    own.watch::<ConfigMap>();
+    assert!(!own.is_own(&hpa("web", "7")));
+}
+
+#[test]
+fn each_object_keeps_a_bounded_number_of_versions() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    for version in 0..(PER_OBJECT + 3) {
+        own.record(&target("web"), &version.to_string());
+    }
+    assert!(!own.is_own(&hpa("web", "0")), "the oldest was let go");
+    assert!(own.is_own(&hpa("web", &(PER_OBJECT + 2).to_string())));
+}
+
+#[tokio::test]
+async fn a_watch_passes_over_own_events_metadata_only_too() {
+    let own = OwnWrites::new();
+    let meta = |version: &str| {
+        let mut object = PartialObjectMeta::<HorizontalPodAutoscaler>::default();
+        object.metadata = hpa("web", version).metadata;
+        object
+    };
+    let events = stream::iter(vec![
+        Ok::<_, ()>(meta("5")),
+        Ok(meta("7")),
+        Err(()),
+        Ok(meta("8")),
+    ]);
+    // The watch asks first; the write comes after, as in a controller.
+    let skipping = own.skip(events);
+    own.record(&target("web"), "7");
+    let passed: Vec<_> = skipping
+        .map(|event| event.map(|o| o.metadata.resource_version.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(passed, vec![Ok("5".into()), Err(()), Ok("8".into())]);
+}
