@@ -75,10 +75,9 @@ fn each_object_keeps_a_bounded_number_of_versions() {
 #[tokio::test]
 async fn a_watch_passes_over_own_events_metadata_only_too() {
     let own = OwnWrites::new();
-    let meta = |version: &str| {
-        let mut object = PartialObjectMeta::<HorizontalPodAutoscaler>::default();
-        object.metadata = hpa("web", version).metadata;
-        object
+    let meta = |version: &str| PartialObjectMeta::<HorizontalPodAutoscaler> {
+        metadata: hpa("web", version).metadata,
+        ..Default::default()
     };
     let events = stream::iter(vec![
         Ok::<_, ()>(meta("5")),
