@@ -63,8 +63,10 @@ crds-check:
 	$(CARGO) run --quiet -p ebb-crds --bin crdgen -- --check crds
 	.ci/chart-crds check
 	@# The pure crates (the CRD types, the schedule engine, ebb-core: the plan, conditions, Events
-	@# as data) need kube's derive only: no client, runtime or tokio (docs/style.md, "Layout").
-	@for crate in ebb-crds ebb-schedule ebb-core; do \
+	@# as data; each controller's rules, controllers/*/decide) need kube's derive only: no client,
+	@# runtime or tokio (docs/style.md, "Layout").
+	@for crate in ebb-crds ebb-schedule ebb-core service-scaler-decide workshop-scaler-decide \
+			scaledown-window-decide stackable-scaler-decide; do \
 		if $(CARGO) tree --quiet -p $$crate -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime|hyper) '; then \
 			echo "$$crate must not depend on the above"; exit 1; fi; done
 

@@ -17,11 +17,11 @@ ebb_runtime::controller_names!("scaledown-window");
 /// The scope of the controller's own kind: its ScaleDownSchedules are cluster-scoped: `--namespace` never splits them between installs.
 pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::ClusterScoped;
 
-pub mod decide;
+pub use scaledown_window_decide as decide;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;
-pub mod targets;
+pub use scaledown_window_decide::targets;
 
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -19,8 +19,8 @@ ebb_runtime::controller_names!("service-scaler");
 /// The scope of the controller's own kind: its objects are namespaced.
 pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
-pub mod decide;
-pub mod lead;
+pub use service_scaler_decide as decide;
+pub use service_scaler_decide::lead;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;

@@ -25,8 +25,7 @@ use kube::{Api, Resource, ResourceExt};
 use crate::FIELD_MANAGER;
 use crate::hooks::{HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks};
 
-/// Default deadline of a hook Job, in seconds.
-pub const DEFAULT_TIMEOUT_SECONDS: i64 = 600;
+pub use crate::decide::DEFAULT_TIMEOUT_SECONDS;
 /// Longest Job name: the Job controller copies it into a pod label (63 characters at most).
 pub const MAX_JOB_NAME: usize = 63;
 /// Label on hook Jobs: uid of the scaler that owns them.

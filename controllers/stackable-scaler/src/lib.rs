@@ -20,9 +20,9 @@ ebb_runtime::controller_names!("stackable-scaler");
 pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
 pub mod builders;
-pub mod decide;
+pub use stackable_scaler_decide as decide;
 pub mod engine;
-pub mod hooks;
+pub use stackable_scaler_decide::hooks;
 pub mod jobs;
 pub mod replicas;
 pub mod steps;

@@ -23,7 +23,7 @@ ebb_runtime::controller_names!("workshop-scaler");
 /// The scope of the controller's own kind: its objects are namespaced.
 pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
-pub mod decide;
+pub use workshop_scaler_decide as decide;
 pub mod metrics;
 pub mod plan;
 pub mod policy;

@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use ebb_runtime::metrics::{Keep, ObjectRows};
+
+pub use crate::decide::outcome::Observation;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
@@ -43,24 +45,6 @@ struct ProvisionRow {
     observed: Option<Observation>,
     /// Scale-ups applied to its `spec.count` (kept after the gauges go).
     scale_ups: u64,
-}
-
-/// One observation of a provision, for [`Metrics::observe`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Observation {
-    /// assigned / total of the workshop, when it has seats.
-    pub utilization: Option<f64>,
-    /// `spec.count`.
-    pub count: i32,
-    /// The count the provision should have (the target while a scale-up is in flight).
-    pub desired_count: i32,
-    /// `status.autoScalingActive`.
-    pub active: bool,
-    /// `spec.count >= maxProvisions`.
-    pub at_max: bool,
-    /// At `maxProvisions` while utilization is at or above the threshold: attendees may find no
-    /// seat and ebb cannot help (what the at-cap alert fires on).
-    pub at_max_with_demand: bool,
 }
 
 /// The gauges of one provision: name, help, value.
