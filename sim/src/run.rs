@@ -71,16 +71,16 @@ pub fn simulate(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
 
 async fn dispatch(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     if scenario.objects_of("ScaleDownSchedule").next().is_some() {
-        return crate::schedule::run(path, scenario).await;
+        return crate::scaledown_window::run(path, scenario).await;
     }
     if scenario.objects_of("StackableScaler").next().is_some() {
-        return crate::stackable::run(path, scenario).await;
+        return crate::stackable_scaler::run(path, scenario).await;
     }
     if scenario.actors.provisioners.is_some() {
-        return crate::provisioning::run(path, scenario).await;
+        return crate::service_scaler::run(path, scenario).await;
     }
     if scenario.objects_of("WorkshopProvision").next().is_some() {
-        return crate::workshop::run(path, scenario).await;
+        return crate::workshop_scaler::run(path, scenario).await;
     }
     let kinds: Vec<&str> = scenario
         .objects

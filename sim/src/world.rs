@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use ebb_runtime::app::{WarmUp, Wiring};
+use ebb_runtime::controller::Controller;
 use ebb_runtime::{ApiContact, CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
 use ebb_testkit::{FakeApi, RecordedRequest, RecordingEvents};
 use futures::FutureExt;
@@ -95,6 +96,21 @@ impl World {
             retry_jitter: false,
             own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         }
+    }
+
+    /// Controller `C` with `flags` on this world ([`Self::wiring`], its metrics in
+    /// [`Self::registry`]): its watches and reconciles, which run until shut down.
+    ///
+    /// # Errors
+    /// Flags the controller does not take.
+    pub fn run<C: Controller>(
+        &mut self,
+        flags: &[&str],
+    ) -> Result<impl Future<Output = ()> + Send + 'static + use<C>, SimError> {
+        let args: C::Args = self::flags(flags)?;
+        let wiring = self.wiring(C::ABOUT.name, args.as_ref());
+        let metrics = C::metrics(&mut self.registry);
+        Ok(C::controllers(args, wiring, metrics))
     }
 
     /// The registry controllers register their own metrics in.

@@ -1,6 +1,8 @@
 //! What every ebb controller binary needs, and nothing else.
 //!
 //! - [`frame`]: the reconcile frame every controller runs in ([`frame::Reconciler`], [`frame::Context`]).
+//! - [`controller`]: a controller as a type ([`controller::Controller`]), and the one `main` of
+//!   every controller binary ([`controller::main`]).
 //! - [`cli`]: every binary's command line (run, or `plan` offline) and `main` ([`cli::main`]).
 //! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
 //! - [`backoff`]: per-object exponential retry delays for `error_policy` ([`ErrorBackoff`]).
@@ -40,6 +42,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod clock;
 pub mod contact;
+pub mod controller;
 pub mod events;
 pub mod execute;
 pub mod frame;

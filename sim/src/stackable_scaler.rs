@@ -11,13 +11,12 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
 use serde::Serialize;
 use serde_json::{Value, json};
-use stackable_scaler::metrics::Metrics;
 
 use crate::chart::{Chart, Series};
 use crate::hooks::{HookJobs, Phase};
 use crate::report::Timeline;
 use crate::scenario::{Scenario, StackableActors};
-use crate::world::{self, SimError, World, alongside, describe};
+use crate::world::{SimError, World, alongside, describe};
 use crate::{Dice, Outcome};
 
 const API: &str = "autoscaling.stackable.tech/v1alpha1";
@@ -72,10 +71,8 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     world.apply(path, &scenario.objects)?;
     let jobs = HookJobs::new(scenario.actors.hooks.clone());
 
-    let args: stackable_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
-    let wiring = world.wiring(stackable_scaler::CONTROLLER_NAME, &args.common);
-    let metrics = Metrics::new(world.registry());
-    let controllers = stackable_scaler::controllers(args, wiring, metrics);
+    let controllers =
+        world.run::<stackable_scaler::StackableScalerController>(&["--leader-election=false"])?;
     let mut timeline = Timeline::default();
     let mut dice = Dice::seeded(scenario.seed);
     let driven = drive(
@@ -409,5 +406,5 @@ fn seconds_in_stage(
 }
 
 #[cfg(test)]
-#[path = "stackable_tests.rs"]
+#[path = "stackable_scaler_tests.rs"]
 mod tests;

@@ -10,7 +10,6 @@
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_schedule::AnyOpen;
 use jiff::{SignedDuration, Timestamp};
-use scaledown_window::metrics::Metrics;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -18,7 +17,7 @@ use crate::chart::{Chart, Series};
 use crate::cluster::{Autoscaler, Upgrades};
 use crate::report::Timeline;
 use crate::scenario::{Busy, ClusterActors, Scenario};
-use crate::world::{self, SimError, World, alongside, describe};
+use crate::world::{SimError, World, alongside, describe};
 use crate::{Dice, Outcome};
 
 const CA_API: &str = "autoscaling.openshift.io/v1";
@@ -106,10 +105,8 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         ));
     }
 
-    let args: scaledown_window::RunArgs = world::flags(&["--leader-election=false"])?;
-    let wiring = world.wiring(scaledown_window::CONTROLLER_NAME, &args.common);
-    let metrics = Metrics::new(world.registry());
-    let controllers = scaledown_window::controllers(args, wiring, metrics);
+    let controllers =
+        world.run::<scaledown_window::ScaledownWindowController>(&["--leader-election=false"])?;
     let mut timeline = Timeline::default();
     let unneeded = Dice::seeded(scenario.seed).duration(&actors.unneeded_time);
     let driven = drive(
@@ -379,5 +376,5 @@ fn account(
 }
 
 #[cfg(test)]
-#[path = "schedule_tests.rs"]
+#[path = "scaledown_window_tests.rs"]
 mod tests;

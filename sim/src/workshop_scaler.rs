@@ -12,13 +12,12 @@ use ebb_crds::babylon::WorkshopProvision;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
-use workshop_scaler::metrics::Metrics;
 
 use crate::babylon::{Babylon, ClaimState};
 use crate::chart::{Chart, Series};
 use crate::report::{Timeline, Waits};
 use crate::scenario::Scenario;
-use crate::world::{self, SimError, World, alongside, describe};
+use crate::world::{SimError, World, alongside, describe};
 use crate::{Dice, Outcome};
 
 const API: &str = "babylon.gpte.redhat.com/v1";
@@ -93,10 +92,8 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
     arrivals.sort();
     let babylon = Babylon::new(scenario.start, &key.name, settings);
 
-    let args: workshop_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
-    let wiring = world.wiring(workshop_scaler::CONTROLLER_NAME, &args.common);
-    let metrics = Metrics::new(world.registry());
-    let controllers = workshop_scaler::controllers(args, wiring, metrics);
+    let controllers =
+        world.run::<workshop_scaler::WorkshopScalerController>(&["--leader-election=false"])?;
     let mut timeline = Timeline::default();
     let driven = drive(
         &world,
@@ -353,5 +350,5 @@ fn scale_ups(writes: &[ebb_testkit::RecordedRequest], key: &Key) -> (usize, usiz
 }
 
 #[cfg(test)]
-#[path = "workshop_tests.rs"]
+#[path = "workshop_scaler_tests.rs"]
 mod tests;

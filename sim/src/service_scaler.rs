@@ -9,14 +9,13 @@
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
-use service_scaler::metrics::Metrics;
 
 use crate::chart::{Chart, Series};
 use crate::hpa::{self, Bounds, Hpa};
 use crate::provisioners::{Job, Pool};
 use crate::report::{Timeline, Waits};
 use crate::scenario::{ProvisionerActors, Scenario};
-use crate::world::{self, SimError, World, alongside, describe};
+use crate::world::{SimError, World, alongside, describe};
 use crate::{Dice, Outcome};
 
 const HPA_API: &str = "autoscaling/v2";
@@ -159,10 +158,8 @@ async fn once(
         dice.duration(&actors.pod_start),
     );
 
-    let args: service_scaler::RunArgs = world::flags(&["--leader-election=false"])?;
-    let wiring = world.wiring(service_scaler::CONTROLLER_NAME, &args.common);
-    let metrics = Metrics::new(world.registry());
-    let controllers = service_scaler::controllers(args, wiring, metrics);
+    let controllers =
+        world.run::<service_scaler::ServiceScalerController>(&["--leader-election=false"])?;
     let driven = drive(&world, scenario, target, pool, &jobs, timeline);
     let run = alongside(service_scaler::CONTROLLER_NAME, controllers, driven).await?;
     if with_scaler {
@@ -308,5 +305,5 @@ fn publish(world: &World, target: &Target, current: i32, desired: i32) {
 }
 
 #[cfg(test)]
-#[path = "provisioning_tests.rs"]
+#[path = "service_scaler_tests.rs"]
 mod tests;
