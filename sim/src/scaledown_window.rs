@@ -55,22 +55,14 @@ pub struct Summary {
 /// # Errors
 /// A scenario without what this simulation needs, or a controller that stopped.
 pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
-    let fail = |message: String| SimError::Scenario {
-        path: path.to_owned(),
-        message,
-    };
-    let actors = scenario
-        .actors
-        .cluster
-        .clone()
-        .ok_or_else(|| fail("actors.cluster is required for a ScaleDownSchedule".into()))?;
-    let schedule: ScaleDownSchedule = scenario
-        .objects_of("ScaleDownSchedule")
-        .next()
-        .map(|o| serde_json::from_value(o.clone()))
-        .transpose()
-        .map_err(|e| fail(format!("the ScaleDownSchedule: {e}")))?
-        .ok_or_else(|| fail("no ScaleDownSchedule among the objects".into()))?;
+    let fail = Scenario::unfit(path);
+    let actors = Scenario::actor(
+        path,
+        scenario.actors.cluster.as_ref(),
+        "cluster",
+        "ScaleDownSchedule",
+    )?;
+    let schedule: ScaleDownSchedule = scenario.first(path)?;
     let target = schedule
         .spec
         .target

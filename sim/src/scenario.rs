@@ -175,6 +175,47 @@ impl Scenario {
             .iter()
             .filter(move |o| o.get("kind").and_then(Value::as_str) == Some(kind))
     }
+
+    /// What a scenario read from `path` lacks, as the error a simulation ends with.
+    pub fn unfit(path: &str) -> impl Fn(String) -> SimError + '_ {
+        move |message| SimError::Scenario {
+            path: path.to_owned(),
+            message,
+        }
+    }
+
+    /// The actor `name` (`actors.<name>`, given as `actor`) that simulating a `kind` needs.
+    ///
+    /// # Errors
+    /// The scenario (read from `path`) has none.
+    pub fn actor<T: Clone>(
+        path: &str,
+        actor: Option<&T>,
+        name: &str,
+        kind: &str,
+    ) -> Result<T, SimError> {
+        actor
+            .cloned()
+            .ok_or_else(|| Self::unfit(path)(format!("actors.{name} is required for a {kind}")))
+    }
+
+    /// The first object of kind `K` among the objects (read from `path`).
+    ///
+    /// # Errors
+    /// None of kind `K`, or one that does not fit `K`.
+    pub fn first<K>(&self, path: &str) -> Result<K, SimError>
+    where
+        K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let kind = K::kind(&());
+        let fail = Self::unfit(path);
+        self.objects_of(&kind)
+            .next()
+            .map(|o| serde_json::from_value(o.clone()))
+            .transpose()
+            .map_err(|e| fail(format!("the {kind}: {e}")))?
+            .ok_or_else(|| fail(format!("no {kind} among the objects")))
+    }
 }
 
 #[cfg(test)]

@@ -61,10 +61,7 @@ pub struct Comparison {
 /// # Errors
 /// A scenario without the provisioner actors or the HPA, or a controller that stopped.
 pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
-    let fail = |message: String| SimError::Scenario {
-        path: path.to_owned(),
-        message,
-    };
+    let fail = Scenario::unfit(path);
     let actors =
         scenario.actors.provisioners.clone().ok_or_else(|| {
             fail("actors.provisioners is required for provisioner capacity".into())

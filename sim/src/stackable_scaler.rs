@@ -52,15 +52,13 @@ pub struct Summary {
 /// # Errors
 /// A scenario without a StackableScaler owned by a StatefulSet, or a controller that stopped.
 pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
-    let fail = |message: String| SimError::Scenario {
-        path: path.to_owned(),
-        message,
-    };
-    let actors = scenario
-        .actors
-        .stackable
-        .clone()
-        .ok_or_else(|| fail("actors.stackable is required for a StackableScaler".into()))?;
+    let fail = Scenario::unfit(path);
+    let actors = Scenario::actor(
+        path,
+        scenario.actors.stackable.as_ref(),
+        "stackable",
+        "StackableScaler",
+    )?;
     let key = Key::of(scenario).ok_or_else(|| {
         fail(
             "a StackableScaler (namespace, name) owned by a StatefulSet of the objects is required"

@@ -53,22 +53,14 @@ pub struct Summary {
 /// # Errors
 /// A scenario without a WorkshopProvision or the Babylon actor, or a controller that stopped.
 pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
-    let fail = |message: String| SimError::Scenario {
-        path: path.to_owned(),
-        message,
-    };
-    let settings = scenario
-        .actors
-        .babylon
-        .clone()
-        .ok_or_else(|| fail("actors.babylon is required for a WorkshopProvision".into()))?;
-    let provision: WorkshopProvision = scenario
-        .objects_of("WorkshopProvision")
-        .next()
-        .map(|o| serde_json::from_value(o.clone()))
-        .transpose()
-        .map_err(|e| fail(format!("the WorkshopProvision: {e}")))?
-        .ok_or_else(|| fail("no WorkshopProvision among the objects".into()))?;
+    let fail = Scenario::unfit(path);
+    let settings = Scenario::actor(
+        path,
+        scenario.actors.babylon.as_ref(),
+        "babylon",
+        "WorkshopProvision",
+    )?;
+    let provision: WorkshopProvision = scenario.first(path)?;
     let key = Key {
         namespace: provision.metadata.namespace.clone().unwrap_or_default(),
         name: provision.metadata.name.clone().unwrap_or_default(),

@@ -351,50 +351,12 @@ pub fn controllers(
     frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name))
 }
 
-/// scaledown-window as ebb runs it: the binary's one `main` and the simulator's `World::run`.
-pub struct ScaledownWindowController;
-
-impl ebb_runtime::controller::Controller for ScaledownWindowController {
-    const ABOUT: ebb_runtime::cli::About = ebb_runtime::cli::About {
-        name: CONTROLLER_NAME,
-        about: "Cluster scale-down only inside time windows (ScaleDownSchedule)",
-        plan: "Whether a ScaleDownSchedule file allows scale-down at an instant, offline (no cluster)",
-    };
-    const KIND: ebb_runtime::app::Kind = KIND;
-
-    type Args = RunArgs;
-    type PlanArgs = plan::PlanArgs;
-    type Metrics = metrics::Metrics;
-    type RunError = ebb_runtime::app::AppError;
-    type PlanError = plan::PlanError;
-    type CleanError = reconcile::Error;
-
-    fn metrics(registry: &mut prometheus_client::registry::Registry) -> metrics::Metrics {
-        metrics::Metrics::new(registry)
-    }
-
-    fn controllers(
-        args: RunArgs,
-        wiring: Wiring,
-        metrics: metrics::Metrics,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        controllers(args, wiring, metrics)
-    }
-
-    fn run(args: RunArgs) -> impl Future<Output = Result<(), Self::RunError>> {
-        ebb_runtime::controller::run::<Self>(args)
-    }
-
-    fn plan(args: &plan::PlanArgs, now: jiff::Timestamp) -> Result<String, plan::PlanError> {
-        plan::plan(args, now)
-    }
-
-    fn clean(
-        shared: frame::Shared,
-        args: RunArgs,
-    ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>> {
-        clean(shared, args)
-    }
+ebb_runtime::controller! {
+    /// scaledown-window as ebb runs it: the binary's one `main` and the simulator's `World::run`.
+    pub struct ScaledownWindowController;
+    about: "Cluster scale-down only inside time windows (ScaleDownSchedule)",
+    plan: "Whether a ScaleDownSchedule file allows scale-down at an instant, offline (no cluster)",
+    clean: clean => reconcile::Error,
 }
 
 #[cfg(test)]

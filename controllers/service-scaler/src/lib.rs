@@ -147,50 +147,12 @@ pub fn controllers(
     futures::future::join_all(controllers).map(drop)
 }
 
-/// service-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
-pub struct ServiceScalerController;
-
-impl ebb_runtime::controller::Controller for ServiceScalerController {
-    const ABOUT: ebb_runtime::cli::About = ebb_runtime::cli::About {
-        name: CONTROLLER_NAME,
-        about: "Time-window overrides of HorizontalPodAutoscaler settings (udaan's ServiceScaler)",
-        plan: "Decide for one ServiceScaler file at one instant, offline (no cluster)",
-    };
-    const KIND: ebb_runtime::app::Kind = KIND;
-
-    type Args = RunArgs;
-    type PlanArgs = plan::PlanArgs;
-    type Metrics = metrics::Metrics;
-    type RunError = ebb_runtime::app::AppError;
-    type PlanError = plan::PlanError;
-    type CleanError = kube::Error;
-
-    fn metrics(registry: &mut prometheus_client::registry::Registry) -> metrics::Metrics {
-        metrics::Metrics::new(registry)
-    }
-
-    fn controllers(
-        args: RunArgs,
-        wiring: Wiring,
-        metrics: metrics::Metrics,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        controllers(args, wiring, metrics)
-    }
-
-    fn run(args: RunArgs) -> impl Future<Output = Result<(), Self::RunError>> {
-        ebb_runtime::controller::run::<Self>(args)
-    }
-
-    fn plan(args: &plan::PlanArgs, now: jiff::Timestamp) -> Result<String, plan::PlanError> {
-        plan::plan(args, now)
-    }
-
-    fn clean(
-        shared: frame::Shared,
-        args: RunArgs,
-    ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>> {
-        clean(shared, args)
-    }
+ebb_runtime::controller! {
+    /// service-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
+    pub struct ServiceScalerController;
+    about: "Time-window overrides of HorizontalPodAutoscaler settings (udaan's ServiceScaler)",
+    plan: "Decide for one ServiceScaler file at one instant, offline (no cluster)",
+    clean: clean => kube::Error,
 }
 
 #[cfg(test)]

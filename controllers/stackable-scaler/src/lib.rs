@@ -229,52 +229,16 @@ pub fn controllers(
     futures::future::join_all(controllers).map(|_| ())
 }
 
-/// stackable-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
-pub struct StackableScalerController;
-
-impl ebb_runtime::controller::Controller for StackableScalerController {
-    const ABOUT: ebb_runtime::cli::About = ebb_runtime::cli::About {
-        name: CONTROLLER_NAME,
-        about: "StackableScaler: a /scale target for an HPA that runs hooks before and after the \
-                workload's replicas change",
-        plan: "Print the state machine's next step for a StackableScaler manifest (no cluster needed)",
-    };
-    const KIND: ebb_runtime::app::Kind = KIND;
-
-    type Args = RunArgs;
-    type PlanArgs = plan::PlanArgs;
-    type Metrics = metrics::Metrics;
-    type RunError = anyhow::Error;
-    type PlanError = plan::PlanError;
-    type CleanError = std::convert::Infallible;
-
-    fn metrics(registry: &mut prometheus_client::registry::Registry) -> metrics::Metrics {
-        metrics::Metrics::new(registry)
-    }
-
-    fn controllers(
-        args: RunArgs,
-        wiring: Wiring,
-        metrics: metrics::Metrics,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        controllers(args, wiring, metrics)
-    }
-
-    fn run(args: RunArgs) -> impl Future<Output = Result<(), Self::RunError>> {
-        run(args)
-    }
-
-    fn plan(args: &plan::PlanArgs, now: jiff::Timestamp) -> Result<String, plan::PlanError> {
-        plan::plan(args, now)
-    }
-
-    fn clean(
-        shared: frame::Shared,
-        args: RunArgs,
-    ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>> {
-        // Nothing of ebb's outlives it: cleanup only stops the controller.
-        ebb_runtime::cleanup::nothing(
-            "stackable-scaler keeps no finalizers, and its hook Jobs belong to their StackableScalers",
-        )(shared, args)
-    }
+ebb_runtime::controller! {
+    /// stackable-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
+    pub struct StackableScalerController;
+    about: "StackableScaler: a /scale target for an HPA that runs hooks before and after the \
+            workload's replicas change",
+    plan: "Print the state machine's next step for a StackableScaler manifest (no cluster needed)",
+    // Nothing of ebb's outlives it: cleanup only stops the controller.
+    clean: ebb_runtime::cleanup::nothing(
+        "stackable-scaler keeps no finalizers, and its hook Jobs belong to their StackableScalers",
+    ) => std::convert::Infallible,
+    // Its webhook's port is bound (and its certificate read) before anything starts.
+    run: run,
 }

@@ -333,54 +333,16 @@ pub fn provision_of_claim<K: Resource>(claim: &K) -> Option<ObjectRef<Guarded<Wo
     Some(ObjectRef::new(&name).within(&ns))
 }
 
-/// workshop-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
-pub struct WorkshopScalerController;
-
-impl ebb_runtime::controller::Controller for WorkshopScalerController {
-    const ABOUT: ebb_runtime::cli::About = ebb_runtime::cli::About {
-        name: CONTROLLER_NAME,
-        about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
-        plan: "Decide for one WorkshopProvision file, offline (no cluster)",
-    };
-    const KIND: ebb_runtime::app::Kind = KIND;
-
-    type Args = RunArgs;
-    type PlanArgs = plan::PlanArgs;
-    type Metrics = metrics::Metrics;
-    type RunError = ebb_runtime::app::AppError;
-    type PlanError = plan::PlanError;
-    type CleanError = std::convert::Infallible;
-
-    fn metrics(registry: &mut prometheus_client::registry::Registry) -> metrics::Metrics {
-        metrics::Metrics::new(registry)
-    }
-
-    fn controllers(
-        args: RunArgs,
-        wiring: Wiring,
-        metrics: metrics::Metrics,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        controllers(args, wiring, metrics)
-    }
-
-    fn run(args: RunArgs) -> impl Future<Output = Result<(), Self::RunError>> {
-        ebb_runtime::controller::run::<Self>(args)
-    }
-
-    fn plan(args: &plan::PlanArgs, now: jiff::Timestamp) -> Result<String, plan::PlanError> {
-        plan::plan(args, now)
-    }
-
-    fn clean(
-        shared: frame::Shared,
-        args: RunArgs,
-    ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>> {
-        // Nothing of ebb's outlives it: cleanup only stops the controller.
-        ebb_runtime::cleanup::nothing(
-            "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \
-             (spec.count, its status fields) is theirs to keep",
-        )(shared, args)
-    }
+ebb_runtime::controller! {
+    /// workshop-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
+    pub struct WorkshopScalerController;
+    about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
+    plan: "Decide for one WorkshopProvision file, offline (no cluster)",
+    // Nothing of ebb's outlives it: cleanup only stops the controller.
+    clean: ebb_runtime::cleanup::nothing(
+        "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \
+         (spec.count, its status fields) is theirs to keep",
+    ) => std::convert::Infallible,
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! A controller as a type: what ebb needs to know of one to run it as a binary ([`main`]) and
-//! in the simulator (`ebb-sim`'s `World::run`). A new controller implements [`Controller`] on a
-//! unit struct in its `lib.rs`; its `main.rs` is one call, `controller::main::<C>()`.
+//! in the simulator (`ebb-sim`'s `World::run`). A new controller declares it in its `lib.rs` with
+//! [`controller!`](crate::controller!) (or implements [`Controller`] by hand); its `main.rs` is one
+//! call, `controller::main::<C>()`.
 
 use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
-use jiff::Timestamp;
-use prometheus_client::registry::Registry;
+pub use jiff::Timestamp;
+pub use prometheus_client::registry::Registry;
 
 use crate::CommonArgs;
 use crate::app::{self, AppError, Kind, Wiring};
@@ -17,7 +18,7 @@ use crate::frame::Shared;
 
 /// One controller: its name and description, its flags, its own metrics, its watches and
 /// reconcilers, its offline `plan`, and what `cleanup` undoes before an uninstall.
-pub trait Controller: 'static {
+pub trait Controller: Sized + 'static {
     /// How `--help` and `--version` describe the binary; `ABOUT.name` is the controller's name
     /// (`CONTROLLER_NAME`).
     const ABOUT: About;
@@ -30,8 +31,6 @@ pub trait Controller: 'static {
     type PlanArgs: clap::Args;
     /// Its own metrics.
     type Metrics: Send + 'static;
-    /// Why the process ended badly ([`AppError`] for a controller that runs as [`run`] does).
-    type RunError: Display;
     /// Why `plan` failed.
     type PlanError: Display;
     /// Why `cleanup` failed.
@@ -48,8 +47,11 @@ pub trait Controller: 'static {
         metrics: Self::Metrics,
     ) -> impl Future<Output = ()> + Send + 'static;
 
-    /// The process, until SIGTERM or the loss of the Lease: [`run`] for most controllers.
-    fn run(args: Self::Args) -> impl Future<Output = Result<(), Self::RunError>>;
+    /// The process, until SIGTERM or the loss of the Lease: [`run`] unless the controller
+    /// starts something of its own first (stackable-scaler binds its webhook's port).
+    fn run(args: Self::Args) -> impl Future<Output = Result<(), RunError>> {
+        async { Ok(run::<Self>(args).await?) }
+    }
 
     /// `plan`: decides offline at `now` (read once at the binary's edge).
     ///
@@ -63,6 +65,9 @@ pub trait Controller: 'static {
         args: Self::Args,
     ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>>;
 }
+
+/// Why a controller's process ended badly.
+pub type RunError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The process of controller `C` as every controller runs it ([`app::run`]): the process edges,
 /// then [`Controller::controllers`].
@@ -78,4 +83,82 @@ pub async fn run<C: Controller>(args: C::Args) -> Result<(), AppError> {
 pub async fn main<C: Controller>() -> ExitCode {
     let cleanup = |args| cleanup::run(C::ABOUT.name, args, C::clean);
     cli::main::<C::Args, C::PlanArgs, _, _, _, _, _>(C::ABOUT, C::run, C::plan, cleanup).await
+}
+
+/// Declares a controller as a type: a unit struct implementing [`Controller`] from the names
+/// every controller crate has at its root (docs/style.md, "Source"): `CONTROLLER_NAME`, `KIND`,
+/// `RunArgs`, `controllers`, `metrics::Metrics` (its `new(registry)`), and `plan::PlanArgs`,
+/// `plan::PlanError`, `plan::plan`. What differs is given: the two lines of `--help`, what
+/// `cleanup` calls (a function of `(Shared, RunArgs)`, and its error type), and, where the process
+/// starts something of its own first, its `run`.
+///
+/// ```ignore
+/// ebb_runtime::controller! {
+///     /// service-scaler as ebb runs it.
+///     pub struct ServiceScalerController;
+///     about: "Time-window overrides of HorizontalPodAutoscaler settings",
+///     plan: "Decide for one ServiceScaler file at one instant, offline (no cluster)",
+///     clean: clean => kube::Error,
+/// }
+/// ```
+#[macro_export]
+macro_rules! controller {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident;
+        about: $about:expr,
+        plan: $plan:expr,
+        clean: $clean:expr => $clean_error:ty
+        $(, run: $run:expr)? $(,)?
+    ) => {
+        $(#[$meta])*
+        $vis struct $name;
+
+        impl $crate::controller::Controller for $name {
+            const ABOUT: $crate::cli::About = $crate::cli::About {
+                name: CONTROLLER_NAME,
+                about: $about,
+                plan: $plan,
+            };
+            const KIND: $crate::app::Kind = KIND;
+
+            type Args = RunArgs;
+            type PlanArgs = plan::PlanArgs;
+            type Metrics = metrics::Metrics;
+            type PlanError = plan::PlanError;
+            type CleanError = $clean_error;
+
+            fn metrics(registry: &mut $crate::controller::Registry) -> metrics::Metrics {
+                metrics::Metrics::new(registry)
+            }
+
+            fn controllers(
+                args: RunArgs,
+                wiring: $crate::app::Wiring,
+                metrics: metrics::Metrics,
+            ) -> impl ::std::future::Future<Output = ()> + Send + 'static {
+                controllers(args, wiring, metrics)
+            }
+
+            $(
+                async fn run(args: RunArgs) -> Result<(), $crate::controller::RunError> {
+                    Ok(($run)(args).await?)
+                }
+            )?
+
+            fn plan(
+                args: &plan::PlanArgs,
+                now: $crate::controller::Timestamp,
+            ) -> Result<String, plan::PlanError> {
+                plan::plan(args, now)
+            }
+
+            fn clean(
+                shared: $crate::frame::Shared,
+                args: RunArgs,
+            ) -> impl ::std::future::Future<Output = Result<Vec<String>, $clean_error>> {
+                ($clean)(shared, args)
+            }
+        }
+    };
 }
