@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 use ebb_runtime::app::{WarmUp, Wiring};
 use ebb_runtime::controller::Controller;
+use ebb_runtime::frame::Shared;
 use ebb_runtime::{ApiContact, CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
 use ebb_testkit::{FakeApi, RecordedRequest, RecordingEvents};
 use futures::FutureExt;
@@ -84,17 +85,22 @@ impl World {
     /// recorded Events, a replica that leads (no election in a simulation), and `common`'s
     /// scope.
     pub fn wiring(&mut self, name: &str, common: &CommonArgs) -> Wiring {
+        let warm_up = WarmUp::new(Health::new(), ApiContact::new(Arc::new(self.clock)));
         Wiring {
-            client: self.fake.client(),
-            clock: Arc::new(self.clock),
-            events: Arc::new(self.events.clone()),
-            metrics: ControllerMetrics::new(&mut self.registry, name),
-            leader: Leader::disabled(),
+            shared: Shared {
+                contact: warm_up.contact().clone(),
+                client: self.fake.client(),
+                clock: Arc::new(self.clock),
+                events: Arc::new(self.events.clone()),
+                metrics: ControllerMetrics::new(&mut self.registry, name),
+                dry_run: common.dry_run,
+                leader: Leader::disabled(),
+                own_writes: ebb_runtime::own_writes::OwnWrites::new(),
+            },
             common: common.clone(),
-            warm_up: WarmUp::new(Health::new(), ApiContact::new(Arc::new(self.clock))),
+            warm_up,
             shutdown: Shutdown::new(),
             retry_jitter: false,
-            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
         }
     }
 

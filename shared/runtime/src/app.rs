@@ -28,7 +28,7 @@ use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
 use crate::{
-    ApiContact, Clock, CommonArgs, ControllerMetrics, EventPublisher, EventSink, Health, Leader,
+    ApiContact, Clock, CommonArgs, ControllerMetrics, EventPublisher, Health, Leader,
     LeaderElection, LeaderError, MetricsServer, Shutdown, SystemClock,
 };
 
@@ -143,19 +143,14 @@ impl Runtime {
 
 /// What a controller's watches and reconcilers run on: a process's ([`run`]) or a simulation's
 /// (the same code on an in-memory API and a virtual clock). A controller's `controllers`
-/// function takes one and returns the future that drives all its `Controller`s.
+/// function takes one and returns the future that drives all its `Controller`s. It is the
+/// frame's [`Shared`] (what every reconcile shares, reached through `Deref`: `wiring.client`,
+/// `wiring.clock` ...) and what only the wiring needs.
 #[derive(Clone)]
 pub struct Wiring {
-    /// The client for every API call.
-    pub client: Client,
-    /// The source of "now".
-    pub clock: Arc<dyn Clock>,
-    /// Where Events go.
-    pub events: Arc<dyn EventSink>,
-    /// The reconcile metrics.
-    pub metrics: ControllerMetrics,
-    /// Whether this replica may write.
-    pub leader: Leader,
+    /// What every reconcile shares: client, clock, Events, reconcile metrics, leadership,
+    /// `--dry-run`, the link to the API server, the own writes.
+    pub shared: Shared,
     /// The flags that scope the watches (namespaces, label selector) and `--dry-run`.
     pub common: CommonArgs,
     /// The caches `/readyz` waits for.
@@ -165,23 +160,20 @@ pub struct Wiring {
     /// Retry delays after failures have jitter ([`crate::ErrorBackoff`]); the simulator, whose
     /// runs must repeat exactly, turns it off.
     pub retry_jitter: bool,
-    /// This process's own writes, whose events a watch may pass over ([`crate::own_writes`]).
-    pub own_writes: crate::own_writes::OwnWrites,
+}
+
+impl std::ops::Deref for Wiring {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 impl Wiring {
     /// The frame's shared parts of a reconcile context.
     pub fn shared(&self) -> Shared {
-        Shared {
-            contact: self.warm_up.contact().clone(),
-            client: self.client.clone(),
-            clock: self.clock.clone(),
-            events: self.events.clone(),
-            metrics: self.metrics.clone(),
-            dry_run: self.common.dry_run,
-            leader: self.leader.clone(),
-            own_writes: self.own_writes.clone(),
-        }
+        self.shared.clone()
     }
 
     /// One `Api` of kind `K` per scope the common flags watch ([`scoped_apis`]).
@@ -253,17 +245,22 @@ where
         };
         tokio::spawn(watcher.run());
     }
+    let warm_up = runtime.warm_up();
     let wiring = Wiring {
-        client: runtime.client.clone(),
-        clock: runtime.clock.clone(),
-        events: Arc::new(EventPublisher::new(runtime.client.clone(), name)),
-        metrics,
-        leader: runtime.leader.clone(),
+        shared: Shared {
+            contact: warm_up.contact().clone(),
+            client: runtime.client.clone(),
+            clock: runtime.clock.clone(),
+            events: Arc::new(EventPublisher::new(runtime.client.clone(), name)),
+            metrics,
+            dry_run: common.dry_run,
+            leader: runtime.leader.clone(),
+            own_writes: crate::own_writes::OwnWrites::new(),
+        },
         common,
-        warm_up: runtime.warm_up(),
+        warm_up,
         shutdown: runtime.shutdown.clone(),
         retry_jitter: true,
-        own_writes: crate::own_writes::OwnWrites::new(),
     };
     runtime.run(controllers(args, wiring, own)).await
 }

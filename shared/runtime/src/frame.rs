@@ -78,6 +78,7 @@ pub struct Context<T> {
 }
 
 /// The parts of a [`Context`] every controller has, as its `run` (or a test harness) builds them.
+#[derive(Clone)]
 pub struct Shared {
     /// The API client.
     pub client: Client,
