@@ -39,7 +39,7 @@ use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
-use ebb_runtime::triggers::spec_changes;
+use ebb_runtime::triggers::spec_changes_of;
 use ebb_runtime::{ApiContact, Shutdown};
 use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, Stream, StreamExt};
@@ -242,14 +242,18 @@ pub fn relate(
         .watches_stream(claims, |claim| provision_of_claim(&claim))
         // Not the policy's status, which the policy controller writes on every Workshop change:
         // with a thousand provisions in a namespace, each of those writes reconciled them all.
-        .watches_stream(spec_changes(policies, all(), contact), move |policy| {
-            // Every provision of the namespace, not only those of the Workshops the policy now
-            // selects: a changed or deleted policy also concerns the Workshops it used to select
-            // (and makes or ends an ambiguity there), which the new object cannot name. Metadata
-            // is enough, so a malformed policy maps too.
-            let ns = policy.namespace().unwrap_or_default();
-            provisions_in(&by_policy, &ns)
-        })
+        // The watch fills the policies' cache the reconciles read.
+        .watches_stream(
+            spec_changes_of(feeds.policies.events(policies, all(), contact, |_| {})),
+            move |policy| {
+                // Every provision of the namespace, not only those of the Workshops the policy now
+                // selects: a changed or deleted policy also concerns the Workshops it used to select
+                // (and makes or ends an ambiguity there), which the new object cannot name. Metadata
+                // is enough, so a malformed policy maps too.
+                let ns = policy.namespace().unwrap_or_default();
+                provisions_in(&by_policy, &ns)
+            },
+        )
         .graceful_shutdown_on(async move { token.cancelled().await })
 }
 

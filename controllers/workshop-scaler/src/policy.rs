@@ -8,9 +8,6 @@ use std::time::Duration;
 use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::frame::{self, Reconciler};
-use ebb_runtime::guard::Guarded;
-use kube::Api;
-use kube::api::ListParams;
 use kube::runtime::controller::Action;
 
 use crate::FIELD_MANAGER;
@@ -53,15 +50,8 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
             return Ok(Action::requeue(COLD_RETRY));
         }
     };
-    let policies: Api<Guarded<WorkshopScalingPolicy>> =
-        Api::namespaced(ctx.client.clone(), &namespace);
-    let others: Vec<WorkshopScalingPolicy> = policies
-        .list(&ListParams::default())
-        .await
-        .map_err(frame::ReadError::of(format!(
-            "WorkshopScalingPolicies in {namespace}"
-        )))?
-        .items
+    let others: Vec<WorkshopScalingPolicy> = crate::reconcile::policies_in(ctx, &namespace)
+        .await?
         .into_iter()
         .filter_map(|p| p.0.ok())
         .collect();

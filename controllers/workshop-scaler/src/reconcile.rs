@@ -51,13 +51,15 @@ pub struct Own {
 /// trimmed to what their settlement needs ([`ResourceClaim::trim`]), Workshops to what
 /// configuration and policy selection read ([`Workshop::trim`]).
 ///
-/// The policies are still listed per reconcile: their CRD is optional, and a cache of a kind
-/// that is not served never answers.
+/// The policies are read from their cache once it has listed; their CRD is optional, and a cache
+/// of a kind that is not served never answers, so until then they are listed per reconcile
+/// ([`policies_in`]).
 #[derive(Clone, Default)]
 pub struct Caches {
     pub workshops: Cache<Guarded<Workshop>>,
     pub assignments: Cache<Guarded<WorkshopUserAssignment>>,
     pub claims: Cache<Guarded<ResourceClaim>>,
+    pub policies: Cache<Guarded<WorkshopScalingPolicy>>,
 }
 
 /// What fills one scope of the [`Caches`].
@@ -65,6 +67,7 @@ pub struct Feeds {
     pub workshops: Feed<Guarded<Workshop>>,
     pub assignments: Feed<Guarded<WorkshopUserAssignment>>,
     pub claims: Feed<Guarded<ResourceClaim>>,
+    pub policies: Feed<Guarded<WorkshopScalingPolicy>>,
 }
 
 impl Caches {
@@ -74,6 +77,7 @@ impl Caches {
             workshops: self.workshops.scope(),
             assignments: self.assignments.scope(),
             claims: self.claims.scope(),
+            policies: self.policies.scope(),
         }
     }
 }
@@ -259,6 +263,28 @@ pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
     })
 }
 
+/// Every WorkshopScalingPolicy of `namespace`: from the cache once its watch has listed, else
+/// (its CRD not installed, or the watch still listing) by a list; without the CRD there are none.
+///
+/// # Errors
+/// The list failed.
+pub async fn policies_in(
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Vec<Guarded<WorkshopScalingPolicy>>, frame::ReadError> {
+    if let Ok(cached) = ctx.own.caches.policies.in_namespace(namespace) {
+        return Ok(cached.iter().map(|p| p.as_ref().clone()).collect());
+    }
+    let api: Api<Guarded<WorkshopScalingPolicy>> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Vec::new()),
+        Err(source) => Err(frame::ReadError::of(format!(
+            "WorkshopScalingPolicies in {namespace}"
+        ))(source)),
+    }
+}
+
 /// The `spec.autoScaling` of every WorkshopScalingPolicy of the namespace whose
 /// `workshopSelector` selects `workshop`, by name. A policy that does not deserialize or whose
 /// selector cannot be evaluated selects nothing (the API server's schema rejects most such
@@ -268,15 +294,7 @@ pub async fn observe_policies(
     namespace: &str,
     workshop: &Workshop,
 ) -> Result<Vec<(String, ebb_crds::babylon::AutoScaling)>, Error> {
-    let api: Api<Guarded<WorkshopScalingPolicy>> = Api::namespaced(ctx.client.clone(), namespace);
-    let list = match api.list(&ListParams::default()).await {
-        Ok(list) => list.items,
-        Err(kube::Error::Api(s)) if s.is_not_found() => Vec::new(),
-        Err(source) => {
-            let what = format!("WorkshopScalingPolicies in {namespace}");
-            return Err(frame::ReadError::of(what)(source).into());
-        }
-    };
+    let list = policies_in(ctx, namespace).await?;
     let mut out: Vec<(String, ebb_crds::babylon::AutoScaling)> = list
         .into_iter()
         .filter_map(|p| {

@@ -18,6 +18,7 @@ use jiff::SignedDuration;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use workshop_scaler::reconcile::Feeds;
 use workshop_scaler::reconcile::Reconcile;
 use workshop_scaler::{Related, WorkshopsSeen, relate};
@@ -62,6 +63,42 @@ async fn a_policy_scales_a_provision_of_a_stock_workshop() {
     );
     assert_eq!(h.events(), ["ScaledUp"]);
     assert_eq!(h.condition(P, "AutoScalingConfigValid").unwrap().0, "True");
+}
+
+/// The policies come from their watch's cache once it has listed; where it never does (the
+/// WorkshopScalingPolicy CRD is not installed, or the watch is still listing), they are listed
+/// per reconcile, and decide the same.
+#[tokio::test]
+async fn policies_are_read_from_the_cache_once_it_listed_and_listed_before() {
+    let listed = |h: &Harness| {
+        h.fake
+            .reads()
+            .iter()
+            .filter(|r| r.path.ends_with("/workshopscalingpolicies"))
+            .count()
+    };
+    for warm in [false, true] {
+        let h = stock();
+        h.policy("standard", Some(team_ops()), standard());
+        let (ctx, mut feeds) = watched_context(&h.fake, &h.clock);
+        feeds.workshops.fill(h.fake.list());
+        feeds.assignments.fill(h.fake.list());
+        feeds.claims.fill(h.fake.list());
+        if warm {
+            // The cache is what is read: a policy it holds counts even where the API server no
+            // longer has it (its deletion's event not yet seen).
+            feeds
+                .policies
+                .fill(h.fake.list::<Guarded<WorkshopScalingPolicy>>());
+            assert!(h.fake.remove::<WorkshopScalingPolicy>(NS, "standard"));
+        }
+        h.fake.clear_requests();
+        frame::reconcile::<Reconcile>(guard(h.get(P)), ctx)
+            .await
+            .unwrap();
+        assert_eq!(listed(&h), usize::from(!warm), "warm: {warm}");
+        assert_eq!(h.count(P), 30, "warm: {warm}");
+    }
 }
 
 #[tokio::test]

@@ -143,8 +143,20 @@ where
         api: Api<K>,
         config: watcher::Config,
         contact: &crate::ApiContact,
-        mut trim: impl FnMut(&mut K) + Send + 'static,
+        trim: impl FnMut(&mut K) + Send + 'static,
     ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
+        self.events(api, config, contact, trim).touched_objects()
+    }
+
+    /// [`Self::watch`] as the watch's events, for a filter that needs them (such as
+    /// [`crate::triggers::spec_changes_of`]).
+    pub fn events(
+        self,
+        api: Api<K>,
+        config: watcher::Config,
+        contact: &crate::ApiContact,
+        mut trim: impl FnMut(&mut K) + Send + 'static,
+    ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static {
         let warm = self.warm;
         let kind = K::kind(&K::DynamicType::default()).into_owned();
         // Retried here, so the stream can go anywhere (a trigger, a reconcile-all).
@@ -157,13 +169,11 @@ where
             crate::app::slim(object);
             trim(object);
         });
-        reflector(self.writer, trimmed)
-            .inspect(move |event| {
-                if matches!(event, Ok(Event::InitDone)) {
-                    warm.store(true, Ordering::Release);
-                }
-            })
-            .touched_objects()
+        reflector(self.writer, trimmed).inspect(move |event| {
+            if matches!(event, Ok(Event::InitDone)) {
+                warm.store(true, Ordering::Release);
+            }
+        })
     }
 
     /// Replaces what this scope holds with `objects` at once, as a relist does, and marks it

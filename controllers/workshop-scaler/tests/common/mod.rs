@@ -9,6 +9,7 @@ use ebb_crds::babylon::{
     Workshop, WorkshopProvision, WorkshopProvisionStatus, WorkshopUserAssignment,
 };
 use ebb_crds::poolboy::ResourceClaim;
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::{Leader, ManualClock};
@@ -56,6 +57,9 @@ impl Replica {
         feeds
             .claims
             .fill(self.fake.list::<Guarded<ResourceClaim>>());
+        feeds
+            .policies
+            .fill(self.fake.list::<Guarded<WorkshopScalingPolicy>>());
         self.ctx.clone()
     }
 }
