@@ -310,6 +310,7 @@ pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, 
         metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
         targets: args.targets(),
         nodes,
+        schedules: None,
     };
     let selector = args.common.label_selector();
     reconcile::release_all(&frame::Context::new(shared, own), selector).await
@@ -326,16 +327,22 @@ pub fn controllers(
     tracing::info!(targets = ?args.targets(), "target kinds");
     let mut nodes = Cache::default();
     let feed = args.targets().node_annotation.then(|| nodes.scope());
-    let ctx = wiring.context(Own {
-        metrics,
-        targets: args.targets(),
-        nodes,
-    });
     let schedules: Api<GuardedSchedule> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
     let controller =
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
+    let ctx = wiring.context(Own {
+        metrics,
+        targets: args.targets(),
+        nodes,
+        // Without a label selector the cache holds every schedule: the claimants are read there.
+        schedules: args
+            .common
+            .label_selector()
+            .is_none()
+            .then(|| store.clone()),
+    });
     let controller = watch_targets(
         controller,
         &client,

@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::ListParams;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::decide::writes::{FinalizerStep, ScheduleGauges};
@@ -92,6 +93,10 @@ pub struct Own {
     /// The Nodes' metadata as the Node watch last saw it: what a Nodes target reads, instead of
     /// listing every Node on every reconcile (101 MiB and a 10 s p99 with 10 000 Nodes).
     pub nodes: Cache<PartialObjectMeta<Node>>,
+    /// The controller's own cache of ScaleDownSchedules, where it holds every one (no
+    /// `--label-selector`): the claimants a reconcile weighs are read from it. `None`: they are
+    /// listed (a label-selected cache holds only this shard's).
+    pub schedules: Option<Store<Guarded<ScaleDownSchedule>>>,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -503,6 +508,30 @@ async fn get_served(
     }
 }
 
+/// Every ScaleDownSchedule that deserializes: from the controller's cache where it holds them
+/// all, once it has listed; else listed.
+async fn every_schedule(ctx: &Context) -> Result<Vec<ScaleDownSchedule>, Error> {
+    if let Some(store) = &ctx.own.schedules
+        && store.wait_until_ready().await.is_ok()
+    {
+        return Ok(store
+            .state()
+            .iter()
+            .filter_map(|guard| guard.0.as_ref().ok().cloned())
+            .collect());
+    }
+    let api: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .map_err(Error::Schedules)?;
+    Ok(listed
+        .items
+        .into_iter()
+        .filter_map(|guard| guard.0.ok())
+        .collect())
+}
+
 /// The live schedules competing for target objects: every ScaleDownSchedule not being deleted
 /// (whatever this controller's label selector, so shards never fight), with `me` as reconciled
 /// (`my_target`; `None` while it is being deleted, so it claims nothing). Schedules that do not
@@ -512,17 +541,11 @@ async fn claimants(
     me: &ScaleDownSchedule,
     my_target: Option<ResolvedTarget>,
 ) -> Result<Vec<Claimant>, Error> {
-    let api: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
-    let all = api
-        .list(&ListParams::default())
-        .await
-        .map_err(Error::Schedules)?;
+    let all = every_schedule(ctx).await?;
     let my_name = me.name_any();
     let created = |s: &ScaleDownSchedule| s.metadata.creation_timestamp.as_ref().map(from_k8s_time);
     let mut out: Vec<Claimant> = all
-        .items
         .into_iter()
-        .filter_map(|guard| guard.0.ok())
         .filter(|s| s.metadata.deletion_timestamp.is_none() && s.name_any() != my_name)
         .filter_map(|s| {
             Some(Claimant {

@@ -71,6 +71,7 @@ impl Test {
                     metrics,
                     targets,
                     nodes: cache,
+                    schedules: None,
                 },
             )
             .without_jitter(),
@@ -930,6 +931,57 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     assert_eq!(t.condition(ME, decide::CONDITION_SCHEDULE_VALID).0, "True");
 }
 
+/// Without a label selector the controller's own cache holds every schedule: the claimants are
+/// read there, not listed, and decide the same (the cache is what is read: a schedule it still
+/// holds claims, even where the API server no longer has it).
+#[tokio::test]
+async fn the_claimants_come_from_the_cache_where_it_holds_every_schedule() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule("a-nights", ca_target(), nights()));
+    let always = json!([{ "schedule": "* * * * *", "duration": "1h" }]);
+    t.fake.insert(schedule("b-always", ca_target(), always));
+    let (store, mut writer) = kube::runtime::reflector::store::<Guarded<ScaleDownSchedule>>();
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::Init);
+    for cached in t.fake.list::<Guarded<ScaleDownSchedule>>() {
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitApply(cached));
+    }
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+    assert!(t.fake.remove::<ScaleDownSchedule>("", "a-nights"));
+    let ctx = Arc::new(
+        Context::new(
+            t.h.shared(false),
+            Own {
+                metrics: Metrics::default(),
+                targets: EnabledTargets::all(),
+                nodes: t.node_cache(),
+                schedules: Some(store),
+            },
+        )
+        .without_jitter(),
+    );
+    t.fake.clear_requests();
+    frame::reconcile::<Reconcile>(t.guard("b-always"), ctx)
+        .await
+        .unwrap();
+    assert!(
+        !t.fake
+            .reads()
+            .iter()
+            .any(|r| r.path.ends_with("/scaledownschedules")),
+        "{:?}",
+        t.fake.reads()
+    );
+    let (status, _, message) = t.condition("b-always", decide::CONDITION_TARGET_CONFLICT);
+    assert_eq!(status, "True");
+    assert!(message.contains("managed by a-nights"), "{message}");
+    assert!(
+        t.fake
+            .writes_matching(&Matcher::patch("/clusterautoscalers/"))
+            .is_empty()
+    );
+}
+
 #[tokio::test]
 async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() {
     let t = Test::new(FRIDAY_NOON);
@@ -1431,6 +1483,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
             metrics: Metrics::default(),
             targets: EnabledTargets::all(),
             nodes: t.node_cache(),
+            schedules: None,
         },
     );
     t.set(FRIDAY_NIGHT);
@@ -2022,6 +2075,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
             metrics: Metrics::default(),
             targets: EnabledTargets::all(),
             nodes: t.node_cache(),
+            schedules: None,
         },
     );
     let said = release_all(&dry, None).await.unwrap();

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
+use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::Shutdown;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
@@ -18,7 +19,6 @@ use jiff::SignedDuration;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use workshop_scaler::reconcile::Feeds;
 use workshop_scaler::reconcile::Reconcile;
 use workshop_scaler::{Related, WorkshopsSeen, relate};
