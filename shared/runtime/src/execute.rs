@@ -109,6 +109,7 @@ pub async fn execute<G>(
     }
     if let Some(status) = &plan.status {
         let api = api_of(&shared.client, &status.target);
+        let _in_flight = shared.own_writes.begin(&status.target);
         match api
             .patch_status(
                 &status.target.name,
@@ -247,6 +248,7 @@ impl<'a> Writer<'a> {
     /// [`Failure::Conflict`] on a 409, a 422 on `metadata.uid` or a 404 (a delete's 404 is done),
     /// else [`Failure::Write`] under the write's category.
     pub async fn write(&mut self, write: &Write) -> Result<Option<DynamicObject>, Failure> {
+        let _in_flight = self.own.map(|own| own.begin(&write.target));
         let answer = self.perform(write).await?;
         if let Some(version) = answer
             .as_ref()

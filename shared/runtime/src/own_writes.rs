@@ -8,6 +8,11 @@
 //! the event that carries exactly that version. Anyone else's change has a version of its own and
 //! passes, as does every event of an object this process never wrote.
 //!
+//! The event of a write can reach the watch before the write's own answer reaches the writer.
+//! So a write is announced before it is sent ([`OwnWrites::begin`]), and an event of an object
+//! with a write in flight waits (at most [`IN_FLIGHT_WAIT`]) until that write has answered
+//! before it is judged.
+//!
 //! The one loss: a watch that relists (its history expired) hands over only each object's latest
 //! version, so a change someone made just before this process's write, folded into the relist
 //! under this process's version, is passed over with it. The hourly safety-net requeue (or the
@@ -15,14 +20,20 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use ebb_core::plan::Target;
 use futures::{Stream, StreamExt};
 use kube::Resource;
+use tokio::sync::Notify;
 
 /// How many versions of one object are remembered, awaiting their events (a pass writes an
 /// object at most a few times; an event that never comes is forgotten after this many more).
 const PER_OBJECT: usize = 8;
+
+/// The longest an event of an object waits for the answer of a write to it in flight: past
+/// it the event is passed on (and runs a pass), never held back for good.
+pub const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
 
 /// An object as a write's [`Target`] names it and as a watched object's metadata does.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -33,12 +44,43 @@ struct Key {
     name: String,
 }
 
+impl Key {
+    fn of_target(target: &Target) -> Self {
+        Self {
+            group: target.resource.group.clone(),
+            kind: target.resource.kind.clone(),
+            namespace: target.namespace.clone(),
+            name: target.name.clone(),
+        }
+    }
+
+    fn of_object<K: Resource>(object: &K) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        let dt = K::DynamicType::default();
+        let meta = object.meta();
+        Self {
+            group: K::group(&dt).into_owned(),
+            kind: K::kind(&dt).into_owned(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+
+    fn kind(&self) -> (String, String) {
+        (self.group.clone(), self.kind.clone())
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     /// `(group, kind)` of the kinds a watch passes over own writes of.
     kinds: HashSet<(String, String)>,
     /// The versions of each object this process's writes answered with, awaiting their events.
     versions: HashMap<Key, VecDeque<String>>,
+    /// How many writes to each object are sent and not yet answered.
+    in_flight: HashMap<Key, usize>,
 }
 
 /// The versions of this process's own writes, shared by the executor (which records them) and
@@ -46,6 +88,34 @@ struct Inner {
 #[derive(Clone, Debug, Default)]
 pub struct OwnWrites {
     inner: Arc<Mutex<Inner>>,
+    /// Woken whenever a write in flight has answered.
+    answered: Arc<Notify>,
+}
+
+/// A write in flight ([`OwnWrites::begin`]): dropped once it has answered (and its version is
+/// recorded, when it succeeded).
+#[must_use]
+pub struct InFlight {
+    own: OwnWrites,
+    key: Option<Key>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        {
+            let mut inner = self.own.lock();
+            if let Some(count) = inner.in_flight.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    inner.in_flight.remove(&key);
+                }
+            }
+        }
+        self.own.answered.notify_waiters();
+    }
 }
 
 impl OwnWrites {
@@ -70,19 +140,31 @@ impl OwnWrites {
             .insert((K::group(&dt).into_owned(), K::kind(&dt).into_owned()));
     }
 
+    /// A write to `target` is about to be sent: until the returned guard is dropped (after the
+    /// answer, and [`Self::record`]), an event of `target` waits before it is judged.
+    pub fn begin(&self, target: &Target) -> InFlight {
+        let key = Key::of_target(target);
+        let mut inner = self.lock();
+        if !inner.kinds.contains(&key.kind()) {
+            return InFlight {
+                own: self.clone(),
+                key: None,
+            };
+        }
+        *inner.in_flight.entry(key.clone()).or_default() += 1;
+        InFlight {
+            own: self.clone(),
+            key: Some(key),
+        }
+    }
+
     /// A write to `target` succeeded and left it at `version`.
     pub fn record(&self, target: &Target, version: &str) {
-        let kind = (target.resource.group.clone(), target.resource.kind.clone());
+        let key = Key::of_target(target);
         let mut inner = self.lock();
-        if !inner.kinds.contains(&kind) {
+        if !inner.kinds.contains(&key.kind()) {
             return;
         }
-        let key = Key {
-            group: kind.0,
-            kind: kind.1,
-            namespace: target.namespace.clone(),
-            name: target.name.clone(),
-        };
         let versions = inner.versions.entry(key).or_default();
         if versions.len() == PER_OBJECT {
             versions.pop_front();
@@ -96,19 +178,15 @@ impl OwnWrites {
     where
         K::DynamicType: Default,
     {
-        let meta = object.meta();
-        let Some(version) = meta.resource_version.as_deref() else {
+        let Some(version) = object.meta().resource_version.as_deref() else {
             return false;
         };
-        let dt = K::DynamicType::default();
-        let key = Key {
-            group: K::group(&dt).into_owned(),
-            kind: K::kind(&dt).into_owned(),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone().unwrap_or_default(),
-        };
+        self.take(&Key::of_object(object), version)
+    }
+
+    fn take(&self, key: &Key, version: &str) -> bool {
         let mut inner = self.lock();
-        let Some(versions) = inner.versions.get_mut(&key) else {
+        let Some(versions) = inner.versions.get_mut(key) else {
             return false;
         };
         let Some(at) = versions.iter().position(|v| v == version) else {
@@ -117,13 +195,36 @@ impl OwnWrites {
         // Events come in order: the versions before this one will not come any more.
         versions.drain(..=at);
         if versions.is_empty() {
-            inner.versions.remove(&key);
+            inner.versions.remove(key);
         }
         true
     }
 
-    /// `events` without the objects as this process's own writes left them ([`Self::is_own`]).
-    /// Remembers writes to `K` from now on ([`Self::watch`]).
+    /// Whether `object`'s event is of an own write, once every write to it in flight has
+    /// answered (at most [`IN_FLIGHT_WAIT`]).
+    async fn is_own_once_answered(&self, key: Key, version: Option<String>) -> bool {
+        let Some(version) = version else {
+            return false;
+        };
+        let deadline = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
+        loop {
+            // Registered before the check, so an answer between the two is not missed.
+            let answered = self.answered.notified();
+            if self.take(&key, &version) {
+                return true;
+            }
+            if !self.lock().in_flight.contains_key(&key) {
+                return false;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                return self.take(&key, &version);
+            }
+        }
+    }
+
+    /// `events` without the objects as this process's own writes left them ([`Self::is_own`],
+    /// waiting for a write in flight to answer first). Remembers writes to `K` from now on
+    /// ([`Self::watch`]).
     pub fn skip<K, E, S>(&self, events: S) -> impl Stream<Item = Result<K, E>> + Send + use<K, E, S>
     where
         K: Resource + Send + 'static,
@@ -134,11 +235,24 @@ impl OwnWrites {
         self.watch::<K>();
         let own = self.clone();
         events.filter(move |event| {
-            let skip = matches!(event, Ok(object) if own.is_own(object));
-            if skip {
-                tracing::trace!("passed over the event of an own write");
+            let judged = match event {
+                Ok(object) => Some((
+                    Key::of_object(object),
+                    object.meta().resource_version.clone(),
+                )),
+                Err(_) => None,
+            };
+            let own = own.clone();
+            async move {
+                let Some((key, version)) = judged else {
+                    return true;
+                };
+                let skip = own.is_own_once_answered(key, version).await;
+                if skip {
+                    tracing::trace!("passed over the event of an own write");
+                }
+                !skip
             }
-            std::future::ready(!skip)
         })
     }
 

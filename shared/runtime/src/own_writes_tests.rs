@@ -5,6 +5,7 @@ use futures::stream;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::core::PartialObjectMeta;
+use std::time::Duration;
 
 fn hpa(name: &str, version: &str) -> HorizontalPodAutoscaler {
     let mut hpa = HorizontalPodAutoscaler::default();
@@ -93,4 +94,41 @@ async fn a_watch_passes_over_own_events_metadata_only_too() {
         .collect()
         .await;
     assert_eq!(passed, vec![Ok("5".into()), Err(()), Ok("8".into())]);
+}
+
+/// The event of a write may come before the write's answer: it waits for the answer, and is
+/// passed over once the answer names its version.
+#[tokio::test(start_paused = true)]
+async fn an_event_before_the_answer_waits_for_it() {
+    let own = OwnWrites::new();
+    let (events, rx) = futures::channel::mpsc::unbounded::<Result<HorizontalPodAutoscaler, ()>>();
+    let mut passed = Box::pin(own.skip(rx));
+    let in_flight = own.begin(&target("web"));
+    events.unbounded_send(Ok(hpa("web", "7"))).unwrap();
+    events.unbounded_send(Ok(hpa("api", "3"))).unwrap();
+    // Nothing passes while the write is in flight (the other object's event waits behind it).
+    let early = tokio::time::timeout(Duration::from_millis(500), passed.next()).await;
+    assert!(early.is_err(), "judged before the answer");
+    own.record(&target("web"), "7");
+    drop(in_flight);
+    let next = passed.next().await.unwrap().unwrap();
+    assert_eq!(
+        next.metadata.name.as_deref(),
+        Some("api"),
+        "web's own event was passed over"
+    );
+}
+
+/// A write that never answers holds an event back no longer than IN_FLIGHT_WAIT.
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_write_holds_an_event_back_for_a_bounded_time() {
+    let own = OwnWrites::new();
+    let (events, rx) = futures::channel::mpsc::unbounded::<Result<HorizontalPodAutoscaler, ()>>();
+    let mut passed = Box::pin(own.skip(rx));
+    let _in_flight = own.begin(&target("web"));
+    events.unbounded_send(Ok(hpa("web", "7"))).unwrap();
+    let started = tokio::time::Instant::now();
+    let next = passed.next().await.unwrap().unwrap();
+    assert_eq!(next.metadata.resource_version.as_deref(), Some("7"));
+    assert_eq!(started.elapsed(), IN_FLIGHT_WAIT);
 }
