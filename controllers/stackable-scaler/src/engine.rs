@@ -408,16 +408,11 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
         })
     }
 
-    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Halt> {
-        match decide::status_write(&self.current, status) {
-            Some(write) => self.send(&write).await,
-            None => Ok(()),
+    async fn write(&mut self, writes: &[ebb_core::Write]) -> Result<(), Halt> {
+        for write in writes {
+            self.send(write).await?;
         }
-    }
-
-    async fn strip(&mut self, annotation: &'static str) -> Result<(), Halt> {
-        self.send(&decide::strip_write(&self.current, annotation))
-            .await
+        Ok(())
     }
 
     async fn ask(&mut self, hook: HookKind, context: &ScalingContext) -> Result<bool, Halt> {

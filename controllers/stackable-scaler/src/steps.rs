@@ -1,17 +1,21 @@
-//! The one step loop of the state machine: [`decide`](decide::decide) on the scaler as it is
-//! now, save the plan's status when it changed, carry out the plan's action, and decide again,
-//! until the plan waits or needs what the loop's world cannot give. Every pass of
-//! stackable-scaler runs this loop; only the world differs:
+//! The state machine's pass as a sequence of plans: [`decide`](decide::decide) on the scaler as
+//! it is now, carry out the step's writes ([`decide::step_writes`]: its status when it changed,
+//! the retry or abort annotation it removes, each naming the scaler as decided on), then its
+//! action (a hook to ask, replicas to set), and decide again, until the plan waits or needs what
+//! the world cannot give. A hook's answer decides the next step, so a pass cannot be one plan
+//! decided up front. Every pass of stackable-scaler runs this loop; only the world differs:
 //!
 //! - the cluster ([`engine::scaler_pass`](crate::engine::scaler_pass), under the controller and
-//!   under [`engine::reconcile_scaler`](crate::engine::reconcile_scaler)): a save is a status
-//!   write, a hook is asked (its answer kept in the [`HookLedger`](crate::engine::HookLedger)),
-//!   the workload is resized; the pass ends at a wait, after a resize, or at the first error;
-//! - nothing ([`preview`], for `--dry-run` and the offline `plan`): saves and annotation removals
-//!   change a copy of the scaler, and the pass ends at the first hook to ask or resize to make.
+//!   under [`engine::reconcile_scaler`](crate::engine::reconcile_scaler)): the writes go through
+//!   the runtime's executor, a hook is asked (its answer kept in the
+//!   [`HookLedger`](crate::engine::HookLedger)), the workload is resized; the pass ends at a
+//!   wait, after a resize, or at the first error;
+//! - nothing ([`preview`], for `--dry-run` and the offline `plan`): the writes change a copy of
+//!   the scaler as the API server would ([`apply`]), and the pass ends at the first hook to ask
+//!   or resize to make.
 //!
 //! A stage change is saved before the action that follows it, and a plan's note (an Event) counts
-//! only once its status is saved.
+//! only once its writes succeeded.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,6 +29,7 @@ use crate::decide::{
     WorkloadState,
 };
 use crate::hooks::{HookKind, HookResult, ScalingContext};
+use ebb_core::plan::{Verb, Write};
 
 /// How many decide/save/act steps one pass may take (a full operation without waits is ~6).
 pub const MAX_STEPS: usize = 16;
@@ -92,17 +97,8 @@ pub(crate) trait World {
     /// The answer `hook` already gave about the scaler's current operation, if known.
     fn answer(&self, hook: HookKind) -> Option<HookResult>;
 
-    /// Saves `status` (it differs from the scaler's).
-    fn save(
-        &mut self,
-        status: &StackableScalerStatus,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
-
-    /// Removes `annotation` from the scaler.
-    fn strip(
-        &mut self,
-        annotation: &'static str,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    /// Carries out a step's `writes` to the scaler, in order ([`decide::step_writes`]).
+    fn write(&mut self, writes: &[Write]) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Asks `hook`: `true` when its answer is known now ([`World::answer`]) and the loop decides
     /// again, `false` when the pass ends at this plan.
@@ -146,21 +142,14 @@ async fn steps<W: World>(
         let scaler = world.scaler();
         let answer = pending_hook(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
         let plan = decide::decide(&input(scaler, workload, answer.as_ref(), now));
-        if scaler.status.clone().unwrap_or_default() != plan.status {
-            world.save(&plan.status).await?;
+        let writes = decide::step_writes(scaler, &plan);
+        if !writes.is_empty() {
+            world.write(&writes).await?;
         }
         // Only what is saved is reported.
         notes.extend(plan.note.clone());
         let again = match &plan.action {
-            Action::Continue => true,
-            Action::StripRetryAnnotation => {
-                world.strip(RETRY_ANNOTATION).await?;
-                true
-            }
-            Action::StripAbortAnnotation => {
-                world.strip(ABORT_ANNOTATION).await?;
-                true
-            }
+            Action::Continue | Action::StripRetryAnnotation | Action::StripAbortAnnotation => true,
             Action::RunHook { hook, context } => world.ask(*hook, context).await?,
             Action::SetReplicas { to } => {
                 world.resize(*to).await?;
@@ -223,15 +212,8 @@ impl World for Offline {
         None
     }
 
-    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Infallible> {
-        self.scaler.status = Some(status.clone());
-        Ok(())
-    }
-
-    async fn strip(&mut self, annotation: &'static str) -> Result<(), Infallible> {
-        if let Some(annotations) = self.scaler.metadata.annotations.as_mut() {
-            annotations.remove(annotation);
-        }
+    async fn write(&mut self, writes: &[Write]) -> Result<(), Infallible> {
+        self.scaler = apply(&self.scaler, writes);
         Ok(())
     }
 
@@ -246,6 +228,25 @@ impl World for Offline {
     async fn resize(&mut self, _replicas: i32) -> Result<(), Infallible> {
         Ok(())
     }
+}
+
+/// `scaler` after `writes`, as the API server would leave it: each a merge patch of the scaler
+/// (its status, its metadata), applied in order; the versions they name are not checked (the
+/// copy is what was decided on). The offline worlds' writes.
+pub fn apply(scaler: &StackableScaler, writes: &[Write]) -> StackableScaler {
+    let Ok(mut object) = serde_json::to_value(scaler) else {
+        return scaler.clone();
+    };
+    for write in writes {
+        if let Verb::Merge(patch) | Verb::MergeStatus(patch) = &write.verb {
+            let mut patch = patch.clone();
+            if let Some(metadata) = patch.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                metadata.remove("resourceVersion");
+            }
+            json_patch::merge(&mut object, &patch);
+        }
+    }
+    serde_json::from_value(object).unwrap_or_else(|_| scaler.clone())
 }
 
 /// How a hook answers in a [`walk`] (`plan --hook pre=done`).
@@ -367,6 +368,30 @@ struct Walking<'a> {
 }
 
 impl Walking<'_> {
+    /// Records a status saved over `before`'s: the stage when it changed (or first), and the Job
+    /// of a hook stage entered.
+    fn saved(&mut self, before: &StackableScaler, status: &StackableScalerStatus) {
+        let stage = status
+            .current_state
+            .as_ref()
+            .map_or(ScalerStage::Idle, |state| state.stage);
+        let stage_before = decide::stage_of(before.status.as_ref());
+        let hook_before = pending_hook(before.status.as_ref());
+        if stage_before != stage || self.steps.is_empty() {
+            self.steps.push(WalkStep::Stage {
+                stage: stage.as_str(),
+            });
+        }
+        // A hook stage entered: its Job starts (the answer may be known before it is asked).
+        if let Some(hook) = pending_hook(Some(status)).filter(|h| Some(*h) != hook_before) {
+            self.record_job(
+                hook,
+                status.scale_event.unwrap_or(0),
+                status.attempt.unwrap_or(0),
+            );
+        }
+    }
+
     /// Records the Job `hook` runs for operation `scale_event` (attempt `attempt`), once.
     fn record_job(&mut self, hook: HookKind, scale_event: i64, attempt: i64) {
         let step = if crate::jobs::hook_spec(self.scaler.spec.hooks.as_ref(), hook).is_none() {
@@ -415,35 +440,19 @@ impl World for Walking<'_> {
         }
     }
 
-    async fn save(&mut self, status: &StackableScalerStatus) -> Result<(), Infallible> {
-        let stage = status
-            .current_state
-            .as_ref()
-            .map_or(ScalerStage::Idle, |state| state.stage);
-        let before = decide::stage_of(self.scaler.status.as_ref());
-        let hook_before = pending_hook(self.scaler.status.as_ref());
-        if before != stage || self.steps.is_empty() {
-            self.steps.push(WalkStep::Stage {
-                stage: stage.as_str(),
-            });
+    async fn write(&mut self, writes: &[Write]) -> Result<(), Infallible> {
+        let before = self.scaler.clone();
+        self.scaler = apply(&before, writes);
+        let status = self.scaler.status.clone().unwrap_or_default();
+        if before.status.clone().unwrap_or_default() != status {
+            self.saved(&before, &status);
         }
-        self.scaler.status = Some(status.clone());
-        // A hook stage entered: its Job starts (the answer may be known before it is asked).
-        if let Some(hook) = pending_hook(Some(status)).filter(|h| Some(*h) != hook_before) {
-            self.record_job(
-                hook,
-                status.scale_event.unwrap_or(0),
-                status.attempt.unwrap_or(0),
-            );
+        for annotation in [RETRY_ANNOTATION, ABORT_ANNOTATION] {
+            let had = |s: &StackableScaler| s.annotations().contains_key(annotation);
+            if had(&before) && !had(&self.scaler) {
+                self.steps.push(WalkStep::Strip { annotation });
+            }
         }
-        Ok(())
-    }
-
-    async fn strip(&mut self, annotation: &'static str) -> Result<(), Infallible> {
-        if let Some(annotations) = self.scaler.metadata.annotations.as_mut() {
-            annotations.remove(annotation);
-        }
-        self.steps.push(WalkStep::Strip { annotation });
         Ok(())
     }
 
@@ -460,3 +469,7 @@ impl World for Walking<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "steps_tests.rs"]
+mod tests;

@@ -43,7 +43,7 @@ mod owner;
 mod writes;
 use jiff::SignedDuration;
 pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan, paused_plan, status_plan};
-pub use writes::{resize_write, resume_write, status_write, strip_write};
+pub use writes::{resize_write, resume_write, status_write, step_writes, strip_write};
 
 /// The annotation that takes a scaler out of `Failed`.
 pub const RETRY_ANNOTATION: &str = "autoscaling.stackable.tech/retry";

@@ -63,6 +63,23 @@ pub fn resize_write(
     )
 }
 
+/// The writes that carry out one step of the state machine on `scaler` as it is now, in order:
+/// the plan's status when it differs ([`status_write`]), then, when the step's action is to,
+/// the removal of the retry or abort annotation ([`strip_write`]; the executor names the
+/// version the status write left). A hook to ask or replicas to set follow them; a note is an
+/// Event once they succeeded.
+pub fn step_writes(scaler: &StackableScaler, plan: &crate::Plan) -> Vec<Write> {
+    let strip = match plan.action {
+        crate::Action::StripRetryAnnotation => Some(crate::RETRY_ANNOTATION),
+        crate::Action::StripAbortAnnotation => Some(crate::ABORT_ANNOTATION),
+        _ => None,
+    };
+    status_write(scaler, &plan.status)
+        .into_iter()
+        .chain(strip.map(|annotation| strip_write(scaler, annotation)))
+        .collect()
+}
+
 /// Resuming (or never paused): the status write that drops the `Paused` condition, when the
 /// scaler holds one.
 pub fn resume_write(scaler: &StackableScaler) -> Option<Write> {

@@ -83,3 +83,39 @@ fn resuming_drops_the_paused_condition_and_only_it() {
     assert_eq!(resume_write(&never_paused), None);
     assert_eq!(resume_write(&scaler(Value::Null)), None);
 }
+
+#[test]
+fn a_step_saves_its_status_then_strips_the_annotation_it_acted_on() {
+    let s = scaler(json!({"replicas": 2}));
+    let mut status = s.status.clone().unwrap();
+    let plan = |status: StackableScalerStatus, action: crate::Action| crate::Plan {
+        status,
+        action,
+        note: None,
+    };
+    // Nothing changed, nothing to strip: no write.
+    assert!(step_writes(&s, &plan(status.clone(), crate::Action::Continue)).is_empty());
+    status.replicas = 3;
+    let writes = step_writes(
+        &s,
+        &plan(status.clone(), crate::Action::StripRetryAnnotation),
+    );
+    let categories: Vec<_> = writes.iter().map(|w| w.category).collect();
+    assert_eq!(categories, [Category::Status, Category::Metadata]);
+    assert_eq!(
+        patch_of(&writes[1])["metadata"]["annotations"],
+        json!({"autoscaling.stackable.tech/retry": null})
+    );
+    let writes = step_writes(
+        &s,
+        &plan(
+            s.status.clone().unwrap(),
+            crate::Action::StripAbortAnnotation,
+        ),
+    );
+    assert_eq!(writes.len(), 1);
+    assert_eq!(
+        patch_of(&writes[0])["metadata"]["annotations"],
+        json!({"autoscaling.stackable.tech/abort": null})
+    );
+}
