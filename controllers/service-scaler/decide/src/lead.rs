@@ -179,6 +179,12 @@ pub fn lead_from(
 
 /// [`Lead`] of `schedule` at `t`, with `spec.leadTime` as parsed into the schedule.
 pub fn lead_at(schedule: &Schedule, t: Timestamp) -> Lead {
+    lead_with(schedule, &schedule.transitions(t, MAX_SCAN), t)
+}
+
+/// [`lead_at`] with the transitions coming after `t` already swept (`coming`: the first
+/// [`MAX_SCAN`] are searched), so a pass sweeps them once.
+pub fn lead_with(schedule: &Schedule, coming: &[Transition], t: Timestamp) -> Lead {
     let lead = schedule.lead_time();
     if lead <= SignedDuration::ZERO {
         return Lead {
@@ -186,8 +192,12 @@ pub fn lead_at(schedule: &Schedule, t: Timestamp) -> Lead {
             next_step: None,
         };
     }
-    let coming = schedule.transitions(t, MAX_SCAN);
-    lead_from(schedule.effective_at(t), &coming, lead, t)
+    lead_from(
+        schedule.effective_at(t),
+        &coming[..coming.len().min(MAX_SCAN)],
+        lead,
+        t,
+    )
 }
 
 #[cfg(test)]

@@ -286,3 +286,21 @@ proptest! {
         }
     }
 }
+
+/// A pass sweeps the coming transitions once and hands them to the lead: the same lead as the
+/// lead's own sweep, at every instant of a morning's steps (a preview-length sweep would miss
+/// none of them here, but a longer one is what the pass hands over).
+#[test]
+fn the_lead_from_the_passes_sweep_is_the_leads_own() {
+    let s = morning(None);
+    for t in [
+        "2026-03-10T07:00:00Z",
+        "2026-03-10T07:40:00Z",
+        "2026-03-10T07:59:00Z",
+        "2026-03-10T08:00:00Z",
+    ] {
+        let t = utc(t);
+        let coming = s.transitions(t, MAX_SCAN);
+        assert_eq!(lead_with(&s, &coming, t), lead_at(&s, t), "at {t}");
+    }
+}

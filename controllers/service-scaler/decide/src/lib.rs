@@ -334,13 +334,20 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
     };
     draft.condition(CONDITION_SPEC_VALID, true, "Valid", "");
     draft.overlaps(&schedule);
-    let (matched, next_transition) = draft.schedule_at_now(&schedule);
+    // The coming transitions, swept once: the status previews the first few, the lead (when
+    // there is one) searches further.
+    let scan = match schedule.lead_time() > jiff::SignedDuration::ZERO {
+        true => crate::lead::MAX_SCAN.max(PREVIEW_LEN),
+        false => PREVIEW_LEN,
+    };
+    let coming = schedule.transitions(now, scan);
+    let (matched, next_transition) = draft.schedule_at_now(&schedule, &coming);
     if unmanaged {
         return draft.unmanaged(finalizer, next_transition);
     }
 
     let target = Target::at(
-        &schedule,
+        (&schedule, &coming),
         matched,
         observed.hpa,
         draft.status.ramp.as_ref(),
@@ -547,10 +554,15 @@ impl<'a> Draft<'a> {
     }
 
     /// **Transitions**: the schedule at `now` into the status (the range in force and the next
-    /// [`PREVIEW_LEN`] transitions); returns the range in force and the next transition.
-    fn schedule_at_now(&mut self, schedule: &Schedule) -> (Option<usize>, Option<Timestamp>) {
+    /// [`PREVIEW_LEN`] of the `coming` transitions); returns the range in force and the next
+    /// transition.
+    fn schedule_at_now(
+        &mut self,
+        schedule: &Schedule,
+        coming: &[Transition],
+    ) -> (Option<usize>, Option<Timestamp>) {
         let matched = schedule.matched_at(self.now);
-        let preview = schedule.transitions(self.now, PREVIEW_LEN);
+        let preview = &coming[..coming.len().min(PREVIEW_LEN)];
         let next_transition = preview.first().map(|t| t.at);
         self.status.time_range_match = matched.is_some();
         self.status.matched_range = matched.and_then(|i| i32::try_from(i).ok());
@@ -715,7 +727,7 @@ impl Target {
     /// the HPA's `minReplicas`) and the lead are both lower bounds on `minReplicas`: the HPA gets
     /// the larger, capped at `maxReplicas`.
     fn at(
-        schedule: &Schedule,
+        (schedule, coming): (&Schedule, &[Transition]),
         matched: Option<usize>,
         hpa: Option<&HorizontalPodAutoscaler>,
         previous_ramp: Option<&RampStatus>,
@@ -742,7 +754,7 @@ impl Target {
         });
         // The lead steps increases up ahead of their boundary (crate::lead); a ramp keeps a
         // decrease above it: both are lower bounds on minReplicas, capped at maxReplicas.
-        let lead = crate::lead::lead_at(schedule, now);
+        let lead = crate::lead::lead_with(schedule, coming, now);
         let leading = lead.settings != *target;
         let mut applied = lead.settings;
         if let Some(ramp) = &ramp {
