@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::manifest::{self, Input, Schema};
+use ebb_runtime::manifest::{self, Input};
 use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
 use ebb_runtime::tz::{TzArgs, TzError};
 use ebb_schedule::Zone;
@@ -106,21 +106,19 @@ pub fn offline(
     Ok((report, decision))
 }
 
-/// The schema `plan` holds a ScaleDownSchedule to: the one ebb's CRD has.
-pub fn schema() -> Schema {
-    Schema::for_kind(ebb_crds::all_crds(), "ScaleDownSchedule")
-}
-
 /// Runs `plan` as the CLI would, deciding each ScaleDownSchedule of the file at `--at` or else
 /// at `now`; returns the output.
 ///
 /// # Errors
 /// An unreadable file, a wrong kind, an undeclared field, a bad `--at`, or an invalid field.
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
-    let program = "scaledown-window plan";
-    ebb_runtime::tz::load(&args.tz)?.warn(program);
-    let at = args.input.at(now)?;
-    let objects = manifest::read::<ScaleDownSchedule>(program, &args.input, &schema())?;
+    let (at, objects) = manifest::read_zoned::<ScaleDownSchedule, PlanError>(
+        "scaledown-window plan",
+        &args.input,
+        &args.tz,
+        ebb_crds::all_crds(),
+        now,
+    )?;
     let mut out = String::new();
     for schedule in &objects {
         let (report, decision) =

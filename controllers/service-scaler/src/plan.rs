@@ -118,10 +118,13 @@ pub fn schema() -> Schema {
 /// The decision for each ServiceScaler of `args`, rendered as text or JSON (with a trailing
 /// newline each).
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
-    let program = "service-scaler plan";
-    ebb_runtime::tz::load(&args.tz)?.warn(program);
-    let at = args.input.at(now)?;
-    let objects = manifest::read::<ServiceScaler>(program, &args.input, &schema())?;
+    let (at, objects) = manifest::read_zoned::<ServiceScaler, PlanError>(
+        "service-scaler plan",
+        &args.input,
+        &args.tz,
+        ebb_crds::all_crds(),
+        now,
+    )?;
     let mut out = String::new();
     for scaler in &objects {
         let answer = render(scaler, at, args.output).map_err(|errors| PlanError::Invalid {
