@@ -4,7 +4,7 @@
 //! [`scaler_pass`] is one pass: observe the workload, then the step loop ([`crate::steps`]):
 //! [`decide`], save the plan's status, act (ask a hook, set replicas, strip the retry or abort
 //! annotation) and decide again, until the plan waits. Each step's writes are built by decide
-//! ([`decide::status_write`], [`decide::strip_write`]) and sent by the runtime's executor
+//! ([`decide::step_writes`]) and sent by the runtime's executor
 //! ([`ebb_runtime::execute::Writer`]), each naming the resourceVersion the step decided on. A
 //! stage change is always saved before the next stage's hook is asked, so a hook is never
 //! skipped. A conflict (a 409: the scaler changed since) ends the pass with
