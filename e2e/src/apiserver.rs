@@ -83,6 +83,30 @@ pub fn restartable() -> bool {
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often `/readyz` is polled.
 const POLL: Duration = Duration::from_millis(10);
+/// How long the threads of a server may take to stop after SIGSTOP.
+const FREEZE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The state letter of each thread of a process (`/proc/PID/task/TID/stat`, third field), by
+/// thread id; a thread that ended between the listing and the read is left out.
+fn thread_states(pid: u32) -> Result<BTreeMap<u32, char>> {
+    let mut states = BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let task = task?;
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // "TID (COMM) STATE ...": COMM may hold spaces and parentheses, so split at the last ')'.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .with_context(|| format!("/proc/{pid}/task/{tid}/stat: no state in {stat:?}"))?;
+        states.insert(tid, state);
+    }
+    Ok(states)
+}
 
 /// Another kube-apiserver of a cluster the harness started (killed when dropped).
 pub struct ApiServer {
@@ -211,9 +235,26 @@ impl ApiServer {
         Ok(path)
     }
 
-    /// SIGSTOP: the server stops answering; connections stay open, requests hang.
+    /// SIGSTOP, then waits until every thread of the server is stopped (the kernel stops a
+    /// process's threads one by one, after `kill` returns): from then on the server answers
+    /// nothing; connections stay open, requests hang.
     pub fn freeze(&self) -> Result<()> {
-        self.signal(Signal::SIGSTOP)
+        self.signal(Signal::SIGSTOP)?;
+        let pid = self.pid().context("the API server is not running")?;
+        let since = Instant::now();
+        loop {
+            let states = thread_states(pid)?;
+            if states.values().all(|state| *state == 'T' || *state == 't') {
+                return Ok(());
+            }
+            if since.elapsed() > FREEZE_TIMEOUT {
+                bail!(
+                    "kube-apiserver (pid {pid}) not stopped {FREEZE_TIMEOUT:?} after SIGSTOP; \
+                     its threads' states: {states:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// SIGCONT, then waits for `/readyz`: the Instant of its first 200.
