@@ -10,9 +10,8 @@
 use std::fmt::Write as _;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::manifest::{self, Input};
-use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
-use ebb_runtime::tz::{TzArgs, TzError};
+use ebb_runtime::plan::{ManifestError, ZonedArgs, local_times, zones_named};
+use ebb_runtime::tz::TzError;
 use ebb_schedule::Zone;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -22,15 +21,9 @@ use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanArgs {
-    /// `--file`, `--at`, `--lenient`.
+    /// `--file`, `--at`, `--lenient`, `--tz-data`, `--output`.
     #[command(flatten)]
-    pub input: Input,
-    /// `--tz-data`.
-    #[command(flatten)]
-    pub tz: TzArgs,
-    /// `--output`.
-    #[command(flatten)]
-    pub output: Output,
+    pub zoned: ZonedArgs,
     /// Assume the cluster is upgrading (ClusterVersion Progressing=True); without it, it is not.
     #[arg(long)]
     pub upgrading: bool,
@@ -112,10 +105,8 @@ pub fn offline(
 /// # Errors
 /// An unreadable file, a wrong kind, an undeclared field, a bad `--at`, or an invalid field.
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
-    let (at, objects) = manifest::read_zoned::<ScaleDownSchedule, PlanError>(
+    let (at, objects) = args.zoned.read::<ScaleDownSchedule, PlanError>(
         "scaledown-window plan",
-        &args.input,
-        &args.tz,
         ebb_crds::all_crds(),
         now,
     )?;
@@ -123,12 +114,13 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     for schedule in &objects {
         let (report, decision) =
             offline(schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
-                path: args.input.file.display().to_string(),
+                path: args.zoned.path(),
                 invalid,
             })?;
         let zones = zones(schedule);
         out.push_str(
             &args
+                .zoned
                 .output
                 .render(&report, |report| text(report, &decision, at, &zones)),
         );

@@ -21,10 +21,10 @@
 use std::fmt::Write as _;
 
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
-use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{ManifestError, Output, local_times, zones_named};
+use ebb_runtime::manifest::Schema;
+use ebb_runtime::plan::{ManifestError, Output, ZonedArgs, local_times, zones_named};
 use ebb_runtime::rfc3339;
-use ebb_runtime::tz::{TzArgs, TzError};
+use ebb_runtime::tz::TzError;
 use ebb_schedule::Zone;
 use jiff::Timestamp;
 use kube::ResourceExt;
@@ -35,19 +35,8 @@ use crate::decide::{self, Schedule, SpecErrors};
 /// How many coming transitions the text output lists.
 const TEXT_PREVIEW: usize = 5;
 
-/// Flags of `service-scaler plan`.
-#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
-pub struct PlanArgs {
-    /// `--file`, `--at`, `--lenient`.
-    #[command(flatten)]
-    pub input: Input,
-    /// `--tz-data`.
-    #[command(flatten)]
-    pub tz: TzArgs,
-    /// `--output`.
-    #[command(flatten)]
-    pub output: Output,
-}
+/// Flags of `service-scaler plan`: those of every zoned `plan`.
+pub type PlanArgs = ZonedArgs;
 
 /// The JSON answer.
 #[derive(Serialize, Debug, PartialEq, Eq)]
@@ -118,17 +107,12 @@ pub fn schema() -> Schema {
 /// The decision for each ServiceScaler of `args`, rendered as text or JSON (with a trailing
 /// newline each).
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
-    let (at, objects) = manifest::read_zoned::<ServiceScaler, PlanError>(
-        "service-scaler plan",
-        &args.input,
-        &args.tz,
-        ebb_crds::all_crds(),
-        now,
-    )?;
+    let (at, objects) =
+        args.read::<ServiceScaler, PlanError>("service-scaler plan", ebb_crds::all_crds(), now)?;
     let mut out = String::new();
     for scaler in &objects {
         let answer = render(scaler, at, args.output).map_err(|errors| PlanError::Invalid {
-            path: args.input.file.display().to_string(),
+            path: args.path(),
             errors,
         })?;
         out.push_str(&answer);

@@ -270,29 +270,6 @@ pub struct Manifests<K> {
     pub warnings: Vec<String>,
 }
 
-/// What a `plan` that reads time zones starts with: the zone data loaded (`--tz-data`, its
-/// warning said as `program`), the instant it decides at (`--at`, else `now`), and the objects
-/// of kind `K` of the input ([`read`]), held to the kind's CRD schema among `crds`.
-///
-/// # Errors
-/// The zone data cannot be read, `--at` is not an instant, or [`read`] fails.
-pub fn read_zoned<K, E>(
-    program: &str,
-    input: &Input,
-    tz: &crate::tz::TzArgs,
-    crds: Vec<CustomResourceDefinition>,
-    now: Timestamp,
-) -> Result<(Timestamp, Vec<K>), E>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-    E: From<crate::tz::TzError> + From<ManifestError>,
-{
-    crate::tz::load(tz)?.warn(program);
-    let at = input.at(now)?;
-    let schema = Schema::for_kind(crds, &K::kind(&()));
-    Ok((at, read(program, input, &schema)?))
-}
-
 /// Reads every object of kind `K` from `input.file` (or standard input for `-`), checked against
 /// `schema`; what `--lenient` let through is said on stderr as `<program>: warning: ...`.
 ///

@@ -4,7 +4,14 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
+use jiff::Timestamp;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Resource;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::manifest::{self, Input, Schema};
+use crate::tz::{TzArgs, TzError};
 
 /// `--output` of `plan`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,6 +47,50 @@ impl Output {
             OutputFormat::Json => json_line(value),
             OutputFormat::Text => text(value),
         }
+    }
+}
+
+/// The flags of a `plan` that reads objects naming time zones: `--file`, `--at`, `--lenient`,
+/// `--tz-data`, `--output`. Flattened into the controller's `PlanArgs`.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct ZonedArgs {
+    /// `--file`, `--at`, `--lenient`.
+    #[command(flatten)]
+    pub input: Input,
+    /// `--tz-data`.
+    #[command(flatten)]
+    pub tz: TzArgs,
+    /// `--output`.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+impl ZonedArgs {
+    /// What such a `plan` starts with: the zone data loaded (`--tz-data`, its warning said as
+    /// `program`), the instant it decides at (`--at`, else `now`), and the objects of kind `K`
+    /// of the input ([`crate::manifest::read`]), held to the kind's CRD schema among `crds`.
+    ///
+    /// # Errors
+    /// The zone data cannot be read, `--at` is not an instant, or the input cannot be read.
+    pub fn read<K, E>(
+        &self,
+        program: &str,
+        crds: Vec<CustomResourceDefinition>,
+        now: Timestamp,
+    ) -> Result<(Timestamp, Vec<K>), E>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+        E: From<TzError> + From<ManifestError>,
+    {
+        crate::tz::load(&self.tz)?.warn(program);
+        let at = self.input.at(now)?;
+        let schema = Schema::for_kind(crds, &K::kind(&()));
+        Ok((at, manifest::read(program, &self.input, &schema)?))
+    }
+
+    /// The file read, as messages name it.
+    pub fn path(&self) -> String {
+        self.input.file.display().to_string()
     }
 }
 
