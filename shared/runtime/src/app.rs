@@ -1,8 +1,9 @@
 //! The wiring every controller's `run` shares: telemetry, signals, the Kubernetes client, the
 //! metrics/health server, leader election, and an orderly end. A controller's `run` calls [`run`]
 //! with a function registering its metrics and one building its `kube::runtime::Controller`s from
-//! the [`Wiring`]; [`run`] starts the [`Runtime`] ([`Runtime::start`]), watches for an overlapping
-//! install, and runs the controllers until shutdown.
+//! the [`Wiring`]; [`run`] starts the process's parts and builds the one [`Wiring`] of them
+//! (client, clock, leader, shutdown, caches), watches for an overlapping install, and runs the
+//! controllers until shutdown.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -28,8 +29,8 @@ use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
 use crate::{
-    ApiContact, Clock, CommonArgs, ControllerMetrics, EventPublisher, Health, Leader,
-    LeaderElection, LeaderError, MetricsServer, Shutdown, SystemClock,
+    ApiContact, CommonArgs, ControllerMetrics, EventPublisher, Health, LeaderElection, LeaderError,
+    MetricsServer, Shutdown, SystemClock,
 };
 
 /// Why a controller could not start or did not end cleanly.
@@ -51,94 +52,6 @@ pub enum AppError {
     TzData(#[from] crate::tz::TzError),
     #[error("metrics/health server task: {0}")]
     Join(#[from] tokio::task::JoinError),
-}
-
-/// A started controller process.
-pub struct Runtime {
-    /// The client for every API call.
-    pub client: Client,
-    /// The source of "now" for every decision.
-    pub clock: Arc<dyn Clock>,
-    /// `/readyz` state; see [`Runtime::warm_up`].
-    pub health: Health,
-    /// Whether this replica may write.
-    pub leader: Leader,
-    /// Triggered by SIGTERM/SIGINT.
-    pub shutdown: Shutdown,
-    /// What the process knows of its link to the API server.
-    pub contact: ApiContact,
-    server: JoinHandle<Result<(), ServerError>>,
-}
-
-impl Runtime {
-    /// Starts everything a controller needs before its first watch (logging is set up before,
-    /// by [`run`]): SIGTERM/SIGINT handling, the client, `/metrics` `/healthz` `/readyz` on `--metrics-addr`
-    /// (serving `registry`, where the controller has registered its metrics), and leader election
-    /// on the Lease named after `controller` unless `--leader-election=false`.
-    pub async fn start(
-        controller: &str,
-        args: &CommonArgs,
-        registry: Registry,
-        contact: ApiContact,
-    ) -> Result<Self, AppError> {
-        let shutdown = Shutdown::on_signals()?;
-        let config = args
-            .cluster
-            .config()
-            .await
-            .map_err(|e| AppError::Client(e.to_string()))?;
-        let client = crate::contact::client(config, &contact)
-            .map_err(|e| AppError::Client(innermost_summary(&e)))?;
-        let health = Health::new();
-        let mut server = MetricsServer::bind(args.metrics_addr).await?;
-        if args.metrics_auth {
-            server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
-        }
-        let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
-        tokio::spawn(contact.clone().probe(client.clone(), shutdown.clone()));
-        let leader =
-            LeaderElection::from_args(args, client.clone(), controller, &contact, shutdown.clone())
-                .await?;
-        tracing::info!(
-            controller,
-            namespaces = ?args.watched_namespaces(),
-            label_selector = args.label_selector(),
-            dry_run = args.dry_run,
-            "started"
-        );
-        Ok(Self {
-            client,
-            clock: Arc::new(SystemClock),
-            health,
-            leader,
-            shutdown,
-            contact,
-            server,
-        })
-    }
-
-    /// The readiness of this process's caches: `/readyz` turns green once every cache
-    /// registered with it (see [`controller`]) holds its first full list.
-    pub fn warm_up(&self) -> WarmUp {
-        WarmUp::new(self.health.clone(), self.contact.clone())
-    }
-
-    /// Drives `controllers` until they end or shutdown is triggered, then stops the server.
-    pub async fn run<F>(self, controllers: F) -> Result<(), AppError>
-    where
-        F: Future<Output = ()>,
-    {
-        tokio::select! {
-            () = controllers => {}
-            () = self.shutdown.cancelled() => {}
-        }
-        self.health.set_ready(false);
-        self.shutdown.trigger();
-        self.server.await??;
-        self.leader.join().await;
-        tracing::info!("stopped");
-        Ok(())
-    }
 }
 
 /// What a controller's watches and reconcilers run on: a process's ([`run`]) or a simulation's
@@ -197,8 +110,8 @@ impl Wiring {
 }
 
 /// Runs controller `name` as a process with its flags `args` (the common ones among them): registers
-/// the reconcile metrics and the controller's own (`register`), starts the [`Runtime`], then
-/// drives what `controllers` builds from `args` on its [`Wiring`] until shutdown.
+/// the reconcile metrics and the controller's own (`register`), starts the process's parts
+/// ([`start`]), then drives what `controllers` builds from `args` on its [`Wiring`] until shutdown.
 /// A controller's `run` is this one call:
 ///
 /// ```ignore
@@ -206,7 +119,8 @@ impl Wiring {
 /// ```
 ///
 /// # Errors
-/// Whatever [`Runtime::start`] or [`Runtime::run`] fails with.
+/// Logging, the zone data, the signal handlers, the client, the metrics server or leader
+/// election cannot start; the metrics server fails.
 pub async fn run<A, M, F, Fut>(
     name: &str,
     kind: Kind,
@@ -228,41 +142,97 @@ where
     let contact = ApiContact::new(Arc::new(SystemClock));
     contact.register(crate::metrics::controller_registry(&mut registry, name));
     let own = register(&mut registry);
-    let runtime = Runtime::start(name, &common, registry, contact).await?;
-    process.leader.fill(&runtime.leader);
-    if common.leader_election {
+    let (wiring, server) = start(name, common, registry, metrics, contact).await?;
+    process.leader.fill(&wiring.leader);
+    if wiring.common.leader_election {
         // Another install whose scope overlaps this one's: the newer stands down.
         let watcher = crate::overlap::Watcher {
-            client: runtime.client.clone(),
+            client: wiring.client.clone(),
             controller: name.to_owned(),
-            lease_namespace: common.lease_namespace.clone(),
-            lease_name: common.lease_name_or(name),
-            scope: crate::overlap::Scope::of(&common, kind == Kind::Namespaced),
-            leader: runtime.leader.clone(),
+            lease_namespace: wiring.common.lease_namespace.clone(),
+            lease_name: wiring.common.lease_name_or(name),
+            scope: crate::overlap::Scope::of(&wiring.common, kind == Kind::Namespaced),
+            leader: wiring.leader.clone(),
             overlapping: process.overlapping,
-            clock: runtime.clock.clone(),
-            shutdown: runtime.shutdown.clone(),
+            clock: wiring.clock.clone(),
+            shutdown: wiring.shutdown.clone(),
         };
         tokio::spawn(watcher.run());
     }
-    let warm_up = runtime.warm_up();
+    let health = wiring.warm_up.health.clone();
+    let shutdown = wiring.shutdown.clone();
+    let leader = wiring.leader.clone();
+    tokio::select! {
+        () = controllers(args, wiring, own) => {}
+        () = shutdown.cancelled() => {}
+    }
+    health.set_ready(false);
+    shutdown.trigger();
+    server.await??;
+    leader.join().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Starts everything a controller needs before its first watch (logging is set up before, by
+/// [`run`]): SIGTERM/SIGINT handling, the client, `/metrics` `/healthz` `/readyz` on
+/// `--metrics-addr` (serving `registry`, where the controller has registered its metrics), and
+/// leader election on the Lease named after `controller` unless `--leader-election=false`.
+/// Returns the wiring of it all and the metrics/health server's task.
+async fn start(
+    controller: &str,
+    common: CommonArgs,
+    registry: Registry,
+    metrics: ControllerMetrics,
+    contact: ApiContact,
+) -> Result<(Wiring, JoinHandle<Result<(), ServerError>>), AppError> {
+    let shutdown = Shutdown::on_signals()?;
+    let config = common
+        .cluster
+        .config()
+        .await
+        .map_err(|e| AppError::Client(e.to_string()))?;
+    let client = crate::contact::client(config, &contact)
+        .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+    let health = Health::new();
+    let mut server = MetricsServer::bind(common.metrics_addr).await?;
+    if common.metrics_auth {
+        server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
+    }
+    let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
+    tokio::spawn(contact.clone().probe(client.clone(), shutdown.clone()));
+    let leader = LeaderElection::from_args(
+        &common,
+        client.clone(),
+        controller,
+        &contact,
+        shutdown.clone(),
+    )
+    .await?;
+    tracing::info!(
+        controller,
+        namespaces = ?common.watched_namespaces(),
+        label_selector = common.label_selector(),
+        dry_run = common.dry_run,
+        "started"
+    );
     let wiring = Wiring {
         shared: Shared {
-            contact: warm_up.contact().clone(),
-            client: runtime.client.clone(),
-            clock: runtime.clock.clone(),
-            events: Arc::new(EventPublisher::new(runtime.client.clone(), name)),
+            contact: contact.clone(),
+            events: Arc::new(EventPublisher::new(client.clone(), controller)),
+            client,
+            clock: Arc::new(SystemClock),
             metrics,
             dry_run: common.dry_run,
-            leader: runtime.leader.clone(),
+            leader,
             own_writes: crate::own_writes::OwnWrites::new(),
         },
+        warm_up: WarmUp::new(health, contact),
+        shutdown,
         common,
-        warm_up,
-        shutdown: runtime.shutdown.clone(),
         retry_jitter: true,
     };
-    runtime.run(controllers(args, wiring, own)).await
+    Ok((wiring, server))
 }
 
 /// Whether a controller's own kind is namespaced (`--namespace` limits which of its objects it

@@ -4,7 +4,8 @@
 //! - [`controller`]: a controller as a type ([`controller::Controller`]), and the one `main` of
 //!   every controller binary ([`controller::main`]).
 //! - [`cli`]: every binary's command line (run, or `plan` offline) and `main` ([`cli::main`]).
-//! - [`app`]: [`app::Runtime`], the start-up and orderly end every controller's `run` shares.
+//! - [`app`]: [`app::run`], the start-up, [`app::Wiring`] and orderly end every controller's `run`
+//!   shares.
 //! - [`backoff`]: per-object exponential retry delays for `error_policy` ([`ErrorBackoff`]).
 //! - [`args`]: the flags (and env fallbacks) every controller takes ([`CommonArgs`]).
 //! - [`kubeconfig`]: which cluster to talk to (`--kubeconfig`, `--context`).
