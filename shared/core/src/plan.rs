@@ -298,6 +298,18 @@ pub struct StatusPatch {
     pub patch: Value,
 }
 
+impl StatusPatch {
+    /// The write that carries it out: a merge patch of the status subresource, counted under
+    /// [`Category::Status`], with no precondition (the status is the controller's own).
+    pub fn write(&self) -> Write {
+        Write::new(
+            self.target.clone(),
+            Verb::MergeStatus(self.patch.clone()),
+            Category::Status,
+        )
+    }
+}
+
 /// When the object is reconciled again, short of a change of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Requeue {

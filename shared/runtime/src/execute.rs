@@ -108,23 +108,7 @@ pub async fn execute<G>(
         return Err(failure);
     }
     if let Some(status) = &plan.status {
-        let api = api_of(&shared.client, &status.target);
-        let _in_flight = shared.own_writes.begin(&status.target);
-        match api
-            .patch_status(
-                &status.target.name,
-                &merge_params(field_manager),
-                &Patch::Merge(&status.patch),
-            )
-            .await
-        {
-            Ok(written) => {
-                if let Some(version) = written.metadata.resource_version.as_deref() {
-                    shared.own_writes.record(&status.target, version);
-                }
-            }
-            Err(source) => return Err(failed(&status.target, Category::Status, source)),
-        }
+        writer.write(&status.write()).await?;
     }
     for notice in &plan.notices {
         shared.events.notify(&plan.subject, notice).await;
