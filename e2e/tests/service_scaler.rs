@@ -543,3 +543,124 @@ async fn kubeconfig_and_context_flags_choose_the_cluster() {
     }
     controller.stop().await;
 }
+
+/// A Deployment of `replicas` in the test's namespace (the API server keeps it; its `/scale`
+/// subresource is what hibernation writes).
+fn deployment(name: &str, replicas: i32) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "app", "image": "registry.invalid/app"}]}}
+        }
+    })
+}
+
+/// A hibernating range: the Deployment's replicas are recorded in the status and it is scaled
+/// to 0 through `/scale` with the chart's RBAC; the controller is killed (`kill -9`) in the
+/// middle of the hibernation; a new process wakes the Deployment to the recorded count at the
+/// range's end, and the record goes. Then deleting the ServiceScaler mid-hibernation wakes it.
+#[tokio::test]
+async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let setup = Setup::new(CHART, "e2e-ssh", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let deployments: Api<Deployment> = Api::namespaced(setup.admin.clone(), &ns);
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
+        .await
+        .unwrap();
+    let replicas = || async {
+        deployments
+            .get("web")
+            .await
+            .ok()
+            .and_then(|d| d.spec?.replicas)
+    };
+    let recorded = || async {
+        scalers.get("web").await.ok().and_then(|s| {
+            s.data
+                .pointer("/status/hibernation/replicas")
+                .and_then(serde_json::Value::as_i64)
+        })
+    };
+
+    setup.apply(deployment("web", 3)).await.unwrap();
+    let now = ebb_runtime::time::whole_second(Timestamp::now());
+    let end = now + SignedDuration::from_secs(30);
+    let mut hibernating = scaler(
+        "web",
+        &(now - SignedDuration::from_hours(1)).to_string(),
+        &end.to_string(),
+    );
+    hibernating["spec"]["timeRangeSpec"][0]["replicaSpec"] = json!({"hibernate": true});
+    setup.apply(hibernating.clone()).await.unwrap();
+
+    let args = ["--namespace", &ns, "--leader-election=false"];
+    let mut first = Controller::ready("service-scaler", &setup.identity, "ssh-0", &args).await;
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(0) && recorded().await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not hibernated:\n{}", first.log_tail()));
+
+    // kill -9 mid-hibernation; the Deployment is scaled up by hand meanwhile.
+    first.kill().unwrap();
+    deployments
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    let second = Controller::ready("service-scaler", &setup.identity, "ssh-1", &args).await;
+    // Held at 0 while the range is in force; the first count kept.
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(0) && recorded().await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not held at 0:\n{}", second.log_tail()));
+    assert!(Timestamp::now() < end, "the test was too slow for its range");
+
+    // The range ends: 3 replicas again, within a second of the boundary, the record gone.
+    let woke = eventually(Duration::from_secs(45), || async {
+        (replicas().await == Some(3) && recorded().await.is_none()).then(Timestamp::now)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not woken:\n{}", second.log_tail()));
+    let late = woke.duration_since(end);
+    println!(
+        "figure: service-scaler hibernation end to wake {} ms",
+        late.as_millis()
+    );
+    assert!(
+        late >= SignedDuration::ZERO && late < SignedDuration::from_secs(2),
+        "woken {late} after the range's end"
+    );
+
+    // Hibernating again (a range in force), then the ServiceScaler is deleted: woken first.
+    let mut again = hibernating.clone();
+    again["spec"]["timeRangeSpec"][0]["to"] =
+        json!((Timestamp::now() + SignedDuration::from_hours(1)).to_string());
+    setup.apply(again).await.unwrap();
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(0) && recorded().await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not hibernated again:\n{}", second.log_tail()));
+    scalers
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(3) && scalers.get_opt("web").await.ok()?.is_none())
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not woken on deletion:\n{}", second.log_tail()));
+    second.stop().await;
+}

@@ -12,6 +12,7 @@
 //!   through its Service, refuses a `/scale` write mid-operation; a failing hook ends in Failed
 //!   and the retry annotation runs it again.
 //! - seed 000: workshop-scaler scales a stock-Babylon WorkshopProvision once.
+//! - #31: a hibernating ServiceScaler range takes a Deployment's pods away and brings them back.
 //!
 //! This binary has a node cluster of its own: the charts here watch their own namespace only.
 
@@ -261,6 +262,97 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
         left.finalizers()
     );
     assert_eq!(bounds(&hpas.get("web").await.unwrap()), (Some(2), 2));
+    ns.delete(&admin).await.unwrap();
+}
+
+/// Hibernation (#31): a range with `replicaSpec.hibernate` takes a Deployment's real pods away
+/// through `/scale`; the real HPA controller leaves the target at 0 (it does not scale a target
+/// that runs no replicas); at the range's end the pods come back and the HPA resumes.
+#[tokio::test]
+async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back() {
+    let cluster = node_cluster();
+    let admin = cluster.client().await.unwrap();
+    let ns = Namespace::create_restricted(&admin, "hibernate")
+        .await
+        .unwrap();
+    let n = ns.name.as_str();
+    let release = Release::new(cluster, "service-scaler", &unique("ssh"), n);
+    release
+        .install(&[&format!("watchNamespaces[0]={n}")])
+        .expect("helm install service-scaler");
+    let app = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "sleepy", "namespace": n},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "sleepy"}},
+                 "template": {"metadata": {"labels": {"app": "sleepy"}},
+                              "spec": {"terminationGracePeriodSeconds": 5,
+                                       "containers": [busybox("sleepy", None)]}}}
+    });
+    apply(&admin, &app).await.unwrap();
+    until_ready(&admin, n, "sleepy", 2, Duration::from_secs(60)).await;
+
+    // Asleep from `from` for 40 s. The HPA keeps 2 replicas outside (min = max, no metrics).
+    let from = ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(20);
+    let to = from + SignedDuration::from_secs(40);
+    apply(
+        &admin,
+        &json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": {"name": "sleepy", "namespace": n},
+            "spec": {
+                "leadTime": "0s",
+                "hpa": {"minReplicas": 2, "maxReplicas": 2, "targetCPUUtilization": 80},
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "sleepy"},
+                "timeRangeSpec": [{"kind": "ZonedDateTime", "from": from.to_string(), "to": to.to_string(),
+                                   "replicaSpec": {"hibernate": true}}]
+            }
+        }),
+    )
+    .await
+    .unwrap();
+
+    until_ready(&admin, n, "sleepy", 0, until(from, 45)).await;
+    println!(
+        "figure: hibernation: no pod left {:.1} s after the range began",
+        Timestamp::now().duration_since(from).as_secs_f64()
+    );
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(&admin, "apps", "v1", "Deployment").await.unwrap(),
+    );
+    // The HPA controller (syncing every 5 s here) leaves the target at 0.
+    settle(Duration::from_secs(12), || async {
+        let d = deployments.get("sleepy").await?;
+        anyhow::ensure!(
+            d.data.pointer("/spec/replicas") == Some(&json!(0)),
+            "scaled up while hibernating: {:?}",
+            d.data.pointer("/spec/replicas")
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    until_ready(&admin, n, "sleepy", 2, until(to, 60)).await;
+    println!(
+        "figure: hibernation: both pods Ready {:.1} s after the range ended",
+        Timestamp::now().duration_since(to).as_secs_f64()
+    );
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(&admin, "scaler.udaan.io", "v1", "ServiceScaler")
+            .await
+            .unwrap(),
+    );
+    let scaler = scalers.get("sleepy").await.unwrap();
+    assert!(
+        scaler.data.pointer("/status/hibernation").is_none(),
+        "the record outlived the wake: {:?}",
+        scaler.data.get("status")
+    );
+    release.uninstall().unwrap();
     ns.delete(&admin).await.unwrap();
 }
 

@@ -30,6 +30,10 @@ template names, and a name defined by two charts would keep one definition for b
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# Hibernation (replicaSpec.hibernate): the replicas of an HPA's target, through /scale only.
+- apiGroups: ["apps"]
+  resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
+  verbs: ["get", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -5,7 +5,7 @@
 //! - `managed_objects{state}`: ServiceScalers seen, by how they are handled (`active`, `paused`,
 //!   `unmanaged`, `invalid`, `dry_run`).
 //! - `transitions_total{reason}`: HPA writes, by why (`create`, `transition`, `lead`, `ramp`,
-//!   `drift`, `restore`).
+//!   `drift`, `restore`), and the `/scale` writes of hibernation (`hibernate`, `wake`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -56,7 +56,7 @@ impl Metrics {
         );
         sub.register(
             "transitions",
-            "HPA writes, by reason (create, transition, lead, ramp, drift, restore)",
+            "HPA and /scale writes, by reason (create, transition, lead, ramp, drift, restore, hibernate, wake)",
             metrics.transitions.clone(),
         );
         for state in STATES {

@@ -8,7 +8,8 @@
 //! fields its schema does not declare are refused (`ebb_runtime::manifest`). `--at` defaults to
 //! now. The text output shows each instant in the zones the object names, beside UTC.
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
-//! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization"}, "nextTransition":
+//! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization", "hibernate"},
+//! "nextTransition":
 //! RFC3339|null, "tzdata"}`; a removed or unset metric target is `null`, `nextTransition` is the next
 //! schedule boundary at which the scheduled settings change. `effective` includes the lead-time
 //! step in force at `--at` ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up
@@ -86,6 +87,8 @@ pub struct Effective {
     pub target_cpu_utilization: Option<i32>,
     /// `targetMemoryUtilization`.
     pub target_memory_utilization: Option<i32>,
+    /// Whether the HPA's target hibernates (0 replicas), the lead applied.
+    pub hibernate: bool,
 }
 
 impl From<&HpaSettings> for Effective {
@@ -95,6 +98,7 @@ impl From<&HpaSettings> for Effective {
             max_replicas: s.max_replicas,
             target_cpu_utilization: s.target_cpu_utilization,
             target_memory_utilization: s.target_memory_utilization,
+            hibernate: s.hibernate,
         }
     }
 }
@@ -173,7 +177,13 @@ fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Ti
         "  effective:  {}",
         decide::describe_settings(&lead.settings)
     );
-    if lead.settings != *schedule.settings(matched) {
+    let scheduled = schedule.settings(matched);
+    if scheduled.hibernate && !lead.settings.hibernate {
+        let _ = writeln!(
+            out,
+            "  lead:       awake ahead of the hibernation's end (spec.leadTime)"
+        );
+    } else if lead.settings != *scheduled {
         let _ = writeln!(
             out,
             "  lead:       stepping up ahead of a coming increase (scheduled now: {}); next step {}",

@@ -25,7 +25,8 @@ fn json_has_exactly_the_contract_keys() {
             "name": "dummy-acorn-service",
             "matchedRange": 0,
             "effective": {"minReplicas": 3, "maxReplicas": 8,
-                          "targetCPUUtilization": 50, "targetMemoryUtilization": null},
+                          "targetCPUUtilization": 50, "targetMemoryUtilization": null,
+                          "hibernate": false},
             "nextTransition": "2026-03-27T18:30:00Z",
             "tzdata": "2026f"
         })
@@ -65,7 +66,7 @@ fn text_shows_metric_targets_and_json_keeps_its_contract() {
             .unwrap();
     assert_eq!(
         json["effective"].as_object().map(|o| o.len()),
-        Some(4),
+        Some(5),
         "{json}"
     );
 }
@@ -81,5 +82,33 @@ fn invalid_specs_are_named_with_the_file() {
     assert_eq!(
         errors.to_string(),
         "spec.hpa: minReplicas 3 exceeds maxReplicas 2"
+    );
+}
+
+#[test]
+fn a_hibernating_range_shows_in_both_outputs_and_the_lead_wakes_it_ahead() {
+    let scaler: ServiceScaler = parse_manifest(
+        "nightly.yaml",
+        "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: web}\nspec:\n  hpa: {minReplicas: 2, maxReplicas: 10}\n  leadTime: 30m\n  timeRangeSpec:\n  - {kind: ZonedTime, from: '20:00Z', to: '06:00Z', replicaSpec: {hibernate: true}}\n",
+    )
+    .unwrap();
+    let json = |at_: &str| -> serde_json::Value {
+        serde_json::from_str(&render(&scaler, at(at_), Output::JSON).unwrap()).unwrap()
+    };
+    assert_eq!(json("2026-03-27T23:00:00Z")["effective"]["hibernate"], true);
+    assert_eq!(
+        json("2026-03-28T05:30:00Z")["effective"]["hibernate"],
+        false
+    );
+    assert_eq!(
+        json("2026-03-28T12:00:00Z")["effective"]["hibernate"],
+        false
+    );
+    let text = render(&scaler, at("2026-03-27T23:00:00Z"), Output::TEXT).unwrap();
+    assert!(text.contains("hibernating (0 replicas)"), "{text}");
+    let text = render(&scaler, at("2026-03-28T05:45:00Z"), Output::TEXT).unwrap();
+    assert!(
+        text.contains("lead:       awake ahead of the hibernation's end"),
+        "{text}"
     );
 }

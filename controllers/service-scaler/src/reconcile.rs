@@ -19,6 +19,7 @@ use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerSt
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
 use ebb_runtime::guard;
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
@@ -143,12 +144,42 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Action, Error> {
         .map_err(frame::ReadError::of(format!(
             "HorizontalPodAutoscaler {namespace}/{name}"
         )))?;
+    let scale = read_scale(scaler, hpa.as_ref(), ctx).await?;
     let observed = Observed {
         scaler,
         hpa: hpa.as_ref(),
+        scale: scale.as_ref(),
         dry_run: ctx.dry_run,
     };
     execute(decide::decide(&observed, now), ctx).await
+}
+
+/// The Scale of the workload a hibernation concerns, only for a ServiceScaler that hibernates
+/// or has a hibernation recorded ([`decide::reads_scale`]); `None` otherwise, when the workload
+/// does not exist, or for a kind hibernation does not scale.
+async fn read_scale(
+    scaler: &ServiceScaler,
+    hpa: Option<&HorizontalPodAutoscaler>,
+    ctx: &Context,
+) -> Result<Option<Scale>, Error> {
+    if !decide::reads_scale(scaler) {
+        return Ok(None);
+    }
+    let workload = decide::hibernation_target(scaler, hpa);
+    let Some(resource) = decide::scale_resource(&workload) else {
+        return Ok(None);
+    };
+    let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+    match api.get_scale(&workload.name).await {
+        Ok(scale) => Ok(Some(scale)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(frame::ReadError::of(format!(
+            "the scale of {}",
+            decide::describe_workload(scaler, &workload)
+        ))(error)
+        .into()),
+    }
 }
 
 /// Hands `plan` to the runtime's executor.

@@ -27,7 +27,8 @@ fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value
         "name": name,
         "matchedRange": range,
         "effective": {"minReplicas": min, "maxReplicas": max,
-                      "targetCPUUtilization": cpu, "targetMemoryUtilization": memory},
+                      "targetCPUUtilization": cpu, "targetMemoryUtilization": memory,
+                      "hibernate": false},
         "nextTransition": next,
         "tzdata": ebb_schedule::BUNDLED_RELEASE,
     })

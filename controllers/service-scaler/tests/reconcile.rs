@@ -1447,11 +1447,32 @@ async fn an_hpa_deleted_between_read_and_write_is_created_whole_once() {
 /// to the same settings, the scaler's status and finalizers alike), and the table of what happened
 /// is `docs/faults/<file>.md`. `setup` prepares the world before the trigger (unrecorded).
 async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness)) {
+    fault_matrix_of(
+        file,
+        scenario,
+        "2026-05-04T09:00:00Z",
+        &[
+            ("autoscaling/v2", "HorizontalPodAutoscaler", NS, NAME),
+            ("scaler.udaan.io/v1", "ServiceScaler", NS, NAME),
+        ],
+        setup,
+    )
+    .await;
+}
+
+/// [`fault_matrix`] at `now`, comparing `objects`.
+async fn fault_matrix_of(
+    file: &str,
+    scenario: &str,
+    now: &str,
+    objects: &[(&str, &str, &str, &str)],
+    setup: impl AsyncFn(&Harness),
+) {
     use ebb_testkit::matrix;
     let rows = matrix::fault_matrix(
         scenario,
         async || {
-            let h = Harness::new("2026-05-04T09:00:00Z", false);
+            let h = Harness::new(now, false);
             setup(&h).await;
             let fake = h.fake.clone();
             (h, fake)
@@ -1460,15 +1481,7 @@ async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness))
             let read = || h.stored_scaler();
             matrix::settle::<Reconcile>(&h.fake, &h.ctx, read, trace).await;
         },
-        |h: &Harness| {
-            matrix::snapshot(
-                &h.fake,
-                &[
-                    ("autoscaling/v2", "HorizontalPodAutoscaler", NS, NAME),
-                    ("scaler.udaan.io/v1", "ServiceScaler", NS, NAME),
-                ],
-            )
-        },
+        |h: &Harness| matrix::snapshot(&h.fake, objects),
     )
     .await;
     matrix::check_doc(file, scenario, &rows);
@@ -1527,6 +1540,204 @@ async fn fault_matrix_deleting_a_scaler_restores_its_adopted_hpa() {
                 .delete(NAME, &DeleteParams::default())
                 .await
                 .unwrap();
+        },
+    )
+    .await;
+}
+
+// ----- hibernation ------------------------------------------------------------------------------
+
+const DEPLOYMENT_PATH: &str = "/deployments/web";
+
+/// Defaults 2..10; 20:00-06:00Z hibernates; `leadTime` 30m.
+fn nightly_spec() -> Value {
+    json!({
+        "hpa": {"minReplicas": 2, "maxReplicas": 10},
+        "leadTime": "30m",
+        "timeRangeSpec": [
+            {"kind": "ZonedTime", "from": "20:00Z", "to": "06:00Z",
+             "replicaSpec": {"hibernate": true}}
+        ]
+    })
+}
+
+impl Harness {
+    fn deployment(&self, replicas: i32) {
+        self.fake.insert(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": NS},
+            "spec": {"replicas": replicas,
+                     "selector": {"matchLabels": {"app": NAME}},
+                     "template": {"metadata": {"labels": {"app": NAME}},
+                                  "spec": {"containers": [{"name": "app", "image": "app"}]}}},
+        }));
+    }
+
+    fn replicas(&self) -> i64 {
+        self.fake
+            .get_json("apps/v1", "Deployment", NS, NAME)
+            .unwrap()["spec"]["replicas"]
+            .as_i64()
+            .unwrap()
+    }
+
+    fn recorded(&self) -> Option<i32> {
+        self.stored_scaler()?
+            .status?
+            .hibernation
+            .map(|h| h.replicas)
+    }
+
+    /// Someone else sets the Deployment's replicas.
+    fn scale_by_hand(&self, replicas: i32) {
+        let mut deployment = self
+            .fake
+            .get_json("apps/v1", "Deployment", NS, NAME)
+            .unwrap();
+        deployment["spec"]["replicas"] = json!(replicas);
+        self.fake.insert(deployment);
+    }
+}
+
+#[tokio::test]
+async fn a_hibernating_range_records_then_scales_to_zero_and_the_lead_wakes_it() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(3);
+
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    assert_eq!(h.recorded(), Some(3));
+    // The finalizer (deleting the scaler must wake the Deployment), then the HPA, the record,
+    // the scale write; the closing status last.
+    let writes: Vec<String> = h
+        .fake
+        .writes()
+        .iter()
+        .map(|w| format!("{} {}", w.method, w.path.rsplit("/shop/").next().unwrap()))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            "PATCH servicescalers/web",
+            "POST horizontalpodautoscalers",
+            "PATCH servicescalers/web/status",
+            "PATCH deployments/web/scale",
+            "PATCH servicescalers/web/status",
+        ],
+    );
+    assert!(
+        h.stored_scaler()
+            .unwrap()
+            .finalizers()
+            .contains(&FINALIZER.to_owned())
+    );
+    assert_eq!(h.events.reasons(), ["Created", "Hibernated"]);
+    let (ready, _, message) = h.condition("Ready");
+    assert_eq!(ready, "True");
+    assert!(
+        message.contains("Deployment shop/web hibernating, 3 replicas to return to"),
+        "{message}"
+    );
+    assert!(
+        h.metrics_text()
+            .contains("ebb_service_scaler_transitions_total{reason=\"hibernate\"} 1")
+    );
+
+    // A no-op pass writes nothing.
+    h.fake.clear_requests();
+    h.clock.advance(SignedDuration::from_mins(30));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.fake.write_count(), 0, "{:#?}", h.fake.writes());
+
+    // Scaled up by hand mid-hibernation: back to 0, the first count kept.
+    h.scale_by_hand(5);
+    h.reconcile().await.unwrap();
+    assert_eq!((h.replicas(), h.recorded()), (0, Some(3)));
+
+    // 05:30Z, leadTime ahead of the range's end: awake with its 3 replicas, the record gone.
+    h.clock.set(utc("2026-05-05T05:29:59Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    h.clock.set(utc("2026-05-05T05:30:00Z"));
+    h.events.clear();
+    h.reconcile().await.unwrap();
+    assert_eq!((h.replicas(), h.recorded()), (3, None));
+    assert_eq!(h.events.reasons(), ["Woke"]);
+    assert!(
+        h.stored_scaler().unwrap().finalizers().is_empty(),
+        "the finalizer went with the hibernation"
+    );
+}
+
+#[tokio::test]
+async fn a_pass_that_dies_after_the_record_resumes_from_it_without_counting_zero() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(4);
+    // The process dies (or loses its answer) at the scale write, after the record.
+    h.fake
+        .inject(Matcher::patch(DEPLOYMENT_PATH), Fault::Timeout, 1);
+    assert!(h.reconcile().await.is_err());
+    assert_eq!((h.replicas(), h.recorded()), (4, Some(4)));
+    // A new pass (or a new process: everything it needs is in the API) finishes the job.
+    h.reconcile().await.unwrap();
+    assert_eq!((h.replicas(), h.recorded()), (0, Some(4)));
+    // The scale write took effect but its answer was lost: the next pass finds it at 0 and
+    // keeps the count it recorded.
+    h.scale_by_hand(6);
+    h.fake
+        .inject(Matcher::patch(DEPLOYMENT_PATH), Fault::TimeoutAfterApply, 1);
+    assert!(h.reconcile().await.is_err());
+    h.reconcile().await.unwrap();
+    assert_eq!((h.replicas(), h.recorded()), (0, Some(4)));
+    // Waking: the scale write's answer is lost; the next pass finds it awake, drops the record
+    // and writes the Deployment no more.
+    h.clock.set(utc("2026-05-05T06:00:00Z"));
+    h.fake
+        .inject(Matcher::patch(DEPLOYMENT_PATH), Fault::TimeoutAfterApply, 1);
+    assert!(h.reconcile().await.is_err());
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    assert_eq!((h.replicas(), h.recorded()), (4, None));
+    assert!(
+        h.fake
+            .writes_matching(&Matcher::any(DEPLOYMENT_PATH))
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn deleting_the_scaler_mid_hibernation_wakes_the_deployment() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(3);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    let api: Api<ServiceScaler> = Api::namespaced(h.fake.client(), NS);
+    api.delete(NAME, &DeleteParams::default()).await.unwrap();
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 3);
+    assert!(
+        h.stored_scaler().is_none(),
+        "the finalizer went after the wake"
+    );
+}
+
+#[tokio::test]
+async fn fault_matrix_a_hibernating_range_starting() {
+    fault_matrix_of(
+        "service-scaler-hibernate",
+        "service-scaler: a hibernating range starts on a Deployment of 3 replicas",
+        "2026-05-04T21:00:00Z",
+        &[
+            ("autoscaling/v2", "HorizontalPodAutoscaler", NS, NAME),
+            ("scaler.udaan.io/v1", "ServiceScaler", NS, NAME),
+            ("apps/v1", "Deployment", NS, NAME),
+        ],
+        async |h: &Harness| {
+            h.scaler(nightly_spec());
+            h.deployment(3);
         },
     )
     .await;

@@ -115,6 +115,10 @@ pub enum Verb {
     /// written before (or between) other writes, on the object exactly as read. The plan's
     /// closing status is [`Plan::status`].
     MergeStatus(Value),
+    /// The same, through the `/scale` subresource ([`Write::scale`]): the replicas of a workload
+    /// (a Deployment, a StatefulSet, a custom resource with a scale stanza), preconditioned on
+    /// the resourceVersion of the Scale read.
+    MergeScale(Value),
     /// DELETE, preconditioned on the uid read; already gone counts as done.
     Delete {
         /// The uid read.
@@ -130,6 +134,7 @@ impl Verb {
             Self::Apply(_) => "apply",
             Self::Merge(_) => "patch",
             Self::MergeStatus(_) => "patch status",
+            Self::MergeScale(_) => "patch scale",
             Self::Delete { .. } => "delete",
         }
     }
@@ -210,6 +215,21 @@ impl Write {
             write.verb = Verb::MergeStatus(patch);
         }
         write
+    }
+
+    /// `spec.replicas: replicas` through the `/scale` subresource of `target`, naming the
+    /// resourceVersion of the Scale read (a 409 when the workload changed since).
+    pub fn scale(
+        target: Target,
+        resource_version: Option<&str>,
+        replicas: i32,
+        category: Category,
+    ) -> Self {
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": resource_version},
+            "spec": {"replicas": replicas},
+        });
+        Self::new(target, Verb::MergeScale(patch), category)
     }
 
     /// A merge patch of `object`'s finalizers as read, without those in `remove` and with `add`

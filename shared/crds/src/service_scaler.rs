@@ -46,6 +46,13 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$";
         description = "Index of the time range in force; empty when the defaults apply"
     ),
     printcolumn(
+        name = "Hibernating",
+        type_ = "integer",
+        json_path = ".status.hibernation.replicas",
+        description = "The replicas a hibernating target gets back; empty when it is awake",
+        priority = 1
+    ),
+    printcolumn(
         name = "Ready",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
@@ -231,6 +238,14 @@ pub struct ReplicaSpec {
     /// Overrides of `spec.hpa`.
     #[serde(default)]
     pub hpa: HpaOverride,
+
+    /// Hibernate the HPA's target while the range is in force: ebb records the replicas it runs
+    /// (`status.hibernation`), then scales it to 0 through its `/scale` subresource (the HPA
+    /// leaves a target at 0 alone). At the range's end, stepped ahead by `spec.leadTime`, the
+    /// target gets those replicas back (at least the `minReplicas` then in force) and the HPA
+    /// resumes. Targets: `apps/v1` Deployment, StatefulSet and ReplicaSet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hibernate: bool,
 }
 
 /// How a time range's boundaries are written.
@@ -332,6 +347,9 @@ pub struct HpaSettings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub metric_targets: Vec<MetricTargetSpec>,
+    /// The HPA's target hibernates: it runs 0 replicas (a range with `replicaSpec.hibernate`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hibernate: bool,
 }
 
 /// A coming boundary and the settings it brings.
@@ -357,6 +375,21 @@ pub struct RampStatus {
     pub to_min_replicas: i32,
     /// When the ramp started.
     pub started_at: Time,
+}
+
+/// A hibernation ebb began: what the target ran before ebb scaled it to 0. Written before that
+/// write, so that a restart, a `kill -9` or a new leader mid-hibernation still knows the count
+/// to return to; cleared once the target runs again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HibernationStatus {
+    /// The workload scaled to 0 (the HPA's `scaleTargetRef` when the hibernation began).
+    pub scale_target_ref: CrossVersionObjectReference,
+    /// The replicas it ran before; it gets them back when it wakes (at least `minReplicas`).
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
+    /// When ebb began it.
+    pub since: Time,
 }
 
 /// What the controller last observed and applied.
@@ -388,6 +421,9 @@ pub struct ServiceScalerStatus {
     /// A `minReplicas` ramp in progress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<RampStatus>,
+    /// A hibernation in progress (`replicaSpec.hibernate`): the replicas to return to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hibernation: Option<HibernationStatus>,
     /// `Ready`, `SpecValid`, `RangesOverlap`, `Paused`...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]

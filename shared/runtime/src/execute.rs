@@ -304,6 +304,22 @@ impl<'a> Writer<'a> {
                 .await
                 .map_err(fail)?
             }
+            Verb::MergeScale(patch) => {
+                let patch = after_own_write(patch, target, &self.written);
+                let scale = api
+                    .patch_scale(
+                        &target.name,
+                        &merge_params(self.field_manager),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                    .map_err(fail)?;
+                // The Scale answered carries the workload's name and version: what the
+                // watches and a second write in this plan go by.
+                let mut answer = DynamicObject::new(&target.name, &target.resource);
+                answer.metadata = scale.metadata;
+                answer
+            }
             Verb::Delete { uid } => {
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {

@@ -36,6 +36,7 @@ pub(crate) fn settings(min: i32, max: i32, cpu: Option<i32>, memory: Option<i32>
         target_cpu_utilization: cpu,
         target_memory_utilization: memory,
         metric_targets: Vec::new(),
+        hibernate: false,
     }
 }
 

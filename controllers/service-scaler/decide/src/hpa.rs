@@ -364,6 +364,9 @@ pub fn describe_settings(settings: &HpaSettings) -> String {
             describe_target(&metric_target(t))
         ));
     }
+    if settings.hibernate {
+        out.push_str(", hibernating (0 replicas)");
+    }
     out
 }
 

@@ -14,6 +14,10 @@
 //!
 //! six equal steps, the first at `b - L`, the last (reaching `v1`) one step before `b`.
 //! Otherwise the value is the scheduled one. Then `minReplicas` is capped at `maxReplicas`.
+//!
+//! A hibernation's end is led the same way, in one step: from `b - L` on, where `b` is the first
+//! boundary after `t` at which no hibernating range is in force, the target is awake
+//! ([`crate::hibernation`]), so it runs before the schedule needs it.
 //! Decreases and utilization targets change at the boundary (a decrease may be spread *after* it
 //! by `spec.ramp`). The value depends on `t` and the spec only: path-independent, and the same in
 //! `plan` as in the controller.
@@ -169,11 +173,35 @@ pub fn lead_from(
     };
     let (min, min_step) = field(|s| s.min_replicas);
     let (max, max_step) = field(|s| s.max_replicas);
+    let (hibernate, wake_step) = led_hibernation(scheduled.hibernate, coming, lead, t);
     settings.max_replicas = max;
     settings.min_replicas = min.min(max);
+    settings.hibernate = hibernate;
     Lead {
         settings,
-        next_step: [min_step, max_step].into_iter().flatten().min(),
+        next_step: [min_step, max_step, wake_step].into_iter().flatten().min(),
+    }
+}
+
+/// Whether the target hibernates at `t` under the lead (`hibernate`: whether the schedule has it
+/// hibernate at `t`), and when that next changes: awake from `L` before the first coming
+/// boundary without hibernation.
+pub fn led_hibernation(
+    hibernate: bool,
+    coming: &[Transition],
+    lead: SignedDuration,
+    t: Timestamp,
+) -> (bool, Option<Timestamp>) {
+    if !hibernate {
+        return (false, None);
+    }
+    let Some(end) = coming.iter().find(|c| !c.settings.hibernate).map(|c| c.at) else {
+        return (true, None);
+    };
+    match end.checked_sub(lead) {
+        Ok(wake) if t < wake => (true, Some(wake)),
+        Ok(_) => (false, None),
+        Err(_) => (true, None),
     }
 }
 

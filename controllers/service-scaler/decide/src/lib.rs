@@ -31,6 +31,11 @@
 //!   applied as a whole, except that `metricTargets` set the target of those named; a write
 //!   carrying them is preconditioned on the `resourceVersion` read, [`OwnedFields::precondition`]);
 //!   `scaleTargetRef` only when ebb creates the HPA. Nothing is written when they already match.
+//! - **Hibernation** ([`hibernation`], the module `hibernate`). A range with
+//!   `replicaSpec.hibernate` scales the HPA's target to 0 through `/scale`, the replicas it ran
+//!   recorded in `status.hibernation` first; at the range's end (led by `spec.leadTime`) it gets
+//!   them back (at least `minReplicas`) and the record goes. Deleting the ServiceScaler wakes it
+//!   unless `deletionPolicy: Orphan`.
 //! - **Kill switch.** `service-scaler.kubernetes.io/managed: "false"` on the HPA stops every write
 //!   to it; apart from the pause annotations below, no other annotation on the HPA matters.
 //! - **Pause.** `scaling.ebb.dev/paused` / `paused-until` on the ServiceScaler *or on the HPA*
@@ -76,9 +81,11 @@ use ebb_crds::service_scaler::{
     ServiceScalerStatus,
 };
 use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
 
+mod hibernate;
 mod hpa;
 pub mod lead;
 mod ramp;
@@ -89,6 +96,10 @@ mod writes;
 #[cfg(test)]
 mod fixtures;
 
+pub use hibernate::{
+    Hibernation, SCALABLE, describe_workload, hibernation, hibernation_target, reads_scale,
+    recorded, scale_resource, scale_write_target,
+};
 pub use hpa::{
     HpaOrigin, OwnedFields, Precondition, deletion_action, describe_range, describe_settings,
     disown_patch, has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer, new_hpa, owned_by,
@@ -139,6 +150,9 @@ pub struct Observed<'a> {
     pub scaler: &'a ServiceScaler,
     /// The HPA of the same name, if it exists.
     pub hpa: Option<&'a HorizontalPodAutoscaler>,
+    /// The Scale of the workload a hibernation concerns ([`hibernation_target`]), read when
+    /// [`reads_scale`]; `None` when not read or the workload does not exist.
+    pub scale: Option<&'a Scale>,
     /// `--dry-run`: decide and report, write nothing but status.
     pub dry_run: bool,
 }
@@ -158,6 +172,10 @@ pub enum WriteReason {
     Drift,
     /// The ServiceScaler is deleted: an adopted HPA gets the defaults back.
     Restore,
+    /// A hibernating range: the workload scaled to 0 (a `/scale` write).
+    Hibernate,
+    /// A hibernation ended: the workload scaled back (a `/scale` write).
+    Wake,
 }
 
 impl WriteReason {
@@ -170,6 +188,8 @@ impl WriteReason {
             Self::Lead => "lead",
             Self::Drift => "drift",
             Self::Restore => "restore",
+            Self::Hibernate => "hibernate",
+            Self::Wake => "wake",
         }
     }
 }
@@ -239,6 +259,10 @@ pub struct Decision {
     pub hpa: HpaPlan,
     /// The finalizer change, if any.
     pub finalizer: FinalizerPlan,
+    /// What to do to the workload's replicas (hibernation).
+    pub hibernation: Hibernation,
+    /// The Event of the scale write, recorded as soon as it succeeded.
+    pub scale_notice: Option<Notice>,
     /// The status to write; `None` when it is unchanged.
     pub status: Option<ServiceScalerStatus>,
     /// When to look again; `None`: only when something changes.
@@ -327,7 +351,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
 
     // The kill switch is read whatever the spec says.
     let unmanaged = draft.kill_switch();
-    let finalizer = finalizer_plan(observed, unmanaged);
+    let recorded = recorded(observed.scaler);
     let schedule = match Schedule::from_spec(&observed.scaler.spec) {
         Ok(schedule) => schedule,
         Err(errors) => return draft.invalid(&errors),
@@ -343,6 +367,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
     let coming = schedule.transitions(now, scan);
     let (matched, next_transition) = draft.schedule_at_now(&schedule, &coming);
     if unmanaged {
+        let finalizer = finalizer_plan(observed, true, recorded.is_some());
         return draft.unmanaged(finalizer, next_transition);
     }
 
@@ -354,6 +379,18 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
         now,
     );
     let (hpa, note) = draft.hpa_plan(&target);
+    let workload = hibernation_target(observed.scaler, observed.hpa);
+    let hibernation = hibernation(
+        target.applied.hibernate,
+        recorded,
+        &workload,
+        observed.scale,
+        &target.applied,
+        now,
+    );
+    let hibernating = hibernation.record_after(recorded).is_some();
+    let finalizer = finalizer_plan(observed, false, hibernating);
+    let scale_note = scale_note(&hibernation, &describe_workload(observed.scaler, &workload));
     let next_step = target.ramp.and_then(|r| r.next_step_after(now));
     let wake = [next_transition, next_step, target.lead_step]
         .into_iter()
@@ -361,25 +398,66 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
         .min();
     let requeue = Some(requeue_after(now, wake));
     if observed.dry_run {
+        let note = match (note, scale_note) {
+            (Some(note), Some(scale)) => Some(format!("{note}; {scale}")),
+            (note, scale) => note.or(scale),
+        };
         return draft.dry_run(&hpa, note, &target.in_force, requeue);
     }
-    draft.applied(hpa, note, finalizer, &target, requeue)
+    let mut decision = draft.applied(hpa, note, finalizer, &target, requeue, &hibernation);
+    decision.scale_notice = scale_note.map(|note| match hibernation {
+        Hibernation::Sleep { .. } => Notice::normal("Hibernated", "ScaleWorkload", note),
+        _ => Notice::normal("Woke", "ScaleWorkload", note),
+    });
+    decision.hibernation = hibernation;
+    decision
+}
+
+/// What a scale write of `hibernation` does to `workload` (`Deployment shop/web scaled 3 -> 0`):
+/// `None` when it writes nothing.
+fn scale_note(hibernation: &Hibernation, workload: &str) -> Option<String> {
+    match hibernation {
+        Hibernation::Sleep { record, from } => Some(format!(
+            "{workload} scaled {from} -> 0 to hibernate; {} replicas to return to",
+            record.replicas
+        )),
+        Hibernation::Wake { replicas } => Some(format!(
+            "{workload} scaled 0 -> {replicas}: hibernation over"
+        )),
+        _ => None,
+    }
 }
 
 /// **Adoption**: [`FINALIZER`] is added while the deletion of the ServiceScaler will need to act
-/// on the HPA ([`needs_finalizer`]) and removed once it no longer will (a kill-switched HPA needs
+/// on the HPA ([`needs_finalizer`]) or wake a hibernating workload (`hibernating`: a
+/// hibernation recorded once this pass is done, and a deletion that wakes it,
+/// [`wakes_on_deletion`]), and removed once it no longer will (a kill-switched HPA needs
 /// nothing); a dry run leaves it as it is.
-fn finalizer_plan(observed: &Observed<'_>, unmanaged: bool) -> FinalizerPlan {
+fn finalizer_plan(observed: &Observed<'_>, unmanaged: bool, hibernating: bool) -> FinalizerPlan {
     let scaler = observed.scaler;
     let adopted = observed
         .hpa
         .is_some_and(|hpa| !unmanaged && needs_finalizer(scaler.spec.deletion_policy, hpa, scaler));
-    match (adopted, has_finalizer(scaler)) {
+    let wakes = hibernating && wakes_on_deletion(scaler, observed.hpa);
+    match (adopted || wakes, has_finalizer(scaler)) {
         _ if observed.dry_run => FinalizerPlan::Keep,
         (true, false) => FinalizerPlan::Add,
         (false, true) => FinalizerPlan::Remove,
         _ => FinalizerPlan::Keep,
     }
+}
+
+/// Whether deleting `scaler` wakes its hibernating workload: unless the deletion keeps things
+/// as they are (`deletionPolicy: Orphan`, [`deletion_action`]).
+pub fn wakes_on_deletion(scaler: &ServiceScaler, hpa: Option<&HorizontalPodAutoscaler>) -> bool {
+    let action = match hpa {
+        Some(hpa) => deletion_action(scaler.spec.deletion_policy, hpa_origin(hpa, scaler)),
+        None => scaler
+            .spec
+            .deletion_policy
+            .unwrap_or(DeletionPolicy::Delete),
+    };
+    action != DeletionPolicy::Orphan
 }
 
 /// One [`decide`] in the making: the status as it is rewritten and the Events so far.
@@ -448,6 +526,8 @@ impl<'a> Draft<'a> {
             status: finish_status(&self.previous, self.status, written, self.now),
             hpa,
             finalizer,
+            hibernation: Hibernation::Leave,
+            scale_notice: None,
             requeue_after,
             state,
             hpa_notice,
@@ -679,21 +759,37 @@ impl<'a> Draft<'a> {
         finalizer: FinalizerPlan,
         target: &Target,
         requeue: Option<Duration>,
+        hibernation: &Hibernation,
     ) -> Decision {
         self.status.last_known_config = Some(target.applied.clone());
         self.status.ramp = target.ramp.map(|r| r.to_status());
-        let message = format!(
+        self.status.hibernation = hibernation.record_after(self.previous.hibernation.as_ref());
+        let mut message = format!(
             "HPA {}: {} ({})",
             self.hpa_name,
             describe_settings(&target.applied),
             target.in_force
         );
-        let reason = if target.ramp.is_some() {
-            "Ramping"
+        if let Some(record) = &self.status.hibernation {
+            let workload = describe_workload(self.observed.scaler, &record.scale_target_ref);
+            message.push_str(&format!(
+                "; {workload} hibernating, {} replicas to return to",
+                record.replicas
+            ));
+        }
+        if let Hibernation::Unsupported(why) = hibernation {
+            if self.condition(CONDITION_READY, false, "CannotHibernate", why) {
+                self.notices
+                    .push(Notice::warning("CannotHibernate", "ScaleWorkload", why));
+            }
         } else {
-            "Applied"
-        };
-        self.condition(CONDITION_READY, true, reason, message);
+            let reason = if target.ramp.is_some() {
+                "Ramping"
+            } else {
+                "Applied"
+            };
+            self.condition(CONDITION_READY, true, reason, message);
+        }
         let hpa_notice = note.map(|note| {
             let (reason, action) = match hpa {
                 HpaPlan::Create(_) => ("Created", "CreateHPA"),
@@ -773,10 +869,11 @@ impl Target {
                 r.to,
                 ebb_core::rfc3339(r.start)
             )),
-            if leading {
-                "; stepping up ahead of a coming increase (spec.leadTime)"
-            } else {
-                ""
+            match (target.hibernate, applied.hibernate, leading) {
+                (_, true, _) => "; hibernating (replicaSpec.hibernate)",
+                (true, false, _) => "; awake ahead of the hibernation's end (spec.leadTime)",
+                (false, false, true) => "; stepping up ahead of a coming increase (spec.leadTime)",
+                (false, false, false) => "",
             }
         );
         Self {
@@ -802,6 +899,10 @@ pub struct DeletionPlan {
     pub delete: bool,
     /// Remove [`FINALIZER`] and [`UDAAN_FINALIZER`] (after the HPA writes).
     pub remove_finalizer: bool,
+    /// Wake the hibernating workload to this many replicas (first of all).
+    pub wake: Option<i32>,
+    /// The Event of the wake, recorded as soon as it succeeded.
+    pub wake_notice: Option<Notice>,
     /// Events to record.
     pub notices: Vec<Notice>,
 }
@@ -817,11 +918,14 @@ pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan 
         restore: None,
         delete: false,
         remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
+        wake: None,
+        wake_notice: None,
         notices: Vec::new(),
     };
     if !plan.remove_finalizer {
         return plan;
     }
+    wake_on_deletion(&mut plan, observed, now);
     let Some(hpa) = observed.hpa else {
         return plan;
     };
@@ -874,6 +978,67 @@ pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan 
         DeletionPolicy::Restore => restore(&mut plan, observed, hpa, &name, disown),
     }
     plan
+}
+
+/// **Hibernation** on deletion: a workload still at 0 from a recorded hibernation gets the
+/// replicas it ran before (at least the defaults' `minReplicas`), unless the deletion keeps
+/// things as they are ([`wakes_on_deletion`]), a pause or the kill switch holds, or it is a dry
+/// run (an Event says what it would have done).
+fn wake_on_deletion(plan: &mut DeletionPlan, observed: &Observed<'_>, now: Timestamp) {
+    let scaler = observed.scaler;
+    let Some(record) = recorded(scaler) else {
+        return;
+    };
+    let workload = describe_workload(scaler, &record.scale_target_ref);
+    let mut defaults_errors = Vec::new();
+    let settings =
+        defaults_settings(&scaler.spec.hpa, &mut defaults_errors).unwrap_or_else(|| HpaSettings {
+            min_replicas: DEFAULT_MIN_REPLICAS,
+            max_replicas: record.replicas.max(DEFAULT_MIN_REPLICAS),
+            ..HpaSettings::default()
+        });
+    let Hibernation::Wake { replicas } = hibernation(
+        false,
+        Some(record),
+        &record.scale_target_ref,
+        observed.scale,
+        &settings,
+        now,
+    ) else {
+        return;
+    };
+    let mut skip = |why: String| {
+        plan.notices
+            .push(Notice::normal("NotWoken", "ScaleWorkload", why));
+    };
+    if !wakes_on_deletion(scaler, observed.hpa) {
+        skip(format!(
+            "{workload} left at 0 replicas (deletionPolicy Orphan); it ran {} before it hibernated",
+            record.replicas
+        ));
+        return;
+    }
+    if let Some(pause) = pause_of(observed, now) {
+        skip(format!("{workload} left at 0 replicas: {pause}"));
+        return;
+    }
+    if observed.hpa.is_some_and(kill_switch) {
+        skip(format!(
+            "{workload} left at 0 replicas: the HPA has annotation {MANAGED_ANNOTATION}: \"false\""
+        ));
+        return;
+    }
+    let note = format!("{workload} scaled 0 -> {replicas}: its ServiceScaler is deleted");
+    if observed.dry_run {
+        plan.notices.push(Notice::normal(
+            "DryRun",
+            "ScaleWorkload",
+            format!("dry run: would have {note}"),
+        ));
+        return;
+    }
+    plan.wake = Some(replicas);
+    plan.wake_notice = Some(Notice::normal("Woke", "ScaleWorkload", note));
 }
 
 /// Records the Event of a deletion step: under `--dry-run` what it would have done (and `false`:

@@ -19,6 +19,7 @@ fn decide_at(s: &ServiceScaler, hpa: Option<&HorizontalPodAutoscaler>, now: &str
         &Observed {
             scaler: s,
             hpa,
+            scale: None,
             dry_run: false,
         },
         utc(now),
@@ -438,6 +439,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
         &Observed {
             scaler: &s,
             hpa: Some(&h),
+            scale: None,
             dry_run: true,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -457,6 +459,7 @@ fn deletion_leaves_a_paused_hpa_as_it_is() {
     let observed = Observed {
         scaler: &s,
         hpa: Some(&adopted),
+        scale: None,
         dry_run: false,
     };
     let plan = decide_deletion(&observed, utc("2026-05-04T09:00:00Z"));
@@ -515,6 +518,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
         &Observed {
             scaler: &s,
             hpa: Some(&h),
+            scale: None,
             dry_run: true,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -541,6 +545,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
         &Observed {
             scaler: &s,
             hpa: Some(&h),
+            scale: None,
             dry_run: true,
         },
         utc("2026-05-04T09:10:00Z"),
@@ -583,6 +588,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&adopted),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -599,6 +605,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&restored),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -610,6 +617,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&owned),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -624,6 +632,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&killed),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -633,6 +642,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&adopted),
+            scale: None,
             dry_run: true,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -645,6 +655,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
         &Observed {
             scaler: &s,
             hpa: Some(&adopted),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -671,6 +682,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
             &Observed {
                 scaler: &s,
                 hpa: Some(&h),
+                scale: None,
                 dry_run: false,
             },
             now,
@@ -736,6 +748,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
             &Observed {
                 scaler: &s,
                 hpa: Some(&h),
+                scale: None,
                 dry_run: false,
             },
             now,
@@ -1120,6 +1133,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
             &Observed {
                 scaler: &s,
                 hpa: Some(&hpa),
+                scale: None,
                 dry_run: false,
             },
             utc("2026-05-04T09:00:00Z"),
@@ -1136,6 +1150,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
             &Observed {
                 scaler: &s,
                 hpa: Some(&hpa),
+                scale: None,
                 dry_run: true,
             },
             utc("2026-05-04T09:00:00Z"),
@@ -1158,6 +1173,7 @@ fn deletion_notices_name_what_was_done_and_skipped() {
             &Observed {
                 scaler: s,
                 hpa: Some(hpa),
+                scale: None,
                 dry_run: false,
             },
             utc("2026-05-04T09:00:00Z"),
@@ -1218,6 +1234,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
         &Observed {
             scaler: &s,
             hpa: Some(&udaans),
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),
@@ -1228,6 +1245,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
         &Observed {
             scaler: &s,
             hpa: None,
+            scale: None,
             dry_run: false,
         },
         utc("2026-05-04T09:00:00Z"),

@@ -60,7 +60,8 @@ impl Schedule {
             let hpa_path = format!("{path}.replicaSpec.hpa");
             check_override(&range.replica_spec.hpa, &hpa_path, &mut errors);
             if let Some(defaults) = &defaults {
-                let merged = merge(defaults, &range.replica_spec.hpa);
+                let mut merged = merge(defaults, &range.replica_spec.hpa);
+                merged.hibernate = range.replica_spec.hibernate;
                 if merged.min_replicas > merged.max_replicas {
                     errors.push(SpecError::new(
                         hpa_path,

@@ -91,6 +91,7 @@ pub(super) fn defaults_settings(
         target_cpu_utilization: hpa.target_cpu_utilization.filter(|t| *t != 0),
         target_memory_utilization: hpa.target_memory_utilization.filter(|t| *t != 0),
         metric_targets: merge_metric_targets(&[], &hpa.metric_targets),
+        hibernate: false,
     })
 }
 
@@ -200,6 +201,7 @@ pub fn merge(defaults: &HpaSettings, overrides: &HpaOverride) -> HpaSettings {
             defaults.target_memory_utilization,
         ),
         metric_targets: merge_metric_targets(&defaults.metric_targets, &overrides.metric_targets),
+        hibernate: false,
     }
 }
 

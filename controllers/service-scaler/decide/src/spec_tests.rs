@@ -116,6 +116,7 @@ proptest! {
             target_memory_utilization: match o.target_memory_utilization {
                 Some(t) => nonzero(Some(t)), None => nonzero(dmem) },
             metric_targets: Vec::new(),
+            hibernate: false,
         };
         if dmin > dmax {
             let errors = result.unwrap_err().0;
@@ -299,6 +300,6 @@ proptest! {
                 }
             }
         }
-        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, dry_run: false }, now);
+        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, scale: None, dry_run: false }, now);
     }
 }

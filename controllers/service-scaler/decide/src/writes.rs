@@ -37,7 +37,8 @@ use serde_json::json;
 
 use super::{
     CONDITION_READY, CONDITION_SPEC_VALID, Decision, DeletionPlan, FINALIZER, FinalizerPlan,
-    HpaPlan, ManagedState, Observed, UDAAN_FINALIZER, WriteReason, decide_deletion, decide_scaling,
+    Hibernation, HpaPlan, ManagedState, Observed, UDAAN_FINALIZER, WriteReason, decide_deletion,
+    decide_scaling, scale_write_target,
 };
 
 /// A pass of service-scaler: the runtime's plan with its [`Gauge`].
@@ -115,6 +116,11 @@ fn live_plan(observed: &Observed<'_>, decision: Decision) -> Plan {
         (None, Some(notice)) => plan.notices.push(notice),
         (None, None) => {}
     }
+    plan.writes.extend(scale_writes(
+        observed,
+        &decision.hibernation,
+        decision.scale_notice,
+    ));
     if decision.finalizer == FinalizerPlan::Remove {
         plan.writes.push(finalizer_write(scaler, false, false));
     }
@@ -137,6 +143,44 @@ fn live_plan(observed: &Observed<'_>, decision: Decision) -> Plan {
     plan
 }
 
+/// The writes of a hibernation's step: to sleep, the record in the status (naming the
+/// resourceVersion read, so after the finalizer's write in this plan, on the object as that
+/// left it) and then the workload's `/scale` to 0; to wake, its `/scale` back (the record goes
+/// with the plan's closing status). Each scale write names the Scale's resourceVersion read.
+fn scale_writes(
+    observed: &Observed<'_>,
+    hibernation: &Hibernation,
+    notice: Option<Notice>,
+) -> Vec<Write> {
+    let scaler = observed.scaler;
+    let workload = super::hibernation_target(scaler, observed.hpa);
+    let (Some(target), Some(scale)) = (scale_write_target(scaler, &workload), observed.scale)
+    else {
+        return Vec::new();
+    };
+    let version = scale.metadata.resource_version.as_deref();
+    match hibernation {
+        Hibernation::Sleep { record, .. } => {
+            let recorded = Write::merge_status(
+                Target::of(scaler),
+                scaler.metadata.resource_version.as_deref(),
+                json!({ "status": { "hibernation": record } }),
+                Category::Status,
+            );
+            let sleep = Write::scale(target, version, 0, Category::Target)
+                .reason(WriteReason::Hibernate.as_str())
+                .notices(notice);
+            vec![recorded, sleep]
+        }
+        Hibernation::Wake { replicas } => vec![
+            Write::scale(target, version, *replicas, Category::Target)
+                .reason(WriteReason::Wake.as_str())
+                .notices(notice),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 /// The `SpecValid` message of the status to write (or already there).
 fn spec_valid_message(written: Option<&ServiceScalerStatus>, scaler: &ServiceScaler) -> String {
     written
@@ -155,6 +199,12 @@ fn deletion_plan(observed: &Observed<'_>, deletion: DeletionPlan) -> Plan {
         state: None,
     };
     let mut plan = Plan::new(scaler.object_ref(&()), gauge);
+    let wake = match deletion.wake {
+        Some(replicas) => Hibernation::Wake { replicas },
+        None => Hibernation::Leave,
+    };
+    plan.writes
+        .extend(scale_writes(observed, &wake, deletion.wake_notice));
     let target = hpa_target(scaler);
     let mut hpa_writes = Vec::new();
     if let Some(hpa) = observed.hpa {

@@ -16,6 +16,7 @@ fn observed<'a>(
     Observed {
         scaler,
         hpa,
+        scale: None,
         dry_run: false,
     }
 }
