@@ -624,7 +624,10 @@ async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end(
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: not held at 0:\n{}", second.log_tail()));
-    assert!(Timestamp::now() < end, "the test was too slow for its range");
+    assert!(
+        Timestamp::now() < end,
+        "the test was too slow for its range"
+    );
 
     // The range ends: 3 replicas again, within a second of the boundary, the record gone.
     let woke = eventually(Duration::from_secs(45), || async {
@@ -657,8 +660,7 @@ async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end(
         .await
         .unwrap();
     eventually(Duration::from_secs(15), || async {
-        (replicas().await == Some(3) && scalers.get_opt("web").await.ok()?.is_none())
-            .then_some(())
+        (replicas().await == Some(3) && scalers.get_opt("web").await.ok()?.is_none()).then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: not woken on deletion:\n{}", second.log_tail()));
