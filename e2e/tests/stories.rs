@@ -67,7 +67,8 @@ fn until(at: Timestamp, slack: u64) -> Duration {
 }
 
 /// Seed 001/004: a window with a lead time scales real pods before it opens and back after it
-/// closes; the kill switch and the pause annotation on the HPA hold.
+/// closes; the kill switch and the pause annotation on the HPA hold. Then, by the same release,
+/// a hibernating range (#31).
 #[tokio::test]
 async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after() {
     let cluster = node_cluster();
@@ -242,6 +243,8 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     annotate("scaling.ebb.dev/paused", Value::Null).await;
     until_ready(&admin, n, "web", 2, Duration::from_secs(45)).await;
 
+    service_scaler_hibernation_takes_the_pods_away_and_brings_them_back(&admin, n).await;
+
     // Uninstalled with the chart's cleanup hook: ebb's finalizer is off the ServiceScaler, and
     // the HPA keeps the settings in force (README: "Before an uninstall").
     release.uninstall().unwrap();
@@ -268,18 +271,14 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
 /// Hibernation (#31): a range with `replicaSpec.hibernate` takes a Deployment's real pods away
 /// through `/scale`; the real HPA controller leaves the target at 0 (it does not scale a target
 /// that runs no replicas); at the range's end the pods come back and the HPA resumes.
-#[tokio::test]
-async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back() {
-    let cluster = node_cluster();
-    let admin = cluster.client().await.unwrap();
-    let ns = Namespace::create_restricted(&admin, "hibernate")
-        .await
-        .unwrap();
-    let n = ns.name.as_str();
-    let release = Release::new(cluster, "service-scaler", &unique("ssh"), n);
-    release
-        .install(&[&format!("watchNamespaces[0]={n}")])
-        .expect("helm install service-scaler");
+///
+/// Run inside seed 001's story, by its release: the suite's stories share one node cluster, and
+/// a second service-scaler release would have to own the same CRD.
+async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back(
+    admin: &Client,
+    n: &str,
+) {
+    let admin = admin.clone();
     let app = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "sleepy", "namespace": n},
@@ -291,9 +290,9 @@ async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back() {
     apply(&admin, &app).await.unwrap();
     until_ready(&admin, n, "sleepy", 2, Duration::from_secs(60)).await;
 
-    // Asleep from `from` for 40 s. The HPA keeps 2 replicas outside (min = max, no metrics).
-    let from = ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(20);
-    let to = from + SignedDuration::from_secs(40);
+    // Asleep from `from` for 25 s. The HPA keeps 2 replicas outside (min = max, no metrics).
+    let from = ebb_runtime::time::whole_second(Timestamp::now()) + SignedDuration::from_secs(8);
+    let to = from + SignedDuration::from_secs(25);
     apply(
         &admin,
         &json!({
@@ -322,7 +321,7 @@ async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back() {
         &resource(&admin, "apps", "v1", "Deployment").await.unwrap(),
     );
     // The HPA controller (syncing every 5 s here) leaves the target at 0.
-    settle(Duration::from_secs(12), || async {
+    settle(Duration::from_secs(11), || async {
         let d = deployments.get("sleepy").await?;
         anyhow::ensure!(
             d.data.pointer("/spec/replicas") == Some(&json!(0)),
@@ -352,8 +351,6 @@ async fn service_scaler_hibernation_takes_the_pods_away_and_brings_them_back() {
         "the record outlived the wake: {:?}",
         scaler.data.get("status")
     );
-    release.uninstall().unwrap();
-    ns.delete(&admin).await.unwrap();
 }
 
 /// Seed 002: the node annotation that keeps the cluster-autoscaler from removing a node is on
