@@ -135,12 +135,18 @@ async fn run(subject: Subject) {
         "{}: no {build_info}...: {body}",
         subject.binary
     );
-    // The client's requests, as the API server names them: the Lease renewals (patches) at least.
+    // The client's requests, as the API server names them: the Lease renewals (patches) at least;
+    // and the process's own series.
     let prefix = format!("ebb_{}", subject.binary.replace('-', "_"));
     for series in [
         format!("{prefix}_api_requests_total{{verb=\"patch\",resource=\"leases\",code=\"200\"}}"),
         format!("{prefix}_api_requests_total{{verb=\"watch\""),
         format!("{prefix}_api_request_duration_seconds_bucket{{"),
+        // The standard process series, unprefixed.
+        "process_resident_memory_bytes ".to_owned(),
+        "process_cpu_seconds_total ".to_owned(),
+        "process_open_fds ".to_owned(),
+        "process_start_time_seconds ".to_owned(),
     ] {
         assert!(
             body.contains(&series),

@@ -139,6 +139,7 @@ where
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
     let process = crate::metrics::register_process(&mut registry, name, tzdata.release());
+    crate::process_metrics::register(&mut registry);
     let contact = ApiContact::new(Arc::new(SystemClock));
     contact.register(crate::metrics::controller_registry(&mut registry, name));
     let own = register(&mut registry);

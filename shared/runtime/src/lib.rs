@@ -12,6 +12,7 @@
 //! - [`telemetry`]: logging as text or JSON, filtered by `RUST_LOG`.
 //! - [`server`]: one HTTP server for `/metrics`, `/healthz` and `/readyz`.
 //! - [`metrics`]: reconcile counters and durations ([`ControllerMetrics`]).
+//! - [`process_metrics`]: the standard `process_*` series (CPU, memory, file descriptors).
 //! - [`shutdown`]: graceful shutdown on SIGTERM/SIGINT ([`Shutdown`]).
 //! - [`guard`]: [`Guarded`](guard::Guarded) objects, so a malformed one cannot stall a watch and
 //!   says which field is wrong.
@@ -56,6 +57,7 @@ pub mod metrics_auth;
 pub mod overlap;
 pub mod own_writes;
 pub mod plan;
+pub mod process_metrics;
 pub mod requests;
 pub mod server;
 pub mod shutdown;
