@@ -126,8 +126,9 @@ async fn run(subject: Subject) {
     });
     let (_, body) = leader_proc.get("/metrics").unwrap();
     let build_info = format!(
-        "ebb_{}_build_info{{version=\"{}\",tzdata=\"20",
+        "ebb_{}_build_info{{controller=\"{}\",version=\"{}\",tzdata=\"20",
         subject.binary.replace('-', "_"),
+        subject.binary,
         env!("CARGO_PKG_VERSION")
     );
     assert!(
@@ -138,10 +139,14 @@ async fn run(subject: Subject) {
     // The client's requests, as the API server names them: the Lease renewals (patches) at least;
     // and the process's own series.
     let prefix = format!("ebb_{}", subject.binary.replace('-', "_"));
+    // Every series of the controller carries its name as a label too.
+    let label = format!("controller=\"{}\"", subject.binary);
     for series in [
-        format!("{prefix}_api_requests_total{{verb=\"patch\",resource=\"leases\",code=\"200\"}}"),
-        format!("{prefix}_api_requests_total{{verb=\"watch\""),
-        format!("{prefix}_api_request_duration_seconds_bucket{{"),
+        format!(
+            "{prefix}_api_requests_total{{{label},verb=\"patch\",resource=\"leases\",code=\"200\"}}"
+        ),
+        format!("{prefix}_api_requests_total{{{label},verb=\"watch\""),
+        format!("{prefix}_api_request_duration_seconds_bucket{{{label},"),
         // The standard process series, unprefixed.
         "process_resident_memory_bytes ".to_owned(),
         "process_cpu_seconds_total ".to_owned(),

@@ -268,7 +268,7 @@ async fn cluster_autoscaler_gets_exactly_the_owned_field_by_server_side_apply() 
     );
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_scale_down_enabled{name=\"workday-nights\"} 0")
+            .contains("ebb_scaledown_window_scale_down_enabled{controller=\"scaledown-window\",name=\"workday-nights\"} 0")
     );
 }
 
@@ -320,10 +320,10 @@ async fn window_opening_and_closing_flip_the_field() {
         ["ScaleDownDisabled", "ScaleDownEnabled", "ScaleDownDisabled"]
     );
     let metrics = t.metrics();
-    assert!(metrics.contains("ebb_scaledown_window_flips_total{name=\"workday-nights\",scale_down_enabled=\"true\"} 1"), "{metrics}");
-    assert!(metrics.contains("ebb_scaledown_window_flips_total{name=\"workday-nights\",scale_down_enabled=\"false\"} 1"), "{metrics}");
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{controller=\"scaledown-window\",name=\"workday-nights\",scale_down_enabled=\"true\"} 1"), "{metrics}");
+    assert!(metrics.contains("ebb_scaledown_window_flips_total{controller=\"scaledown-window\",name=\"workday-nights\",scale_down_enabled=\"false\"} 1"), "{metrics}");
     assert!(
-        metrics.contains("ebb_scaledown_window_target_writes_total{kind=\"ClusterAutoscaler\"} 3"),
+        metrics.contains("ebb_scaledown_window_target_writes_total{controller=\"scaledown-window\",kind=\"ClusterAutoscaler\"} 3"),
         "{metrics}"
     );
 }
@@ -455,8 +455,9 @@ async fn a_conflict_on_the_target_is_read_again_and_decided_again_within_one_rec
     assert_eq!(t.status_writes().len(), 1);
     assert_eq!(t.events.reasons(), ["ScaleDownDisabled"]);
     assert!(
-        t.metrics()
-            .contains("reconcile_errors_total{category=\"conflict\"} 0"),
+        t.metrics().contains(
+            "reconcile_errors_total{controller=\"scaledown-window\",category=\"conflict\"} 0"
+        ),
         "the conflict was absorbed, not counted: {}",
         t.metrics()
     );
@@ -855,7 +856,7 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
         assert_eq!(warnings[0].kind, EventKind::Warning);
         assert!(
             t.metrics()
-                .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 1"),
+                .contains("ebb_scaledown_window_target_api_missing{controller=\"scaledown-window\",name=\"workday-nights\"} 1"),
             "{}",
             t.metrics()
         );
@@ -878,7 +879,7 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
         );
         assert!(
             t.metrics()
-                .contains("ebb_scaledown_window_target_api_missing{name=\"workday-nights\"} 0")
+                .contains("ebb_scaledown_window_target_api_missing{controller=\"scaledown-window\",name=\"workday-nights\"} 0")
         );
     }
 }
@@ -919,7 +920,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     assert_eq!(events[1].kind, EventKind::Warning);
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_schedule_invalid{name=\"workday-nights\"} 1")
+            .contains("ebb_scaledown_window_schedule_invalid{controller=\"scaledown-window\",name=\"workday-nights\"} 1")
     );
 
     // Fixed: the schedule decides again.
@@ -1018,10 +1019,9 @@ async fn two_schedules_on_one_cluster_autoscaler_are_reported_not_fought_over() 
         "False"
     );
     assert!(t.events.reasons().contains(&"TargetConflict".to_owned()));
-    assert!(
-        t.metrics()
-            .contains("ebb_scaledown_window_target_conflict{name=\"b-always\"} 1")
-    );
+    assert!(t.metrics().contains(
+        "ebb_scaledown_window_target_conflict{controller=\"scaledown-window\",name=\"b-always\"} 1"
+    ));
 
     // The manager is deleted: the other takes over (and the deleted one does not release it).
     t.fake.modify::<ScaleDownSchedule>("", "a-nights", |s| {
@@ -1208,7 +1208,7 @@ async fn malformed_objects_wait_for_a_change() {
     assert_eq!(action, Action::await_change());
     assert!(
         t.metrics()
-            .contains("ebb_scaledown_window_reconcile_errors_total{category=\"malformed\"} 1"),
+            .contains("ebb_scaledown_window_reconcile_errors_total{controller=\"scaledown-window\",category=\"malformed\"} 1"),
         "{}",
         t.metrics()
     );

@@ -18,10 +18,10 @@ fn gauge_follows_observations_and_counter_counts_writes() {
     let mut text = String::new();
     encode(&mut text, &registry).unwrap();
     for line in [
-        "ebb_service_scaler_managed_objects{state=\"active\"} 0",
-        "ebb_service_scaler_managed_objects{state=\"paused\"} 1",
-        "ebb_service_scaler_transitions_total{reason=\"transition\"} 2",
-        "ebb_service_scaler_transitions_total{reason=\"create\"} 1",
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"active\"} 0",
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"paused\"} 1",
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"transition\"} 2",
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"create\"} 1",
     ] {
         assert!(text.contains(line), "{line} missing in\n{text}");
     }

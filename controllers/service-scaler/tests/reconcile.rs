@@ -248,9 +248,9 @@ async fn creates_the_missing_hpa_owned_by_the_scaler_then_a_second_reconcile_wri
 
     let text = h.metrics_text();
     for line in [
-        "ebb_service_scaler_managed_objects{state=\"active\"} 1",
-        "ebb_service_scaler_transitions_total{reason=\"create\"} 1",
-        "ebb_service_scaler_reconciles_total 2",
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"active\"} 1",
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"create\"} 1",
+        "ebb_service_scaler_reconciles_total{controller=\"service-scaler\"} 2",
     ] {
         assert!(text.contains(line), "{line} missing in\n{text}");
     }
@@ -442,7 +442,7 @@ async fn server_error_fails_the_reconcile_and_the_retry_converges() {
     assert_eq!(h.successful_hpa_writes(), 1);
     assert!(
         h.metrics_text()
-            .contains("ebb_service_scaler_reconcile_errors_total{category=\"write_target\"} 1")
+            .contains("ebb_service_scaler_reconcile_errors_total{controller=\"service-scaler\",category=\"write_target\"} 1")
     );
 }
 
@@ -551,10 +551,9 @@ async fn invalid_spec_is_reported_and_the_hpa_left_as_it_was() {
     h.reconcile().await.unwrap_err();
     assert_eq!(h.fake.write_count(), 0);
     assert_eq!(h.events.reasons(), ["InvalidSpec"]);
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_managed_objects{state=\"invalid\"} 1")
-    );
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"invalid\"} 1"
+    ));
 }
 
 #[tokio::test]
@@ -619,10 +618,9 @@ async fn paused_hpa_gets_no_write_until_its_pause_expires() {
         "not adopted while paused"
     );
     assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_managed_objects{state=\"paused\"} 1")
-    );
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"paused\"} 1"
+    ));
 
     // Still paused a minute later: nothing written, no second Event.
     h.fake.clear_requests();
@@ -752,14 +750,12 @@ async fn adopted_hpa_is_restored_to_the_defaults_when_its_scaler_is_deleted() {
     assert!(writes[0].path.ends_with(HPA_PATH));
     assert!(writes[1].path.ends_with(SCALER_PATH));
     assert_eq!(h.events.reasons(), ["Restored"]);
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_transitions_total{reason=\"restore\"} 1")
-    );
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_managed_objects{state=\"active\"} 0")
-    );
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"restore\"} 1"
+    ));
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"active\"} 0"
+    ));
 }
 
 /// The finalizer is what guarantees an adopted HPA is restored: it is on the scaler before the
@@ -965,10 +961,9 @@ async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
         first.body.as_ref().unwrap()["spec"],
         json!({"minReplicas": 4, "maxReplicas": 24, "metrics": metrics_json(Some(70), None)})
     );
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_transitions_total{reason=\"lead\"} 6")
-    );
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"lead\"} 6"
+    ));
     // At the boundary the HPA already has the new values: no write, no ramp.
     h.clock.set(utc("2026-12-03T07:30:00Z"));
     assert_eq!(
@@ -1639,10 +1634,9 @@ async fn a_hibernating_range_records_then_scales_to_zero_and_the_lead_wakes_it()
         message.contains("Deployment shop/web hibernating, 3 replicas to return to"),
         "{message}"
     );
-    assert!(
-        h.metrics_text()
-            .contains("ebb_service_scaler_transitions_total{reason=\"hibernate\"} 1")
-    );
+    assert!(h.metrics_text().contains(
+        "ebb_service_scaler_transitions_total{controller=\"service-scaler\",reason=\"hibernate\"} 1"
+    ));
 
     // A no-op pass writes nothing.
     h.fake.clear_requests();

@@ -12,22 +12,22 @@ fn metrics_are_exposed_with_the_controller_prefix() {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(
-        text.contains("ebb_stackable_scaler_stage_duration_seconds_count{stage=\"PreScaling\"} 1"),
+        text.contains("ebb_stackable_scaler_stage_duration_seconds_count{controller=\"stackable-scaler\",stage=\"PreScaling\"} 1"),
         "{text}"
     );
     assert!(
-        text.contains("ebb_stackable_scaler_failures_total{stage=\"PreScaling\"} 1"),
+        text.contains("ebb_stackable_scaler_failures_total{controller=\"stackable-scaler\",stage=\"PreScaling\"} 1"),
         "{text}"
     );
     assert!(
         text.contains(
-            "ebb_stackable_scaler_stage{namespace=\"data\",name=\"nifi\",stage=\"Scaling\"} 1"
+            "ebb_stackable_scaler_stage{controller=\"stackable-scaler\",namespace=\"data\",name=\"nifi\",stage=\"Scaling\"} 1"
         ),
         "{text}"
     );
     assert!(
         text.contains(
-            "ebb_stackable_scaler_stage{namespace=\"data\",name=\"nifi\",stage=\"Idle\"} 0"
+            "ebb_stackable_scaler_stage{controller=\"stackable-scaler\",namespace=\"data\",name=\"nifi\",stage=\"Idle\"} 0"
         ),
         "{text}"
     );

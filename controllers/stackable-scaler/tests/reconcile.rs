@@ -175,7 +175,7 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     assert_eq!(e.fake.write_count(), 0);
     assert!(
         e.metrics_text()
-            .contains("ebb_stackable_scaler_reconcile_errors_total{category=\"malformed\"} 1"),
+            .contains("ebb_stackable_scaler_reconcile_errors_total{controller=\"stackable-scaler\",category=\"malformed\"} 1"),
         "{}",
         e.metrics_text()
     );

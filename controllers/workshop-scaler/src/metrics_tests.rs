@@ -31,13 +31,13 @@ fn series_are_named_and_labelled() {
     let mut text = String::new();
     encode(&mut text, &registry).unwrap();
     for line in [
-        "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"ops\",name=\"ansible-101\"} 0.85",
-        "ebb_workshop_scaler_provision_size{namespace=\"ops\",name=\"rhel\"} 20",
-        "ebb_workshop_scaler_provision_desired_size{namespace=\"ops\",name=\"rhel\"} 30",
-        "ebb_workshop_scaler_provision_active{namespace=\"ops\",name=\"rhel\"} 1",
-        "ebb_workshop_scaler_provision_at_max{namespace=\"ops\",name=\"rhel\"} 0",
-        "ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"ops\",name=\"rhel\"} 0",
-        "ebb_workshop_scaler_scale_ups_total{namespace=\"ops\",name=\"rhel\"} 1",
+        "ebb_workshop_scaler_workshop_utilization_ratio{controller=\"workshop-scaler\",namespace=\"ops\",name=\"ansible-101\"} 0.85",
+        "ebb_workshop_scaler_provision_size{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 20",
+        "ebb_workshop_scaler_provision_desired_size{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 30",
+        "ebb_workshop_scaler_provision_active{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 1",
+        "ebb_workshop_scaler_provision_at_max{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 0",
+        "ebb_workshop_scaler_provision_at_max_with_demand{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 0",
+        "ebb_workshop_scaler_scale_ups_total{controller=\"workshop-scaler\",namespace=\"ops\",name=\"rhel\"} 1",
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }

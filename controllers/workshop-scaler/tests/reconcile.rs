@@ -241,12 +241,12 @@ async fn scale_up_writes_the_flag_through_status_then_the_count() {
 
     let metrics = h.metrics_text();
     for line in [
-        "ebb_workshop_scaler_workshop_utilization_ratio{namespace=\"babylon-user-ops\",name=\"ansible-101\"} 0.85",
-        "ebb_workshop_scaler_provision_size{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 20",
-        "ebb_workshop_scaler_provision_desired_size{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 30",
-        "ebb_workshop_scaler_provision_active{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
-        "ebb_workshop_scaler_scale_ups_total{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
-        "ebb_workshop_scaler_reconciles_total 1",
+        "ebb_workshop_scaler_workshop_utilization_ratio{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101\"} 0.85",
+        "ebb_workshop_scaler_provision_size{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 20",
+        "ebb_workshop_scaler_provision_desired_size{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 30",
+        "ebb_workshop_scaler_provision_active{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
+        "ebb_workshop_scaler_scale_ups_total{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1",
+        "ebb_workshop_scaler_reconciles_total{controller=\"workshop-scaler\"} 1",
     ] {
         assert!(metrics.contains(line), "missing {line}\n{metrics}");
     }
@@ -277,8 +277,8 @@ async fn at_the_cap_without_demand_the_alert_series_stays_down() {
     h.seats(10, 20);
     h.reconcile(P).await.unwrap();
     let text = h.metrics_text();
-    assert!(text.contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"), "{text}");
-    assert!(text.contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 0"), "{text}");
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"), "{text}");
+    assert!(text.contains("ebb_workshop_scaler_provision_at_max_with_demand{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 0"), "{text}");
 }
 
 #[tokio::test]
@@ -303,9 +303,9 @@ async fn at_the_cap_a_condition_and_an_event_say_so() {
     assert_eq!(h.condition(P, "AtMaxProvisions").unwrap().0, "True");
     assert_eq!(h.condition(P, "AutoScaling").unwrap().1, "AtMaxProvisions");
     assert_eq!(h.events(), ["AtMaxProvisions"]);
-    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
+    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
     // 85% of seats taken at the cap: the at-cap alert's series is up.
-    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max_with_demand{namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
+    assert!(h.metrics_text().contains("ebb_workshop_scaler_provision_at_max_with_demand{controller=\"workshop-scaler\",namespace=\"babylon-user-ops\",name=\"ansible-101-rhel\"} 1"));
     // Nothing more while nothing changes.
     h.fake.clear_requests();
     h.reconcile(P).await.unwrap();
@@ -645,7 +645,7 @@ async fn a_500_on_the_flag_write_retries_and_scales_once() {
     assert_eq!(h.count_writes(P).len(), 1);
     assert!(
         h.metrics_text()
-            .contains("ebb_workshop_scaler_reconcile_errors_total{category=\"write_status\"} 1")
+            .contains("ebb_workshop_scaler_reconcile_errors_total{controller=\"workshop-scaler\",category=\"write_status\"} 1")
     );
 }
 

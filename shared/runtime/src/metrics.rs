@@ -38,9 +38,15 @@ pub fn metric_prefix(controller: &str) -> String {
 }
 
 /// The part of `registry` where controller `controller`'s own metrics go: under
-/// [`metric_prefix`] (`ebb_<name>_`).
+/// [`metric_prefix`] (`ebb_<name>_`), each series labelled `controller="<name>"` as well, so a
+/// dashboard or a query can span every controller by that label while the names stay as they are.
 pub fn controller_registry<'r>(registry: &'r mut Registry, controller: &str) -> &'r mut Registry {
-    registry.sub_registry_with_prefix(metric_prefix(controller))
+    registry
+        .sub_registry_with_prefix(metric_prefix(controller))
+        .sub_registry_with_label((
+            std::borrow::Cow::Borrowed("controller"),
+            std::borrow::Cow::Owned(controller.to_owned()),
+        ))
 }
 
 /// The error categories every controller shares, exported at 0 from the start so that a rate or
@@ -388,19 +394,27 @@ mod tests {
         let text = render(&registry);
         assert!(
             text.contains(&format!(
-                "ebb_service_scaler_build_info{{version=\"{}\",tzdata=\"2026f\"}} 1",
+                "ebb_service_scaler_build_info{{controller=\"service-scaler\",version=\"{}\",tzdata=\"2026f\"}} 1",
                 env!("CARGO_PKG_VERSION")
             )),
             "{text}"
         );
         // Not yet in the election: not the leader.
-        assert!(text.contains("ebb_service_scaler_leader 0"), "{text}");
         assert!(
-            text.contains("ebb_service_scaler_overlapping_installs 0"),
+            text.contains("ebb_service_scaler_leader{controller=\"service-scaler\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "ebb_service_scaler_overlapping_installs{controller=\"service-scaler\"} 0"
+            ),
             "{text}"
         );
         gauge.fill(&Leader::following());
-        assert!(render(&registry).contains("ebb_service_scaler_leader 0"));
+        assert!(
+            render(&registry)
+                .contains("ebb_service_scaler_leader{controller=\"service-scaler\"} 0")
+        );
         let gauge = register_process(&mut Registry::default(), "x", "2026f").leader;
         let leader = Leader::disabled();
         gauge.fill(&leader);
@@ -424,8 +438,9 @@ mod tests {
         let _metrics = ControllerMetrics::new(&mut registry, "service-scaler");
         let text = render(&registry);
         for category in ERROR_CATEGORIES {
-            let series =
-                format!("ebb_service_scaler_reconcile_errors_total{{category=\"{category}\"}} 0");
+            let series = format!(
+                "ebb_service_scaler_reconcile_errors_total{{controller=\"service-scaler\",category=\"{category}\"}} 0"
+            );
             assert!(text.contains(&series), "{series} in\n{text}");
         }
     }
@@ -447,19 +462,19 @@ mod tests {
 
         let text = render(&registry);
         assert!(
-            text.contains("ebb_workshop_scaler_reconciles_total 2"),
+            text.contains("ebb_workshop_scaler_reconciles_total{controller=\"workshop-scaler\"} 2"),
             "{text}"
         );
         assert!(
-            text.contains("ebb_workshop_scaler_reconcile_errors_total{category=\"kube\"} 1"),
+            text.contains("ebb_workshop_scaler_reconcile_errors_total{controller=\"workshop-scaler\",category=\"kube\"} 1"),
             "{text}"
         );
         assert!(
-            text.contains("ebb_workshop_scaler_reconcile_errors_total{category=\"invalid\"} 1"),
+            text.contains("ebb_workshop_scaler_reconcile_errors_total{controller=\"workshop-scaler\",category=\"invalid\"} 1"),
             "{text}"
         );
         assert!(
-            text.contains("ebb_workshop_scaler_reconcile_duration_seconds_count 2"),
+            text.contains("ebb_workshop_scaler_reconcile_duration_seconds_count{controller=\"workshop-scaler\"} 2"),
             "{text}"
         );
     }
@@ -493,16 +508,16 @@ mod tests {
         let text = render(&registry);
         for line in [
             "# TYPE ebb_demo_size gauge",
-            "ebb_demo_size{namespace=\"ops\",name=\"a\"} 3",
+            "ebb_demo_size{controller=\"demo\",namespace=\"ops\",name=\"a\"} 3",
             "# TYPE ebb_demo_grown counter",
-            "ebb_demo_grown_total{namespace=\"ops\",name=\"a\"} 1",
-            "ebb_demo_grown_total{namespace=\"ops\",name=\"b\"} 2",
+            "ebb_demo_grown_total{controller=\"demo\",namespace=\"ops\",name=\"a\"} 1",
+            "ebb_demo_grown_total{controller=\"demo\",namespace=\"ops\",name=\"b\"} 2",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
         // A row without a value has no sample of that family.
         assert!(
-            !text.contains("ebb_demo_size{namespace=\"ops\",name=\"b\"}"),
+            !text.contains("ebb_demo_size{controller=\"demo\",namespace=\"ops\",name=\"b\"}"),
             "{text}"
         );
 

@@ -151,7 +151,7 @@ async fn a_pass_runs_once_and_is_counted() {
     assert_eq!(seen(&h).as_deref(), Some("1"));
     assert!(
         h.metrics_text()
-            .contains("ebb_demo_scaler_reconciles_total 1")
+            .contains("ebb_demo_scaler_reconciles_total{controller=\"demo-scaler\"} 1")
     );
 }
 
