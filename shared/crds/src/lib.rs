@@ -1,6 +1,6 @@
 //! Every custom resource ebb reads or writes, as Rust types.
 //!
-//! ebb's own kinds (`ServiceScaler`, `ScaleDownSchedule`, `StackableScaler`,
+//! ebb's own kinds (`ServiceScaler`, `FleetSchedule`, `ScaleDownSchedule`, `StackableScaler`,
 //! `WorkshopScalingPolicy`) and typed views of the Babylon and Poolboy kinds that workshop-scaler
 //! works with. This crate holds types and their schemas only: no client, no runtime. `crdgen`
 //! writes the manifests in `crds/` from [`all_crds`]: ebb's own kinds only. Babylon and Poolboy
@@ -11,6 +11,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 pub mod babylon;
+pub mod fleet;
 pub mod poolboy;
 pub mod scaledown;
 pub mod schema;
@@ -28,6 +29,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         scaledown::ScaleDownSchedule::crd(),
         stackable::StackableScaler::crd(),
         workshop_policy::WorkshopScalingPolicy::crd(),
+        fleet::FleetSchedule::crd(),
     ]
     .into_iter()
     .map(schema::finalize_crd)

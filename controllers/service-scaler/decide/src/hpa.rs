@@ -104,7 +104,7 @@ fn same_target(a: &MetricTarget, b: &MetricTarget) -> bool {
 
 /// `m` with the target `targets` names for it, if any. A target that is already the same
 /// amount is left as the server wrote it.
-fn retargeted(m: &MetricSpec, targets: &[MetricTargetSpec]) -> MetricSpec {
+pub(crate) fn retargeted(m: &MetricSpec, targets: &[MetricTargetSpec]) -> MetricSpec {
     let mut m = m.clone();
     let wanted = metric_name(&m).and_then(|name| targets.iter().find(|t| t.name == name));
     if let (Some(t), Some(target)) = (wanted, target_mut(&mut m)) {
@@ -145,7 +145,7 @@ fn utilization_metric(resource: &str, utilization: i32) -> MetricSpec {
 /// Whether ebb decides this metric: a `Resource` metric on cpu or memory. Every other metric
 /// (Pods, Object, External, ContainerResource, other resources) belongs to someone else and is
 /// kept as it is.
-fn is_owned_metric(m: &MetricSpec) -> bool {
+pub(crate) fn is_owned_metric(m: &MetricSpec) -> bool {
     m.type_ == "Resource"
         && m.resource
             .as_ref()

@@ -85,6 +85,7 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::ResourceExt;
 
+mod fleet;
 mod hibernate;
 mod hpa;
 pub mod lead;
@@ -96,6 +97,12 @@ mod writes;
 #[cfg(test)]
 mod fixtures;
 
+pub use fleet::{
+    CONDITION_CONFLICT, Claim, FLEET_ANNOTATION, FleetObserved, MemberObserved, OPT_OUT_ANNOTATION,
+    RECORD_ANNOTATION, Reach, Record, claim, decide_fleet, decide_member, fleet_key,
+    fleet_schedule, member_reads_scale, member_target, needs_pass, opted_out, record_of,
+    selector_of, selects,
+};
 pub use hibernate::{
     Hibernation, SCALABLE, describe_workload, hibernation, hibernation_target, reads_scale,
     recorded, scale_resource, scale_write_target,
