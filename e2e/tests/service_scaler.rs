@@ -666,3 +666,228 @@ async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end(
     .unwrap_or_else(|e| panic!("{e}: not woken on deletion:\n{}", second.log_tail()));
     second.stop().await;
 }
+
+/// An HPA labelled `tier`, 2..10 with cpu at 60%, scaling the Deployment of its name.
+fn fleet_hpa(name: &str, tier: &str, annotations: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "labels": {"tier": tier}, "annotations": annotations},
+        "spec": {
+            "minReplicas": 2, "maxReplicas": 10,
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 60}}}],
+        }
+    })
+}
+
+/// A FleetSchedule over `tier: web` with one range in force for the next hour, of `min`.
+fn fleet_schedule(name: &str, min: i32) -> serde_json::Value {
+    let now = Timestamp::now();
+    json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "FleetSchedule",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"tier": "web"}},
+            "leadTime": "0s",
+            "timeRangeSpec": [{"kind": "ZonedDateTime",
+                "from": (now - SignedDuration::from_hours(1)).to_string(),
+                "to": (now + SignedDuration::from_hours(1)).to_string(),
+                "replicaSpec": {"hpa": {"minReplicas": min}}}],
+        }
+    })
+}
+
+/// FleetSchedules on kube-apiserver, with the chart's RBAC: every HPA the selector matches gets
+/// the range's settings, its own values recorded on it; the opted-out one, the one of another
+/// tier and the one a ServiceScaler names are left alone; a second FleetSchedule matching the
+/// same HPAs is a conflict on both (condition and Event), the older winning. An HPA that leaves
+/// the selector gets its values back, one created later is picked up by the watch, a `kill -9`
+/// loses nothing (the record is on the HPA), and deleting the FleetSchedule restores every
+/// member.
+#[tokio::test]
+async fn a_fleet_schedules_every_matching_hpa_and_gives_back_their_own_values() {
+    use k8s_openapi::api::events::v1::Event;
+    let setup = Setup::new(CHART, "e2e-fleet", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    let fleets = setup
+        .dynamic("scaling.ebb.dev", "v1alpha1", "FleetSchedule")
+        .await
+        .unwrap();
+    let min_of = |name: &'static str| {
+        let hpas = hpas.clone();
+        async move { hpas.get(name).await.ok().and_then(|h| min_replicas(&h)) }
+    };
+    let recorded = |name: &'static str| {
+        let hpas = hpas.clone();
+        async move {
+            hpas.get(name)
+                .await
+                .ok()
+                .is_some_and(|h| h.annotations().contains_key("scaling.ebb.dev/fleet-record"))
+        }
+    };
+    let status = |name: &'static str, pointer: &'static str| {
+        let fleets = fleets.clone();
+        async move {
+            fleets
+                .get(name)
+                .await
+                .ok()
+                .and_then(|f| f.data.pointer(pointer).cloned())
+        }
+    };
+
+    setup
+        .apply(fleet_hpa("web", "web", json!({})))
+        .await
+        .unwrap();
+    setup
+        .apply(fleet_hpa(
+            "out",
+            "web",
+            json!({"scaling.ebb.dev/fleet-opt-out": "true"}),
+        ))
+        .await
+        .unwrap();
+    setup
+        .apply(fleet_hpa("batch", "batch", json!({})))
+        .await
+        .unwrap();
+    setup
+        .apply(fleet_hpa("claimed", "web", json!({})))
+        .await
+        .unwrap();
+    let mut claimed = scaler("claimed", "2020-01-01T00:00:00Z", "2020-01-01T01:00:00Z");
+    claimed["spec"]["hpa"] =
+        json!({"minReplicas": 3, "maxReplicas": 10, "targetCPUUtilization": 60});
+    setup.apply(claimed).await.unwrap();
+    setup.apply(fleet_schedule("hours", 5)).await.unwrap();
+    // Created a second later: the younger of the two.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    setup.apply(fleet_schedule("rival", 7)).await.unwrap();
+
+    let args = ["--namespace", &ns, "--leader-election=false"];
+    let mut first = Controller::ready("service-scaler", &setup.identity, "fleet-0", &args).await;
+    eventually(Duration::from_secs(15), || async {
+        (min_of("web").await == Some(5) && recorded("web").await).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: web not scheduled by the older fleet:\n{}",
+            first.log_tail()
+        )
+    });
+    // Both report the conflict; the older schedules web (claimed is the ServiceScaler's).
+    eventually(Duration::from_secs(15), || async {
+        let conflict = "/status/conditions";
+        let both = [
+            status("hours", conflict).await,
+            status("rival", conflict).await,
+        ];
+        let conflicted = both.iter().all(|c| {
+            c.as_ref().and_then(|c| c.as_array()).is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Conflict" && c["status"] == "True")
+            })
+        });
+        (conflicted
+            && status("hours", "/status/members").await == Some(json!(1))
+            && status("rival", "/status/members").await == Some(json!(0)))
+        .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: no conflict reported:\n{}", first.log_tail()));
+    let events: Api<Event> = Api::namespaced(setup.admin.clone(), &ns);
+    eventually(Duration::from_secs(10), || async {
+        let listed = events.list(&Default::default()).await.ok()?;
+        let warned = |name: &str| {
+            listed.items.iter().any(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                    && e.reason.as_deref() == Some("Conflict")
+            })
+        };
+        (warned("hours") && warned("rival")).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: no Conflict Event on both:\n{}", first.log_tail()));
+    for (name, min) in [("out", 2), ("batch", 2), ("claimed", 3)] {
+        assert_eq!(min_of(name).await, Some(min), "{name}");
+        assert!(!recorded(name).await, "{name} carries a record");
+    }
+
+    // web leaves the selector: its own values back, the record gone.
+    hpas.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"tier": "batch"}}})),
+    )
+    .await
+    .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        (min_of("web").await == Some(2) && !recorded("web").await).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: web not restored:\n{}", first.log_tail()));
+
+    // The rival goes; web comes back, and an HPA made later is picked up by the watch.
+    fleets
+        .delete("rival", &DeleteParams::default())
+        .await
+        .unwrap();
+    hpas.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"tier": "web"}}})),
+    )
+    .await
+    .unwrap();
+    setup
+        .apply(fleet_hpa("late", "web", json!({})))
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        (min_of("web").await == Some(5) && min_of("late").await == Some(5)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not scheduled again:\n{}", first.log_tail()));
+
+    // kill -9; an HPA's own value changed meanwhile by hand is the drift the next process undoes,
+    // and the record (on the HPA) still says what to give back.
+    first.kill().unwrap();
+    hpas.patch(
+        "late",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"minReplicas": 4}})),
+    )
+    .await
+    .unwrap();
+    let second = Controller::ready("service-scaler", &setup.identity, "fleet-1", &args).await;
+    eventually(Duration::from_secs(15), || async {
+        (min_of("late").await == Some(5)
+            && status("hours", "/status/members").await == Some(json!(2)))
+        .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: drift not undone after the kill:\n{}",
+            second.log_tail()
+        )
+    });
+
+    // The FleetSchedule is deleted: every member gets its own values back.
+    fleets
+        .delete("hours", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        let restored = min_of("web").await == Some(2) && min_of("late").await == Some(2);
+        (restored && !recorded("web").await && !recorded("late").await).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not restored on deletion:\n{}", second.log_tail()));
+    second.stop().await;
+}

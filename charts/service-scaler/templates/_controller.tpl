@@ -27,6 +27,13 @@ template names, and a name defined by two charts would keep one definition for b
 - apiGroups: ["scaler.udaan.io"]
   resources: ["servicescalers/finalizers"]
   verbs: ["update"]
+# FleetSchedules: one schedule for every HPA a selector matches; their status.
+- apiGroups: ["scaling.ebb.dev"]
+  resources: ["fleetschedules"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["scaling.ebb.dev"]
+  resources: ["fleetschedules/status"]
+  verbs: ["patch"]
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]

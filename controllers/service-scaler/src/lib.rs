@@ -21,6 +21,7 @@ pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 
 pub use service_scaler_decide as decide;
 pub use service_scaler_decide::lead;
+pub mod fleet;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;
@@ -138,11 +139,14 @@ pub fn controllers(
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
-        controllers.push(frame::run::<Reconcile, _>(
-            controller,
-            ctx.clone(),
-            move |key| metrics.forget(key),
-        ));
+        controllers.push(
+            frame::run::<Reconcile, _>(controller, ctx.clone(), move |key| metrics.forget(key))
+                .boxed(),
+        );
+    }
+    // FleetSchedules, beside: one schedule for every HPA a selector matches.
+    for scope in ebb_runtime::app::scopes(&wiring.common) {
+        controllers.push(fleet::controllers(&wiring, scope.as_deref(), metrics.clone()).boxed());
     }
     futures::future::join_all(controllers).map(drop)
 }

@@ -352,6 +352,37 @@ where
     })
 }
 
+/// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
+/// in generation, labels or annotations ([`crate::triggers::spec_changes_of`]): a change of
+/// their status alone, which another controller writes all the time (an HPA's), runs nothing.
+/// `changed` sees each object that does trigger one (to feed another controller's trigger);
+/// `listed` is called, beside readiness, whenever the cache holds a full list.
+pub fn controller_on_changes<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    warm_up: &WarmUp,
+    listed: impl Fn() + Send + 'static,
+    changed: impl Fn(&K) + Send + Sync + 'static,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    let cache = warm_up.cache();
+    let listed = move || {
+        cache.warm();
+        listed();
+    };
+    built_with(
+        api,
+        config,
+        warm_up.contact(),
+        None,
+        listed,
+        Some(Box::new(changed)),
+    )
+}
+
 /// A `Controller` for `api`'s kind that readiness does not wait for (a kind whose CRD may be
 /// missing, say): its watch retries and the server's returns wake it like any other.
 pub fn controller_outside_readiness<K>(
@@ -377,6 +408,24 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Unpin,
 {
+    built_with(api, config, contact, own, listed, None)
+}
+
+/// Sees each object a changes-only trigger passes on ([`controller_on_changes`]).
+type Changed<K> = Box<dyn Fn(&K) + Send + Sync>;
+
+fn built_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    contact: &ApiContact,
+    own: Option<&crate::own_writes::OwnWrites>,
+    listed: impl Fn() + Send + 'static,
+    changes_only: Option<Changed<K>>,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
     let (reader, writer) = reflector::store();
     let slimmed = crate::contact::resilient(
         move || watcher(api.clone(), config.clone()),
@@ -384,13 +433,21 @@ where
         &K::kind(&K::DynamicType::default()),
     )
     .modify(slim);
-    let trigger = reflector(writer, slimmed)
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                listed();
-            }
-        })
-        .applied_objects();
+    let events = reflector(writer, slimmed).inspect(move |event| {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            listed();
+        }
+    });
+    let trigger = match changes_only {
+        Some(changed) => crate::triggers::spec_changes_of(events)
+            .inspect(move |object| {
+                if let Ok(object) = object {
+                    changed(object);
+                }
+            })
+            .boxed(),
+        None => events.applied_objects().boxed(),
+    };
     let trigger = match own {
         Some(own) => own.skip(trigger).boxed(),
         None => trigger.boxed(),

@@ -140,10 +140,7 @@ fn inside_a_range_the_first_write_records_the_own_values_with_the_change() {
     );
     assert_eq!(plan.writes[0].reason, Some("fleet"));
     // Looked at again at the range's end, or within the hour.
-    assert_eq!(
-        plan.requeue,
-        Requeue::After(MAX_REQUEUE)
-    );
+    assert_eq!(plan.requeue, Requeue::After(MAX_REQUEUE));
 }
 
 #[test]
@@ -573,10 +570,7 @@ fn the_status_counts_members_and_names_the_range_in_force() {
     assert_eq!(status["nextTransition"], "2026-03-02T12:00:00Z");
     assert_eq!(condition(&status, "Ready")["status"], "True");
     assert_eq!(condition(&status, CONDITION_CONFLICT)["status"], "False");
-    assert_eq!(
-        plan.requeue,
-        Requeue::After(MAX_REQUEUE)
-    );
+    assert_eq!(plan.requeue, Requeue::After(MAX_REQUEUE));
     // Written as it is, the next pass writes nothing.
     let mut written = hours.clone();
     written.status = Some(serde_json::from_value(status).unwrap());

@@ -1,0 +1,385 @@
+//! FleetSchedules: two reconcilers in the shared frame, one scope at a time.
+//!
+//! - [`Members`], keyed by HPA: an HPA's pass finds, in memory, who schedules it
+//!   ([`decide::claim`]); only a member, or an HPA carrying a record to act on
+//!   ([`decide::needs_pass`]), is read (one GET, and its target's Scale when a hibernation
+//!   concerns it), decided ([`decide::decide_member`]) and handed to the executor. Its trigger is
+//!   a metadata-only cache of the HPAs that passes on new HPAs and changes of their generation,
+//!   labels or annotations (the HPA controller's status writes run nothing), plus every change of
+//!   a FleetSchedule (mapped to the HPAs it matches or marked) and of a ServiceScaler (mapped to
+//!   the HPA of its name). Each trigger's cache is updated before its event runs a pass.
+//! - [`Fleets`], keyed by FleetSchedule: its status (members, the range in force, `SpecValid`,
+//!   `Conflict`, `Ready`) from the same caches, with no read; run again when an HPA of a
+//!   namespace it reaches changes, and at its next transition.
+//!
+//! No pass acts before every cache it decides on holds its first full list: an empty cache of
+//! FleetSchedules would look like "no fleet", and restore every member.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ebb_core::plan::Write;
+use ebb_crds::fleet::FleetSchedule;
+use ebb_crds::service_scaler::ServiceScaler;
+use ebb_runtime::app::{Wiring, controller, controller_on_changes, watcher_config};
+use ebb_runtime::execute::Hooks;
+use ebb_runtime::frame;
+use ebb_runtime::guard::Guarded;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+
+use crate::decide::{self, Claim, Reach};
+use crate::metrics::Metrics;
+use crate::{CONTROLLER_NAME, FIELD_MANAGER};
+
+/// An HPA as the members' cache holds it: its metadata.
+pub type HpaMeta = PartialObjectMeta<HorizontalPodAutoscaler>;
+
+/// How soon a pass that found a cache not yet listed looks again.
+const NOT_LISTED_YET: Duration = Duration::from_secs(1);
+
+/// What both FleetSchedule reconcilers share: the caches they decide on, and where ebb runs.
+pub struct Own {
+    /// service-scaler's gauges and counters (writes are counted by reason).
+    pub metrics: Metrics,
+    /// The FleetSchedules of the scope.
+    pub fleets: Store<Guarded<FleetSchedule>>,
+    /// The HPAs of the scope, metadata only.
+    pub hpas: Store<Guarded<HpaMeta>>,
+    /// The ServiceScalers of the scope, metadata only.
+    pub scalers: Store<PartialObjectMeta<ServiceScaler>>,
+    /// Whether each of the three caches holds its first full list.
+    listed: [Arc<AtomicBool>; 3],
+    /// ebb's own namespace (the Lease's).
+    home: String,
+    /// Whether the install watches every namespace.
+    cluster_wide: bool,
+}
+
+impl Own {
+    fn listed(&self) -> bool {
+        self.listed.iter().all(|l| l.load(Ordering::Acquire))
+    }
+
+    fn reach(&self) -> Reach<'_> {
+        Reach {
+            home: Some(&self.home),
+            cluster_wide: self.cluster_wide,
+        }
+    }
+
+    fn typed_fleets(&self) -> Vec<Arc<Guarded<FleetSchedule>>> {
+        self.fleets.state()
+    }
+
+    fn has_scaler(&self, meta: &ObjectMeta) -> bool {
+        let (Some(name), Some(namespace)) = (&meta.name, &meta.namespace) else {
+            return false;
+        };
+        self.scalers
+            .get(&ObjectRef::new(name).within(namespace))
+            .is_some()
+    }
+}
+
+impl Hooks<()> for Own {
+    fn written(&self, write: &Write) {
+        if let Some(reason) = write.reason {
+            self.metrics.count_reason(reason);
+        }
+    }
+}
+
+/// A reconcile's context.
+pub type Context = frame::Context<Own>;
+
+fn fleets_of(all: &[Arc<Guarded<FleetSchedule>>]) -> Vec<&FleetSchedule> {
+    all.iter().filter_map(|g| g.0.as_ref().ok()).collect()
+}
+
+/// HPAs in the frame, keyed by HPA.
+pub struct Members;
+
+impl frame::Reconciler for Members {
+    type Object = HpaMeta;
+    type Own = Own;
+    type Error = frame::Failure;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(meta: Arc<HpaMeta>, ctx: &Context) -> Result<Action, frame::Failure> {
+        if !ctx.own.listed() {
+            return Ok(Action::requeue(NOT_LISTED_YET));
+        }
+        let all = ctx.own.typed_fleets();
+        let fleets = fleets_of(&all);
+        let reach = ctx.own.reach();
+        let claim = decide::claim(
+            &meta.metadata,
+            fleets.iter().copied(),
+            ctx.own.has_scaler(&meta.metadata),
+            reach,
+        );
+        if !decide::needs_pass(&meta.metadata, &claim) {
+            return Ok(Action::await_change());
+        }
+        let namespace = frame::namespace_of(meta.as_ref());
+        let name = frame::name_of(meta.as_ref());
+        let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+        let Some(hpa) = hpas
+            .get_opt(name)
+            .await
+            .map_err(frame::ReadError::of(format!(
+                "HorizontalPodAutoscaler {namespace}/{name}"
+            )))?
+        else {
+            return Ok(Action::await_change());
+        };
+        // Decided on the HPA as read, which may be newer than the cache.
+        let claim = decide::claim(
+            &hpa.metadata,
+            fleets.iter().copied(),
+            ctx.own.has_scaler(&hpa.metadata),
+            reach,
+        );
+        let scale = read_scale(&hpa, &claim, ctx).await?;
+        let observed = decide::MemberObserved {
+            hpa: &hpa,
+            claim: &claim,
+            scale: scale.as_ref(),
+            dry_run: ctx.dry_run,
+        };
+        let plan = decide::decide_member(&observed, ctx.clock.now());
+        ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
+    }
+}
+
+/// The Scale of `hpa`'s target, when a hibernation concerns it; `None` otherwise or when the
+/// target does not exist.
+async fn read_scale(
+    hpa: &HorizontalPodAutoscaler,
+    claim: &Claim<'_>,
+    ctx: &Context,
+) -> Result<Option<k8s_openapi::api::autoscaling::v1::Scale>, frame::Failure> {
+    if !decide::member_reads_scale(hpa, claim) {
+        return Ok(None);
+    }
+    let target = decide::member_target(hpa);
+    let Some(resource) = decide::scale_resource(&target) else {
+        return Ok(None);
+    };
+    let namespace = hpa.namespace().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &namespace, &resource);
+    match api.get_scale(&target.name).await {
+        Ok(scale) => Ok(Some(scale)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(frame::ReadError::of(format!(
+            "the scale of {} {namespace}/{}",
+            target.kind, target.name
+        ))(error)
+        .into()),
+    }
+}
+
+/// FleetSchedules' status in the frame, keyed by FleetSchedule.
+pub struct Fleets;
+
+impl frame::Reconciler for Fleets {
+    type Object = FleetSchedule;
+    type Own = Own;
+    type Error = frame::Failure;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(fleet: Arc<FleetSchedule>, ctx: &Context) -> Result<Action, frame::Failure> {
+        if !ctx.own.listed() {
+            return Ok(Action::requeue(NOT_LISTED_YET));
+        }
+        let plan = {
+            let all = ctx.own.typed_fleets();
+            let fleets = fleets_of(&all);
+            let hpas = ctx.own.hpas.state();
+            let metas: Vec<&ObjectMeta> = hpas
+                .iter()
+                .filter_map(|g| g.0.as_ref().ok())
+                .map(|m| &m.metadata)
+                .collect();
+            let has_scaler = |meta: &ObjectMeta| ctx.own.has_scaler(meta);
+            let observed = decide::FleetObserved {
+                fleet: &fleet,
+                fleets: &fleets,
+                hpas: &metas,
+                service_scaler: &has_scaler,
+                reach: ctx.own.reach(),
+            };
+            decide::decide_fleet(&observed, ctx.clock.now())
+        };
+        ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
+    }
+}
+
+/// A watch of `api` kept in a cache (`Store`) and passed on as the objects whose generation,
+/// labels or annotations changed (deleted ones included), each after the cache holds it;
+/// `listed` is set once the first full list is in.
+fn cached_changes<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    listed: Arc<AtomicBool>,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let events = reflector::reflector(writer, events).inspect(move |event| {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            listed.store(true, Ordering::Release);
+        }
+    });
+    (reader, ebb_runtime::triggers::spec_changes_of(events))
+}
+
+/// The HPAs (of `hpas`) a change of `fleet` concerns: those it may match now, and those marked
+/// as scheduled by it.
+fn hpas_of(
+    fleet: &FleetSchedule,
+    hpas: &Store<Guarded<HpaMeta>>,
+    reach: Reach<'_>,
+) -> Vec<ObjectRef<Guarded<HpaMeta>>> {
+    let key = decide::fleet_key(fleet);
+    // A deleted FleetSchedule still names what it matched: those are passed too.
+    let mut alive = fleet.clone();
+    alive.metadata.deletion_timestamp = None;
+    hpas.state()
+        .iter()
+        .filter_map(|g| g.0.as_ref().ok())
+        .filter(|hpa| {
+            let marked = hpa.annotations().get(decide::FLEET_ANNOTATION) == Some(&key);
+            marked || decide::selects(&alive, &hpa.metadata, reach)
+        })
+        .map(|hpa| ObjectRef::new(&hpa.name_any()).within(&hpa.namespace().unwrap_or_default()))
+        .collect()
+}
+
+/// The FleetSchedule controllers of one scope (`scope`: a namespace, or `None` for all): the
+/// members' and the FleetSchedules' status, until the shutdown.
+pub fn controllers(
+    wiring: &Wiring,
+    scope: Option<&str>,
+    metrics: Metrics,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let client = wiring.client.clone();
+    let contact = wiring.warm_up.contact().clone();
+    let listed: [Arc<AtomicBool>; 3] = Default::default();
+
+    // FleetSchedules, for the members' trigger and cache.
+    // Selected as the ServiceScalers are (`--label-selector`).
+    let fleet_config = watcher_config(&wiring.common);
+    let fleet_api: Api<Guarded<FleetSchedule>> = ebb_runtime::app::scoped_api(&client, scope);
+    let fleet_events = ebb_runtime::contact::resilient(
+        move || watcher(fleet_api.clone(), fleet_config.clone()),
+        &contact,
+        "FleetSchedule",
+    );
+    let (fleets, fleet_changes) = cached_changes(fleet_events, listed[0].clone());
+    // ServiceScalers, metadata only: one of an HPA's name takes it over.
+    let scaler_api: Api<PartialObjectMeta<ServiceScaler>> =
+        ebb_runtime::app::scoped_api(&client, scope);
+    let scaler_events = ebb_runtime::contact::resilient(
+        move || {
+            watcher(
+                scaler_api.clone(),
+                watcher::Config::default().any_semantic(),
+            )
+        },
+        &contact,
+        "ServiceScaler",
+    );
+    let (scalers, scaler_changes) = cached_changes(scaler_events, listed[1].clone());
+
+    // The members: a changed HPA also runs the status of the FleetSchedules of its namespace.
+    let (namespaces, changed_namespaces) = futures::channel::mpsc::unbounded::<String>();
+    let hpa_listed = listed[2].clone();
+    let members = controller_on_changes(
+        ebb_runtime::app::scoped_api::<Guarded<HpaMeta>>(&client, scope),
+        watcher::Config::default().any_semantic(),
+        &wiring.warm_up,
+        move || hpa_listed.store(true, Ordering::Release),
+        move |hpa: &Guarded<HpaMeta>| {
+            let _ = namespaces.unbounded_send(
+                kube::Resource::meta(hpa)
+                    .namespace
+                    .clone()
+                    .unwrap_or_default(),
+            );
+        },
+    );
+    let hpas = members.store();
+    let status = controller(
+        ebb_runtime::app::scoped_api::<Guarded<FleetSchedule>>(&client, scope),
+        watcher_config(&wiring.common),
+        &wiring.warm_up,
+    );
+    let status_store = status.store();
+    let own = Own {
+        metrics,
+        fleets: fleets.clone(),
+        hpas: hpas.clone(),
+        scalers,
+        listed,
+        home: wiring.common.lease_namespace.clone(),
+        cluster_wide: scope.is_none(),
+    };
+    let ctx = wiring.context(own);
+
+    let reach_ctx = ctx.clone();
+    let token = wiring.shutdown.token();
+    let hpas_for_fleets = hpas.clone();
+    let members = members
+        .watches_stream(
+            fleet_changes,
+            move |fleet: Guarded<FleetSchedule>| match &fleet.0 {
+                Ok(fleet) => hpas_of(fleet, &hpas_for_fleets, reach_ctx.own.reach()),
+                Err(_) => Vec::new(),
+            },
+        )
+        .watches_stream(
+            scaler_changes,
+            |scaler: PartialObjectMeta<ServiceScaler>| {
+                Some(
+                    ObjectRef::new(&scaler.name_any())
+                        .within(&scaler.namespace().unwrap_or_default()),
+                )
+            },
+        )
+        .graceful_shutdown_on(async move { token.cancelled().await });
+    let token = wiring.shutdown.token();
+    let reach_ctx = ctx.clone();
+    let status = status
+        .reconcile_on(changed_namespaces.flat_map(move |namespace| {
+            let due: Vec<ObjectRef<Guarded<FleetSchedule>>> = status_store
+                .state()
+                .iter()
+                .filter(|g| match &g.0 {
+                    Ok(fleet) => reach_ctx.own.reach().reaches(fleet, &namespace),
+                    Err(_) => false,
+                })
+                .map(|g| ObjectRef::from_obj(g.as_ref()))
+                .collect();
+            futures::stream::iter(due)
+        }))
+        .graceful_shutdown_on(async move { token.cancelled().await });
+    let members = frame::run::<Members, _>(members, ctx.clone(), |_| {});
+    let status = frame::run::<Fleets, _>(status, ctx, |_| {});
+    async move {
+        futures::join!(members, status);
+    }
+}
