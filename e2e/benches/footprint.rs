@@ -445,6 +445,116 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     Ok(())
 }
 
+// ----- service-scaler's FleetSchedules ------------------------------------------------------------
+
+/// `n` HPAs and one FleetSchedule over them all: the requests HPAs no fleet matches cost (none),
+/// then per HPA at the range's opening (own values recorded with the change) and at its end
+/// (restored), and the memory with `n` HPAs cached.
+async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
+    const C: &str = "service-scaler (FleetSchedule)";
+    let setup = Setup::new("service-scaler", "bench-fleet", true, &[]).await?;
+    let ns = setup.namespace.clone();
+    let user = setup.identity.username();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    let controller = Controller::ready(
+        "service-scaler",
+        &setup.identity,
+        "bench-0",
+        &["--namespace", &ns],
+    )
+    .await;
+    eventually(Duration::from_secs(60), || async {
+        (controller.metric("ebb_service_scaler_leader", &[]).ok()? == 1.0).then_some(())
+    })
+    .await?;
+    let docs = (0..n)
+        .map(|i| {
+            json!({
+                "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": format!("web-{i:05}"), "namespace": ns,
+                             "labels": {"tier": "web"}},
+                "spec": {"minReplicas": 2, "maxReplicas": 10,
+                         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": format!("web-{i:05}")}},
+            })
+        })
+        .collect();
+    let started = Timestamp::now();
+    let created = create_all(docs, &setup.admin).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let unmatched = Requests::of(
+        &audit::entries(audit_log()?, &user, started)?,
+        started,
+        Timestamp::now(),
+    );
+    figures.add(
+        C,
+        format!("{n} HPAs no FleetSchedule matches (created in {created:.1?}): requests per HPA"),
+        unmatched.per(n),
+    );
+
+    let opens = ebb_runtime::time::whole_second(Timestamp::now() + SignedDuration::from_secs(40));
+    let closes = opens + SignedDuration::from_secs(60 + n as i64 / 50);
+    apply(
+        &setup.admin,
+        &json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "FleetSchedule",
+            "metadata": {"name": "office-hours", "namespace": ns},
+            "spec": {
+                "selector": {"matchLabels": {"tier": "web"}},
+                "leadTime": "0s",
+                "timeRangeSpec": [{"kind": "ZonedDateTime", "from": opens.to_string(),
+                    "to": closes.to_string(), "replicaSpec": {"hpa": {"minReplicas": 5}}}],
+            }
+        }),
+    )
+    .await?;
+    let hpas = &hpas;
+    let all_at = |min: i32, recorded: bool| async move {
+        let list = hpas.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .all(|h| {
+                h.spec.as_ref().and_then(|s| s.min_replicas) == Some(min)
+                    && h.metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key("scaling.ebb.dev/fleet-record"))
+                        == recorded
+            })
+            .then_some(())
+    };
+    transition(
+        figures,
+        (C, n, &user),
+        opens,
+        "every HPA written, its own values recorded",
+        async || all_at(5, true).await,
+    )
+    .await?;
+    figures.add(
+        C,
+        format!("{n} HPAs in a FleetSchedule: resident memory"),
+        mib(controller.rss_kib()?),
+    );
+    if Timestamp::now() < closes {
+        tokio::time::sleep(std::time::Duration::try_from(
+            closes.duration_since(Timestamp::now()),
+        )?)
+        .await;
+        changed_since(
+            figures,
+            (C, n, &user),
+            closes,
+            ("the range's end", "every HPA restored, its record gone"),
+            async || all_at(2, false).await,
+        )
+        .await?;
+    }
+    controller.stop().await;
+    Ok(())
+}
+
 // ----- scaledown-window (Nodes, metadata-only watches) -------------------------------------------
 
 async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
@@ -814,6 +924,10 @@ async fn main() -> Result<()> {
     for n in sizes() {
         if runs("service-scaler") {
             service_scaler(&mut figures, n).await?;
+        }
+        // FleetSchedules at the first size only (1000 HPAs by default).
+        if runs("fleet") && Some(n) == sizes().first().copied() {
+            fleet(&mut figures, n).await?;
         }
         if runs("scaledown-window") {
             scaledown_window(&mut figures, n).await?;

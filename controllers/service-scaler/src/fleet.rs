@@ -5,7 +5,8 @@
 //!   ([`decide::needs_pass`]), is read (one GET, and its target's Scale when a hibernation
 //!   concerns it), decided ([`decide::decide_member`]) and handed to the executor. Its trigger is
 //!   a metadata-only cache of the HPAs that passes on new HPAs and changes of their generation,
-//!   labels or annotations (the HPA controller's status writes run nothing), plus every change of
+//!   labels or annotations (the HPA controller's status writes run nothing, nor do the events
+//!   of this process's own writes), plus every change of
 //!   a FleetSchedule (mapped to the HPAs it matches or marked) and of a ServiceScaler (mapped to
 //!   the HPA of its name). Each trigger's cache is updated before its event runs a pass.
 //! - [`Fleets`], keyed by FleetSchedule: its status (members, the range in force, `SpecValid`,
@@ -312,6 +313,7 @@ pub fn controllers(
         ebb_runtime::app::scoped_api::<Guarded<HpaMeta>>(&client, scope),
         watcher::Config::default().any_semantic(),
         &wiring.warm_up,
+        &wiring.own_writes,
         move || hpa_listed.store(true, Ordering::Release),
         move |hpa: &Guarded<HpaMeta>| {
             let _ = namespaces.unbounded_send(

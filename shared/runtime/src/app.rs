@@ -356,11 +356,13 @@ where
 /// in generation, labels or annotations ([`crate::triggers::spec_changes_of`]): a change of
 /// their status alone, which another controller writes all the time (an HPA's), runs nothing.
 /// `changed` sees each object that does trigger one (to feed another controller's trigger);
-/// `listed` is called, beside readiness, whenever the cache holds a full list.
+/// `listed` is called, beside readiness, whenever the cache holds a full list. The events of
+/// this process's own writes are passed over ([`controller_skipping_own`]).
 pub fn controller_on_changes<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
+    own: &crate::own_writes::OwnWrites,
     listed: impl Fn() + Send + 'static,
     changed: impl Fn(&K) + Send + Sync + 'static,
 ) -> Controller<K>
@@ -377,7 +379,7 @@ where
         api,
         config,
         warm_up.contact(),
-        None,
+        Some(own),
         listed,
         Some(Box::new(changed)),
     )

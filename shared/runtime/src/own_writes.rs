@@ -18,7 +18,7 @@
 //! under this process's version, is passed over with it. The hourly safety-net requeue (or the
 //! next change) still reaches it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -75,10 +75,12 @@ impl Key {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// `(group, kind)` of the kinds a watch passes over own writes of.
-    kinds: HashSet<(String, String)>,
-    /// The versions of each object this process's writes answered with, awaiting their events.
-    versions: HashMap<Key, VecDeque<String>>,
+    /// `(group, kind)` of the kinds a watch passes over own writes of, and how many watches
+    /// of each do: the event of one write is passed over by each of them.
+    kinds: HashMap<(String, String), usize>,
+    /// The versions of each object this process's writes answered with, awaiting their events,
+    /// each with how many watches have yet to see it.
+    versions: HashMap<Key, VecDeque<(String, usize)>>,
     /// How many writes to each object are sent and not yet answered.
     in_flight: HashMap<Key, usize>,
 }
@@ -135,9 +137,11 @@ impl OwnWrites {
         K::DynamicType: Default,
     {
         let dt = K::DynamicType::default();
-        self.lock()
+        *self
+            .lock()
             .kinds
-            .insert((K::group(&dt).into_owned(), K::kind(&dt).into_owned()));
+            .entry((K::group(&dt).into_owned(), K::kind(&dt).into_owned()))
+            .or_default() += 1;
     }
 
     /// A write to `target` is about to be sent: until the returned guard is dropped (after the
@@ -145,7 +149,7 @@ impl OwnWrites {
     pub fn begin(&self, target: &Target) -> InFlight {
         let key = Key::of_target(target);
         let mut inner = self.lock();
-        if !inner.kinds.contains(&key.kind()) {
+        if !inner.kinds.contains_key(&key.kind()) {
             return InFlight {
                 own: self.clone(),
                 key: None,
@@ -162,14 +166,14 @@ impl OwnWrites {
     pub fn record(&self, target: &Target, version: &str) {
         let key = Key::of_target(target);
         let mut inner = self.lock();
-        if !inner.kinds.contains(&key.kind()) {
+        let Some(&watches) = inner.kinds.get(&key.kind()) else {
             return;
-        }
+        };
         let versions = inner.versions.entry(key).or_default();
         if versions.len() == PER_OBJECT {
             versions.pop_front();
         }
-        versions.push_back(version.to_owned());
+        versions.push_back((version.to_owned(), watches));
     }
 
     /// Whether `object` is as one of this process's writes left it (and then forgets that
@@ -189,9 +193,14 @@ impl OwnWrites {
         let Some(versions) = inner.versions.get_mut(key) else {
             return false;
         };
-        let Some(at) = versions.iter().position(|v| v == version) else {
+        let Some(at) = versions.iter().position(|(v, _)| v == version) else {
             return false;
         };
+        // Another watch of the kind has yet to see it.
+        if versions[at].1 > 1 {
+            versions[at].1 -= 1;
+            return true;
+        }
         // Events come in order: the versions before this one will not come any more.
         versions.drain(..=at);
         if versions.is_empty() {

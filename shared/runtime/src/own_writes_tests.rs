@@ -34,6 +34,20 @@ fn only_the_event_of_the_version_written_is_own() {
     assert_eq!(own.pending(), 0);
 }
 
+/// Two watches of one kind (service-scaler's HPA watch for its ServiceScalers and the one for
+/// FleetSchedule members) each see the event of one write: each passes it over.
+#[test]
+fn every_watch_of_the_kind_passes_over_the_event_of_an_own_write() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    own.watch::<PartialObjectMeta<HorizontalPodAutoscaler>>();
+    own.record(&target("web"), "7");
+    assert!(own.is_own(&hpa("web", "7")), "the first watch");
+    assert!(own.is_own(&hpa("web", "7")), "the second watch");
+    assert!(!own.is_own(&hpa("web", "7")), "no third");
+    assert_eq!(own.pending(), 0);
+}
+
 #[test]
 fn a_later_event_passes_and_earlier_writes_are_forgotten_at_a_later_own_one() {
     let own = OwnWrites::new();
