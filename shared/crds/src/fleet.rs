@@ -49,6 +49,11 @@ use crate::service_scaler::{DURATION_PATTERN, RangeSelection, TimeRange};
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
     ),
     printcolumn(
+        name = "Paused",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Paused\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -108,7 +113,7 @@ pub struct FleetScheduleStatus {
     pub next_transition: Option<Time>,
 
     /// `SpecValid`, `Conflict` (another FleetSchedule matches some of the same HPAs; the older
-    /// schedules them) and `Ready`.
+    /// schedules them), `Paused` and `Ready`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,

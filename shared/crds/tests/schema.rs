@@ -446,7 +446,9 @@ fn the_checks_of_other_kinds_catch_what_the_api_server_would_not_take() {
 
 #[test]
 fn every_example_deserializes_into_its_rust_type() {
-    use ebb_crds::{babylon, poolboy, scaledown, service_scaler, stackable, workshop_policy};
+    use ebb_crds::{
+        babylon, fleet, poolboy, scaledown, service_scaler, stackable, workshop_policy,
+    };
     for (file, example) in examples() {
         let kind = example["kind"].as_str().unwrap().to_string();
         let result = match kind.as_str() {
@@ -459,6 +461,7 @@ fn every_example_deserializes_into_its_rust_type() {
             "StackableScaler" => {
                 serde_json::from_value::<stackable::StackableScaler>(example).map(drop)
             }
+            "FleetSchedule" => serde_json::from_value::<fleet::FleetSchedule>(example).map(drop),
             "Workshop" => serde_json::from_value::<babylon::Workshop>(example).map(drop),
             "WorkshopProvision" => {
                 serde_json::from_value::<babylon::WorkshopProvision>(example).map(drop)

@@ -781,6 +781,16 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
             notices.push(Notice::warning("Conflict", "ScheduleHPAs", message));
         }
     }
+    let pause = pause_state(&fleet.metadata, now);
+    match pause.is_paused() {
+        true => condition(
+            super::PAUSED,
+            true,
+            "Paused",
+            "a pause annotation is on the FleetSchedule: its members are not written".into(),
+        ),
+        false => condition(super::PAUSED, false, "NotPaused", String::new()),
+    };
     let (ready, reason, message) = match invalid.is_empty() {
         true => (
             true,
