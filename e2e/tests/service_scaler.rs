@@ -891,3 +891,86 @@ async fn a_fleet_schedules_every_matching_hpa_and_gives_back_their_own_values() 
     .unwrap_or_else(|e| panic!("{e}: not restored on deletion:\n{}", second.log_tail()));
     second.stop().await;
 }
+
+/// A FleetSchedule's hibernating range on kube-apiserver: the member's replicas are recorded on
+/// the HPA before its Deployment goes to 0 through `/scale`; a `kill -9` in the middle loses
+/// nothing; when the HPA leaves the selector the Deployment gets its replicas back and the record
+/// goes.
+#[tokio::test]
+async fn a_fleet_member_hibernates_through_a_kill_and_wakes_when_it_leaves() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let setup = Setup::new(CHART, "e2e-fleeth", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(setup.admin.clone(), &ns);
+    let replicas = || async {
+        deployments
+            .get("nap")
+            .await
+            .ok()
+            .and_then(|d| d.spec?.replicas)
+    };
+    let slept = || async {
+        let hpa = hpas.get("nap").await.ok()?;
+        let record = hpa
+            .annotations()
+            .get("scaling.ebb.dev/fleet-record")?
+            .clone();
+        let record: serde_json::Value = serde_json::from_str(&record).ok()?;
+        record.pointer("/hibernation/replicas")?.as_i64()
+    };
+    setup.apply(deployment("nap", 3)).await.unwrap();
+    setup
+        .apply(fleet_hpa("nap", "night", json!({})))
+        .await
+        .unwrap();
+    let mut nights = fleet_schedule("nights", 2);
+    nights["spec"]["selector"] = json!({"matchLabels": {"tier": "night"}});
+    nights["spec"]["timeRangeSpec"][0]["replicaSpec"] = json!({"hibernate": true});
+    setup.apply(nights).await.unwrap();
+
+    let args = ["--namespace", &ns, "--leader-election=false"];
+    let mut first = Controller::ready("service-scaler", &setup.identity, "fleeth-0", &args).await;
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(0) && slept().await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not hibernated:\n{}", first.log_tail()));
+
+    // kill -9 mid-hibernation; scaled up by hand meanwhile: held at 0, the first count kept.
+    first.kill().unwrap();
+    deployments
+        .patch_scale(
+            "nap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    let second = Controller::ready("service-scaler", &setup.identity, "fleeth-1", &args).await;
+    eventually(Duration::from_secs(15), || async {
+        (replicas().await == Some(0) && slept().await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not held at 0:\n{}", second.log_tail()));
+
+    // The HPA leaves the selector: 3 replicas again, the record gone.
+    hpas.patch(
+        "nap",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"tier": "day"}}})),
+    )
+    .await
+    .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        let gone = hpas
+            .get("nap")
+            .await
+            .ok()
+            .is_some_and(|h| !h.annotations().contains_key("scaling.ebb.dev/fleet-record"));
+        (replicas().await == Some(3) && gone).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not woken on leaving:\n{}", second.log_tail()));
+    second.stop().await;
+}
