@@ -355,6 +355,35 @@ async fn node_annotations_and_karpenter_budgets_follow_the_window() {
         "after the window",
     )
     .await;
+
+    // The schedule now blocks consolidation only: ebb's budget is replaced where it stands, with
+    // the reasons (accepted by Karpenter's own NodePool schema), and there is still one.
+    let mut only = schedule(
+        &format!("{pool}-pools"),
+        json!({"karpenterNodePools": {"selector": selector, "reasons": ["Underutilized"]}}),
+        open,
+    );
+    only["spec"]["windows"] = json!([]);
+    apply(&admin, &only).await.unwrap();
+    let reasoned = || async {
+        let mut out = Vec::new();
+        for suffix in ["a", "b"] {
+            let np = node_pools.get(&format!("{pool}-{suffix}")).await.ok()?;
+            let budgets = np.data["spec"]["disruption"]["budgets"].as_array()?.clone();
+            out.push(budgets);
+        }
+        out.iter()
+            .all(|b| {
+                *b == vec![
+                    json!({"nodes": "20%"}),
+                    json!({"nodes": "0", "reasons": ["Underutilized"]}),
+                ]
+            })
+            .then_some(())
+    };
+    eventually(Duration::from_secs(15), reasoned)
+        .await
+        .unwrap_or_else(|e| panic!("reasons: {e}\n{}", controller.log_tail()));
     controller.stop().await;
 
     // Uninstall: `cleanup` (the chart's pre-delete hook) releases every node and pool, with the

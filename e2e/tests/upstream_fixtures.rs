@@ -1704,7 +1704,7 @@ fn user_budgets() -> Value {
 
 fn node_pool_change(pool: &Value, desired_enabled: bool) -> Option<Value> {
     let view = targets::node_pool_view(&dynamic(pool));
-    let change = decide::plan_node_pool(ME, &Claim::Ours, desired_enabled, &view)?;
+    let change = decide::plan_node_pool(ME, &Claim::Ours, desired_enabled, &view, &[])?;
     Some(targets::patch_body(
         &Change::NodePool {
             name: view.name,

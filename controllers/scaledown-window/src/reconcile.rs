@@ -486,10 +486,13 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
                 ),
             }
         }
-        ResolvedTarget::NodePools(_) => {
+        ResolvedTarget::NodePools(_, reasons) => {
             let api: Api<DynamicObject> = Api::all_with(client, &targets::node_pool());
             let pools = api.list(&lp).await.map_err(Error::Observe)?;
-            Observed::NodePools(pools.items.iter().map(targets::node_pool_view).collect())
+            Observed::NodePools(
+                pools.items.iter().map(targets::node_pool_view).collect(),
+                reasons.clone(),
+            )
         }
     })
 }

@@ -81,7 +81,7 @@ pub struct ScaleDownTarget {
     pub machine_autoscalers: Option<MachineAutoscalersTarget>,
 
     /// Karpenter `karpenter.sh/v1` NodePools: outside windows a `nodes: "0"` disruption budget
-    /// owned by ebb is present.
+    /// owned by ebb is present (for every disruption reason, or those in `reasons`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub karpenter_node_pools: Option<KarpenterNodePoolsTarget>,
 }
@@ -141,6 +141,39 @@ pub struct KarpenterNodePoolsTarget {
     /// Which NodePools. Unset: all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
+
+    /// The disruption reasons the budget ebb adds outside windows blocks (Karpenter's budget
+    /// `reasons`). Empty (the default): every reason, so no node is disrupted outside windows.
+    /// Naming some lets the others through outside windows: `[Underutilized]` still lets
+    /// Karpenter remove empty nodes (`Empty`) and replace drifted ones (`Drifted`: an AMI or
+    /// NodeClass change), and blocks only consolidation of nodes that run pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 3))]
+    pub reasons: Vec<DisruptionReason>,
+}
+
+/// A Karpenter disruption reason (`karpenter.sh/v1` NodePool `spec.disruption.budgets[].reasons`).
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+pub enum DisruptionReason {
+    /// Consolidation of nodes whose pods fit elsewhere.
+    Underutilized,
+    /// Removal of nodes that run no pods (besides DaemonSets).
+    Empty,
+    /// Replacement of nodes that no longer match their NodePool or NodeClass.
+    Drifted,
+}
+
+impl DisruptionReason {
+    /// The name Karpenter uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Underutilized => "Underutilized",
+            Self::Empty => "Empty",
+            Self::Drifted => "Drifted",
+        }
+    }
 }
 
 /// A recurring window: opens at each `schedule`, stays open for `duration`.

@@ -1157,6 +1157,47 @@ fn apply_pool(mut p: NodePoolView, change: &NodePoolChange) -> NodePoolView {
     p
 }
 
+/// `karpenterNodePools.reasons`: the budget outside windows names them (sorted, once); a marked
+/// budget of other reasons (the spec changed) is replaced where it stands; inside windows it goes
+/// whatever its reasons; a user's budget with a `schedule` is never taken for ebb's.
+#[test]
+fn node_pool_budget_reasons() {
+    use ebb_crds::scaledown::DisruptionReason::{Drifted, Underutilized};
+    let o = Claim::Ours;
+    let user = json!({"nodes": "10%"});
+    let reasons = [Underutilized, Drifted, Underutilized];
+    let ours = json!({"nodes": "0", "reasons": ["Drifted", "Underutilized"]});
+    assert_eq!(ebb_budget(&reasons), ours);
+    assert_eq!(ebb_budget(&[]), json!({"nodes": "0"}));
+    let change = plan_node_pool("me", &o, false, &pool(vec![user.clone()], None), &reasons);
+    assert_eq!(
+        change.unwrap().budgets,
+        Some(vec![user.clone(), ours.clone()])
+    );
+    // In sync: nothing.
+    let held = pool(vec![user.clone(), ours.clone()], Some("me"));
+    assert_eq!(plan_node_pool("me", &o, false, &held, &reasons), None);
+    // The schedule now blocks every reason: the same budget, replaced in place.
+    assert_eq!(
+        plan_node_pool("me", &o, false, &held, &[]),
+        Some(NodePoolChange {
+            budgets: Some(vec![user.clone(), json!({"nodes": "0"})]),
+            disabled_by: Some("me".into()),
+        })
+    );
+    // Inside a window: removed, reasons and all.
+    assert_eq!(
+        plan_node_pool("me", &o, true, &held, &reasons)
+            .unwrap()
+            .budgets,
+        Some(vec![user.clone()])
+    );
+    // A maintenance budget of the user's with nodes "0" and a schedule is not ebb's shape.
+    let nightly = json!({"nodes": "0", "schedule": "0 9 * * 1-5", "duration": "8h"});
+    assert!(!is_ebb_budget(&nightly));
+    assert!(is_ebb_budget(&ours));
+}
+
 #[test]
 fn node_pool_budget_rules() {
     let user = json!({"nodes": "10%"});
@@ -1168,19 +1209,20 @@ fn node_pool_budget_rules() {
             "me",
             &o,
             false,
-            &pool(vec![user.clone(), nightly.clone()], None)
+            &pool(vec![user.clone(), nightly.clone()], None),
+            &[]
         ),
         Some(NodePoolChange {
-            budgets: Some(vec![user.clone(), nightly.clone(), ebb_budget()]),
+            budgets: Some(vec![user.clone(), nightly.clone(), ebb_budget(&[])]),
             disabled_by: Some("me".into()),
         })
     );
     // Present and ours: nothing.
-    let with_ours = pool(vec![user.clone(), ebb_budget()], Some("me"));
-    assert_eq!(plan_node_pool("me", &o, false, &with_ours), None);
+    let with_ours = pool(vec![user.clone(), ebb_budget(&[])], Some("me"));
+    assert_eq!(plan_node_pool("me", &o, false, &with_ours, &[]), None);
     // Inside windows: exactly ebb's budget goes.
     assert_eq!(
-        plan_node_pool("me", &o, true, &with_ours),
+        plan_node_pool("me", &o, true, &with_ours, &[]),
         Some(NodePoolChange {
             budgets: Some(vec![user.clone()]),
             disabled_by: None,
@@ -1188,24 +1230,33 @@ fn node_pool_budget_rules() {
     );
     // A user's own {nodes: "0"} is indistinguishable; without ebb's mark it is never removed,
     // and with it exactly one copy goes.
-    let users_zero = pool(vec![ebb_budget()], None);
-    assert_eq!(plan_node_pool("me", &o, true, &users_zero), None);
-    let both = pool(vec![ebb_budget(), user.clone(), ebb_budget()], Some("me"));
+    let users_zero = pool(vec![ebb_budget(&[])], None);
+    assert_eq!(plan_node_pool("me", &o, true, &users_zero, &[]), None);
+    let both = pool(
+        vec![ebb_budget(&[]), user.clone(), ebb_budget(&[])],
+        Some("me"),
+    );
     assert_eq!(
-        plan_node_pool("me", &o, true, &both).unwrap().budgets,
-        Some(vec![ebb_budget(), user.clone()])
+        plan_node_pool("me", &o, true, &both, &[]).unwrap().budgets,
+        Some(vec![ebb_budget(&[]), user.clone()])
     );
     // Mark present but budget removed (GitOps reverted the list): added again.
     assert_eq!(
-        plan_node_pool("me", &o, false, &pool(vec![user.clone()], Some("me"))),
+        plan_node_pool("me", &o, false, &pool(vec![user.clone()], Some("me")), &[]),
         Some(NodePoolChange {
-            budgets: Some(vec![user.clone(), ebb_budget()]),
+            budgets: Some(vec![user.clone(), ebb_budget(&[])]),
             disabled_by: Some("me".into()),
         })
     );
     // Another schedule's budget on a pool this one manages now: taken over, list untouched.
     assert_eq!(
-        plan_node_pool("me", &o, false, &pool(vec![ebb_budget()], Some("old"))),
+        plan_node_pool(
+            "me",
+            &o,
+            false,
+            &pool(vec![ebb_budget(&[])], Some("old")),
+            &[]
+        ),
         Some(NodePoolChange {
             budgets: None,
             disabled_by: Some("me".into()),
@@ -1213,7 +1264,13 @@ fn node_pool_budget_rules() {
     );
     // Lost, or another's: untouched.
     assert_eq!(
-        plan_node_pool("me", &Claim::LostTo("x".into()), false, &pool(vec![], None)),
+        plan_node_pool(
+            "me",
+            &Claim::LostTo("x".into()),
+            false,
+            &pool(vec![], None),
+            &[]
+        ),
         None
     );
     assert_eq!(
@@ -1221,7 +1278,8 @@ fn node_pool_budget_rules() {
             "me",
             &Claim::Unclaimed,
             false,
-            &pool(vec![ebb_budget()], Some("x"))
+            &pool(vec![ebb_budget(&[])], Some("x")),
+            &[]
         ),
         None
     );
@@ -1229,14 +1287,16 @@ fn node_pool_budget_rules() {
     let mut absent = pool(vec![], None);
     absent.budgets = None;
     assert_eq!(
-        plan_node_pool("me", &o, false, &absent).unwrap().budgets,
-        Some(vec![ebb_budget()])
+        plan_node_pool("me", &o, false, &absent, &[])
+            .unwrap()
+            .budgets,
+        Some(vec![ebb_budget(&[])])
     );
 }
 
 fn any_budget() -> impl Strategy<Value = Value> {
     prop_oneof![
-        Just(ebb_budget()),
+        Just(ebb_budget(&[])),
         Just(json!({"nodes": "10%"})),
         Just(json!({"nodes": "0", "reasons": ["Drifted"]})),
         Just(json!({"nodes": "0", "schedule": "@daily", "duration": "10m"})),
@@ -1257,13 +1317,13 @@ proptest! {
         let p = pool(budgets.clone(), by.as_deref());
         let foreign = |list: &[Value]| list.iter().filter(|b| !is_ebb_budget(b)).cloned().collect::<Vec<_>>();
         let ours = |list: &[Value]| list.iter().filter(|b| is_ebb_budget(b)).count();
-        if let Some(change) = plan_node_pool("me", &claim, desired, &p) {
+        if let Some(change) = plan_node_pool("me", &claim, desired, &p, &[]) {
             let after = apply_pool(p.clone(), &change);
             let new = after.budgets.clone().unwrap();
             prop_assert_eq!(foreign(&new), foreign(&budgets));
             prop_assert!(ours(&new).abs_diff(ours(&budgets)) <= 1);
             // One write converges.
-            prop_assert_eq!(plan_node_pool("me", &claim, desired, &after), None);
+            prop_assert_eq!(plan_node_pool("me", &claim, desired, &after, &[]), None);
             if by.is_none() {
                 prop_assert!(ours(&new) >= ours(&budgets));
             }
@@ -1276,7 +1336,7 @@ proptest! {
         let original = pool(budgets, None);
         let mut p = original.clone();
         for desired in [false, false, true, true] {
-            if let Some(change) = plan_node_pool("me", &Claim::Ours, desired, &p) {
+            if let Some(change) = plan_node_pool("me", &Claim::Ours, desired, &p, &[]) {
                 p = apply_pool(p, &change);
             }
         }
@@ -1814,12 +1874,12 @@ fn a_paused_node_pool_neither_gets_nor_loses_ebbs_budget_while_others_do() {
     let claimants = vec![Claimant {
         name: "me".into(),
         created: None,
-        target: ResolvedTarget::NodePools(None),
+        target: ResolvedTarget::NodePools(None, Vec::new()),
     }];
     check_pause_rules("NodePool", "batch", &["gpu"], |marks, desired| {
         let view = |name: &str| {
             let mut p = if desired {
-                pool(vec![json!({"nodes": "10%"}), ebb_budget()], Some("me"))
+                pool(vec![json!({"nodes": "10%"}), ebb_budget(&[])], Some("me"))
             } else {
                 pool(vec![json!({"nodes": "10%"})], None)
             };
@@ -1828,7 +1888,7 @@ fn a_paused_node_pool_neither_gets_nor_loses_ebbs_budget_while_others_do() {
         };
         let mut paused = view("batch");
         paused.pause = marks.clone();
-        let observed = Observed::NodePools(vec![paused, view("gpu")]);
+        let observed = Observed::NodePools(vec![paused, view("gpu")], Vec::new());
         plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }

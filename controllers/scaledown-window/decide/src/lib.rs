@@ -202,8 +202,9 @@ pub enum ResolvedTarget {
         /// Which of them.
         selector: Option<Selector>,
     },
-    /// NodePools matching the selector (all when `None`).
-    NodePools(Option<Selector>),
+    /// NodePools matching the selector (all when `None`), and the disruption reasons ebb's
+    /// budget blocks (empty: all).
+    NodePools(Option<Selector>, Vec<ebb_crds::scaledown::DisruptionReason>),
 }
 
 fn selector(field: &str, selector: &LabelSelector) -> Result<Selector, InvalidSpec> {
@@ -286,6 +287,7 @@ pub fn resolve_target(target: &ScaleDownTarget) -> Result<ResolvedTarget, Invali
                     .as_ref()
                     .map(|s| selector("spec.target.karpenterNodePools.selector", s))
                     .transpose()?,
+                spec.reasons,
             ))
         }
     }
@@ -311,7 +313,7 @@ impl ResolvedTarget {
             Self::ClusterAutoscaler { .. } => TargetKind::ClusterAutoscaler,
             Self::Nodes(_) => TargetKind::NodeAnnotation,
             Self::MachineAutoscalers { .. } => TargetKind::MachineAutoscalers,
-            Self::NodePools(_) => TargetKind::KarpenterNodePools,
+            Self::NodePools(..) => TargetKind::KarpenterNodePools,
         }
     }
 
@@ -328,7 +330,7 @@ impl ResolvedTarget {
                 namespace,
                 selector,
             } => object.namespace == Some(namespace.as_str()) && matches(selector),
-            Self::NodePools(s) => matches(s),
+            Self::NodePools(s, _) => matches(s),
         }
     }
 }
@@ -659,8 +661,11 @@ pub enum Observed {
         /// The ClusterAutoscaler [`CLUSTER_AUTOSCALER_NAME`] they depend on.
         cluster_autoscaler: ClusterAutoscalerScaleDown,
     },
-    /// Every NodePool.
-    NodePools(Vec<NodePoolView>),
+    /// Every NodePool, and the disruption reasons ebb's budget blocks (empty: all).
+    NodePools(
+        Vec<NodePoolView>,
+        Vec<ebb_crds::scaledown::DisruptionReason>,
+    ),
 }
 
 /// One write to a target object.
@@ -881,7 +886,7 @@ pub fn plan_target(
             planner.plan.cluster_autoscaler = Some(*cluster_autoscaler);
             machine_autoscalers::plan(&mut planner, autoscalers, machine_sets);
         }
-        Observed::NodePools(pools) => node_pools::plan(&mut planner, pools),
+        Observed::NodePools(pools, reasons) => node_pools::plan(&mut planner, pools, reasons),
     }
     planner.plan
 }

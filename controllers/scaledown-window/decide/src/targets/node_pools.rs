@@ -1,8 +1,10 @@
 //! The `karpenterNodePools` target: Karpenter NodePools, to whose `spec.disruption.budgets` ebb
-//! adds one `nodes: "0"` budget outside windows. Its view, plan and patch.
+//! adds one `nodes: "0"` budget outside windows (for every disruption reason, or the schedule's
+//! `reasons`). Its view, plan and patch.
 
 use std::collections::BTreeMap;
 
+use ebb_crds::scaledown::DisruptionReason;
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Map, Value, json};
 
@@ -40,16 +42,26 @@ pub struct NodePoolChange {
     pub disabled_by: Option<String>,
 }
 
-/// The disruption budget ebb adds outside windows: no node may be disrupted, for any reason, at
-/// any time.
-pub fn ebb_budget() -> Value {
-    serde_json::json!({ "nodes": "0" })
+/// The disruption budget ebb adds outside windows: no node may be disrupted at any time, for
+/// any reason, or (`reasons` not empty) for those reasons.
+pub fn ebb_budget(reasons: &[DisruptionReason]) -> Value {
+    let mut reasons: Vec<&str> = reasons.iter().map(|r| r.as_str()).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    match reasons.is_empty() {
+        true => json!({ "nodes": "0" }),
+        false => json!({ "nodes": "0", "reasons": reasons }),
+    }
 }
 
-/// Whether a budget has exactly the shape of [`ebb_budget`]. A user's budget of the same shape is
+/// Whether a budget has the shape of an [`ebb_budget`], for any reasons: `nodes: "0"` and at
+/// most `reasons` besides (never a `schedule`). A user's budget of the same shape is
 /// indistinguishable and equivalent; the annotation says that one such budget is ebb's.
 pub fn is_ebb_budget(budget: &Value) -> bool {
-    *budget == ebb_budget()
+    budget.as_object().is_some_and(|fields| {
+        fields.get("nodes") == Some(&json!("0"))
+            && fields.keys().all(|k| k == "nodes" || k == "reasons")
+    })
 }
 
 /// The change a NodePool needs.
@@ -59,31 +71,38 @@ pub fn is_ebb_budget(budget: &Value) -> bool {
 /// removes one such budget and the annotation. Every other budget, and any budget when the
 /// annotation is absent, stays as it is, in order. A NodePool no live schedule selects any more
 /// loses the budget when this schedule added it.
+///
+/// `reasons` are the schedule's (`karpenterNodePools.reasons`): a marked budget of other reasons
+/// (the spec changed) is replaced in place.
 pub fn plan_node_pool(
     me: &str,
     claim: &Claim,
     desired_enabled: bool,
     pool: &NodePoolView,
+    reasons: &[DisruptionReason],
 ) -> Option<NodePoolChange> {
     let budgets = pool.budgets.clone().unwrap_or_default();
-    let has_ebb_budget = budgets.iter().any(is_ebb_budget);
+    let ours = budgets.iter().rposition(is_ebb_budget);
     let release = match claim {
         Claim::Ours if !desired_enabled => {
-            return match (&pool.disabled_by, has_ebb_budget) {
-                (Some(by), true) if by == me => None,
-                (Some(_), true) => Some(NodePoolChange {
-                    budgets: None,
-                    disabled_by: Some(me.to_owned()),
-                }),
+            let wanted = ebb_budget(reasons);
+            let mut budgets = budgets;
+            let list = match (&pool.disabled_by, ours) {
+                (Some(_), Some(at)) if budgets[at] == wanted => None,
+                (Some(_), Some(at)) => {
+                    budgets[at] = wanted;
+                    Some(budgets)
+                }
                 _ => {
-                    let mut budgets = budgets;
-                    budgets.push(ebb_budget());
-                    Some(NodePoolChange {
-                        budgets: Some(budgets),
-                        disabled_by: Some(me.to_owned()),
-                    })
+                    budgets.push(wanted);
+                    Some(budgets)
                 }
             };
+            let mark = pool.disabled_by.as_deref() != Some(me);
+            return (list.is_some() || mark).then(|| NodePoolChange {
+                budgets: list,
+                disabled_by: Some(me.to_owned()),
+            });
         }
         Claim::Ours => pool.disabled_by.is_some(),
         Claim::Unclaimed => pool.disabled_by.as_deref() == Some(me),
@@ -93,11 +112,7 @@ pub fn plan_node_pool(
         return None;
     }
     let mut budgets = budgets;
-    let removed = budgets
-        .iter()
-        .rposition(is_ebb_budget)
-        .map(|i| budgets.remove(i))
-        .is_some();
+    let removed = ours.map(|i| budgets.remove(i)).is_some();
     Some(NodePoolChange {
         budgets: removed.then_some(budgets),
         disabled_by: None,
@@ -122,7 +137,11 @@ pub fn node_pool_view(pool: &DynamicObject) -> NodePoolView {
 }
 
 /// Plans every NodePool.
-pub(crate) fn plan(planner: &mut Planner<'_>, pools: &[NodePoolView]) {
+pub(crate) fn plan(
+    planner: &mut Planner<'_>,
+    pools: &[NodePoolView],
+    reasons: &[DisruptionReason],
+) {
     for pool in pools {
         let id = ObjectId {
             kind: TargetKind::KarpenterNodePools,
@@ -135,7 +154,7 @@ pub(crate) fn plan(planner: &mut Planner<'_>, pools: &[NodePoolView]) {
         if planner.paused(&claim, &label, &pool.pause) {
             continue;
         }
-        if let Some(change) = plan_node_pool(planner.me, &claim, planner.desired, pool) {
+        if let Some(change) = plan_node_pool(planner.me, &claim, planner.desired, pool, reasons) {
             planner.plan.changes.push(Change::NodePool {
                 name: pool.name.clone(),
                 resource_version: pool.resource_version.clone(),
