@@ -31,6 +31,12 @@ fn schedule(target: Value) -> Value {
            "spec": {"target": target, "windows": [{"schedule": "0 20 * * 1-5", "duration": "11h"}]}})
 }
 
+fn windows(windows: Value) -> Value {
+    let mut schedule = schedule(json!({"clusterAutoscaler": {}}));
+    schedule["spec"]["windows"] = windows;
+    schedule
+}
+
 fn service_scaler(min: i64, max: i64) -> Value {
     json!({"apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler", "metadata": {"name": "web"},
            "spec": {"hpa": {"minReplicas": 1, "maxReplicas": 5}, "timeRangeSpec": [
@@ -74,6 +80,29 @@ fn cases() -> Vec<(&'static str, Value, Expect)> {
             "schedule with one target",
             schedule(json!({"clusterAutoscaler": {}})),
             Expect::Admitted,
+        ),
+        (
+            "schedule with a one-off window",
+            windows(
+                json!([{"from": "2026-12-24T18:00:00+01:00", "to": "2027-01-04T06:00:00+01:00"}]),
+            ),
+            Expect::Admitted,
+        ),
+        (
+            "window both recurring and once",
+            windows(json!([{"schedule": "0 20 * * 1-5", "duration": "11h",
+                            "from": "2026-12-24T18:00:00+01:00", "to": "2027-01-04T06:00:00+01:00"}])),
+            Expect::Refused("either recurring (schedule and duration) or once (from and to)"),
+        ),
+        (
+            "window with from only",
+            windows(json!([{"from": "2026-12-24T18:00:00+01:00"}])),
+            Expect::Refused("from and to must be given together"),
+        ),
+        (
+            "window with a local from",
+            windows(json!([{"from": "2026-12-24T18:00:00", "to": "2027-01-04T06:00:00+01:00"}])),
+            Expect::Refused("from/to must be RFC 3339"),
         ),
         (
             "schedule with two targets",

@@ -95,3 +95,28 @@ fn text_shows_instants_in_the_windows_zones_beside_utc() {
         "{out}"
     );
 }
+
+/// A one-off window spanning Zurich's spring-forward night, as `plan` reports it: open from its
+/// first instant, its end the next transition (22 h elapsed later), then closed for good.
+#[test]
+fn a_one_off_window_spanning_a_dst_change() {
+    let s = schedule(
+        "target: {clusterAutoscaler: {}}\nwindows:\n- {from: '2026-03-28T20:00:00+01:00', to: '2026-03-29T18:00:00+02:00'}\n",
+    );
+    let (before, _) = offline(&s, utc("2026-03-28T18:00:00Z"), &none()).unwrap();
+    assert!(!before.scale_down_enabled);
+    assert_eq!(
+        before.next_transition.as_deref(),
+        Some("2026-03-28T19:00:00Z")
+    );
+    let (open, _) = offline(&s, utc("2026-03-29T01:30:00Z"), &none()).unwrap();
+    assert!(open.scale_down_enabled);
+    assert_eq!(open.active_window, Some(0));
+    assert_eq!(
+        open.next_transition.as_deref(),
+        Some("2026-03-29T16:00:00Z")
+    );
+    let (after, _) = offline(&s, utc("2026-03-29T16:00:00Z"), &none()).unwrap();
+    assert!(!after.scale_down_enabled);
+    assert_eq!(after.next_transition, None);
+}

@@ -176,17 +176,36 @@ impl DisruptionReason {
     }
 }
 
-/// A recurring window: opens at each `schedule`, stays open for `duration`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+/// A window: recurring (opens at each `schedule`, stays open for `duration`), or once (`from`
+/// to `to`, as a ServiceScaler's `ZonedDateTime` range: a freeze period, a one-off maintenance
+/// night).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("has(self.schedule) == has(self.duration)").message("schedule and duration must be given together"),
+    validation = Rule::new("has(self.from) == has(self.to)").message("from and to must be given together"),
+    validation = Rule::new("has(self.schedule) != has(self.from)").message("a window is either recurring (schedule and duration) or once (from and to)"),
+    validation = Rule::new("!has(self.from) || (self.from.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})$') && self.to.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})$'))").message("from/to must be RFC 3339, e.g. 2026-12-24T18:00:00+01:00"),
+)]
 pub struct Window {
     /// When the window opens: standard five-field cron, as in a Kubernetes CronJob (`0 20 * * 1-5`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 9, max = 128))]
-    pub schedule: String,
+    pub schedule: Option<String>,
     /// How long it stays open, in elapsed time (`11h`, `30m`, `1h30m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = 32), regex(pattern = DURATION_PATTERN))]
-    pub duration: String,
-    /// IANA time zone the schedule is read in (`Europe/Zurich`).
+    pub duration: Option<String>,
+    /// Once: opens at this instant (RFC 3339 with an offset, `2026-12-24T18:00:00+01:00`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub from: Option<String>,
+    /// Once: closes at this instant (exclusive), after `from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub to: Option<String>,
+    /// IANA time zone the schedule is read in (`Europe/Zurich`). `from` and `to` carry their own
+    /// offsets and ignore it.
     #[serde(default = "default_time_zone")]
     #[schemars(length(min = 1, max = 64))]
     pub time_zone: String,

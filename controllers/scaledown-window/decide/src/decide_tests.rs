@@ -30,10 +30,59 @@ fn cv(progressing: bool) -> ClusterMaintenance {
 
 fn window(schedule: &str, duration: &str, tz: &str) -> WindowSpec {
     WindowSpec {
-        schedule: schedule.into(),
-        duration: duration.into(),
+        schedule: Some(schedule.into()),
+        duration: Some(duration.into()),
         time_zone: tz.into(),
+        ..WindowSpec::default()
     }
+}
+
+fn once(from: &str, to: &str) -> WindowSpec {
+    WindowSpec {
+        from: Some(from.into()),
+        to: Some(to.into()),
+        time_zone: "UTC".into(),
+        ..WindowSpec::default()
+    }
+}
+
+/// A one-off window (`from`/`to`, RFC 3339 with offsets) beside a recurring one: open exactly
+/// over `[from, to)` across a DST change (Europe/Zurich springs forward 2026-03-29 02:00 local;
+/// the window is given in the offsets before and after, so its length is 23 h of wall clock and
+/// 22 h elapsed), then never again; a window that is neither kind names itself.
+#[test]
+fn a_one_off_window_opens_once_across_a_dst_change() {
+    let nights = window("0 22 * * 1-5", "1h", "Europe/Zurich");
+    let freeze = once("2026-03-28T20:00:00+01:00", "2026-03-29T18:00:00+02:00");
+    let spec = spec(vec![nights, freeze], false);
+    let at = |t: &str| decide(&spec, utc(t), &ClusterMaintenance::default());
+    assert!(!at("2026-03-28T18:59:59Z").scale_down_enabled);
+    let open = at("2026-03-28T19:00:00Z");
+    assert!(open.scale_down_enabled);
+    assert_eq!(open.active_window, Some(1));
+    assert_eq!(open.next_transition, Some(utc("2026-03-29T16:00:00Z")));
+    assert!(at("2026-03-29T15:59:59Z").scale_down_enabled);
+    assert!(!at("2026-03-29T16:00:00Z").scale_down_enabled);
+    // The recurring window still opens on weekdays; the one-off one never again.
+    assert_eq!(at("2026-03-30T20:00:00Z").active_window, Some(0));
+    assert_eq!(at("2027-03-28T19:30:00Z").active_window, None);
+    // Neither recurring nor once, and a one-off end before its start: named.
+    let mut both = once("2026-03-28T20:00:00+01:00", "2026-03-29T18:00:00+02:00");
+    both.schedule = Some("0 22 * * *".into());
+    both.duration = Some("1h".into());
+    assert_eq!(parse_windows(&[both]).unwrap_err().field, "spec.windows[0]");
+    let backwards = once("2026-03-29T18:00:00+02:00", "2026-03-28T20:00:00+01:00");
+    assert!(
+        parse_windows(&[backwards])
+            .unwrap_err()
+            .field
+            .starts_with("spec.windows[0].")
+    );
+    let garbled = once("yesterday", "2026-03-28T20:00:00+01:00");
+    assert_eq!(
+        parse_windows(&[garbled]).unwrap_err().field,
+        "spec.windows[0].from"
+    );
 }
 
 fn spec(windows: Vec<WindowSpec>, follow_upgrades: bool) -> ScaleDownScheduleSpec {
@@ -242,8 +291,12 @@ fn invalid_windows_fail_safe_naming_the_field() {
         };
         assert_eq!(invalid.field, field, "{bad:?}");
         assert!(
-            invalid.message.contains(&bad.schedule)
-                || invalid.message.contains(&bad.duration)
+            invalid
+                .message
+                .contains(bad.schedule.as_deref().unwrap_or_default())
+                || invalid
+                    .message
+                    .contains(bad.duration.as_deref().unwrap_or_default())
                 || invalid.message.contains(&bad.time_zone),
             "{invalid}"
         );
@@ -363,7 +416,7 @@ fn pool_maintenance_counts_only_when_followed_and_never_overrides_the_fail_safe(
     assert_eq!(d.maintenance, ClusterMaintenance::default());
 
     let mut broken = workday_nights();
-    broken.windows[0].schedule = "0 25 * * *".into();
+    broken.windows[0].schedule = Some("0 25 * * *".into());
     let d = decide(
         &broken,
         at,

@@ -105,26 +105,46 @@ impl fmt::Display for InvalidSpec {
 
 impl std::error::Error for InvalidSpec {}
 
-/// Parses the windows (`Window::cron` each), naming the field at fault.
+/// Parses the windows (`Window::cron` each recurring one, `Window::zoned_date_time` each one
+/// given by `from` and `to`), naming the field at fault.
 ///
 /// # Errors
-/// The first window that does not parse, as `spec.windows[i].schedule`, `.duration` or `.timeZone`.
+/// The first window that does not parse, as `spec.windows[i].schedule`, `.duration`,
+/// `.timeZone`, `.from` or `.to`, or `spec.windows[i]` when it is neither recurring nor once.
 pub fn parse_windows(windows: &[WindowSpec]) -> Result<Vec<Window>, InvalidSpec> {
     windows
         .iter()
         .enumerate()
-        .map(|(i, w)| {
-            Window::cron(&w.schedule, &w.duration, Some(&w.time_zone)).map_err(|error| {
+        .map(|(i, w)| parse_window(i, w))
+        .collect()
+}
+
+fn parse_window(i: usize, w: &WindowSpec) -> Result<Window, InvalidSpec> {
+    let at = |field: &str| format!("spec.windows[{i}].{field}");
+    match (&w.schedule, &w.duration, &w.from, &w.to) {
+        (Some(schedule), Some(duration), None, None) => {
+            Window::cron(schedule, duration, Some(&w.time_zone)).map_err(|error| {
                 let field = match error {
                     ScheduleError::Duration { .. } => "duration",
                     ScheduleError::UnknownTimeZone(_)
                     | ScheduleError::UnreadableTimeZone { .. } => "timeZone",
                     _ => "schedule",
                 };
-                InvalidSpec::new(format!("spec.windows[{i}].{field}"), error.to_string())
+                InvalidSpec::new(at(field), error.to_string())
             })
-        })
-        .collect()
+        }
+        (None, None, Some(from), Some(to)) => Window::zoned_date_time(from, to).map_err(|error| {
+            let field = match &error {
+                ScheduleError::DateTime { input, .. } if input == from => "from",
+                _ => "to",
+            };
+            InvalidSpec::new(at(field), error.to_string())
+        }),
+        _ => Err(InvalidSpec::new(
+            format!("spec.windows[{i}]"),
+            "a window is either recurring (schedule and duration) or once (from and to)",
+        )),
+    }
 }
 
 /// The four kinds of target.
