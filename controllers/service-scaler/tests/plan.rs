@@ -607,3 +607,74 @@ fn every_document_of_a_file_or_stdin_is_decided_and_at_defaults_to_now() {
         .collect();
     assert_eq!(names, [json!("dummy-acorn-service"), json!("second")]);
 }
+
+/// Holidays, as `plan` shows them: a daily 08:00-20:00 Zurich range with the spring-forward
+/// Sunday (2026-03-29, a 23-hour day) and Good Friday excluded, and a night range that crosses
+/// midnight into the excluded Sunday (cut at midnight) and out of it (opens at midnight).
+#[test]
+fn excluded_dates_in_a_dst_week() {
+    let file = TempFile::new(
+        "holidays.yaml",
+        r#"apiVersion: scaler.udaan.io/v1
+kind: ServiceScaler
+metadata: {name: web, namespace: shop}
+spec:
+  leadTime: 0s
+  hpa: {minReplicas: 2, maxReplicas: 10}
+  timeRangeSpec:
+  - kind: LocalTime
+    from: "08:00"
+    to: "20:00"
+    timeZone: Europe/Zurich
+    excludeDates: ["2026-03-29", "2026-04-03"]
+    replicaSpec: {hpa: {minReplicas: 6}}
+  - kind: LocalTime
+    from: "22:00"
+    to: "02:00"
+    timeZone: Europe/Zurich
+    excludeDates: ["2026-03-29"]
+    replicaSpec: {hpa: {minReplicas: 3}}
+"#,
+    );
+    let file = file.arg();
+    let at = |t: &str| plan_json(file, t);
+    let range = |t: &str| at(t)["matchedRange"].clone();
+    // Saturday 28th, 08:00-20:00 CET: in force; the next change is 20:00 CET.
+    assert_eq!(range("2026-03-28T10:00:00Z"), json!(0));
+    assert_eq!(
+        at("2026-03-28T10:00:00Z")["nextTransition"],
+        json!("2026-03-28T19:00:00Z")
+    );
+    // The night into the excluded Sunday: 22:00 CET to midnight only.
+    assert_eq!(range("2026-03-28T21:30:00Z"), json!(1));
+    assert_eq!(
+        at("2026-03-28T21:30:00Z")["nextTransition"],
+        json!("2026-03-28T23:00:00Z")
+    );
+    assert_eq!(range("2026-03-28T23:30:00Z"), Value::Null);
+    // Sunday (CEST from 03:00): no range all day, its night range included; the night out of
+    // it opens at Monday's midnight (22:00Z) and runs to 02:00 CEST.
+    assert_eq!(range("2026-03-29T09:00:00Z"), Value::Null);
+    assert_eq!(
+        at("2026-03-29T09:00:00Z")["nextTransition"],
+        json!("2026-03-29T22:00:00Z")
+    );
+    assert_eq!(range("2026-03-29T21:30:00Z"), Value::Null);
+    assert_eq!(range("2026-03-29T22:30:00Z"), json!(1));
+    // Monday: 08:00 CEST is 06:00Z.
+    assert_eq!(range("2026-03-30T06:00:00Z"), json!(0));
+    // Good Friday excluded from the day range only.
+    assert_eq!(range("2026-04-03T10:00:00Z"), Value::Null);
+    assert_eq!(range("2026-04-03T20:30:00Z"), json!(1));
+    // A date that is not one is named.
+    let bad = TempFile::new(
+        "bad-holiday.yaml",
+        &std::fs::read_to_string(file)
+            .unwrap()
+            .replace("2026-04-03", "2026-04-31"),
+    );
+    let out = plan(&["--file", bad.arg(), "--at", "2026-03-28T10:00:00Z"]);
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("timeRangeSpec[0].excludeDates"), "{said}");
+}

@@ -5,7 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::service_scaler::DURATION_PATTERN;
+use crate::service_scaler::{DURATION_PATTERN, EXCLUDED_DATE_PATTERN};
 
 /// Decides from time windows whether the cluster may remove nodes now, and applies that to one target.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -209,6 +209,13 @@ pub struct Window {
     #[serde(default = "default_time_zone")]
     #[schemars(length(min = 1, max = 64))]
     pub time_zone: String,
+    /// Local dates on which the window stays closed: `2026-12-25`, or an inclusive range
+    /// `2026-12-24/2027-01-01`, whole days in `timeZone` (UTC for a window given by `from` and
+    /// `to`), DST included; a window crossing midnight into or out of an excluded day is cut at
+    /// midnight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 366), inner(regex(pattern = EXCLUDED_DATE_PATTERN)))]
+    pub exclude_dates: Vec<String>,
 }
 
 fn default_time_zone() -> String {

@@ -323,7 +323,19 @@ pub struct TimeRange {
     /// Overrides in force inside the range.
     #[serde(default)]
     pub replica_spec: ReplicaSpec,
+
+    /// Local dates on which the range is not in force: `2026-12-25`, or an inclusive range
+    /// `2026-12-24/2027-01-01`. A date closes the range for the whole local day in the range's
+    /// own zone (`timeZone`, the `from` offset of a ZonedTime range, UTC for ZonedDateTime), DST
+    /// included; a range crossing midnight into or out of an excluded day is cut at midnight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 366), inner(regex(pattern = EXCLUDED_DATE_PATTERN)))]
+    pub exclude_dates: Vec<String>,
 }
+
+/// Pattern of an excluded date: `YYYY-MM-DD`, or an inclusive range `YYYY-MM-DD/YYYY-MM-DD`.
+pub const EXCLUDED_DATE_PATTERN: &str =
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(/[0-9]{4}-[0-9]{2}-[0-9]{2})?$";
 
 /// HPA settings as applied: the defaults merged with the range in force.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]

@@ -142,6 +142,11 @@ impl DayRule {
 }
 
 impl CronSchedule {
+    /// The zone the schedule is read in.
+    pub(crate) fn zone(&self) -> &Zone {
+        &self.tz
+    }
+
     /// Parses a standard five-field cron expression (see the type's documentation for the dialect)
     /// whose wall-clock times are read in `tz`.
     ///

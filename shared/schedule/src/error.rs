@@ -63,6 +63,15 @@ pub enum ScheduleError {
     #[error("the list of days is empty: leave it out to mean every day")]
     NoDays,
 
+    /// An excluded date (or date range) could not be parsed.
+    #[error("invalid excluded date {input:?}: {reason}")]
+    ExcludedDate {
+        /// The text as given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A one-off window does not end after it starts.
     #[error("the window ends before it starts: to {to:?} is not after from {from:?}")]
     EndNotAfterStart {

@@ -5,6 +5,7 @@ use jiff::{SignedDuration, Timestamp, civil};
 
 use crate::cron::CronSchedule;
 use crate::duration::parse_duration;
+use crate::excluded::{DayZone, ExcludedDays};
 use crate::weekday::{Weekdays, parse_weekday};
 use crate::zone::{Zone, at_offset, fixed_wall_clock, resolve_local, wall_clock, zone_or_utc};
 use crate::{DEFAULT_HORIZON, ScheduleError};
@@ -73,6 +74,15 @@ pub enum Window {
         schedule: CronSchedule,
         /// How long it stays open after each fire time (elapsed time).
         duration: SignedDuration,
+    },
+    /// `window`, closed on whole local days ([`ExcludedDays`]: from a date's first instant to
+    /// the next date's, in the window's own zone; its open periods are cut at those edges).
+    /// Made by [`Window::excluding`].
+    Excluding {
+        /// The window.
+        window: Box<Window>,
+        /// The days it is closed on.
+        days: ExcludedDays,
     },
 }
 
@@ -236,6 +246,33 @@ impl Window {
             Self::ZonedTime { .. } | Self::LocalTime { .. } => {
                 self.daily_raw_containing(t).is_some()
             }
+            Self::Excluding { window, days } => window.contains(t) && !days.contains(t),
+        }
+    }
+
+    /// This window, closed on the local days of `dates` (inclusive runs, as
+    /// [`ExcludedDays::parse`] returns them) in its own zone: its `timeZone`, the fixed offset of
+    /// a `ZonedTime` window, UTC for a `ZonedDateTime` one. No dates: the window as it is.
+    #[must_use]
+    pub fn excluding(self, dates: Vec<(civil::Date, civil::Date)>) -> Self {
+        if dates.is_empty() {
+            return self;
+        }
+        let zone = self.day_zone();
+        Self::Excluding {
+            window: Box::new(self),
+            days: ExcludedDays::new(zone, dates),
+        }
+    }
+
+    /// The zone whose local dates excluded days are.
+    fn day_zone(&self) -> DayZone {
+        match self {
+            Self::ZonedTime { offset, .. } => DayZone::Offset(*offset),
+            Self::ZonedDateTime { .. } => DayZone::Zone(crate::Zone::utc()),
+            Self::LocalTime { tz, .. } => DayZone::Zone(tz.clone()),
+            Self::Cron { schedule, .. } => DayZone::Zone(schedule.zone().clone()),
+            Self::Excluding { window, .. } => window.day_zone(),
         }
     }
 
@@ -286,6 +323,7 @@ impl Window {
                 days: Some(days), ..
             } => days.is_empty(),
             Self::Cron { duration, .. } => *duration <= SignedDuration::ZERO,
+            Self::Excluding { window, .. } => window.never_open(),
             Self::ZonedTime { .. } | Self::LocalTime { .. } => false,
         }
     }
@@ -297,7 +335,7 @@ impl Window {
             Self::LocalTime { from, to, days, .. } => {
                 from == to && days.is_none_or(|days| days.len() == 7)
             }
-            Self::ZonedDateTime { .. } | Self::Cron { .. } => false,
+            Self::ZonedDateTime { .. } | Self::Cron { .. } | Self::Excluding { .. } => false,
         }
     }
 
@@ -326,6 +364,7 @@ impl Window {
             }),
             Self::Cron { schedule, duration } => cron_next_span(schedule, *duration, cursor, until),
             Self::ZonedTime { .. } | Self::LocalTime { .. } => self.daily_next_span(cursor),
+            Self::Excluding { window, days } => excluding_next_span(window, days, cursor, until),
         }
     }
 
@@ -334,7 +373,7 @@ impl Window {
         match self {
             Self::ZonedTime { offset, .. } => fixed_wall_clock(*offset, t),
             Self::LocalTime { tz, .. } => wall_clock(tz, t),
-            Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
+            Self::ZonedDateTime { .. } | Self::Cron { .. } | Self::Excluding { .. } => None,
         }
     }
 
@@ -357,7 +396,7 @@ impl Window {
                 // A window entirely inside a spring-forward gap is empty that day.
                 (end > start).then_some((start, end))
             }
-            Self::ZonedDateTime { .. } | Self::Cron { .. } => None,
+            Self::ZonedDateTime { .. } | Self::Cron { .. } | Self::Excluding { .. } => None,
         }
     }
 
@@ -481,6 +520,13 @@ impl Window {
         }
         match self {
             Self::ZonedDateTime { from, .. } => Some(*from),
+            Self::Excluding { window, days } => {
+                let cut = days.last_end_at_or_before(t).filter(|cut| *cut >= since);
+                match (window.start_of_open_period(t, since), cut) {
+                    (Some(start), Some(cut)) => Some(start.max(cut)),
+                    (start, cut) => start.or(cut),
+                }
+            }
             Self::Cron { schedule, duration } => {
                 let mut start = schedule.last_fire_at_or_before(t)?;
                 // Walk back over occurrences that reach (or touch) the current start, jumping to
@@ -649,6 +695,52 @@ where
     } else {
         Err(ScheduleError::NoDays)
     }
+}
+
+/// How many open periods wholly inside excluded days one search passes over before it gives up
+/// (each jump lands past an excluded run, so this is far more than any list of dates needs).
+const MAX_EXCLUDED_SKIPS: usize = 10_000;
+
+/// [`Window::next_span`] of `window` closed on `days`: its next period, cut at the edges of the
+/// excluded days; a period wholly inside them is passed over.
+fn excluding_next_span(
+    window: &Window,
+    days: &ExcludedDays,
+    cursor: Timestamp,
+    until: Timestamp,
+) -> Option<Span> {
+    let mut at = cursor;
+    for _ in 0..MAX_EXCLUDED_SKIPS {
+        let span = window.next_span(at, until)?;
+        let exact = span.start > at;
+        let mut from = if exact { span.start } else { at };
+        let moved = match days.run_containing(from) {
+            Some((_, end)) => {
+                from = end;
+                true
+            }
+            None => false,
+        };
+        if span.end.is_some_and(|end| from >= end) {
+            // Wholly excluded from here: look on from the end of the excluded run.
+            at = from;
+            continue;
+        }
+        let start = match (moved, exact) {
+            (true, _) => from,
+            (false, true) => span.start,
+            // Open at `at`: since the later of its own start and the last excluded day's end.
+            (false, false) => days
+                .last_end_at_or_before(at)
+                .map_or(span.start, |cut| cut.max(span.start)),
+        };
+        let end = match days.next_start_after(from) {
+            Some(cut) if span.end.is_none_or(|end| cut < end) => Some(cut),
+            _ => span.end,
+        };
+        return Some(Span { start, end });
+    }
+    None
 }
 
 #[cfg(test)]

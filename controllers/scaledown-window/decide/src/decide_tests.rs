@@ -46,6 +46,33 @@ fn once(from: &str, to: &str) -> WindowSpec {
     }
 }
 
+/// `excludeDates`: a weekend window stays closed on an excluded Saturday (whole local day in its
+/// zone, so the window opens at Sunday's midnight), and a bad entry is named.
+#[test]
+fn excluded_dates_keep_a_window_closed_on_those_local_days() {
+    let mut weekend = window("0 0 * * 6", "48h", "Europe/Zurich");
+    weekend.exclude_dates = vec!["2026-03-28".into()];
+    let spec = spec(vec![weekend.clone()], false);
+    let at = |t: &str| decide(&spec, utc(t), &ClusterMaintenance::default());
+    // Saturday 28 March in Zurich (CET): closed; it opens at Sunday 00:00 CET (23:00Z).
+    assert!(!at("2026-03-28T12:00:00Z").scale_down_enabled);
+    assert_eq!(
+        at("2026-03-28T12:00:00Z").next_transition,
+        Some(utc("2026-03-28T23:00:00Z"))
+    );
+    // Sunday (spring-forward): open until Monday 00:00 CET + 48h elapsed = 01:00 CEST (23:00Z).
+    let sunday = at("2026-03-29T12:00:00Z");
+    assert!(sunday.scale_down_enabled);
+    assert_eq!(sunday.next_transition, Some(utc("2026-03-29T23:00:00Z")));
+    // The next weekend is not excluded.
+    assert!(at("2026-04-04T12:00:00Z").scale_down_enabled);
+    weekend.exclude_dates = vec!["2026-02-30".into()];
+    assert_eq!(
+        parse_windows(&[weekend]).unwrap_err().field,
+        "spec.windows[0].excludeDates"
+    );
+}
+
 /// A one-off window (`from`/`to`, RFC 3339 with offsets) beside a recurring one: open exactly
 /// over `[from, to)` across a DST change (Europe/Zurich springs forward 2026-03-29 02:00 local;
 /// the window is given in the offsets before and after, so its length is 23 h of wall clock and

@@ -121,6 +121,13 @@ pub fn parse_windows(windows: &[WindowSpec]) -> Result<Vec<Window>, InvalidSpec>
 
 fn parse_window(i: usize, w: &WindowSpec) -> Result<Window, InvalidSpec> {
     let at = |field: &str| format!("spec.windows[{i}].{field}");
+    let excluded = ebb_schedule::ExcludedDays::parse(&w.exclude_dates)
+        .map_err(|error| InvalidSpec::new(at("excludeDates"), error.to_string()))?;
+    parse_window_rule(i, w).map(|window| window.excluding(excluded))
+}
+
+fn parse_window_rule(i: usize, w: &WindowSpec) -> Result<Window, InvalidSpec> {
+    let at = |field: &str| format!("spec.windows[{i}].{field}");
     match (&w.schedule, &w.duration, &w.from, &w.to) {
         (Some(schedule), Some(duration), None, None) => {
             Window::cron(schedule, duration, Some(&w.time_zone)).map_err(|error| {

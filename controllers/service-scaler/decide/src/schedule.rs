@@ -29,8 +29,8 @@ pub struct Schedule {
     defaults: HpaSettings,
     ranges: Vec<HpaSettings>,
     windows: Ranked,
-    /// Indices of one-off and cron ranges: the only ones that can change anything after a year
-    /// without change.
+    /// Indices of one-off and cron ranges, and of ranges with excluded dates: the only ones that
+    /// can change anything after a year without change.
     non_daily: Vec<usize>,
     ramp: Option<SignedDuration>,
     /// `spec.leadTime`, parsed (zero: off); see [`crate::lead`].
@@ -51,10 +51,12 @@ impl Schedule {
                 Ok(window) => windows.push(window),
                 Err(mut e) => errors.append(&mut e),
             }
+            // Excluded dates change things on their days, however far ahead.
             if matches!(
                 range.kind,
                 TimeRangeKind::ZonedDateTime | TimeRangeKind::Cron
-            ) {
+            ) || !range.exclude_dates.is_empty()
+            {
                 non_daily.push(i);
             }
             let hpa_path = format!("{path}.replicaSpec.hpa");

@@ -241,6 +241,7 @@ fn schedule_field(error: &ScheduleError, range: &TimeRange) -> &'static str {
         ScheduleError::Weekday(_) | ScheduleError::NoDays => "days",
         ScheduleError::Cron { .. } => "schedule",
         ScheduleError::Duration { .. } => "duration",
+        ScheduleError::ExcludedDate { .. } => "excludeDates",
     }
 }
 
@@ -253,8 +254,18 @@ pub(super) fn build_window(range: &TimeRange, path: &str) -> Result<Window, Vec<
     } else {
         time_window(range, path, &mut errors)
     };
+    let excluded = match ebb_schedule::ExcludedDays::parse(&range.exclude_dates) {
+        Ok(dates) => dates,
+        Err(e) => {
+            errors.push(SpecError::new(
+                format!("{path}.excludeDates"),
+                e.to_string(),
+            ));
+            Vec::new()
+        }
+    };
     match built {
-        Some(Ok(window)) if errors.is_empty() => Ok(window),
+        Some(Ok(window)) if errors.is_empty() => Ok(window.excluding(excluded)),
         Some(Err(e)) => {
             errors.push(SpecError::new(
                 format!("{path}.{}", schedule_field(&e, range)),

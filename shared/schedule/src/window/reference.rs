@@ -24,6 +24,8 @@ pub(crate) fn contains(window: &Window, t: Timestamp) -> bool {
         Window::ZonedTime { .. } | Window::LocalTime { .. } => {
             daily_raw_containing(window, t).is_some()
         }
+        // Not part of the pruned walk: excluded days have their own oracle (tests/excluded.rs).
+        Window::Excluding { window, days } => contains(window, t) && !days.contains(t),
     }
 }
 
@@ -47,6 +49,7 @@ pub(crate) fn next_span(window: &Window, cursor: Timestamp, until: Timestamp) ->
         }),
         Window::Cron { schedule, duration } => cron_next_span(schedule, *duration, cursor, until),
         Window::ZonedTime { .. } | Window::LocalTime { .. } => daily_next_span(window, cursor),
+        Window::Excluding { .. } => window.next_span(cursor, until),
     }
 }
 
@@ -55,7 +58,7 @@ fn local_date(window: &Window, t: Timestamp) -> Option<civil::Date> {
     match window {
         Window::ZonedTime { offset, .. } => fixed_wall_clock(*offset, t).map(|local| local.date()),
         Window::LocalTime { tz, .. } => wall_clock(tz, t).map(|local| local.date()),
-        Window::ZonedDateTime { .. } | Window::Cron { .. } => None,
+        Window::ZonedDateTime { .. } | Window::Cron { .. } | Window::Excluding { .. } => None,
     }
 }
 
