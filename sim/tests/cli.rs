@@ -141,3 +141,33 @@ fn the_readme_charts_are_current() {
         );
     }
 }
+
+/// A holiday in the simulator: scaledown-week with Tuesday 10 March excluded from the workday
+/// nights (Zurich). The Monday night ends at Tuesday's midnight (23:00Z), Tuesday night does not
+/// open at 20:00 CET but at Wednesday's midnight, and the status previews that.
+#[test]
+fn an_excluded_date_shows_in_the_timeline() {
+    let text = std::fs::read_to_string(scenario("scaledown-week.yaml")).unwrap();
+    let holiday = text.replacen(
+        "      duration: 11h\n      timeZone: Europe/Zurich\n",
+        "      duration: 11h\n      timeZone: Europe/Zurich\n      excludeDates: [\"2026-03-10\"]\n",
+        1,
+    );
+    assert_ne!(holiday, text, "the scenario's first window moved");
+    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaledown-holiday.yaml");
+    std::fs::write(&file, holiday).unwrap();
+    let (ok, out, err) = run(&["run", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let flip = |at: &str, enabled: bool| {
+        out.lines()
+            .any(|l| l.starts_with(at) && l.ends_with(&format!("spec.scaleDown.enabled={enabled}")))
+    };
+    assert!(flip("2026-03-09T19:00:00Z", true), "{out}");
+    assert!(flip("2026-03-09T23:00:00Z", false), "{out}");
+    assert!(!flip("2026-03-10T19:00:00Z", true), "{out}");
+    assert!(flip("2026-03-10T23:00:00Z", true), "{out}");
+    assert!(
+        out.contains("status.nextTransitionTime=\"2026-03-10T23:00:00Z\""),
+        "{out}"
+    );
+}
