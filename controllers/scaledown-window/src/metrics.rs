@@ -43,35 +43,17 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
         let sub = ebb_runtime::metrics::controller_registry(registry, CONTROLLER_NAME);
-        sub.register(
-            "scale_down_enabled",
-            "1 while the schedule allows scale-down, 0 otherwise",
-            metrics.enabled.clone(),
-        );
-        sub.register(
-            "schedule_invalid",
-            "1 while the schedule cannot be decided (scale-down held disabled), 0 otherwise",
-            metrics.invalid.clone(),
-        );
-        sub.register(
-            "target_conflict",
-            "1 while another schedule manages objects this schedule selects, 0 otherwise",
-            metrics.conflict.clone(),
-        );
-        sub.register(
-            "target_api_missing",
-            "1 while the cluster does not serve the schedule's target API (CRD not installed)",
-            metrics.api_missing.clone(),
-        );
-        sub.register(
-            "flips",
-            "Changes of scaleDownEnabled, by the value changed to",
-            metrics.flips.clone(),
-        );
-        sub.register(
-            "target_writes",
-            "Writes to target objects, by kind",
-            metrics.writes.clone(),
+        ebb_runtime::register_metrics!(sub;
+            "scale_down_enabled": metrics.enabled,
+                "1 while the schedule allows scale-down, 0 otherwise";
+            "schedule_invalid": metrics.invalid,
+                "1 while the schedule cannot be decided (scale-down held disabled), 0 otherwise";
+            "target_conflict": metrics.conflict,
+                "1 while another schedule manages objects this schedule selects, 0 otherwise";
+            "target_api_missing": metrics.api_missing,
+                "1 while the cluster does not serve the schedule's target API (CRD not installed)";
+            "flips": metrics.flips, "Changes of scaleDownEnabled, by the value changed to";
+            "target_writes": metrics.writes, "Writes to target objects, by kind";
         );
         metrics
     }

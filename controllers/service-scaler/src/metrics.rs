@@ -49,15 +49,10 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
         let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
-        sub.register(
-            "managed_objects",
-            "ServiceScalers handled by this controller, by state",
-            metrics.managed.clone(),
-        );
-        sub.register(
-            "transitions",
-            "HPA and /scale writes, by reason (create, transition, lead, ramp, drift, restore, hibernate, wake)",
-            metrics.transitions.clone(),
+        ebb_runtime::register_metrics!(sub;
+            "managed_objects": metrics.managed, "ServiceScalers handled by this controller, by state";
+            "transitions": metrics.transitions,
+                "HPA and /scale writes, by reason (create, transition, lead, ramp, drift, restore, hibernate, wake, fleet)";
         );
         for state in STATES {
             metrics

@@ -37,6 +37,23 @@ pub fn metric_prefix(controller: &str) -> String {
     format!("ebb_{name}")
 }
 
+/// Registers metrics in `registry` (a `&mut Registry`: a controller's sub-registry, say) from a
+/// table, one line each, `name: handle, "help";`. The registry gets a clone of each handle; the
+/// caller keeps the handle to update.
+///
+/// ```ignore
+/// ebb_runtime::register_metrics!(sub;
+///     "reconciles": metrics.reconciles, "Reconciliations started";
+/// );
+/// ```
+#[macro_export]
+macro_rules! register_metrics {
+    ($registry:expr; $($name:literal: $metric:expr, $help:expr;)+) => {{
+        let registry = $registry;
+        $( registry.register($name, $help, ::std::clone::Clone::clone(&$metric)); )+
+    }};
+}
+
 /// The part of `registry` where controller `controller`'s own metrics go: under
 /// [`metric_prefix`] (`ebb_<name>_`), each series labelled `controller="<name>"` as well, so a
 /// dashboard or a query can span every controller by that label while the names stay as they are.
@@ -89,15 +106,9 @@ impl ControllerMetrics {
             duration: Histogram::new(DURATION_BUCKETS),
         };
         let sub = controller_registry(registry, controller);
-        sub.register(
-            "reconciles",
-            "Reconciliations started",
-            metrics.reconciles.clone(),
-        );
-        sub.register(
-            "reconcile_errors",
-            "Reconciliations that failed, by error category",
-            metrics.errors.clone(),
+        crate::register_metrics!(&mut *sub;
+            "reconciles": metrics.reconciles, "Reconciliations started";
+            "reconcile_errors": metrics.errors, "Reconciliations that failed, by error category";
         );
         sub.register_with_unit(
             "reconcile_duration",
@@ -212,15 +223,11 @@ pub fn register_process(registry: &mut Registry, controller: &str, tzdata: &str)
         ]),
     );
     let process = Process::default();
-    sub.register(
-        "leader",
-        "1 while this replica holds the leader Lease (or runs without election) and no older install overlaps it, 0 otherwise",
-        process.leader.clone(),
-    );
-    sub.register(
-        "overlapping_installs",
-        "Other running installs of this controller whose scope overlaps this one's (the newer writes nothing)",
-        process.overlapping.clone(),
+    crate::register_metrics!(sub;
+        "leader": process.leader,
+            "1 while this replica holds the leader Lease (or runs without election) and no older install overlaps it, 0 otherwise";
+        "overlapping_installs": process.overlapping,
+            "Other running installs of this controller whose scope overlaps this one's (the newer writes nothing)";
     );
     process
 }
