@@ -66,6 +66,30 @@ pub struct Own {
 }
 
 impl Own {
+    /// The caches of one scope, each with whether it holds its first full list (FleetSchedules,
+    /// ServiceScalers, HPAs), ebb's own namespace and whether the install is cluster-wide.
+    pub fn new(
+        metrics: Metrics,
+        (fleets, scalers, hpas): (
+            Store<Guarded<FleetSchedule>>,
+            Store<PartialObjectMeta<ServiceScaler>>,
+            Store<Guarded<HpaMeta>>,
+        ),
+        listed: [Arc<AtomicBool>; 3],
+        home: String,
+        cluster_wide: bool,
+    ) -> Self {
+        Self {
+            metrics,
+            fleets,
+            hpas,
+            scalers,
+            listed,
+            home,
+            cluster_wide,
+        }
+    }
+
     fn listed(&self) -> bool {
         self.listed.iter().all(|l| l.load(Ordering::Acquire))
     }
@@ -331,15 +355,13 @@ pub fn controllers(
         &wiring.warm_up,
     );
     let status_store = status.store();
-    let own = Own {
+    let own = Own::new(
         metrics,
-        fleets: fleets.clone(),
-        hpas: hpas.clone(),
-        scalers,
+        (fleets.clone(), scalers, hpas.clone()),
         listed,
-        home: wiring.common.lease_namespace.clone(),
-        cluster_wide: scope.is_none(),
-    };
+        wiring.common.lease_namespace.clone(),
+        scope.is_none(),
+    );
     let ctx = wiring.context(own);
 
     let reach_ctx = ctx.clone();

@@ -364,13 +364,20 @@ fn fields_under(own: &Record, settings: &HpaSettings) -> Record {
     }
 }
 
-/// Whether `spec` holds the owned fields of `fields` (the metrics as lists, `None` as empty).
+/// Whether `spec` holds the owned fields of `fields` (the metrics as lists, `None` as empty). An
+/// HPA written without metrics gets the API server's default (cpu at 80%), which matches none.
 fn spec_holds(spec: &HorizontalPodAutoscalerSpec, fields: &Record) -> bool {
+    let actual = spec.metrics.as_deref().unwrap_or_default();
+    let wanted = fields.metrics.as_deref().unwrap_or_default();
+    let server_default = || {
+        let mut default = Vec::new();
+        with_utilization(&mut default, "cpu", Some(80));
+        actual == default.as_slice()
+    };
     spec.min_replicas.unwrap_or(DEFAULT_MIN_REPLICAS)
         == fields.min_replicas.unwrap_or(DEFAULT_MIN_REPLICAS)
         && spec.max_replicas == fields.max_replicas
-        && spec.metrics.as_deref().unwrap_or_default()
-            == fields.metrics.as_deref().unwrap_or_default()
+        && (actual == wanted || (wanted.is_empty() && server_default()))
 }
 
 /// What a member pass observed.
