@@ -44,6 +44,13 @@ use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 /// An HPA as the members' cache holds it: its metadata.
 pub type HpaMeta = PartialObjectMeta<HorizontalPodAutoscaler>;
 
+/// The caches of one scope: FleetSchedules, ServiceScalers (metadata), HPAs (metadata).
+pub type Caches = (
+    Store<Guarded<FleetSchedule>>,
+    Store<PartialObjectMeta<ServiceScaler>>,
+    Store<Guarded<HpaMeta>>,
+);
+
 /// How soon a pass that found a cache not yet listed looks again.
 const NOT_LISTED_YET: Duration = Duration::from_secs(1);
 
@@ -70,11 +77,7 @@ impl Own {
     /// ServiceScalers, HPAs), ebb's own namespace and whether the install is cluster-wide.
     pub fn new(
         metrics: Metrics,
-        (fleets, scalers, hpas): (
-            Store<Guarded<FleetSchedule>>,
-            Store<PartialObjectMeta<ServiceScaler>>,
-            Store<Guarded<HpaMeta>>,
-        ),
+        (fleets, scalers, hpas): Caches,
         listed: [Arc<AtomicBool>; 3],
         home: String,
         cluster_wide: bool,
