@@ -20,6 +20,9 @@ pub const LOCAL_IMAGES: [&str; 2] = ["image.tag=dev", "image.pullPolicy=Never"];
 /// How long `helm --wait` may take for one release.
 const TIMEOUT: &str = "180s";
 
+/// Held while a chart carrying shared CRDs installs or upgrades (see `Release::run_timed`).
+static SHARED_CRDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// One Helm release of `charts/<chart>`.
 pub struct Release<'a> {
     cluster: &'a Cluster,
@@ -66,6 +69,19 @@ impl<'a> Release<'a> {
         if !self.cluster.local {
             args.extend(["--set", "crds.install=false"]);
         }
+        // A chart carrying shared CRDs (files/crds-shared/) installs one only when the cluster
+        // has none yet (Helm's `lookup`): two such releases installed at once would both render
+        // it, and the second would fail on the first's ownership. One at a time, as a user does.
+        let shared = repo_root()
+            .join("charts")
+            .join(&self.chart)
+            .join("files/crds-shared")
+            .is_dir();
+        let _one_at_a_time = shared.then(|| {
+            SHARED_CRDS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
         let start = Instant::now();
         self.helm(&args)?;
         Ok(start.elapsed())

@@ -974,3 +974,168 @@ async fn a_fleet_member_hibernates_through_a_kill_and_wakes_when_it_leaves() {
     .unwrap_or_else(|e| panic!("{e}: not woken on leaving:\n{}", second.log_tail()));
     second.stop().await;
 }
+
+/// A range naming a HolidayCalendar, on a namespaced install (the calendars' ClusterRole is the
+/// chart's): missing, the ServiceScaler is invalid and names it (condition and Warning Event) and
+/// no HPA is made; created, excluding tomorrow (UTC, the zone of a ZonedDateTime range), the
+/// range is in force and its end previewed at tomorrow's midnight; edited to exclude today, the
+/// HPA gets the defaults back at once, without a restart; deleted, the spec is invalid again and
+/// the HPA is left as it was.
+#[tokio::test]
+async fn a_holiday_calendar_takes_effect_as_it_is_created_edited_and_deleted() {
+    use ebb_crds::calendar::HolidayCalendar;
+    use k8s_openapi::api::events::v1::Event;
+    // Not across a UTC midnight: "today" must stay today for the test's minute.
+    let mut now = Timestamp::now();
+    let midnight = now
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .tomorrow()
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .unwrap()
+        .timestamp();
+    if midnight.duration_since(now) < SignedDuration::from_mins(3) {
+        tokio::time::sleep(
+            (midnight.duration_since(now) + SignedDuration::from_secs(5)).unsigned_abs(),
+        )
+        .await;
+        now = Timestamp::now();
+    }
+    let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let tomorrow = today.tomorrow().unwrap();
+
+    let setup = Setup::new(CHART, "e2e-cal", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
+    let scalers = setup
+        .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
+        .await
+        .unwrap();
+    let calendars: Api<HolidayCalendar> = Api::all(setup.admin.clone());
+    // Cluster-scoped: named after the test's namespace, so parallel tests do not meet.
+    let name = format!("{ns}-days");
+    let mut spec = scaler(
+        "web",
+        &(now - SignedDuration::from_hours(48)).to_string(),
+        &(now + SignedDuration::from_hours(96)).to_string(),
+    );
+    spec["spec"]["timeRangeSpec"][0]["excludeCalendars"] = json!([name]);
+    setup.apply(spec).await.unwrap();
+    let controller = Controller::ready(
+        "service-scaler",
+        &setup.identity,
+        "cal-0",
+        &["--namespace", &ns, "--leader-election=false"],
+    )
+    .await;
+    let spec_valid = || async {
+        let scaler = scalers.get("web").await.ok()?;
+        let conditions = scaler
+            .data
+            .pointer("/status/conditions")?
+            .as_array()?
+            .clone();
+        conditions
+            .into_iter()
+            .find(|c| c["type"] == "SpecValid")
+            .map(|c| (c["status"].clone(), c["message"].clone()))
+    };
+
+    // Missing: invalid, named, no HPA.
+    let missing = json!(format!(
+        "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"{name}\" not found"
+    ));
+    eventually(Duration::from_secs(15), || async {
+        (spec_valid().await == Some((json!("False"), missing.clone()))).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: SpecValid not the missing calendar\n{}",
+            controller.log_tail()
+        )
+    });
+    let events: Api<Event> = Api::namespaced(setup.admin.clone(), &ns);
+    eventually(Duration::from_secs(10), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("InvalidSpec")
+                    && e.note.as_deref().is_some_and(|n| n.contains(&name))
+            })
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: no InvalidSpec Event naming {name}"));
+    assert!(hpas.get_opt("web").await.unwrap().is_none());
+
+    // Created, excluding tomorrow: in force now, closing at tomorrow's midnight (UTC).
+    let calendar = |dates: Vec<String>| {
+        json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+            "metadata": {"name": name}, "spec": {"dates": dates},
+        })
+    };
+    let apply = PatchParams::apply("e2e").force();
+    calendars
+        .patch(
+            &name,
+            &apply,
+            &Patch::Apply(calendar(vec![tomorrow.to_string()])),
+        )
+        .await
+        .unwrap();
+    let hpa = eventually(Duration::from_secs(15), || async {
+        hpas.get_opt("web")
+            .await
+            .ok()
+            .flatten()
+            .filter(|h| min_replicas(h) == Some(5))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: the range not in force\n{}", controller.log_tail()));
+    assert_eq!(min_replicas(&hpa), Some(5));
+    assert_eq!(spec_valid().await.unwrap().0, json!("True"));
+    let next = scalers.get("web").await.unwrap().data["status"]["nextTransitions"][0]["at"].clone();
+    assert_eq!(
+        next,
+        json!(midnight.to_string()),
+        "the range closes at the holiday"
+    );
+
+    // Edited to today: the defaults at once, no restart.
+    let edited = Instant::now();
+    calendars
+        .patch(
+            &name,
+            &apply,
+            &Patch::Apply(calendar(vec![today.to_string()])),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(10), || async {
+        let hpa = hpas.get("web").await.ok()?;
+        (min_replicas(&hpa) == Some(2)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: the edit not acted on\n{}", controller.log_tail()));
+    assert!(
+        edited.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        edited.elapsed()
+    );
+
+    // Deleted: invalid again, the HPA left as it was.
+    calendars
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(10), || async {
+        (spec_valid().await == Some((json!("False"), missing.clone()))).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: SpecValid not the missing calendar again"));
+    assert_eq!(min_replicas(&hpas.get("web").await.unwrap()), Some(2));
+}

@@ -7,8 +7,9 @@
 //! nodes. What scale-down was allowed at each instant (a window open, or an upgrade running) is
 //! set against what the controller wrote, exactly to the second, from the stamped writes.
 
+use ebb_crds::calendar::HolidayCalendar;
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_schedule::AnyOpen;
+use ebb_schedule::{AnyOpen, Calendars};
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -70,7 +71,17 @@ pub async fn run(path: &str, scenario: &Scenario) -> Result<Outcome, SimError> {
         .as_ref()
         .map(|t| t.name.clone())
         .ok_or_else(|| fail("the simulation models a clusterAutoscaler target".into()))?;
-    let windows = scaledown_window::decide::parse_windows(&schedule.spec.windows)
+    // The HolidayCalendars among the objects, as the controller's watch will hold them.
+    let mut calendars = Calendars::new();
+    for object in scenario.objects_of("HolidayCalendar") {
+        let calendar: HolidayCalendar = serde_json::from_value(object.clone())
+            .map_err(|e| fail(format!("a HolidayCalendar: {e}")))?;
+        calendars.insert(
+            calendar.metadata.name.as_deref().unwrap_or_default(),
+            &calendar.spec.dates,
+        );
+    }
+    let windows = scaledown_window::decide::parse_windows(&schedule.spec.windows, &calendars)
         .map(AnyOpen::new)
         .map_err(|e| fail(e.to_string()))?;
 

@@ -147,14 +147,36 @@ fn the_readme_charts_are_current() {
 /// open at 20:00 CET but at Wednesday's midnight, and the status previews that.
 #[test]
 fn an_excluded_date_shows_in_the_timeline() {
+    excluded_day_in_the_timeline(
+        "scaledown-holiday.yaml",
+        "      excludeDates: [\"2026-03-10\"]\n",
+        "",
+    );
+}
+
+/// The same holiday from a HolidayCalendar among the scenario's objects, which the controller
+/// reads through its watch of calendars.
+#[test]
+fn a_holiday_calendar_shows_in_the_timeline() {
+    excluded_day_in_the_timeline(
+        "scaledown-calendar.yaml",
+        "      excludeCalendars: [swiss-holidays]\n",
+        "- apiVersion: scaling.ebb.dev/v1alpha1\n  kind: HolidayCalendar\n  metadata:\n    name: swiss-holidays\n  spec:\n    dates: [\"2026-03-10\"]\n",
+    );
+}
+
+/// scaledown-week with `exclusion` added to the first window and `objects` to the objects: the
+/// timeline skips Tuesday 10 March.
+fn excluded_day_in_the_timeline(name: &str, exclusion: &str, objects: &str) {
     let text = std::fs::read_to_string(scenario("scaledown-week.yaml")).unwrap();
     let holiday = text.replacen(
         "      duration: 11h\n      timeZone: Europe/Zurich\n",
-        "      duration: 11h\n      timeZone: Europe/Zurich\n      excludeDates: [\"2026-03-10\"]\n",
+        &format!("      duration: 11h\n      timeZone: Europe/Zurich\n{exclusion}"),
         1,
     );
     assert_ne!(holiday, text, "the scenario's first window moved");
-    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaledown-holiday.yaml");
+    let holiday = holiday.replacen("objects:\n", &format!("objects:\n{objects}"), 1);
+    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&file, holiday).unwrap();
     let (ok, out, err) = run(&["run", file.to_str().unwrap()]);
     assert!(ok, "{err}");

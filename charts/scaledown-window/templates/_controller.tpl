@@ -46,8 +46,8 @@ template names, and a name defined by two charts would keep one definition for b
 {{- end }}
 {{- end -}}
 
-{{/* ScaleDownSchedule is cluster-scoped, and so are the other targets: a ClusterRole. Rules for a
-     target only when it is enabled. */}}
+{{/* ScaleDownSchedule and HolidayCalendar are cluster-scoped, and so are the other targets: a
+     ClusterRole. Rules for a target only when it is enabled. */}}
 {{- define "scaledown-window.rules.cluster" -}}
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules"]
@@ -55,6 +55,10 @@ template names, and a name defined by two charts would keep one definition for b
 - apiGroups: ["scaling.ebb.dev"]
   resources: ["scaledownschedules/status"]
   verbs: ["patch"]
+# HolidayCalendars, which windows name in excludeCalendars (read only).
+- apiGroups: ["scaling.ebb.dev"]
+  resources: ["holidaycalendars"]
+  verbs: ["list", "watch"]
 # Events about cluster-scoped objects land in the default namespace.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

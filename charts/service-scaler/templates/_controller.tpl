@@ -46,8 +46,12 @@ template names, and a name defined by two charts would keep one definition for b
   verbs: ["create", "patch"]
 {{- end -}}
 
-{{/* Cluster-scoped resources: none. */}}
+{{/* Cluster-scoped resources: HolidayCalendars, which ranges name in excludeCalendars. Always a
+     ClusterRole, also when watchNamespaces makes the rest Roles: a calendar serves every namespace. */}}
 {{- define "service-scaler.rules.cluster" -}}
+- apiGroups: ["scaling.ebb.dev"]
+  resources: ["holidaycalendars"]
+  verbs: ["list", "watch"]
 {{- end -}}
 
 {{/* Metrics: controllers/service-scaler/src/metrics.rs. */}}

@@ -30,6 +30,7 @@ use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
 use ebb_runtime::cache::{Cache, Feed};
+use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::contact::resilient;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
@@ -311,6 +312,8 @@ pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, 
         targets: args.targets(),
         nodes,
         schedules: None,
+        // Releasing reads no window.
+        calendars: CalendarCache::default(),
     };
     let selector = args.common.label_selector();
     reconcile::release_all(&frame::Context::new(shared, own), selector).await
@@ -332,10 +335,20 @@ pub fn controllers(
     let controller =
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
+    // HolidayCalendars: a change runs the schedules naming it.
+    let (calendars, watch_calendars) =
+        CalendarCache::watch(&client, wiring.warm_up.contact(), &wiring.shutdown);
+    let naming = store.clone();
+    let controller = controller.reconcile_on(
+        calendars
+            .changes()
+            .flat_map(move |name| futures::stream::iter(schedules_naming(&naming, &name))),
+    );
     let ctx = wiring.context(Own {
         metrics,
         targets: args.targets(),
         nodes,
+        calendars,
         // Without a label selector the cache holds every schedule: the claimants are read there.
         schedules: args
             .common
@@ -355,7 +368,23 @@ pub fn controllers(
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
     // A schedule deleted before its reconcile ran drops its gauges here.
     let gauges = ctx.own.metrics.clone();
-    frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name))
+    let run = frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name));
+    async move {
+        futures::join!(run, watch_calendars);
+    }
+}
+
+/// The ScaleDownSchedules of `store` whose windows name HolidayCalendar `name`.
+fn schedules_naming(store: &Store<GuardedSchedule>, name: &str) -> Vec<ObjectRef<GuardedSchedule>> {
+    store
+        .state()
+        .iter()
+        .filter(|g| {
+            g.0.as_ref()
+                .is_ok_and(|s| decide::calendar_names(&s.spec.windows).contains(&name))
+        })
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
 }
 
 ebb_runtime::controller! {

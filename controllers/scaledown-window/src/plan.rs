@@ -16,7 +16,7 @@ use ebb_schedule::Zone;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::decide::{self, ClusterMaintenance, Decision, InvalidSpec, Reason};
+use crate::decide::{self, Calendars, ClusterMaintenance, Decision, InvalidSpec, Reason};
 
 /// The `plan` subcommand's flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -81,11 +81,12 @@ pub struct PlanOutput {
 /// The first invalid field: the target (exactly one kind, valid selectors) or a window.
 pub fn offline(
     schedule: &ScaleDownSchedule,
+    calendars: &Calendars,
     at: Timestamp,
     maintenance: &ClusterMaintenance,
 ) -> Result<(PlanOutput, Decision), InvalidSpec> {
     decide::resolve_target(&schedule.spec.target)?;
-    let decision = decide::decide(&schedule.spec, at, maintenance);
+    let decision = decide::decide(&schedule.spec, calendars, at, maintenance);
     if let Reason::InvalidSchedule(invalid) = &decision.reason {
         return Err(invalid.clone());
     }
@@ -110,12 +111,15 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
         ebb_crds::all_crds(),
         now,
     )?;
+    let calendars = args.zoned.calendars("scaledown-window plan")?;
     let mut out = String::new();
     for schedule in &objects {
         let (report, decision) =
-            offline(schedule, at, &args.maintenance()).map_err(|invalid| PlanError::Invalid {
-                path: args.zoned.path(),
-                invalid,
+            offline(schedule, &calendars, at, &args.maintenance()).map_err(|invalid| {
+                PlanError::Invalid {
+                    path: args.zoned.path(),
+                    invalid,
+                }
             })?;
         let zones = zones(schedule);
         out.push_str(

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use ebb_core::plan::Write;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Cold};
+use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
@@ -97,6 +98,8 @@ pub struct Own {
     /// `--label-selector`): the claimants a reconcile weighs are read from it. `None`: they are
     /// listed (a label-selected cache holds only this shard's).
     pub schedules: Option<Store<Guarded<ScaleDownSchedule>>>,
+    /// The HolidayCalendars windows name, as the process's one watch of them holds them.
+    pub calendars: CalendarCache,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -233,7 +236,11 @@ async fn apply(
     } else {
         ClusterMaintenance::default()
     };
-    let decision = decide::decide(spec, now, &maintenance);
+    let calendars = ctx
+        .own
+        .calendars
+        .resolve(decide::calendar_names(&spec.windows))?;
+    let decision = decide::decide(spec, &calendars, now, &maintenance);
     // The schedule's own pause, reported the shared way (condition, Event, wake-up).
     let pause = pause_report(
         [("ScaleDownSchedule", &schedule.metadata)],

@@ -259,3 +259,49 @@ fn a_misspelt_field_is_refused_naming_the_declared_one() {
         "{stderr}"
     );
 }
+
+/// The example HolidayCalendar (`--calendars`) named by nightly windows in Zurich: the night into
+/// Christmas Eve closes at midnight, the holidays stay closed, and the night out of them opens at
+/// the first midnight after; without the file the entry is named.
+#[test]
+fn the_example_calendar_cuts_nights_at_the_holidays_midnights() {
+    let file = TempFile::new(
+        "nights.yaml",
+        r#"apiVersion: scaling.ebb.dev/v1alpha1
+kind: ScaleDownSchedule
+metadata: {name: workday-nights}
+spec:
+  target: {clusterAutoscaler: {name: default}}
+  windows:
+  - schedule: "0 20 * * *"
+    duration: 11h
+    timeZone: Europe/Zurich
+    excludeCalendars: [zurich-holidays]
+"#,
+    );
+    let calendars = example("holiday-calendar.yaml");
+    let calendars = calendars.to_str().unwrap();
+    let at = |t: &str| json_at(Path::new(file.arg()), t, &["--calendars", calendars]);
+    // 23 Dec 21:00 CET: open, closing at 24 Dec 00:00 CET.
+    assert_eq!(
+        at("2026-12-23T20:00:00Z"),
+        answer(true, Some(0), Some("2026-12-23T23:00:00Z"))
+    );
+    // 24-26 Dec: closed, opening at 27 Dec 00:00 CET inside the night of the 26th.
+    assert_eq!(
+        at("2026-12-25T20:00:00Z"),
+        answer(false, None, Some("2026-12-26T23:00:00Z"))
+    );
+    assert_eq!(
+        at("2026-12-27T01:00:00Z"),
+        answer(true, Some(0), Some("2026-12-27T06:00:00Z"))
+    );
+    let out = run(&["--file", file.arg(), "--at", "2026-12-23T20:00:00Z"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("spec.windows[0].excludeCalendars[0]")
+            && said.contains("HolidayCalendar \"zurich-holidays\" not found"),
+        "{said}"
+    );
+}

@@ -3,6 +3,8 @@
 //! twice, what ebb did not set left alone, the fail-safe, conflicts, pause, dry-run, deletion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use ebb_crds::calendar::HolidayCalendar;
+use ebb_runtime::calendars::CalendarCache;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,6 +42,8 @@ struct Test {
     ctx: Arc<Context>,
     /// What the Node watch would have put in the context's cache by now ([`Test::ctx`]).
     nodes: Mutex<Feed<PartialObjectMeta<Node>>>,
+    /// What the HolidayCalendar watch would have put in the context's cache by now.
+    calendars: Mutex<Feed<HolidayCalendar>>,
 }
 
 impl Deref for Test {
@@ -64,6 +68,7 @@ impl Test {
         let metrics = h.register(Metrics::new);
         let mut cache = Cache::default();
         let nodes = Mutex::new(cache.scope());
+        let (calendars, calendar_feed) = CalendarCache::fed();
         let ctx = Arc::new(
             Context::new(
                 h.shared_with(dry_run, leader),
@@ -72,11 +77,17 @@ impl Test {
                     targets,
                     nodes: cache,
                     schedules: None,
+                    calendars,
                 },
             )
             .without_jitter(),
         );
-        Self { h, ctx, nodes }
+        Self {
+            h,
+            ctx,
+            nodes,
+            calendars: Mutex::new(calendar_feed),
+        }
     }
 
     /// The context for a reconcile, its Node cache holding the Nodes the fake holds now (as if
@@ -86,6 +97,10 @@ impl Test {
             .lock()
             .unwrap()
             .fill(self.fake.list::<PartialObjectMeta<Node>>());
+        self.calendars
+            .lock()
+            .unwrap()
+            .fill(self.fake.list::<HolidayCalendar>());
         self.ctx.clone()
     }
 
@@ -886,6 +901,57 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
 
 // ----- fail-safe, conflicts, pause, dry-run, switched-off kinds -----------------------------------
 
+/// A window naming a HolidayCalendar that does not exist: scale-down held off, the condition and
+/// a Warning Event name the entry. The calendar created later (as its watch brings it) takes
+/// effect on the next pass: Friday 27 March is a holiday, so the open window stays closed;
+/// edited to another day, the window opens.
+#[tokio::test]
+async fn a_missing_holiday_calendar_fails_safe_until_it_is_created() {
+    let t = Test::new(FRIDAY_NIGHT);
+    t.fake.insert(cluster_autoscaler(true));
+    let windows = json!([{ "schedule": "0 20 * * 1-5", "duration": "11h",
+                           "timeZone": "Europe/Zurich", "excludeCalendars": ["swiss"] }]);
+    t.fake.insert(schedule(ME, ca_target(), windows));
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    let (status, reason, message) = t.condition(ME, decide::CONDITION_SCHEDULE_VALID);
+    assert_eq!(
+        (status.as_str(), reason.as_str(), message.as_str()),
+        (
+            "False",
+            "InvalidSchedule",
+            "spec.windows[0].excludeCalendars[0]: HolidayCalendar \"swiss\" not found"
+        )
+    );
+    assert_eq!(t.events.reasons(), ["ScaleDownDisabled", "InvalidSchedule"]);
+    assert_eq!(t.events.events()[1].kind, EventKind::Warning);
+
+    // Created, naming Friday 27 March: still closed tonight, the schedule valid again.
+    t.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "swiss"}, "spec": {"dates": ["2026-03-27"]},
+    }));
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.condition(ME, decide::CONDITION_SCHEDULE_VALID).0, "True");
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
+    // The night out of the holiday opens at Saturday's midnight (23:00Z).
+    assert_eq!(
+        t.schedule(ME).status.unwrap().next_transition_time,
+        Some(ebb_runtime::time::to_k8s_time(utc("2026-03-27T23:00:00Z")))
+    );
+
+    // Edited to another day: tonight's window opens.
+    t.fake.modify_json(
+        "scaling.ebb.dev/v1alpha1",
+        "HolidayCalendar",
+        "",
+        "swiss",
+        |c| c["spec"]["dates"] = json!(["2026-04-03"]),
+    );
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
+}
+
 #[tokio::test]
 async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     let t = Test::new(FRIDAY_NIGHT);
@@ -957,6 +1023,7 @@ async fn the_claimants_come_from_the_cache_where_it_holds_every_schedule() {
                 targets: EnabledTargets::all(),
                 nodes: t.node_cache(),
                 schedules: Some(store),
+                calendars: CalendarCache::default(),
             },
         )
         .without_jitter(),
@@ -1484,6 +1551,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
             targets: EnabledTargets::all(),
             nodes: t.node_cache(),
             schedules: None,
+            calendars: CalendarCache::default(),
         },
     );
     t.set(FRIDAY_NIGHT);
@@ -2076,6 +2144,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
             targets: EnabledTargets::all(),
             nodes: t.node_cache(),
             schedules: None,
+            calendars: CalendarCache::default(),
         },
     );
     let said = release_all(&dry, None).await.unwrap();

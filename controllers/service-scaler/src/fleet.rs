@@ -24,6 +24,7 @@ use ebb_core::plan::Write;
 use ebb_crds::fleet::FleetSchedule;
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Wiring, controller, controller_on_changes, watcher_config};
+use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
@@ -70,17 +71,20 @@ pub struct Own {
     home: String,
     /// Whether the install watches every namespace.
     cluster_wide: bool,
+    /// The HolidayCalendars ranges name.
+    calendars: CalendarCache,
 }
 
 impl Own {
     /// The caches of one scope, each with whether it holds its first full list (FleetSchedules,
-    /// ServiceScalers, HPAs), ebb's own namespace and whether the install is cluster-wide.
+    /// ServiceScalers, HPAs), ebb's own namespace, whether the install is cluster-wide, and the
+    /// HolidayCalendars.
     pub fn new(
         metrics: Metrics,
         (fleets, scalers, hpas): Caches,
         listed: [Arc<AtomicBool>; 3],
-        home: String,
-        cluster_wide: bool,
+        (home, cluster_wide): (String, bool),
+        calendars: CalendarCache,
     ) -> Self {
         Self {
             metrics,
@@ -90,6 +94,7 @@ impl Own {
             listed,
             home,
             cluster_wide,
+            calendars,
         }
     }
 
@@ -178,10 +183,16 @@ impl frame::Reconciler for Members {
             reach,
         );
         let scale = read_scale(&hpa, &claim, ctx).await?;
+        let names = match &claim {
+            Claim::Fleet { winner, .. } => decide::calendar_names(&winner.spec.time_range_spec),
+            _ => Vec::new(),
+        };
+        let calendars = ctx.own.calendars.resolve(names)?;
         let observed = decide::MemberObserved {
             hpa: &hpa,
             claim: &claim,
             scale: scale.as_ref(),
+            calendars: &calendars,
             dry_run: ctx.dry_run,
         };
         let plan = decide::decide_member(&observed, ctx.clock.now());
@@ -229,6 +240,10 @@ impl frame::Reconciler for Fleets {
         if !ctx.own.listed() {
             return Ok(Action::requeue(NOT_LISTED_YET));
         }
+        let calendars = ctx
+            .own
+            .calendars
+            .resolve(decide::calendar_names(&fleet.spec.time_range_spec))?;
         let plan = {
             let all = ctx.own.typed_fleets();
             let fleets = fleets_of(&all);
@@ -245,6 +260,7 @@ impl frame::Reconciler for Fleets {
                 hpas: &metas,
                 service_scaler: &has_scaler,
                 reach: ctx.own.reach(),
+                calendars: &calendars,
             };
             decide::decide_fleet(&observed, ctx.clock.now())
         };
@@ -275,6 +291,17 @@ where
     (reader, ebb_runtime::triggers::spec_changes_of(events))
 }
 
+/// The FleetSchedules of `fleets` whose ranges name HolidayCalendar `name`.
+fn fleets_naming(fleets: &Store<Guarded<FleetSchedule>>, name: &str) -> Vec<FleetSchedule> {
+    fleets
+        .state()
+        .iter()
+        .filter_map(|g| g.0.as_ref().ok())
+        .filter(|fleet| decide::calendar_names(&fleet.spec.time_range_spec).contains(&name))
+        .cloned()
+        .collect()
+}
+
 /// The HPAs (of `hpas`) a change of `fleet` concerns: those it may match now, and those marked
 /// as scheduled by it.
 fn hpas_of(
@@ -303,6 +330,7 @@ pub fn controllers(
     wiring: &Wiring,
     scope: Option<&str>,
     metrics: Metrics,
+    calendars: &CalendarCache,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     let client = wiring.client.clone();
     let contact = wiring.warm_up.contact().clone();
@@ -362,15 +390,26 @@ pub fn controllers(
         metrics,
         (fleets.clone(), scalers, hpas.clone()),
         listed,
-        wiring.common.lease_namespace.clone(),
-        scope.is_none(),
+        (wiring.common.lease_namespace.clone(), scope.is_none()),
+        calendars.clone(),
     );
     let ctx = wiring.context(own);
 
     let reach_ctx = ctx.clone();
     let token = wiring.shutdown.token();
     let hpas_for_fleets = hpas.clone();
+    // A calendar's change: the HPAs of the fleets naming it, and those fleets' status.
+    let fleets_for_calendars = fleets.clone();
+    let hpas_for_calendars = hpas.clone();
+    let calendar_ctx = ctx.clone();
     let members = members
+        .reconcile_on(calendars.changes().flat_map(move |name| {
+            let due: Vec<_> = fleets_naming(&fleets_for_calendars, &name)
+                .iter()
+                .flat_map(|fleet| hpas_of(fleet, &hpas_for_calendars, calendar_ctx.own.reach()))
+                .collect();
+            futures::stream::iter(due)
+        }))
         .watches_stream(
             fleet_changes,
             move |fleet: Guarded<FleetSchedule>| match &fleet.0 {
@@ -390,7 +429,19 @@ pub fn controllers(
         .graceful_shutdown_on(async move { token.cancelled().await });
     let token = wiring.shutdown.token();
     let reach_ctx = ctx.clone();
+    let fleets_for_status = fleets.clone();
     let status = status
+        .reconcile_on(calendars.changes().flat_map(move |name| {
+            let due: Vec<ObjectRef<Guarded<FleetSchedule>>> =
+                fleets_naming(&fleets_for_status, &name)
+                    .iter()
+                    .map(|fleet| {
+                        ObjectRef::new(&fleet.name_any())
+                            .within(&fleet.namespace().unwrap_or_default())
+                    })
+                    .collect();
+            futures::stream::iter(due)
+        }))
         .reconcile_on(changed_namespaces.flat_map(move |namespace| {
             let due: Vec<ObjectRef<Guarded<FleetSchedule>>> = status_store
                 .state()

@@ -30,10 +30,11 @@ use std::future::Future;
 
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Wiring, watcher_config};
+use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::triggers::spec_changes;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -54,6 +55,23 @@ pub fn scaler_of<K: Resource>(
 ) -> Option<ObjectRef<Guarded<ServiceScaler>>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
+}
+
+/// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`.
+pub fn scalers_naming(
+    store: &Store<Guarded<ServiceScaler>>,
+    name: &str,
+) -> Vec<ObjectRef<Guarded<ServiceScaler>>> {
+    store
+        .state()
+        .iter()
+        .filter(|g| {
+            g.0.as_ref().is_ok_and(|scaler| {
+                decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
+            })
+        })
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
 }
 
 /// `service-scaler cleanup`: removes ebb's finalizer from every ServiceScaler this install
@@ -102,8 +120,12 @@ pub fn controllers(
     wiring: Wiring,
     metrics: Metrics,
 ) -> impl Future<Output = ()> + Send + 'static {
+    // HolidayCalendars: one watch for every scope; a change runs the objects naming it.
+    let (calendars, watch_calendars) =
+        CalendarCache::watch(&wiring.client, wiring.warm_up.contact(), &wiring.shutdown);
     let ctx = wiring.context(Own {
         metrics: metrics.clone(),
+        calendars: calendars.clone(),
     });
 
     // One controller per watched namespace (kube's Controller takes one Api).
@@ -129,7 +151,13 @@ pub fn controllers(
         let store = controller.store();
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();
+        let naming = store.clone();
         let controller = controller
+            .reconcile_on(
+                calendars
+                    .changes()
+                    .flat_map(move |name| futures::stream::iter(scalers_naming(&naming, &name))),
+            )
             .watches_stream(
                 wiring.own_writes.skip(spec_changes(
                     hpas,
@@ -146,8 +174,11 @@ pub fn controllers(
     }
     // FleetSchedules, beside: one schedule for every HPA a selector matches.
     for scope in ebb_runtime::app::scopes(&wiring.common) {
-        controllers.push(fleet::controllers(&wiring, scope.as_deref(), metrics.clone()).boxed());
+        controllers.push(
+            fleet::controllers(&wiring, scope.as_deref(), metrics.clone(), &calendars).boxed(),
+        );
     }
+    controllers.push(watch_calendars.boxed());
     futures::future::join_all(controllers).map(drop)
 }
 

@@ -31,7 +31,7 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use serde::Serialize;
 
-use crate::decide::{self, Schedule, SpecErrors};
+use crate::decide::{self, Calendars, Schedule, SpecErrors};
 
 /// How many coming transitions the text output lists.
 const TEXT_PREVIEW: usize = 5;
@@ -113,12 +113,14 @@ pub fn schema() -> Schema {
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let (at, objects) =
         args.read::<ServiceScaler, PlanError>("service-scaler plan", ebb_crds::all_crds(), now)?;
+    let calendars = args.calendars("service-scaler plan")?;
     let mut out = String::new();
     for scaler in &objects {
-        let answer = render(scaler, at, args.output).map_err(|errors| PlanError::Invalid {
-            path: args.path(),
-            errors,
-        })?;
+        let answer =
+            render(scaler, &calendars, at, args.output).map_err(|errors| PlanError::Invalid {
+                path: args.path(),
+                errors,
+            })?;
         out.push_str(&answer);
     }
     Ok(out)
@@ -135,9 +137,14 @@ fn zones(scaler: &ServiceScaler) -> Vec<Zone> {
     )
 }
 
-/// The decision for `scaler` at `at`.
-pub fn offline(scaler: &ServiceScaler, at: Timestamp) -> Result<PlanOutput, SpecErrors> {
-    let schedule = Schedule::from_spec(&scaler.spec)?;
+/// The decision for `scaler` at `at`, the HolidayCalendars its ranges name read from
+/// `calendars`.
+pub fn offline(
+    scaler: &ServiceScaler,
+    calendars: &Calendars,
+    at: Timestamp,
+) -> Result<PlanOutput, SpecErrors> {
+    let schedule = Schedule::from_spec(&scaler.spec, calendars)?;
     let matched = schedule.matched_at(at);
     Ok(PlanOutput {
         name: scaler.name_any(),
@@ -149,9 +156,14 @@ pub fn offline(scaler: &ServiceScaler, at: Timestamp) -> Result<PlanOutput, Spec
 }
 
 /// Renders the decision for `scaler` at `at`.
-pub fn render(scaler: &ServiceScaler, at: Timestamp, output: Output) -> Result<String, SpecErrors> {
-    let answer = offline(scaler, at)?;
-    let schedule = Schedule::from_spec(&scaler.spec)?;
+pub fn render(
+    scaler: &ServiceScaler,
+    calendars: &Calendars,
+    at: Timestamp,
+    output: Output,
+) -> Result<String, SpecErrors> {
+    let answer = offline(scaler, calendars, at)?;
+    let schedule = Schedule::from_spec(&scaler.spec, calendars)?;
     Ok(output.render(&answer, |answer| text(scaler, &schedule, answer, at)))
 }
 
@@ -205,6 +217,22 @@ fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Ti
             decide::describe_range(t.matched_range),
             decide::describe_settings(&t.settings)
         );
+    }
+    for (i, range) in scaler.spec.time_range_spec.iter().enumerate() {
+        let mut excluded: Vec<String> = range.exclude_dates.clone();
+        excluded.extend(
+            range
+                .exclude_calendars
+                .iter()
+                .map(|name| format!("HolidayCalendar {name}")),
+        );
+        if !excluded.is_empty() {
+            let _ = writeln!(
+                out,
+                "  excludes:   range {i}: {} (whole local days)",
+                excluded.join(", ")
+            );
+        }
     }
     if let Some(message) = schedule.overlap_message() {
         let _ = writeln!(out, "  overlaps:   {message}");

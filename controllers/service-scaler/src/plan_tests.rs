@@ -17,7 +17,13 @@ fn at(s: &str) -> Timestamp {
 #[test]
 fn json_has_exactly_the_contract_keys() {
     let scaler: ServiceScaler = parse_manifest("udaan.yaml", UDAAN).unwrap();
-    let json = render(&scaler, at("2026-03-27T17:00:00+05:30"), Output::JSON).unwrap();
+    let json = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-03-27T17:00:00+05:30"),
+        Output::JSON,
+    )
+    .unwrap();
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         value,
@@ -36,7 +42,13 @@ fn json_has_exactly_the_contract_keys() {
 #[test]
 fn text_names_the_range_and_the_next_changes() {
     let scaler: ServiceScaler = parse_manifest("udaan.yaml", UDAAN).unwrap();
-    let text = render(&scaler, at("2026-03-27T12:00:00+05:30"), Output::TEXT).unwrap();
+    let text = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-03-27T12:00:00+05:30"),
+        Output::TEXT,
+    )
+    .unwrap();
     assert!(text.contains("in force:   defaults"), "{text}");
     assert!(
         text.contains("next:       2026-03-27T10:30:00Z -> timeRangeSpec[0]: minReplicas 3"),
@@ -52,7 +64,13 @@ fn text_shows_metric_targets_and_json_keeps_its_contract() {
         "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: provisioners}\nspec:\n  hpa: {minReplicas: 1, maxReplicas: 20, metricTargets: [{name: queue_depth, averageValue: '10'}]}\n  timeRangeSpec:\n  - {kind: ZonedTime, from: '08:00Z', to: '18:00Z', replicaSpec: {hpa: {metricTargets: [{name: queue_depth, averageValue: '2'}]}}}\n",
     )
     .unwrap();
-    let text = render(&scaler, at("2026-03-27T09:00:00Z"), Output::TEXT).unwrap();
+    let text = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-03-27T09:00:00Z"),
+        Output::TEXT,
+    )
+    .unwrap();
     assert!(
         text.contains("effective:  minReplicas 1, maxReplicas 20, targetCPUUtilization none, targetMemoryUtilization none, queue_depth AverageValue 2"),
         "{text}"
@@ -61,9 +79,16 @@ fn text_shows_metric_targets_and_json_keeps_its_contract() {
         text.contains("timeRangeSpec[0]") && text.contains("queue_depth AverageValue 10"),
         "{text}"
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&render(&scaler, at("2026-03-27T09:00:00Z"), Output::JSON).unwrap())
-            .unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &render(
+            &scaler,
+            &Calendars::new(),
+            at("2026-03-27T09:00:00Z"),
+            Output::JSON,
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         json["effective"].as_object().map(|o| o.len()),
         Some(5),
@@ -78,7 +103,13 @@ fn invalid_specs_are_named_with_the_file() {
         "apiVersion: scaler.udaan.io/v1\nkind: ServiceScaler\nmetadata: {name: x}\nspec:\n  hpa: {minReplicas: 3, maxReplicas: 2}\n",
     )
     .unwrap();
-    let errors = render(&scaler, at("2026-01-01T00:00:00Z"), Output::JSON).unwrap_err();
+    let errors = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-01-01T00:00:00Z"),
+        Output::JSON,
+    )
+    .unwrap_err();
     assert_eq!(
         errors.to_string(),
         "spec.hpa: minReplicas 3 exceeds maxReplicas 2"
@@ -93,7 +124,8 @@ fn a_hibernating_range_shows_in_both_outputs_and_the_lead_wakes_it_ahead() {
     )
     .unwrap();
     let json = |at_: &str| -> serde_json::Value {
-        serde_json::from_str(&render(&scaler, at(at_), Output::JSON).unwrap()).unwrap()
+        serde_json::from_str(&render(&scaler, &Calendars::new(), at(at_), Output::JSON).unwrap())
+            .unwrap()
     };
     assert_eq!(json("2026-03-27T23:00:00Z")["effective"]["hibernate"], true);
     assert_eq!(
@@ -104,9 +136,21 @@ fn a_hibernating_range_shows_in_both_outputs_and_the_lead_wakes_it_ahead() {
         json("2026-03-28T12:00:00Z")["effective"]["hibernate"],
         false
     );
-    let text = render(&scaler, at("2026-03-27T23:00:00Z"), Output::TEXT).unwrap();
+    let text = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-03-27T23:00:00Z"),
+        Output::TEXT,
+    )
+    .unwrap();
     assert!(text.contains("hibernating (0 replicas)"), "{text}");
-    let text = render(&scaler, at("2026-03-28T05:45:00Z"), Output::TEXT).unwrap();
+    let text = render(
+        &scaler,
+        &Calendars::new(),
+        at("2026-03-28T05:45:00Z"),
+        Output::TEXT,
+    )
+    .unwrap();
     assert!(
         text.contains("lead:       awake ahead of the hibernation's end"),
         "{text}"

@@ -1,5 +1,6 @@
 //! The reconciler: takes the ServiceScaler from the watch's cache, reads the HPA of the same name
-//! (one GET: the HPA watch is metadata-only), calls [`decide`] with the pass's one `now`, and
+//! (one GET: the HPA watch is metadata-only) and the HolidayCalendars its ranges name (from the
+//! calendars' cache), calls [`decide`] with the pass's one `now`, and
 //! hands the plan (the writes in order, the status, the Events, the gauge: see `decide::writes`)
 //! to the runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server
 //! itself.
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use ebb_core::plan::Write;
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
+use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
 use ebb_runtime::guard;
@@ -35,6 +37,8 @@ use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 pub struct Own {
     /// service-scaler's own gauges and counters.
     pub metrics: Metrics,
+    /// The HolidayCalendars ranges name, as the process's one watch of them holds them.
+    pub calendars: CalendarCache,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -145,10 +149,15 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Action, Error> {
             "HorizontalPodAutoscaler {namespace}/{name}"
         )))?;
     let scale = read_scale(scaler, hpa.as_ref(), ctx).await?;
+    let calendars = ctx
+        .own
+        .calendars
+        .resolve(decide::calendar_names(&scaler.spec.time_range_spec))?;
     let observed = Observed {
         scaler,
         hpa: hpa.as_ref(),
         scale: scale.as_ref(),
+        calendars: &calendars,
         dry_run: ctx.dry_run,
     };
     execute(decide::decide(&observed, now), ctx).await

@@ -4,6 +4,7 @@
 //! pass over an HPA no FleetSchedule concerns reads nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use ebb_runtime::calendars::CalendarCache;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -72,8 +73,8 @@ impl Harness {
             metrics,
             (store(fleets), store(Vec::new()), store(hpas)),
             listed,
-            "ebb-system".into(),
-            true,
+            ("ebb-system".into(), true),
+            CalendarCache::default(),
         );
         let ctx = kit.context(false, own);
         Self { kit, ctx }

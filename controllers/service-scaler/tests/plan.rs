@@ -678,3 +678,98 @@ spec:
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("timeRangeSpec[0].excludeDates"), "{said}");
 }
+
+/// The same holidays from a HolidayCalendar (`--calendars`, as `kubectl get holidaycalendars -o
+/// yaml` prints them): the same answers as `excludeDates`; the text names the calendar; without
+/// the file, the range's entry is named as missing.
+#[test]
+fn a_holiday_calendar_read_with_calendars_excludes_as_its_dates_do() {
+    let scaler = TempFile::new(
+        "named.yaml",
+        r#"apiVersion: scaler.udaan.io/v1
+kind: ServiceScaler
+metadata: {name: web, namespace: shop}
+spec:
+  leadTime: 0s
+  hpa: {minReplicas: 2, maxReplicas: 10}
+  timeRangeSpec:
+  - kind: LocalTime
+    from: "08:00"
+    to: "20:00"
+    timeZone: Europe/Zurich
+    excludeCalendars: [zurich]
+    replicaSpec: {hpa: {minReplicas: 6}}
+"#,
+    );
+    let calendars = TempFile::new(
+        "calendars.yaml",
+        r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: scaling.ebb.dev/v1alpha1
+  kind: HolidayCalendar
+  metadata: {name: zurich}
+  spec:
+    description: spring-forward Sunday and Good Friday
+    dates: ["2026-04-03", "2026-03-29"]
+"#,
+    );
+    let at = |t: &str| {
+        PLAN.json(&[
+            "--file",
+            scaler.arg(),
+            "--calendars",
+            calendars.arg(),
+            "--at",
+            t,
+            "--output",
+            "json",
+        ])
+    };
+    assert_eq!(at("2026-03-28T10:00:00Z")["matchedRange"], json!(0));
+    assert_eq!(at("2026-03-29T09:00:00Z")["matchedRange"], Value::Null);
+    assert_eq!(
+        at("2026-03-29T09:00:00Z")["nextTransition"],
+        json!("2026-03-30T06:00:00Z")
+    );
+    assert_eq!(at("2026-04-03T10:00:00Z")["matchedRange"], Value::Null);
+    let text = plan(&[
+        "--file",
+        scaler.arg(),
+        "--calendars",
+        calendars.arg(),
+        "--at",
+        "2026-03-28T10:00:00Z",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("excludes:   range 0: HolidayCalendar zurich (whole local days)"),
+        "{text}"
+    );
+    // Without the calendars: the entry is named.
+    let out = plan(&["--file", scaler.arg(), "--at", "2026-03-28T10:00:00Z"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"zurich\" not found"
+        ),
+        "{said}"
+    );
+    // A calendar with a misspelt field is refused as any manifest is.
+    let typo = TempFile::new(
+        "typo.yaml",
+        "apiVersion: scaling.ebb.dev/v1alpha1\nkind: HolidayCalendar\nmetadata: {name: zurich}\nspec: {date: [\"2026-04-03\"]}\n",
+    );
+    let out = plan(&[
+        "--file",
+        scaler.arg(),
+        "--calendars",
+        typo.arg(),
+        "--at",
+        "2026-03-28T10:00:00Z",
+    ]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("spec.date"), "{said}");
+}

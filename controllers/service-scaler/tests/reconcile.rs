@@ -4,6 +4,9 @@
 //! acting twice.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use ebb_crds::calendar::HolidayCalendar;
+use ebb_runtime::cache::Feed;
+use ebb_runtime::calendars::CalendarCache;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +55,9 @@ fn metrics_json(cpu: Option<i32>, memory: Option<i32>) -> Value {
 struct Harness {
     kit: ebb_testkit::Harness,
     ctx: Arc<Context>,
+    /// What the HolidayCalendar watch would have put in the context's cache by now: the
+    /// calendars the fake holds at each reconcile.
+    calendars: std::sync::Mutex<Feed<HolidayCalendar>>,
 }
 
 impl std::ops::Deref for Harness {
@@ -83,8 +89,13 @@ impl Harness {
     fn new(now: &str, dry_run: bool) -> Self {
         let kit = ebb_testkit::Harness::new(now, "service-scaler");
         let metrics = kit.register(Metrics::new);
-        let ctx = kit.context(dry_run, Own { metrics });
-        Self { kit, ctx }
+        let (calendars, feed) = CalendarCache::fed();
+        let ctx = kit.context(dry_run, Own { metrics, calendars });
+        Self {
+            kit,
+            ctx,
+            calendars: std::sync::Mutex::new(feed),
+        }
     }
 
     fn scaler(&self, spec: Value) -> ServiceScaler {
@@ -132,6 +143,10 @@ impl Harness {
     }
 
     async fn reconcile(&self) -> Result<Action, frame::Error<Error>> {
+        self.calendars
+            .lock()
+            .unwrap()
+            .fill(self.fake.list::<HolidayCalendar>());
         let stored = self
             .fake
             .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
@@ -397,11 +412,16 @@ async fn conflicts_on_every_pass_fail_the_reconcile_and_back_off() {
 async fn a_follower_writes_nothing_and_looks_again() {
     let kit = ebb_testkit::Harness::new("2026-05-04T09:00:00Z", "service-scaler");
     let metrics = kit.register(Metrics::new);
+    let (calendars, feed) = CalendarCache::fed();
     let ctx = Arc::new(Context::new(
         kit.shared_with(false, ebb_runtime::Leader::following()),
-        Own { metrics },
+        Own { metrics, calendars },
     ));
-    let h = Harness { kit, ctx };
+    let h = Harness {
+        kit,
+        ctx,
+        calendars: std::sync::Mutex::new(feed),
+    };
     h.scaler(office_spec());
     assert_eq!(
         h.reconcile().await.unwrap(),
@@ -554,6 +574,50 @@ async fn invalid_spec_is_reported_and_the_hpa_left_as_it_was() {
     assert!(h.metrics_text().contains(
         "ebb_service_scaler_managed_objects{controller=\"service-scaler\",state=\"invalid\"} 1"
     ));
+}
+
+/// A range naming a HolidayCalendar that does not exist: the HPA is left as it was, `SpecValid`
+/// and a Warning Event name the entry. Created later (as the calendars' watch brings it), it
+/// takes effect at the next pass: Monday 4 May is a holiday, so the office range is not in force
+/// and the HPA gets the defaults; edited to another day, the range is back.
+#[tokio::test]
+async fn a_missing_holiday_calendar_leaves_the_hpa_until_it_is_created() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    let mut spec = office_spec();
+    spec["timeRangeSpec"][0]["excludeCalendars"] = json!(["may"]);
+    h.scaler(spec);
+    h.hpa(3, 3, None, None, None, json!({}));
+    let error = h.reconcile().await.unwrap_err();
+    assert_eq!(error.category(), "invalid");
+    assert!(h.hpa_writes().is_empty());
+    let (status, reason, message) = h.condition("SpecValid");
+    assert_eq!(
+        (status.as_str(), reason.as_str(), message.as_str()),
+        (
+            "False",
+            "InvalidSpec",
+            "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"may\" not found"
+        )
+    );
+    assert_eq!(h.events.reasons(), ["InvalidSpec"]);
+
+    h.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "may"}, "spec": {"dates": ["2026-05-04"]},
+    }));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("SpecValid").0, "True");
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+
+    h.fake.modify_json(
+        "scaling.ebb.dev/v1alpha1",
+        "HolidayCalendar",
+        "",
+        "may",
+        |c| c["spec"]["dates"] = json!(["2026-05-05"]),
+    );
+    h.reconcile().await.unwrap();
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@
 //! | --- | --- |
 //! | [`cron`] | `<expression>` or `<expression>\n<time zone>` |
 //! | [`duration`] | `<text>` or `<from>\n<to>[\n<zone>[\n<days, comma-separated>]]` |
-//! | [`windows`] | JSON: a list of ScaleDownSchedule windows, or a ServiceScaler spec |
+//! | [`windows`] | JSON: a list of ScaleDownSchedule windows, a ServiceScaler spec, or a HolidayCalendar |
 //! | [`replicas_config`] | JSON: a stackable `replicas` value |
 //! | [`crds`] | a byte picking the kind, then that object as JSON (read as the watches read it) |
 //! | [`webhook`] | the body of an admission request (an `AdmissionReview`) |
@@ -20,6 +20,7 @@
 use std::future::Future;
 
 use ebb_crds::babylon::{Workshop, WorkshopProvision, WorkshopUserAssignment};
+use ebb_crds::calendar::HolidayCalendar;
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::scaledown::{ScaleDownSchedule, Window as WindowSpec};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec};
@@ -28,7 +29,7 @@ use ebb_crds::stackable::{
 };
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::guard::Guarded;
-use ebb_schedule::{AnyOpen, CronSchedule, DEFAULT_HORIZON, FirstMatch, Window, Zone};
+use ebb_schedule::{AnyOpen, Calendars, CronSchedule, DEFAULT_HORIZON, FirstMatch, Window, Zone};
 use jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use kube::core::DynamicObject;
@@ -124,16 +125,66 @@ fn evaluate_window(window: &Window) {
 }
 
 /// The time-range parsers over JSON: a list of ScaleDownSchedule windows through scaledown-window's
-/// `parse_windows`, and a ServiceScaler spec through service-scaler's `Schedule::from_spec`; what
-/// parses is evaluated as the controllers do (matched range, next transition, a few transitions).
+/// `parse_windows`, and a ServiceScaler spec through service-scaler's `Schedule::from_spec` (both
+/// with the calendars of [`fixed_calendars`] to name); what parses is evaluated as the
+/// controllers do (matched range, next transition, a few transitions). A HolidayCalendar is read
+/// as the calendars' watch reads it, parsed as a window naming it parses it, and excluded from
+/// windows of every kind.
 pub fn windows(data: &[u8]) {
+    let calendars = fixed_calendars();
     if let Ok(specs) = serde_json::from_slice::<Vec<WindowSpec>>(data)
-        && let Ok(parsed) = scaledown_window::decide::parse_windows(&specs)
+        && let Ok(parsed) = scaledown_window::decide::parse_windows(&specs, &calendars)
     {
         evaluate_windows(parsed);
     }
     if let Ok(spec) = serde_json::from_slice::<ServiceScalerSpec>(data) {
-        evaluate_service_scaler_spec(&spec);
+        evaluate_service_scaler_spec(&spec, &calendars);
+    }
+    if let Ok(calendar) = serde_json::from_slice::<HolidayCalendar>(data) {
+        evaluate_calendar(&calendar);
+    }
+}
+
+/// The calendars a fuzzed window may name: `holidays` (days and a range across a DST change),
+/// `freeze` (a range across the new year) and `broken` (a date that does not exist).
+fn fixed_calendars() -> Calendars {
+    let mut calendars = Calendars::new();
+    calendars.insert(
+        "holidays",
+        &["2026-03-29", "2026-10-24/2026-10-26", "2024-02-29"],
+    );
+    calendars.insert("freeze", &["2026-12-20/2027-01-03"]);
+    calendars.insert("broken", &["2026-02-30"]);
+    calendars
+}
+
+/// `calendar` parsed as the calendars' cache parses it, then excluded from a window of each kind
+/// (a night crossing midnight in a DST zone, a cron window, a fixed offset, a one-off range) by
+/// both controllers' parsers.
+fn evaluate_calendar(calendar: &HolidayCalendar) {
+    let name = calendar.metadata.name.clone().unwrap_or_default();
+    let mut calendars = Calendars::new();
+    calendars.insert(&name, &calendar.spec.dates);
+    let Ok(dates) = calendars.dates(&name) else {
+        return;
+    };
+    let windows = [
+        Window::local_time("22:00", "06:00", Some("Europe/Zurich"), None::<&[&str]>),
+        Window::cron("0 20 * * 1-5", "11h", Some("America/Vancouver")),
+        Window::zoned_time("08:00+05:30", "20:00+05:30"),
+        Window::zoned_date_time("2026-03-28T12:00:00Z", "2026-10-26T12:00:00Z"),
+    ];
+    for window in windows.into_iter().flatten() {
+        evaluate_window(&window.excluding(dates.to_vec()));
+    }
+    let named = serde_json::json!([{
+        "schedule": "0 20 * * *", "duration": "11h", "timeZone": "Europe/Zurich",
+        "excludeCalendars": [name],
+    }]);
+    if let Ok(specs) = serde_json::from_value::<Vec<WindowSpec>>(named)
+        && let Ok(parsed) = scaledown_window::decide::parse_windows(&specs, &calendars)
+    {
+        evaluate_windows(parsed);
     }
 }
 
@@ -155,8 +206,8 @@ fn evaluate_windows(windows: Vec<Window>) {
 }
 
 /// service-scaler's validation of a spec and, when valid, its schedule and lead at fixed instants.
-fn evaluate_service_scaler_spec(spec: &ServiceScalerSpec) {
-    let Ok(schedule) = service_scaler::decide::Schedule::from_spec(spec) else {
+fn evaluate_service_scaler_spec(spec: &ServiceScalerSpec, calendars: &Calendars) {
+    let Ok(schedule) = service_scaler::decide::Schedule::from_spec(spec, calendars) else {
         return;
     };
     let _ = schedule.overlap_message();
@@ -215,8 +266,9 @@ fn service_scaler_object(json: &[u8]) {
     let Some(scaler) = watched::<ServiceScaler>(json) else {
         return;
     };
-    evaluate_service_scaler_spec(&scaler.spec);
-    let _ = service_scaler::plan::offline(&scaler, noon());
+    let calendars = fixed_calendars();
+    evaluate_service_scaler_spec(&scaler.spec, &calendars);
+    let _ = service_scaler::plan::offline(&scaler, &calendars, noon());
 }
 
 fn scale_down_schedule(json: &[u8]) {
@@ -226,7 +278,8 @@ fn scale_down_schedule(json: &[u8]) {
     let _ = scaledown_window::decide::resolve_target(&schedule.spec.target);
     for progressing in [false, true] {
         let maintenance = ClusterMaintenance::cluster_version(progressing);
-        let _ = scaledown_window::plan::offline(&schedule, noon(), &maintenance);
+        let _ =
+            scaledown_window::plan::offline(&schedule, &fixed_calendars(), noon(), &maintenance);
     }
 }
 

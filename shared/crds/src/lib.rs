@@ -1,7 +1,7 @@
 //! Every custom resource ebb reads or writes, as Rust types.
 //!
 //! ebb's own kinds (`ServiceScaler`, `FleetSchedule`, `ScaleDownSchedule`, `StackableScaler`,
-//! `WorkshopScalingPolicy`) and typed views of the Babylon and Poolboy kinds that workshop-scaler
+//! `WorkshopScalingPolicy`, `HolidayCalendar`) and typed views of the Babylon and Poolboy kinds that workshop-scaler
 //! works with. This crate holds types and their schemas only: no client, no runtime. `crdgen`
 //! writes the manifests in `crds/` from [`all_crds`]: ebb's own kinds only. Babylon and Poolboy
 //! install their CRDs; a thinner copy applied by ebb would make the API server prune the fields
@@ -11,6 +11,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 pub mod babylon;
+pub mod calendar;
 pub mod fleet;
 pub mod poolboy;
 pub mod scaledown;
@@ -30,6 +31,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         stackable::StackableScaler::crd(),
         workshop_policy::WorkshopScalingPolicy::crd(),
         fleet::FleetSchedule::crd(),
+        calendar::HolidayCalendar::crd(),
     ]
     .into_iter()
     .map(schema::finalize_crd)

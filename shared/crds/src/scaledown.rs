@@ -216,6 +216,12 @@ pub struct Window {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 366), inner(regex(pattern = EXCLUDED_DATE_PATTERN)))]
     pub exclude_dates: Vec<String>,
+    /// HolidayCalendars (cluster-scoped, by name) whose dates the window excludes as it does
+    /// `excludeDates`. A calendar that is missing or holds an invalid date makes the spec
+    /// invalid (`SpecValid=False` naming it): scale-down is not enabled until it is fixed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(min = 1, max = 253), regex(pattern = crate::calendar::CALENDAR_NAME_PATTERN)))]
+    pub exclude_calendars: Vec<String>,
 }
 
 fn default_time_zone() -> String {

@@ -20,6 +20,7 @@
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
 //! - [`cache`]: caches of related kinds, filled by their watches, that reconciles read.
+//! - [`calendars`]: the HolidayCalendars windows name, one watch per process.
 //! - [`execute`]: the one executor that carries out a controller's [`ebb_core::Plan`].
 //! - [`conditions`], [`time`], [`patch`], [`pause`]: `ebb-core`'s, re-exported (pure: no client).
 //! - [`events`]: Kubernetes Events that never fail a reconcile ([`EventSink`]).
@@ -40,6 +41,7 @@ pub mod app;
 pub mod args;
 pub mod backoff;
 pub mod cache;
+pub mod calendars;
 pub mod cleanup;
 pub mod cli;
 pub mod clock;

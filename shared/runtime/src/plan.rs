@@ -63,9 +63,42 @@ pub struct ZonedArgs {
     /// `--output`.
     #[command(flatten)]
     pub output: Output,
+    /// HolidayCalendars the objects' windows name in `excludeCalendars` (a file as `--file`
+    /// reads: one document, several, or a `List`, such as `kubectl get holidaycalendars -o
+    /// yaml` prints). Without it, a window naming a calendar is invalid, as it is in a cluster
+    /// without that calendar.
+    #[arg(long = "calendars", value_name = "FILE")]
+    pub calendars: Option<std::path::PathBuf>,
 }
 
 impl ZonedArgs {
+    /// The HolidayCalendars of `--calendars` (none without it), held to their CRD's schema as
+    /// `--file` is (`--lenient` applies to both); what is wrong is said as `program`.
+    ///
+    /// # Errors
+    /// The file cannot be read, or is not HolidayCalendars.
+    pub fn calendars(&self, program: &str) -> Result<ebb_schedule::Calendars, ManifestError> {
+        let mut calendars = ebb_schedule::Calendars::new();
+        let Some(file) = &self.calendars else {
+            return Ok(calendars);
+        };
+        let input = Input {
+            file: file.clone(),
+            at: None,
+            lenient: self.input.lenient,
+        };
+        let schema = Schema::for_kind(ebb_crds::all_crds(), "HolidayCalendar");
+        let read: Vec<ebb_crds::calendar::HolidayCalendar> =
+            manifest::read(program, &input, &schema)?;
+        for calendar in &read {
+            calendars.insert(
+                calendar.metadata.name.as_deref().unwrap_or_default(),
+                &calendar.spec.dates,
+            );
+        }
+        Ok(calendars)
+    }
+
     /// What such a `plan` starts with: the zone data loaded (`--tz-data`, its warning said as
     /// `program`), the instant it decides at (`--at`, else `now`), and the objects of kind `K`
     /// of the input ([`crate::manifest::read`]), held to the kind's CRD schema among `crds`.

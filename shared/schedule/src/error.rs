@@ -72,6 +72,22 @@ pub enum ScheduleError {
         reason: String,
     },
 
+    /// A window names a holiday calendar that does not exist.
+    #[error("HolidayCalendar {name:?} not found")]
+    CalendarNotFound {
+        /// The calendar's name.
+        name: String,
+    },
+
+    /// A holiday calendar a window names holds a date that does not parse.
+    #[error("HolidayCalendar {name:?}: {reason}")]
+    CalendarInvalid {
+        /// The calendar's name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A one-off window does not end after it starts.
     #[error("the window ends before it starts: to {to:?} is not after from {from:?}")]
     EndNotAfterStart {

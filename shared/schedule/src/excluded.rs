@@ -9,6 +9,8 @@
 //! 22:00-06:00 window on the night into an excluded day closes at midnight, and one on the night
 //! out of it opens at midnight. A window is never open inside an excluded day.
 
+use std::collections::BTreeMap;
+
 use jiff::tz::{Offset, TimeZone};
 use jiff::{Timestamp, civil};
 
@@ -54,7 +56,7 @@ pub struct ExcludedDays {
 
 impl ExcludedDays {
     /// Parses `entries`, each a date (`2026-12-25`) or an inclusive range of dates
-    /// (`2026-12-24/2027-01-01`).
+    /// (`2026-12-24/2027-01-01`), into sorted runs, overlapping and adjacent ones merged.
     ///
     /// # Errors
     /// [`ScheduleError::ExcludedDate`] naming the entry at fault.
@@ -89,21 +91,15 @@ impl ExcludedDays {
             }
             runs.push((first, last));
         }
-        runs.sort();
-        let mut merged: Vec<(civil::Date, civil::Date)> = Vec::new();
-        for (first, last) in runs {
-            match merged.last_mut() {
-                Some((_, end)) if end.tomorrow().is_ok_and(|next| first <= next) => {
-                    *end = (*end).max(last);
-                }
-                _ => merged.push((first, last)),
-            }
-        }
-        Ok(merged)
+        Ok(merged(runs))
     }
 
+    /// `runs` in any order (several sources' together): sorted and merged.
     pub(crate) fn new(zone: DayZone, runs: Vec<(civil::Date, civil::Date)>) -> Self {
-        Self { zone, runs }
+        Self {
+            zone,
+            runs: merged(runs),
+        }
     }
 
     /// Whether no date is excluded.
@@ -153,5 +149,83 @@ impl ExcludedDays {
             .map(|(_, end)| end)
             .filter(|end| *end <= t)
             .max()
+    }
+}
+
+/// `runs` sorted, with overlapping and adjacent runs merged into one.
+fn merged(mut runs: Vec<(civil::Date, civil::Date)>) -> Vec<(civil::Date, civil::Date)> {
+    runs.sort();
+    let mut merged: Vec<(civil::Date, civil::Date)> = Vec::new();
+    for (first, last) in runs {
+        match merged.last_mut() {
+            Some((_, end)) if end.tomorrow().is_ok_and(|next| first <= next) => {
+                *end = (*end).max(last);
+            }
+            _ => merged.push((first, last)),
+        }
+    }
+    merged
+}
+
+/// Holiday calendars by name, each one's dates parsed (or why they could not be): what the
+/// calendars a window names in `excludeCalendars` are looked up in. A date of a calendar is a
+/// local date in the zone of the window that names it, as the window's own excluded dates are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Calendars {
+    by_name: BTreeMap<String, Result<Vec<(civil::Date, civil::Date)>, ScheduleError>>,
+}
+
+impl Default for Calendars {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Calendars {
+    /// No calendar: every name is missing.
+    pub const fn new() -> Self {
+        Self {
+            by_name: BTreeMap::new(),
+        }
+    }
+
+    /// Adds (or replaces) calendar `name` with its `dates`, as a HolidayCalendar's `spec.dates`
+    /// gives them; dates that do not parse make the calendar invalid, which only a window naming
+    /// it notices.
+    pub fn insert<S: AsRef<str>>(&mut self, name: &str, dates: &[S]) {
+        let parsed = ExcludedDays::parse(dates).map_err(|e| ScheduleError::CalendarInvalid {
+            name: name.to_owned(),
+            reason: e.to_string(),
+        });
+        self.by_name.insert(name.to_owned(), parsed);
+    }
+
+    /// The calendar names of `names` (every `excludeCalendars` entry of an object's windows),
+    /// each once, sorted: what an object needs looked up.
+    pub fn names_in<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a str> {
+        let mut names: Vec<&str> = names.into_iter().map(String::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Whether no calendar is held.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The dates of calendar `name`, as sorted, merged runs.
+    ///
+    /// # Errors
+    /// [`ScheduleError::CalendarNotFound`] when no calendar of that name is held,
+    /// [`ScheduleError::CalendarInvalid`] when one of its dates does not parse.
+    pub fn dates(&self, name: &str) -> Result<&[(civil::Date, civil::Date)], ScheduleError> {
+        match self.by_name.get(name) {
+            Some(Ok(runs)) => Ok(runs),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(ScheduleError::CalendarNotFound {
+                name: name.to_owned(),
+            }),
+        }
     }
 }

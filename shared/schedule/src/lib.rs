@@ -94,7 +94,7 @@ pub use crate::combine::{AnyOpen, FirstMatch};
 pub use crate::cron::CronSchedule;
 pub use crate::duration::parse_duration;
 pub use crate::error::ScheduleError;
-pub use crate::excluded::ExcludedDays;
+pub use crate::excluded::{Calendars, ExcludedDays};
 pub use crate::tzdata::{BUNDLED_RELEASE, TzData, TzSource, tzdata};
 pub use crate::weekday::Weekdays;
 pub use crate::window::{Interval, Window};

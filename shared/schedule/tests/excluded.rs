@@ -2,7 +2,7 @@
 //! the zone's calendar dates and the window without exclusions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebb_schedule::{ExcludedDays, Window};
+use ebb_schedule::{Calendars, ExcludedDays, ScheduleError, Window};
 use ebb_testkit::utc;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp, civil};
@@ -105,18 +105,47 @@ fn window_strategy() -> impl Strategy<Value = (Window, &'static str)> {
     ]
 }
 
+#[test]
+fn a_calendar_is_looked_up_by_name_and_a_bad_one_says_which_date() {
+    let mut calendars = Calendars::new();
+    calendars.insert("ch", &["2026-12-26", "2026-12-24/2026-12-25", "2026-08-01"]);
+    calendars.insert("broken", &["2026-12-24", "2026-02-30"]);
+    // Sorted and merged, as excludeDates are.
+    assert_eq!(
+        calendars.dates("ch").unwrap(),
+        dates(&["2026-08-01", "2026-12-24/2026-12-26"])
+    );
+    let broken = calendars.dates("broken").unwrap_err();
+    assert!(matches!(broken, ScheduleError::CalendarInvalid { .. }));
+    assert!(
+        broken
+            .to_string()
+            .starts_with("HolidayCalendar \"broken\": invalid excluded date \"2026-02-30\""),
+        "{broken}"
+    );
+    assert_eq!(
+        calendars.dates("us").unwrap_err().to_string(),
+        "HolidayCalendar \"us\" not found"
+    );
+    // Replaced by a later version of itself.
+    calendars.insert("broken", &["2026-12-24"]);
+    assert_eq!(calendars.dates("broken").unwrap(), dates(&["2026-12-24"]));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Against the oracle, minute by minute over four days around DST changes: open exactly
     /// when the window without exclusions is and the local date is not excluded; every boundary
     /// the window reports is the next minute its state flips, and the open period's start is
-    /// where it last flipped.
+    /// where it last flipped. The excluded dates come partly inline (`excludeDates`) and partly
+    /// from a HolidayCalendar (`excludeCalendars`), in any order and overlapping.
     #[test]
     fn excluding_agrees_with_the_calendar(
         (window, tz) in window_strategy(),
         start_day in 0i64..12,
         excluded in prop::collection::vec((0i64..16, 0i64..3), 1..4),
+        inline in 0usize..4,
     ) {
         let base: civil::Date = "2026-03-02".parse().unwrap();
         let entries: Vec<String> = excluded
@@ -128,7 +157,13 @@ proptest! {
             })
             .collect();
         let days = ExcludedDays::parse(&entries).unwrap();
-        let cut = window.clone().excluding(days.clone());
+        // As a window naming a calendar gathers them: its own dates, then the calendar's.
+        let (own, named) = entries.split_at(inline.min(entries.len()));
+        let mut calendars = Calendars::new();
+        calendars.insert("holidays", named);
+        let mut gathered = ExcludedDays::parse(own).unwrap();
+        gathered.extend_from_slice(calendars.dates("holidays").unwrap());
+        let cut = window.clone().excluding(gathered);
         let zone = TimeZone::get(tz).unwrap();
         let excluded_at = |t: Timestamp| {
             let date = zone.to_datetime(t).date();

@@ -18,6 +18,16 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::report::decision_message;
+
+/// [`crate::decide`] with no HolidayCalendar.
+fn decide(spec: &ScaleDownScheduleSpec, now: Timestamp, m: &ClusterMaintenance) -> Decision {
+    crate::decide(spec, &Calendars::new(), now, m)
+}
+
+/// [`parse_windows`] with no HolidayCalendar.
+fn parse_windows_alone(windows: &[WindowSpec]) -> Result<Vec<Window>, InvalidSpec> {
+    parse_windows(windows, &Calendars::new())
+}
 use super::*;
 
 /// An instant for plans whose objects carry no pause: any would do.
@@ -68,9 +78,46 @@ fn excluded_dates_keep_a_window_closed_on_those_local_days() {
     assert!(at("2026-04-04T12:00:00Z").scale_down_enabled);
     weekend.exclude_dates = vec!["2026-02-30".into()];
     assert_eq!(
-        parse_windows(&[weekend]).unwrap_err().field,
+        parse_windows_alone(&[weekend]).unwrap_err().field,
         "spec.windows[0].excludeDates"
     );
+}
+
+/// `excludeCalendars`: the same Saturday from a HolidayCalendar closes the window as
+/// `excludeDates` does; a calendar missing or holding a date that is none disables scale-down
+/// (fail safe) and names the entry.
+#[test]
+fn a_holiday_calendar_keeps_a_window_closed_and_a_missing_one_disables_scale_down() {
+    let mut weekend = window("0 0 * * 6", "48h", "Europe/Zurich");
+    weekend.exclude_calendars = vec!["freeze".into()];
+    let spec = spec(vec![weekend], false);
+    let mut freeze = Calendars::new();
+    freeze.insert("freeze", &["2026-03-28"]);
+    let at = |calendars: &Calendars, t: &str| {
+        crate::decide(&spec, calendars, utc(t), &ClusterMaintenance::default())
+    };
+    assert!(!at(&freeze, "2026-03-28T12:00:00Z").scale_down_enabled);
+    assert_eq!(
+        at(&freeze, "2026-03-28T12:00:00Z").next_transition,
+        Some(utc("2026-03-28T23:00:00Z"))
+    );
+    assert!(at(&freeze, "2026-03-29T12:00:00Z").scale_down_enabled);
+    assert!(at(&freeze, "2026-04-04T12:00:00Z").scale_down_enabled);
+    // Missing: closed even inside the window, and the entry is named.
+    let missing = at(&Calendars::new(), "2026-04-04T12:00:00Z");
+    assert!(!missing.scale_down_enabled);
+    match &missing.reason {
+        Reason::InvalidSchedule(invalid) => {
+            assert_eq!(invalid.field, "spec.windows[0].excludeCalendars[0]");
+            assert_eq!(invalid.message, "HolidayCalendar \"freeze\" not found");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut broken = Calendars::new();
+    broken.insert("freeze", &["2026-02-30"]);
+    let invalid = at(&broken, "2026-04-04T12:00:00Z");
+    assert!(!invalid.scale_down_enabled);
+    assert!(matches!(invalid.reason, Reason::InvalidSchedule(_)));
 }
 
 /// A one-off window (`from`/`to`, RFC 3339 with offsets) beside a recurring one: open exactly
@@ -97,17 +144,20 @@ fn a_one_off_window_opens_once_across_a_dst_change() {
     let mut both = once("2026-03-28T20:00:00+01:00", "2026-03-29T18:00:00+02:00");
     both.schedule = Some("0 22 * * *".into());
     both.duration = Some("1h".into());
-    assert_eq!(parse_windows(&[both]).unwrap_err().field, "spec.windows[0]");
+    assert_eq!(
+        parse_windows_alone(&[both]).unwrap_err().field,
+        "spec.windows[0]"
+    );
     let backwards = once("2026-03-29T18:00:00+02:00", "2026-03-28T20:00:00+01:00");
     assert!(
-        parse_windows(&[backwards])
+        parse_windows_alone(&[backwards])
             .unwrap_err()
             .field
             .starts_with("spec.windows[0].")
     );
     let garbled = once("yesterday", "2026-03-28T20:00:00+01:00");
     assert_eq!(
-        parse_windows(&[garbled]).unwrap_err().field,
+        parse_windows_alone(&[garbled]).unwrap_err().field,
         "spec.windows[0].from"
     );
 }

@@ -43,6 +43,7 @@ use std::fmt;
 
 use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION, PauseState, pause_state};
 use ebb_crds::scaledown::{ScaleDownScheduleSpec, ScaleDownTarget, Window as WindowSpec};
+pub use ebb_schedule::Calendars;
 use ebb_schedule::{AnyOpen, DEFAULT_HORIZON, FirstMatch, ScheduleError, Window};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -111,19 +112,35 @@ impl std::error::Error for InvalidSpec {}
 /// # Errors
 /// The first window that does not parse, as `spec.windows[i].schedule`, `.duration`,
 /// `.timeZone`, `.from` or `.to`, or `spec.windows[i]` when it is neither recurring nor once.
-pub fn parse_windows(windows: &[WindowSpec]) -> Result<Vec<Window>, InvalidSpec> {
+/// `calendars` holds the HolidayCalendars the windows name: one missing or invalid is an error
+/// of the window's `excludeCalendars[j]`.
+pub fn parse_windows(
+    windows: &[WindowSpec],
+    calendars: &Calendars,
+) -> Result<Vec<Window>, InvalidSpec> {
     windows
         .iter()
         .enumerate()
-        .map(|(i, w)| parse_window(i, w))
+        .map(|(i, w)| parse_window(i, w, calendars))
         .collect()
 }
 
-fn parse_window(i: usize, w: &WindowSpec) -> Result<Window, InvalidSpec> {
+fn parse_window(i: usize, w: &WindowSpec, calendars: &Calendars) -> Result<Window, InvalidSpec> {
     let at = |field: &str| format!("spec.windows[{i}].{field}");
-    let excluded = ebb_schedule::ExcludedDays::parse(&w.exclude_dates)
+    let mut excluded = ebb_schedule::ExcludedDays::parse(&w.exclude_dates)
         .map_err(|error| InvalidSpec::new(at("excludeDates"), error.to_string()))?;
+    for (j, name) in w.exclude_calendars.iter().enumerate() {
+        let dates = calendars.dates(name).map_err(|error| {
+            InvalidSpec::new(at(&format!("excludeCalendars[{j}]")), error.to_string())
+        })?;
+        excluded.extend_from_slice(dates);
+    }
     parse_window_rule(i, w).map(|window| window.excluding(excluded))
+}
+
+/// The HolidayCalendars `windows` name (`excludeCalendars`), each once.
+pub fn calendar_names(windows: &[WindowSpec]) -> Vec<&str> {
+    Calendars::names_in(windows.iter().flat_map(|w| &w.exclude_calendars))
 }
 
 fn parse_window_rule(i: usize, w: &WindowSpec) -> Result<Window, InvalidSpec> {
@@ -467,13 +484,15 @@ impl ClusterMaintenance {
 /// Scale-down is allowed while any window is open (overlapping or touching windows merge into one
 /// open period), and, with `maintenance.followClusterUpgrade`, while `maintenance` is
 /// [under way](ClusterMaintenance::under_way). When a window cannot be parsed the schedule cannot be
-/// decided, and scale-down is disabled (fail-safe), maintenance or not.
+/// decided, and scale-down is disabled (fail-safe), maintenance or not: so it is when a window
+/// names a HolidayCalendar `calendars` does not hold, or one that holds an invalid date.
 pub fn decide(
     spec: &ScaleDownScheduleSpec,
+    calendars: &Calendars,
     now: Timestamp,
     maintenance: &ClusterMaintenance,
 ) -> Decision {
-    let windows = match parse_windows(&spec.windows) {
+    let windows = match parse_windows(&spec.windows, calendars) {
         Ok(windows) => windows,
         Err(invalid) => {
             return Decision {

@@ -11,8 +11,9 @@ fn decision(now: &str) -> Decision {
         "windows": [{"schedule": "0 1 * * *", "duration": "4h", "timeZone": "UTC"}],
     }))
     .unwrap();
-    assert!(parse_windows(&spec.windows).is_ok());
-    decide(&spec, utc(now), &ClusterMaintenance::default())
+    let none = ebb_schedule::Calendars::new();
+    assert!(parse_windows(&spec.windows, &none).is_ok());
+    decide(&spec, &none, utc(now), &ClusterMaintenance::default())
 }
 
 /// Every reason a Warning can carry is the condition's own.

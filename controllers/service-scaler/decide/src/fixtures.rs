@@ -3,6 +3,7 @@
 
 use crate::*;
 use ebb_crds::service_scaler::ServiceScalerSpec;
+use ebb_schedule::Calendars;
 use serde_json::{Value, json};
 
 pub(crate) fn scaler(spec: Value) -> ServiceScaler {
@@ -26,7 +27,7 @@ pub(crate) fn udaan() -> ServiceScaler {
 }
 
 pub(crate) fn schedule(value: Value) -> Schedule {
-    Schedule::from_spec(&spec(value)).unwrap()
+    Schedule::from_spec(&spec(value), &Calendars::new()).unwrap()
 }
 
 pub(crate) fn settings(min: i32, max: i32, cpu: Option<i32>, memory: Option<i32>) -> HpaSettings {
@@ -73,7 +74,7 @@ pub(crate) fn hpa(s: &HpaSettings, owned: bool) -> HorizontalPodAutoscaler {
 }
 
 pub(crate) fn errors_of(value: Value) -> Vec<(String, String)> {
-    match Schedule::from_spec(&spec(value)) {
+    match Schedule::from_spec(&spec(value), &Calendars::new()) {
         Ok(_) => Vec::new(),
         Err(SpecErrors(errors)) => errors.into_iter().map(|e| (e.field, e.rule)).collect(),
     }

@@ -33,6 +33,7 @@ use ebb_core::plan::{Category, Plan, Requeue, StatusPatch, Target, Write};
 use ebb_core::{ConditionUpdate, Notice, patch::merge_diff, set_condition, to_k8s_time};
 use ebb_crds::fleet::{FleetSchedule, FleetScheduleStatus};
 use ebb_crds::service_scaler::{HibernationStatus, HpaDefaults, HpaSettings, ServiceScalerSpec};
+use ebb_schedule::Calendars;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::{
@@ -300,13 +301,13 @@ fn member_spec(fleet: &FleetSchedule, own: &HpaSettings) -> ServiceScalerSpec {
 
 /// The schedule of `fleet` alone (its ranges' own rules), with neutral defaults: what the
 /// FleetSchedule's status reports, whatever its members' own values are.
-pub fn fleet_schedule(fleet: &FleetSchedule) -> Result<Schedule, String> {
+pub fn fleet_schedule(fleet: &FleetSchedule, calendars: &Calendars) -> Result<Schedule, String> {
     let neutral = HpaSettings {
         min_replicas: 1,
         max_replicas: i32::MAX,
         ..HpaSettings::default()
     };
-    Schedule::from_spec(&member_spec(fleet, &neutral)).map_err(|e| e.to_string())
+    Schedule::from_spec(&member_spec(fleet, &neutral), calendars).map_err(|e| e.to_string())
 }
 
 /// `metrics` with the cpu or memory utilization target `resource` set to `target` (`None`:
@@ -390,6 +391,8 @@ pub struct MemberObserved<'a> {
     /// The Scale of its target, read when [`member_reads_scale`]; `None` otherwise or when the
     /// target does not exist.
     pub scale: Option<&'a Scale>,
+    /// The HolidayCalendars the winning FleetSchedule's ranges name.
+    pub calendars: &'a Calendars,
     /// `--dry-run`: decide and report, write nothing.
     pub dry_run: bool,
 }
@@ -553,9 +556,12 @@ fn goal(
         }
     };
     let key = fleet_key(winner);
-    let schedule = Schedule::from_spec(&member_spec(winner, &own_settings)).map_err(|e| {
-        format!("FleetSchedule {key} cannot schedule it with its own values; left as it is: {e}")
-    })?;
+    let schedule = Schedule::from_spec(&member_spec(winner, &own_settings), observed.calendars)
+        .map_err(|e| {
+            format!(
+                "FleetSchedule {key} cannot schedule it with its own values; left as it is: {e}"
+            )
+        })?;
     let lead = crate::lead::lead_at(&schedule, now);
     let matched = schedule.matched_at(now);
     let settings = lead.settings;
@@ -680,6 +686,8 @@ pub struct FleetObserved<'a> {
     pub service_scaler: &'a dyn Fn(&ObjectMeta) -> bool,
     /// Where ebb runs.
     pub reach: Reach<'a>,
+    /// The HolidayCalendars its ranges name.
+    pub calendars: &'a Calendars,
 }
 
 /// The FleetSchedule's status at `now`: its members, the range in force, its conditions
@@ -705,7 +713,7 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
     let invalid = [
         selector_of(fleet).err(),
         observed.reach.refusal(fleet),
-        fleet_schedule(fleet).err(),
+        fleet_schedule(fleet, observed.calendars).err(),
     ]
     .into_iter()
     .flatten()
@@ -747,7 +755,7 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
         }
     }
     status.members = i32::try_from(members).unwrap_or(i32::MAX);
-    let schedule = fleet_schedule(fleet).ok();
+    let schedule = fleet_schedule(fleet, observed.calendars).ok();
     status.matched_range = schedule
         .as_ref()
         .and_then(|s| s.matched_at(now))

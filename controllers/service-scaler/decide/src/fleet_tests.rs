@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ebb_core::plan::{Requeue, Verb};
+use ebb_schedule::Calendars;
 type Plan<G> = ebb_core::plan::Plan<G>;
 use ebb_crds::fleet::FleetSchedule;
 use ebb_testkit::utc;
@@ -92,6 +93,7 @@ fn pass_with(
     let claim = claim(&hpa.metadata, fleets.iter().copied(), ss, Reach::default());
     decide_member(
         &MemberObserved {
+            calendars: &Calendars::new(),
             hpa,
             claim: &claim,
             scale,
@@ -384,6 +386,69 @@ fn a_range_the_hpas_own_values_cannot_take_is_reported_and_nothing_written() {
     );
 }
 
+/// A FleetSchedule naming a HolidayCalendar: missing, its members are left as they are and its
+/// status says which entry; held, a holiday is outside the range for every member.
+#[test]
+fn a_fleet_naming_a_holiday_calendar_skips_its_dates_and_a_missing_one_holds_its_members() {
+    let hours = fleet(
+        "shop",
+        "hours",
+        "2026-01-01T00:00:00Z",
+        json!({"timeRangeSpec": [{"kind": "ZonedTime", "from": "08:00Z", "to": "12:00Z",
+            "excludeCalendars": ["ch"], "replicaSpec": {"hpa": {"minReplicas": 5}}}]}),
+    );
+    let web = hpa(json!({}));
+    let claim = claim(&web.metadata, [&hours], false, Reach::default());
+    let member = |calendars: &Calendars, at: &str| {
+        decide_member(
+            &MemberObserved {
+                calendars,
+                hpa: &web,
+                claim: &claim,
+                scale: None,
+                dry_run: false,
+            },
+            utc(at),
+        )
+    };
+    let missing = member(&Calendars::new(), "2026-12-23T09:00:00Z");
+    assert!(missing.writes.is_empty());
+    assert_eq!(missing.notices[0].reason, "FleetInvalid");
+    let no_scalers = |_: &ObjectMeta| false;
+    let status = |calendars: &Calendars| {
+        let plan = decide_fleet(
+            &FleetObserved {
+                calendars,
+                fleet: &hours,
+                fleets: &[&hours],
+                hpas: &[&web.metadata],
+                service_scaler: &no_scalers,
+                reach: Reach::default(),
+            },
+            utc("2026-12-23T09:00:00Z"),
+        );
+        plan.status.unwrap().patch["status"].clone()
+    };
+    let invalid = status(&Calendars::new());
+    assert_eq!(condition(&invalid, "SpecValid")["status"], "False");
+    assert!(
+        condition(&invalid, "SpecValid")["message"]
+            .as_str()
+            .unwrap()
+            .contains(
+                "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"ch\" not found"
+            ),
+        "{invalid}"
+    );
+
+    let mut ch = Calendars::new();
+    ch.insert("ch", &["2026-12-25"]);
+    assert_eq!(condition(&status(&ch), "SpecValid")["status"], "True");
+    // The day before: in force, the first write; on the holiday: nothing to do.
+    assert_eq!(member(&ch, "2026-12-24T09:00:00Z").writes.len(), 1);
+    assert!(member(&ch, "2026-12-25T09:00:00Z").writes.is_empty());
+}
+
 #[test]
 fn an_unreadable_record_holds_the_hpa_with_a_warning() {
     let broken = hpa(json!({RECORD_ANNOTATION: "{not json"}));
@@ -525,6 +590,7 @@ fn status_of(
     let no_scalers = |_: &ObjectMeta| false;
     let plan = decide_fleet(
         &FleetObserved {
+            calendars: &Calendars::new(),
             fleet,
             fleets,
             hpas,
@@ -632,6 +698,7 @@ fn a_dry_run_writes_nothing_and_says_what_it_would_have_done() {
     let claim = claim(&hpa.metadata, [&hours], false, Reach::default());
     let plan = decide_member(
         &MemberObserved {
+            calendars: &Calendars::new(),
             hpa: &hpa,
             claim: &claim,
             scale: None,

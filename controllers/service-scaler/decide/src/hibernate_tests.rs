@@ -2,6 +2,7 @@
 //! plan `decide` returns (the writes in order, the status record, the Events, the requeue).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use ebb_schedule::Calendars;
 use std::time::Duration;
 
 use ebb_core::plan::Verb;
@@ -68,6 +69,7 @@ fn decide_at(
 ) -> Plan {
     decide(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: s,
             hpa,
             scale,
@@ -191,6 +193,7 @@ fn a_hibernating_workload_at_zero_is_left_and_the_pass_writes_nothing() {
     assert!(first.writes.is_empty(), "{:?}", first.writes);
     // The status as that pass left it.
     let observed = Observed {
+        calendars: &Calendars::new(),
         scaler: &s,
         hpa: Some(&h),
         scale: Some(&scale_of(0)),
@@ -456,6 +459,7 @@ fn a_dry_run_scales_nothing_and_says_what_it_would_have_done() {
     let h = hpa_in_sync(&spec, utc(now));
     let plan = decide(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&h),
             scale: Some(&scale_of(3)),

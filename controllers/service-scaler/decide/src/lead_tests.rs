@@ -2,12 +2,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use ebb_schedule::Calendars;
 use ebb_testkit::utc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn schedule(value: Value) -> Schedule {
-    Schedule::from_spec(&serde_json::from_value(value).unwrap()).unwrap()
+    Schedule::from_spec(&serde_json::from_value(value).unwrap(), &Calendars::new()).unwrap()
 }
 
 /// `(minReplicas, maxReplicas)` led at `t`, and the next lead step.
@@ -136,6 +137,7 @@ fn lead_time_parses_with_a_default_and_zero_means_off() {
     // An invalid leadTime is a spec error naming the field.
     let errors = Schedule::from_spec(
         &serde_json::from_value(json!({"hpa": {"maxReplicas": 3}, "leadTime": "soon"})).unwrap(),
+        &Calendars::new(),
     )
     .unwrap_err();
     assert_eq!(errors.0[0].field, "spec.leadTime");

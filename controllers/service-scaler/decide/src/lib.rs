@@ -80,6 +80,7 @@ use ebb_crds::service_scaler::{
     DeletionPolicy, HpaSettings, RampStatus, ScheduledTransition, ServiceScaler,
     ServiceScalerStatus,
 };
+pub use ebb_schedule::Calendars;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -114,7 +115,7 @@ pub use hpa::{
 };
 pub use ramp::{Ramp, resolve_ramp};
 pub use schedule::{Schedule, Transition, overlap_message};
-pub use spec::{SpecError, SpecErrors, merge};
+pub use spec::{SpecError, SpecErrors, calendar_names, merge};
 pub use writes::{Gauge, Plan, decide, decide_unreadable};
 
 use hpa::{has_finalizer, references};
@@ -160,6 +161,8 @@ pub struct Observed<'a> {
     /// The Scale of the workload a hibernation concerns ([`hibernation_target`]), read when
     /// [`reads_scale`]; `None` when not read or the workload does not exist.
     pub scale: Option<&'a Scale>,
+    /// The HolidayCalendars its ranges name (`excludeCalendars`), as the cache holds them.
+    pub calendars: &'a Calendars,
     /// `--dry-run`: decide and report, write nothing but status.
     pub dry_run: bool,
 }
@@ -359,7 +362,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
     // The kill switch is read whatever the spec says.
     let unmanaged = draft.kill_switch();
     let recorded = recorded(observed.scaler);
-    let schedule = match Schedule::from_spec(&observed.scaler.spec) {
+    let schedule = match Schedule::from_spec(&observed.scaler.spec, observed.calendars) {
         Ok(schedule) => schedule,
         Err(errors) => return draft.invalid(&errors),
     };

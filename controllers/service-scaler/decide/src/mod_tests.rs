@@ -5,6 +5,7 @@ use super::fixtures::*;
 use super::*;
 use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use ebb_core::{EventKind, find_condition, from_k8s_time};
+use ebb_schedule::Calendars;
 use ebb_testkit::utc;
 use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::MetricSpec;
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 fn decide_at(s: &ServiceScaler, hpa: Option<&HorizontalPodAutoscaler>, now: &str) -> Decision {
     decide_scaling(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: s,
             hpa,
             scale: None,
@@ -437,6 +439,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
     let d = decide_scaling(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&h),
             scale: None,
@@ -457,6 +460,7 @@ fn deletion_leaves_a_paused_hpa_as_it_is() {
         json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}),
     );
     let observed = Observed {
+        calendars: &Calendars::new(),
         scaler: &s,
         hpa: Some(&adopted),
         scale: None,
@@ -510,12 +514,94 @@ fn invalid_spec_leaves_the_hpa_and_reports_field_and_rule() {
     assert_eq!(d.notices[0].kind, EventKind::Warning);
 }
 
+/// A range naming a HolidayCalendar: missing, the spec is invalid at that entry and the HPA is
+/// left as it was (fail safe); held, its dates close the range as `excludeDates` would; holding
+/// a date that is none, the calendar is named with the date.
+#[test]
+fn a_holiday_calendar_excludes_its_dates_and_a_missing_one_leaves_the_hpa() {
+    let mut value = office();
+    value["timeRangeSpec"][0]["excludeCalendars"] = json!(["ch"]);
+    let s = scaler(value.clone());
+    let h = hpa(&settings(2, 10, Some(60), None), false);
+    let at = |calendars: &Calendars, now: &str| {
+        decide_scaling(
+            &Observed {
+                calendars,
+                scaler: &s,
+                hpa: Some(&h),
+                scale: None,
+                dry_run: false,
+            },
+            utc(now),
+        )
+    };
+    // Christmas Friday 09:00Z: inside 08:00Z-12:00Z.
+    let missing = at(&Calendars::new(), "2026-12-25T09:00:00Z");
+    assert_eq!(
+        (missing.hpa.clone(), missing.state),
+        (HpaPlan::Leave, ManagedState::Invalid)
+    );
+    let (st, _, message) = condition_of(missing.status.as_ref().unwrap(), CONDITION_SPEC_VALID);
+    assert_eq!(
+        (st, message),
+        (
+            "False",
+            "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"ch\" not found"
+        )
+    );
+    assert_eq!(missing.notices[0].kind, EventKind::Warning);
+
+    let mut ch = Calendars::new();
+    ch.insert("ch", &["2026-12-24/2026-12-26"]);
+    let mut inline = value.clone();
+    inline["timeRangeSpec"][0]["excludeCalendars"] = json!([]);
+    inline["timeRangeSpec"][0]["excludeDates"] = json!(["2026-12-24/2026-12-26"]);
+    let inline = scaler(inline);
+    for now in [
+        "2026-12-23T09:00:00Z",
+        "2026-12-25T09:00:00Z",
+        "2026-12-27T09:00:00Z",
+    ] {
+        let named = at(&ch, now);
+        let own = decide_at(&inline, Some(&h), now);
+        assert_eq!(named.hpa, own.hpa, "{now}");
+        assert_eq!(
+            named.status.as_ref().map(|s| &s.next_transitions),
+            own.status.as_ref().map(|s| &s.next_transitions),
+            "{now}"
+        );
+    }
+    // On the holiday the range is not in force: the defaults hold.
+    let holiday = at(&ch, "2026-12-25T09:00:00Z");
+    assert_eq!(holiday.status.as_ref().unwrap().matched_range, None);
+    assert_eq!(
+        at(&ch, "2026-12-23T09:00:00Z")
+            .status
+            .unwrap()
+            .matched_range,
+        Some(0)
+    );
+
+    let mut broken = Calendars::new();
+    broken.insert("ch", &["2026-12-32"]);
+    let invalid = at(&broken, "2026-12-23T09:00:00Z");
+    let (_, _, message) = condition_of(invalid.status.as_ref().unwrap(), CONDITION_SPEC_VALID);
+    assert!(
+        message.starts_with(
+            "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"ch\": invalid excluded date \"2026-12-32\""
+        ),
+        "{message}"
+    );
+    assert_eq!(invalid.hpa, HpaPlan::Leave);
+}
+
 #[test]
 fn dry_run_records_the_intended_change_and_writes_nothing_else() {
     let s = scaler(office());
     let h = hpa(&settings(2, 10, Some(60), None), false);
     let d = decide_scaling(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&h),
             scale: None,
@@ -543,6 +629,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
     let s = with_status(&s, &d);
     let again = decide_scaling(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&h),
             scale: None,
@@ -586,6 +673,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     let adopted = hpa(&settings(5, 10, Some(60), None), false);
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&adopted),
             scale: None,
@@ -603,6 +691,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     let restored = hpa(&settings(2, 10, Some(60), None), false);
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&restored),
             scale: None,
@@ -615,6 +704,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     let owned = hpa(&settings(5, 10, Some(60), None), true);
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&owned),
             scale: None,
@@ -630,6 +720,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     );
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&killed),
             scale: None,
@@ -640,6 +731,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     assert_eq!((plan.restore, plan.remove_finalizer), (None, true));
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&adopted),
             scale: None,
@@ -653,6 +745,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
     s.metadata.finalizers = None;
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&adopted),
             scale: None,
@@ -680,6 +773,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
     for _ in 0..12 {
         let d = decide_scaling(
             &Observed {
+                calendars: &Calendars::new(),
                 scaler: &s,
                 hpa: Some(&h),
                 scale: None,
@@ -746,6 +840,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
     while now <= utc("2026-12-03T07:45:00Z") {
         let d = decide_scaling(
             &Observed {
+                calendars: &Calendars::new(),
                 scaler: &s,
                 hpa: Some(&h),
                 scale: None,
@@ -1131,6 +1226,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
         s.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
         let plan = decide_deletion(
             &Observed {
+                calendars: &Calendars::new(),
                 scaler: &s,
                 hpa: Some(&hpa),
                 scale: None,
@@ -1148,6 +1244,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
         // A dry run only says what it would do.
         let dry = decide_deletion(
             &Observed {
+                calendars: &Calendars::new(),
                 scaler: &s,
                 hpa: Some(&hpa),
                 scale: None,
@@ -1171,6 +1268,7 @@ fn deletion_notices_name_what_was_done_and_skipped() {
     let observed = |s: &ServiceScaler, hpa: &HorizontalPodAutoscaler| {
         decide_deletion(
             &Observed {
+                calendars: &Calendars::new(),
                 scaler: s,
                 hpa: Some(hpa),
                 scale: None,
@@ -1232,6 +1330,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
     let udaans = hpa_of(HpaOrigin::Udaan);
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: Some(&udaans),
             scale: None,
@@ -1243,6 +1342,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
     // No HPA left: the finalizer goes all the same.
     let plan = decide_deletion(
         &Observed {
+            calendars: &Calendars::new(),
             scaler: &s,
             hpa: None,
             scale: None,
@@ -1380,7 +1480,7 @@ fn ranges_set_targets_of_metrics_already_on_the_hpa_by_name() {
                  {"name": "missing", "value": "1"}]}}}
         ]
     }));
-    let schedule = Schedule::from_spec(&s.spec).unwrap();
+    let schedule = Schedule::from_spec(&s.spec, &Calendars::new()).unwrap();
     let day = schedule.effective_at(utc("2026-05-04T09:00:00Z"));
     assert_eq!(
         day.metric_targets

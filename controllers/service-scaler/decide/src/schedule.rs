@@ -2,7 +2,7 @@
 //! coming changes of the effective settings.
 
 use ebb_crds::service_scaler::{HpaSettings, RangeSelection, ServiceScalerSpec, TimeRangeKind};
-use ebb_schedule::{DEFAULT_HORIZON, FirstMatch, Window, parse_duration};
+use ebb_schedule::{Calendars, DEFAULT_HORIZON, FirstMatch, Window, parse_duration};
 use jiff::{SignedDuration, Timestamp};
 
 use super::spec::{SpecError, SpecErrors, build_window, check_override, defaults_settings, merge};
@@ -39,7 +39,9 @@ pub struct Schedule {
 
 impl Schedule {
     /// Validates `spec` and builds its schedule; the errors name every field at fault.
-    pub fn from_spec(spec: &ServiceScalerSpec) -> Result<Self, SpecErrors> {
+    /// `calendars` holds the HolidayCalendars its ranges name: one missing or invalid is an
+    /// error of the range's `excludeCalendars` entry.
+    pub fn from_spec(spec: &ServiceScalerSpec, calendars: &Calendars) -> Result<Self, SpecErrors> {
         let mut errors = Vec::new();
         let defaults = defaults_settings(&spec.hpa, &mut errors);
         let mut windows = Vec::new();
@@ -47,7 +49,7 @@ impl Schedule {
         let mut non_daily = Vec::new();
         for (i, range) in spec.time_range_spec.iter().enumerate() {
             let path = format!("spec.timeRangeSpec[{i}]");
-            match build_window(range, &path) {
+            match build_window(range, &path, calendars) {
                 Ok(window) => windows.push(window),
                 Err(mut e) => errors.append(&mut e),
             }
@@ -56,6 +58,7 @@ impl Schedule {
                 range.kind,
                 TimeRangeKind::ZonedDateTime | TimeRangeKind::Cron
             ) || !range.exclude_dates.is_empty()
+                || !range.exclude_calendars.is_empty()
             {
                 non_daily.push(i);
             }

@@ -3,6 +3,7 @@
 
 use crate::fixtures::*;
 use crate::*;
+use ebb_schedule::Calendars;
 use ebb_testkit::utc;
 use jiff::SignedDuration;
 use proptest::prelude::*;
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 #[test]
 fn udaan_example_behaves_as_its_readme_describes() {
-    let s = Schedule::from_spec(&udaan().spec).unwrap();
+    let s = Schedule::from_spec(&udaan().spec, &Calendars::new()).unwrap();
     let ist = |t: &str| utc(&format!("2026-03-27T{t}+05:30"));
     let defaults = settings(4, 8, Some(50), Some(75));
     let evening = settings(3, 8, Some(50), None);

@@ -6,7 +6,7 @@ use std::fmt;
 use ebb_crds::service_scaler::{
     HpaDefaults, HpaOverride, HpaSettings, MetricTargetSpec, TimeRange, TimeRangeKind, Weekday,
 };
-use ebb_schedule::{ScheduleError, Window};
+use ebb_schedule::{Calendars, ScheduleError, Window};
 use kube_quantity::ParsedQuantity;
 
 use super::DEFAULT_MIN_REPLICAS;
@@ -226,6 +226,11 @@ fn kind_name(kind: TimeRangeKind) -> &'static str {
     }
 }
 
+/// The HolidayCalendars `ranges` name (`excludeCalendars`), each once.
+pub fn calendar_names(ranges: &[TimeRange]) -> Vec<&str> {
+    Calendars::names_in(ranges.iter().flat_map(|range| &range.exclude_calendars))
+}
+
 /// The field of a range an engine error is about.
 fn schedule_field(error: &ScheduleError, range: &TimeRange) -> &'static str {
     match error {
@@ -242,11 +247,18 @@ fn schedule_field(error: &ScheduleError, range: &TimeRange) -> &'static str {
         ScheduleError::Cron { .. } => "schedule",
         ScheduleError::Duration { .. } => "duration",
         ScheduleError::ExcludedDate { .. } => "excludeDates",
+        ScheduleError::CalendarNotFound { .. } | ScheduleError::CalendarInvalid { .. } => {
+            "excludeCalendars"
+        }
     }
 }
 
 /// The window of one range, or every rule it breaks.
-pub(super) fn build_window(range: &TimeRange, path: &str) -> Result<Window, Vec<SpecError>> {
+pub(super) fn build_window(
+    range: &TimeRange,
+    path: &str,
+    calendars: &Calendars,
+) -> Result<Window, Vec<SpecError>> {
     let mut errors = Vec::new();
     forbid_foreign_fields(range, path, &mut errors);
     let built = if range.kind == TimeRangeKind::Cron {
@@ -254,7 +266,7 @@ pub(super) fn build_window(range: &TimeRange, path: &str) -> Result<Window, Vec<
     } else {
         time_window(range, path, &mut errors)
     };
-    let excluded = match ebb_schedule::ExcludedDays::parse(&range.exclude_dates) {
+    let mut excluded = match ebb_schedule::ExcludedDays::parse(&range.exclude_dates) {
         Ok(dates) => dates,
         Err(e) => {
             errors.push(SpecError::new(
@@ -264,6 +276,15 @@ pub(super) fn build_window(range: &TimeRange, path: &str) -> Result<Window, Vec<
             Vec::new()
         }
     };
+    for (i, name) in range.exclude_calendars.iter().enumerate() {
+        match calendars.dates(name) {
+            Ok(dates) => excluded.extend_from_slice(dates),
+            Err(e) => errors.push(SpecError::new(
+                format!("{path}.excludeCalendars[{i}]"),
+                e.to_string(),
+            )),
+        }
+    }
     match built {
         Some(Ok(window)) if errors.is_empty() => Ok(window.excluding(excluded)),
         Some(Err(e)) => {

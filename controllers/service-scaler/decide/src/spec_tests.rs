@@ -4,6 +4,7 @@
 use crate::fixtures::*;
 use crate::*;
 use ebb_crds::service_scaler::{HpaDefaults, HpaOverride, ServiceScalerSpec};
+use ebb_schedule::Calendars;
 use ebb_testkit::utc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -106,7 +107,7 @@ proptest! {
             deletion_policy: None,
             range_selection: None,
         };
-        let result = Schedule::from_spec(&spec);
+        let result = Schedule::from_spec(&spec, &Calendars::new());
         let nonzero = |t: Option<i32>| t.filter(|t| *t != 0);
         let expected = HpaSettings {
             min_replicas: o.min_replicas.unwrap_or(dmin),
@@ -288,7 +289,7 @@ proptest! {
         });
         let now = Timestamp::from_second(at).ok().unwrap();
         let s = scaler(value);
-        match Schedule::from_spec(&s.spec) {
+        match Schedule::from_spec(&s.spec, &Calendars::new()) {
             Ok(schedule) => {
                 let _ = schedule.transitions(now, PREVIEW_LEN);
                 let _ = schedule.overlaps();
@@ -300,6 +301,6 @@ proptest! {
                 }
             }
         }
-        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, scale: None, dry_run: false }, now);
+        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, scale: None, calendars: &Calendars::new(), dry_run: false }, now);
     }
 }

@@ -6,6 +6,9 @@ use super::*;
 use crate::fixtures::*;
 use crate::{DeletionPolicy, HpaSettings, MAX_REQUEUE};
 use ebb_core::plan::Verb;
+use ebb_schedule::Calendars;
+
+static NO_CALENDARS: Calendars = Calendars::new();
 use ebb_testkit::utc;
 use serde_json::Value;
 
@@ -14,6 +17,7 @@ fn observed<'a>(
     hpa: Option<&'a HorizontalPodAutoscaler>,
 ) -> Observed<'a> {
     Observed {
+        calendars: &NO_CALENDARS,
         scaler,
         hpa,
         scale: None,
