@@ -621,3 +621,147 @@ async fn machine_config_pool_updates_keep_scale_down_open_and_a_paused_autoscale
     pools.delete(&pool, &DeleteParams::default()).await.unwrap();
     controller.stop().await;
 }
+
+/// A one-off window open now naming a HolidayCalendar: missing, scale-down stays off and the
+/// schedule names the entry; created excluding tomorrow (UTC, the zone of a `from`/`to` window),
+/// scale-down is on; edited to exclude today, it goes off again at once, with no restart.
+#[tokio::test]
+async fn a_holiday_calendar_edited_under_a_running_controller_takes_effect() {
+    let _turn = CLUSTER_SCOPED.lock().await;
+    // Not across a UTC midnight: "today" must stay today for the test's minute.
+    let utc = jiff::tz::TimeZone::UTC;
+    let mut now = Timestamp::now();
+    let midnight = |t: Timestamp| {
+        t.to_zoned(utc.clone())
+            .date()
+            .tomorrow()
+            .unwrap()
+            .to_zoned(utc.clone())
+            .unwrap()
+            .timestamp()
+    };
+    if midnight(now).duration_since(now) < SignedDuration::from_mins(3) {
+        let wait = midnight(now).duration_since(now) + SignedDuration::from_secs(5);
+        tokio::time::sleep(wait.unsigned_abs()).await;
+        now = Timestamp::now();
+    }
+    let today = now.to_zoned(utc.clone()).date();
+
+    let setup = Setup::new(CHART, "e2e-sdw-cal", false, &[]).await.unwrap();
+    let admin = setup.admin.clone();
+    let name = setup.namespace.clone();
+    let autoscalers = dynamic(
+        &admin,
+        "autoscaling.openshift.io",
+        "v1",
+        "ClusterAutoscaler",
+    )
+    .await;
+    let schedules = dynamic(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule").await;
+    let calendars = dynamic(&admin, "scaling.ebb.dev", "v1alpha1", "HolidayCalendar").await;
+    apply(
+        &admin,
+        &json!({
+            "apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler",
+            "metadata": {"name": name}, "spec": {"scaleDown": {"enabled": false}},
+        }),
+    )
+    .await
+    .unwrap();
+    let calendar = format!("{name}-freeze");
+    apply(
+        &admin,
+        &json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "ScaleDownSchedule",
+            "metadata": {"name": name},
+            "spec": {
+                "target": {"clusterAutoscaler": {"name": name}},
+                "windows": [{
+                    "from": (now - SignedDuration::from_hours(48)).to_string(),
+                    "to": (now + SignedDuration::from_hours(96)).to_string(),
+                    "excludeCalendars": [calendar],
+                }],
+            },
+        }),
+    )
+    .await
+    .unwrap();
+    let controller = Controller::ready(
+        "scaledown-window",
+        &setup.identity,
+        "sdw-cal-0",
+        &["--leader-election=false"],
+    )
+    .await;
+    let valid = || async {
+        let s = schedules.get(&name).await.ok()?;
+        condition(&s, "ScheduleValid").map(|c| (c["status"].clone(), c["message"].clone()))
+    };
+    let enabled = || async {
+        let ca = autoscalers.get(&name).await.ok()?;
+        ca.data["spec"]["scaleDown"]["enabled"].as_bool()
+    };
+
+    let missing = json!(format!(
+        "spec.windows[0].excludeCalendars[0]: HolidayCalendar \"{calendar}\" not found"
+    ));
+    eventually(Duration::from_secs(15), || async {
+        (valid().await == Some((json!("False"), missing.clone()))).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not named as missing\n{}", controller.log_tail()));
+    assert_eq!(enabled().await, Some(false));
+
+    let holiday = |date: jiff::civil::Date| {
+        json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+            "metadata": {"name": calendar}, "spec": {"dates": [date.to_string()]},
+        })
+    };
+    apply(&admin, &holiday(today.tomorrow().unwrap()))
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        (enabled().await == Some(true)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: not enabled once valid\n{}", controller.log_tail()));
+    let status = schedules.get(&name).await.unwrap();
+    assert_eq!(
+        status.data["status"]["nextTransitionTime"],
+        json!(ebb_runtime::time::rfc3339(midnight(now))),
+        "closes at the holiday's midnight"
+    );
+
+    let edited = std::time::Instant::now();
+    apply(&admin, &holiday(today)).await.unwrap();
+    eventually(Duration::from_secs(10), || async {
+        (enabled().await == Some(false)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: the edit not acted on\n{}", controller.log_tail()));
+    assert!(
+        edited.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        edited.elapsed()
+    );
+
+    // Tidy what is cluster-scoped.
+    schedules
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(15), || async {
+        schedules.get_opt(&name).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    calendars
+        .delete(&calendar, &DeleteParams::default())
+        .await
+        .unwrap();
+    autoscalers
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
