@@ -231,7 +231,7 @@ impl ApiServer {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "kubeconfig".into());
         let path = work_dir().join(format!("{stem}-{}.kubeconfig", self.port));
-        std::fs::write(&path, serde_norway::to_string(&config)?)?;
+        std::fs::write(&path, serde_saphyr::to_string(&config)?)?;
         Ok(path)
     }
 

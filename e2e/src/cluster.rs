@@ -275,7 +275,7 @@ async fn install_crds(client: &Client, files: Vec<PathBuf>) -> Result<()> {
     for file in files {
         let text = std::fs::read_to_string(&file)?;
         let crd: CustomResourceDefinition =
-            serde_norway::from_str(&text).with_context(|| format!("parse {}", file.display()))?;
+            serde_saphyr::from_str(&text).with_context(|| format!("parse {}", file.display()))?;
         let name = crd.metadata.name.clone().context("CRD without a name")?;
         api.patch(
             &name,

@@ -26,7 +26,7 @@ pub async fn babylon_crds(admin: &Client, variant: bool) -> Result<()> {
             format!("e2e/crds/{plural}.babylon.gpte.redhat.com.yaml")
         };
         let crd: CustomResourceDefinition =
-            serde_norway::from_str(&std::fs::read_to_string(repo_root().join(&file))?)
+            serde_saphyr::from_str(&std::fs::read_to_string(repo_root().join(&file))?)
                 .with_context(|| format!("parse {file}"))?;
         let name = crd.metadata.name.clone().context("CRD without a name")?;
         api.patch(

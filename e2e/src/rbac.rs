@@ -11,7 +11,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Kubeconfig, NamedAuthInfo, NamedContext};
 use kube::discovery::{ApiResource, Scope};
 use kube::{Client, ResourceExt};
-use serde::Deserialize;
 
 use crate::cluster::{Cluster, MANAGER};
 use crate::{repo_root, work_dir};
@@ -85,8 +84,7 @@ pub fn render(
     }
     let text = String::from_utf8(out.stdout)?;
     let mut docs = Vec::new();
-    for doc in serde_norway::Deserializer::from_str(&text) {
-        let value = serde_json::Value::deserialize(doc)?;
+    for value in serde_saphyr::from_multiple::<serde_json::Value>(&text)? {
         if !value.is_null() {
             docs.push(value);
         }
@@ -255,6 +253,6 @@ fn write_token_kubeconfig(
         ..Kubeconfig::default()
     };
     let path = work_dir().join(format!("{file}.kubeconfig"));
-    std::fs::write(&path, serde_norway::to_string(&config)?)?;
+    std::fs::write(&path, serde_saphyr::to_string(&config)?)?;
     Ok(path)
 }

@@ -519,7 +519,7 @@ async fn kubeconfig_and_context_flags_choose_the_cluster() {
     file.contexts = vec![broken, real];
     file.current_context = Some("broken".into());
     let path = ebb_e2e::work_dir().join(format!("{ns}-laptop.kubeconfig"));
-    std::fs::write(&path, serde_norway::to_string(&file).unwrap()).unwrap();
+    std::fs::write(&path, serde_saphyr::to_string(&file).unwrap()).unwrap();
     let missing = ebb_e2e::work_dir().join(format!("{ns}-missing.kubeconfig"));
 
     let mut controller = Controller::start_with(

@@ -57,7 +57,7 @@ struct Fixture {
 impl Fixture {
     fn load(file: &str) -> Fixture {
         let text = std::fs::read_to_string(crds_dir().join(file)).unwrap();
-        let crd: Value = serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let crd: Value = serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
         Fixture {
             file: file.to_owned(),
             text,
@@ -287,7 +287,7 @@ fn every_fixture_is_one_v1_crd_named_after_its_file_with_its_source_in_a_header(
     assert!(files.len() >= 12, "{files:?}");
     for file in &files {
         let f = Fixture::load(file);
-        let docs = serde_norway::Deserializer::from_str(&f.text).count();
+        let docs = serde_saphyr::from_multiple::<Value>(&f.text).unwrap().len();
         assert_eq!(docs, 1, "{file}: one CRD per file");
         assert_eq!(f.crd["apiVersion"], "apiextensions.k8s.io/v1", "{file}");
         assert_eq!(f.crd["kind"], "CustomResourceDefinition", "{file}");
@@ -364,7 +364,7 @@ fn every_fixture_round_trips_through_the_typed_crd_unchanged() {
     for file in fixture_files() {
         let f = Fixture::load(&file);
         let typed: CustomResourceDefinition =
-            serde_norway::from_str(&f.text).unwrap_or_else(|e| panic!("{file}: {e}"));
+            serde_saphyr::from_str(&f.text).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(
             normalize_numbers(&serde_json::to_value(&typed).unwrap()),
             normalize_numbers(&f.crd),

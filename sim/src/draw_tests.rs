@@ -44,18 +44,18 @@ fn chance_follows_its_share() {
 
 #[test]
 fn spreads_read_as_a_scenario_writes_them() {
-    let fixed: Spread = serde_norway::from_str("3m").unwrap();
+    let fixed: Spread = serde_saphyr::from_str("3m").unwrap();
     assert_eq!(fixed, Spread::fixed(mins(3)));
-    let between: Spread = serde_norway::from_str("{min: 8m, max: 20m}").unwrap();
+    let between: Spread = serde_saphyr::from_str("{min: 8m, max: 20m}").unwrap();
     assert_eq!(between, Spread::between(mins(8), mins(20)));
-    let wrong = serde_norway::from_str::<Spread>("{min: 20m, max: 8m}").unwrap_err();
+    let wrong = serde_saphyr::from_str::<Spread>("{min: 20m, max: 8m}").unwrap_err();
     assert!(
         wrong
             .to_string()
             .contains("min (20m) is longer than max (8m)"),
         "{wrong}"
     );
-    let wrong = serde_norway::from_str::<Spread>("soon").unwrap_err();
+    let wrong = serde_saphyr::from_str::<Spread>("soon").unwrap_err();
     assert!(
         wrong.to_string().contains("\"soon\" is not a duration"),
         "{wrong}"

@@ -10,7 +10,7 @@ fn t(minutes: i64) -> Timestamp {
 }
 
 fn jobs(yaml: &str) -> HookJobs {
-    HookJobs::new(serde_norway::from_str(yaml).unwrap())
+    HookJobs::new(serde_saphyr::from_str(yaml).unwrap())
 }
 
 #[test]

@@ -150,10 +150,12 @@ impl Scenario {
     /// # Errors
     /// YAML that is not a scenario, with the field at fault.
     pub fn parse(path: &str, text: &str) -> Result<Self, SimError> {
-        serde_norway::from_str(text).map_err(|e| SimError::Scenario {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })
+        serde_saphyr::from_str_with_options(text, ebb_runtime::manifest::yaml_options()).map_err(
+            |e| SimError::Scenario {
+                path: path.to_owned(),
+                message: e.to_string(),
+            },
+        )
     }
 
     /// The span as a duration (a range is read as its longest).

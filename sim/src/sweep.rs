@@ -109,7 +109,7 @@ fn invalid(path: &str, message: String) -> RunError {
 pub fn sweep(args: &SweepArgs) -> Result<String, RunError> {
     let path = args.scenario.display().to_string();
     let scenario = read(&args.scenario)?;
-    let bound = match serde_norway::from_str::<Spread>(&args.max_wait) {
+    let bound = match serde_saphyr::from_str::<Spread>(&args.max_wait) {
         Ok(Spread::Fixed(d)) => d,
         _ => {
             return Err(invalid(

@@ -11,7 +11,7 @@ fn start() -> Timestamp {
 #[test]
 fn a_burst_lands_within_its_span_sorted_and_the_same_for_a_seed() {
     let burst: Arrivals =
-        serde_norway::from_str("burst: {count: 60, after: 5m, within: 10m}").unwrap();
+        serde_saphyr::from_str("burst: {count: 60, after: 5m, within: 10m}").unwrap();
     let instants = burst.instants(start(), &mut Dice::seeded(9));
     assert_eq!(instants.len(), 60);
     assert!(instants.windows(2).all(|w| w[0] <= w[1]), "sorted");
@@ -27,7 +27,7 @@ fn a_burst_lands_within_its_span_sorted_and_the_same_for_a_seed() {
 
 #[test]
 fn a_ramp_is_evenly_spaced_and_draws_nothing_when_fixed() {
-    let ramp: Arrivals = serde_norway::from_str("ramp: {count: 4, over: 1h}").unwrap();
+    let ramp: Arrivals = serde_saphyr::from_str("ramp: {count: 4, over: 1h}").unwrap();
     let instants = ramp.instants(start(), &mut Dice::seeded(1));
     let minutes: Vec<i64> = instants
         .iter()
@@ -38,7 +38,7 @@ fn a_ramp_is_evenly_spaced_and_draws_nothing_when_fixed() {
 
 #[test]
 fn a_list_is_the_scenarios_own_instants() {
-    let list: Arrivals = serde_norway::from_str("at: [1h, 0, 30m]").unwrap();
+    let list: Arrivals = serde_saphyr::from_str("at: [1h, 0, 30m]").unwrap();
     let minutes: Vec<i64> = list
         .instants(start(), &mut Dice::seeded(1))
         .iter()

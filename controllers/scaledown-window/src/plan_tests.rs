@@ -14,7 +14,7 @@ fn upgrading() -> ClusterMaintenance {
 }
 
 fn schedule(yaml_spec: &str) -> ScaleDownSchedule {
-    let spec: ScaleDownScheduleSpec = serde_norway::from_str(yaml_spec).unwrap();
+    let spec: ScaleDownScheduleSpec = serde_saphyr::from_str(yaml_spec).unwrap();
     ScaleDownSchedule::new("s", spec)
 }
 

@@ -4,7 +4,7 @@ use super::*;
 use proptest::prelude::*;
 
 fn yaml(text: &str) -> Result<ReplicasConfig, String> {
-    serde_norway::from_str(text).map_err(|e| e.to_string())
+    serde_saphyr::from_str(text).map_err(|e| e.to_string())
 }
 
 fn json(text: &str) -> Result<ReplicasConfig, String> {
@@ -206,8 +206,8 @@ proptest! {
         prop_assert_eq!(c.validate(), Ok(()));
         let text = serde_json::to_string(&c).unwrap();
         prop_assert_eq!(&serde_json::from_str::<ReplicasConfig>(&text).unwrap(), &c);
-        let text = serde_norway::to_string(&c).unwrap();
-        prop_assert_eq!(&serde_norway::from_str::<ReplicasConfig>(&text).unwrap(), &c);
+        let text = serde_saphyr::to_string(&c).unwrap();
+        prop_assert_eq!(&serde_saphyr::from_str::<ReplicasConfig>(&text).unwrap(), &c);
     }
 
     /// Deserializing never panics, whatever the input.

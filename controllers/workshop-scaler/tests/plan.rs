@@ -219,10 +219,6 @@ fn invalid_autoscaling_blocks_are_rejected_naming_the_field() {
             "spec.autoScaling.scaleFactor: must be a finite number > 1, got 1",
         ),
         (
-            "{enabled: true, scaleFactor: .inf}",
-            "spec.autoScaling.scaleFactor: must be a finite number > 1, got inf",
-        ),
-        (
             "{enabled: true, maxProvisions: 0}",
             "spec.autoScaling.maxProvisions: must be >= 1, got 0",
         ),
@@ -256,6 +252,24 @@ fn invalid_autoscaling_blocks_are_rejected_naming_the_field() {
             "{block}"
         );
     }
+}
+
+/// A number JSON cannot carry (`.inf`) never reaches an API server (`kubectl` cannot send it):
+/// `plan` refuses it where YAML becomes JSON, naming the field and the line.
+#[test]
+fn an_infinite_factor_is_refused_naming_the_field_and_the_line() {
+    let file = TempFile::new(
+        "inf.yaml",
+        &provision_yaml("{enabled: true, scaleFactor: .inf}", 10),
+    );
+    let out = plan(&["--file", file.arg(), "--assigned", "1", "--total", "2"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("spec.autoScaling.scaleFactor: inf is not a number")
+            && stderr.contains("at line 10, column 45"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@ fn example(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
         .join(name);
-    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn assign(h: &Harness, seat: u32) {

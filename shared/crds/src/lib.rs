@@ -61,7 +61,7 @@ pub fn babylon_crds() -> Vec<CustomResourceDefinition> {
         include_str!("../../../e2e/crds/workshopprovisions.babylon.gpte.redhat.com.yaml"),
     ]
     .into_iter()
-    .filter_map(|text| serde_norway::from_str(text).ok())
+    .filter_map(|text| serde_saphyr::from_str(text).ok())
     .collect()
 }
 

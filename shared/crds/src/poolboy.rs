@@ -334,7 +334,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples/resource-claim.yaml");
         let text = std::fs::read_to_string(root).unwrap();
-        let c: ResourceClaim = serde_norway::from_str(&text).unwrap();
+        let c: ResourceClaim = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(c.settlement(), ClaimSettlement::Pending);
     }
 }

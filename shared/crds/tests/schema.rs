@@ -297,8 +297,7 @@ fn examples() -> Vec<(String, Value)> {
         if is_helm_values(&file) {
             continue;
         }
-        for doc in serde_norway::Deserializer::from_str(&text) {
-            let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+        for value in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
             if !value.is_null() {
                 out.push((file.clone(), value));
             }
@@ -583,7 +582,7 @@ fn adapter_rules() -> std::collections::BTreeMap<String, Vec<AdapterRule>> {
             "{file}: no check for the values of {chart}"
         );
         let values: AdapterValues =
-            serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(
             !values.rules.external.is_empty(),
             "{file}: no external rule"
@@ -993,7 +992,7 @@ fn checked_in_crds_match_the_types() {
     for crd in ebb_crds::all_crds() {
         let path = dir.join(ebb_crds::crd_file_name(&crd));
         let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        let on_disk: Value = serde_norway::from_str(&on_disk).unwrap_or_default();
+        let on_disk: Value = serde_saphyr::from_str(&on_disk).unwrap_or_default();
         assert_eq!(
             on_disk,
             serde_json::to_value(&crd).unwrap(),

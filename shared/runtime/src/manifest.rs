@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Resource;
-use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -314,8 +313,10 @@ pub fn read_source(path: &Path) -> Result<(String, String), ManifestError> {
 
 /// [`read`] on text already read from `source`.
 ///
-/// Objects are read from the YAML itself (not through JSON), so what JSON cannot hold (`.inf`)
-/// reaches the rules that refuse it, and errors keep serde's field path and line.
+/// Each document is read into JSON, as `kubectl` converts YAML before the API server sees it; a
+/// number JSON cannot hold (`.inf`, `.nan`) is refused there, naming its field, as `kubectl
+/// apply` would refuse it. Then the object is held to the schema and read from that JSON, with the
+/// field path of anything of the wrong shape.
 ///
 /// # Errors
 /// As [`read`].
@@ -328,19 +329,17 @@ pub fn parse<K>(
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
-    // The line in serde_norway's message says where; later documents are named too.
-    let not_yaml = |index: usize, e: serde_norway::Error| ManifestError::Parse {
-        path: match index {
-            0 => source.to_owned(),
-            _ => format!("{source}: document {}", index + 1),
-        },
-        message: format!("not valid YAML: {e}"),
-    };
-    let values = serde_norway::Deserializer::from_str(text)
-        .enumerate()
-        .map(|(index, document)| Value::deserialize(document).map_err(|e| not_yaml(index, e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let several = values.iter().filter(|v| !v.is_null()).count() > 1;
+    // serde-saphyr's message says where (line and column); empty documents are left out.
+    let values: Vec<Value> = serde_saphyr::from_multiple_with_options::<Json>(text, yaml_options())
+        .map_err(|e| ManifestError::Parse {
+            path: source.to_owned(),
+            message: format!("not valid YAML: {e}"),
+        })?
+        .into_iter()
+        .map(|json| json.0)
+        .filter(|value| !value.is_null())
+        .collect();
+    let several = values.len() > 1;
     let mut reader = Reader {
         expected: K::kind(&()).into_owned(),
         schema,
@@ -350,29 +349,25 @@ where
             warnings: Vec::new(),
         },
     };
-    let documents = serde_norway::Deserializer::from_str(text);
-    for ((index, value), document) in values.into_iter().enumerate().zip(documents) {
+    for (index, value) in values.iter().enumerate() {
         let at = if several {
             format!("{source}: document {}", index + 1)
         } else {
             source.to_owned()
         };
-        match list_items(&value) {
-            _ if value.is_null() => {}
-            Some(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let at = format!("{at}: items[{i}]");
-                    reader.check(&at, item)?;
-                    let read = serde_path_to_error::deserialize(item)
-                        .map_err(|e| format!("{}: {}", e.path(), e.inner()));
-                    reader.push(&at, read)?;
-                }
-            }
-            None => {
-                reader.check(&at, &value)?;
-                // serde_norway's message names the field path and the line.
-                reader.push(&at, K::deserialize(document).map_err(|e| e.to_string()))?;
-            }
+        let objects: Vec<(String, &Value)> = match list_items(value) {
+            Some(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (format!("{at}: items[{i}]"), item))
+                .collect(),
+            None => vec![(at, value)],
+        };
+        for (at, object) in objects {
+            reader.check(&at, object)?;
+            let read = serde_path_to_error::deserialize(object)
+                .map_err(|e| format!("{}: {}", e.path(), e.inner()));
+            reader.push(&at, read)?;
         }
     }
     if reader.manifests.objects.is_empty() {
@@ -382,6 +377,115 @@ where
         });
     }
     Ok(reader.manifests)
+}
+
+/// How ebb reads YAML that users write (manifests, scenarios): YAML 1.2's booleans only (`n`,
+/// `no`, `off` stay strings, as `namespace: no` must), and `.inf` or `.nan` passed on to
+/// [`parse`]'s reader, which names the field JSON cannot carry it in.
+pub fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        strict_booleans: true,
+        non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::PassThrough,
+        with_snippet: false,
+    }
+}
+
+/// A YAML document as the JSON `kubectl` would send: every number finite.
+struct Json(Value);
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::DeserializeSeed::deserialize(Field(String::new()), deserializer).map(Json)
+    }
+}
+
+/// The JSON value at a field path (`spec.autoScaling.scaleFactor`), for the message that names
+/// a number JSON cannot hold.
+struct Field(String);
+
+impl Field {
+    fn child(&self, name: &str) -> Self {
+        match self.0.is_empty() {
+            true => Self(name.to_owned()),
+            false => Self(format!("{}.{name}", self.0)),
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Field {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Field {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a YAML value JSON can hold")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v).map(Value::Number).ok_or_else(|| {
+            E::custom(format!(
+                "{}: {v} is not a number a Kubernetes object can hold (JSON has no infinity or NaN)",
+                self.0
+            ))
+        })
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) =
+            seq.next_element_seed(Self(format!("{}[{}]", self.0, items.len())))?
+        {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(self.child(&key))?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 /// The items of a `List` (`kind: List` or `<Kind>List`, as `kubectl get -o yaml` prints).

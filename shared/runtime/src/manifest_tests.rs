@@ -215,3 +215,22 @@ fn a_file_is_read_and_an_unreadable_one_named() {
         "{err}"
     );
 }
+
+/// YAML is read as JSON: `no` and `n` stay strings (YAML 1.2's booleans only, as a namespace
+/// named `no` needs), and a number JSON cannot carry is refused where it stands, in a `List` too.
+#[test]
+fn yaml_becomes_json_with_strings_kept_and_no_infinity() {
+    let text =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: no}\ndata: {k: n}\n";
+    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), false).unwrap();
+    assert_eq!(read.objects[0].metadata.namespace.as_deref(), Some("no"));
+    assert_eq!(read.objects[0].data.as_ref().unwrap()["k"], "n");
+    let text = "apiVersion: v1\nkind: List\nitems:\n\
+                - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: .nan}}\n";
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("items[0].data.k: NaN is not a number a Kubernetes object can hold"),
+        "{err}"
+    );
+}

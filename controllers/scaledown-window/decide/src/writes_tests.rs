@@ -9,7 +9,7 @@ use std::time::Duration;
 
 fn schedule(finalizers: &[&str], deleting: bool) -> ScaleDownSchedule {
     let spec: ScaleDownScheduleSpec =
-        serde_norway::from_str("target: {clusterAutoscaler: {}}\nwindows: []\n").unwrap();
+        serde_saphyr::from_str("target: {clusterAutoscaler: {}}\nwindows: []\n").unwrap();
     let mut schedule = ScaleDownSchedule::new("s", spec);
     schedule.metadata.resource_version = Some("12".into());
     schedule.metadata.finalizers = Some(finalizers.iter().map(|f| (*f).to_owned()).collect());

@@ -20,7 +20,7 @@ pub(crate) fn spec(value: Value) -> ServiceScalerSpec {
 }
 
 pub(crate) fn udaan() -> ServiceScaler {
-    serde_norway::from_str(include_str!(
+    serde_saphyr::from_str(include_str!(
         "../../../../examples/service-scaler-udaan.yaml"
     ))
     .unwrap()

@@ -25,7 +25,7 @@ fn main() -> anyhow::Result<()> {
         let path = dir.join(ebb_crds::crd_file_name(&crd));
         let text = format!(
             "{HEADER}{}",
-            serde_norway::to_string(&crd).context("serializing a CRD")?
+            serde_saphyr::to_string(&crd).context("serializing a CRD")?
         );
         if check {
             let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
