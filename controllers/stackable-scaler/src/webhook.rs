@@ -10,9 +10,8 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::path::Path;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
@@ -20,26 +19,16 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::Shutdown;
+pub use ebb_runtime::tls::{CERT_FILE, KEY_FILE, ReloadingCert, TlsListener};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::{Api, Client};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
-use tokio_rustls::rustls::sign::CertifiedKey;
-use tokio_rustls::rustls::{self, ServerConfig};
+use tokio_rustls::rustls::ServerConfig;
 
 use crate::decide;
 
 /// Path the webhook is served on.
 pub const PATH: &str = "/validate";
-/// Certificate file in the cert dir.
-pub const CERT_FILE: &str = "tls.crt";
-/// Key file in the cert dir.
-pub const KEY_FILE: &str = "tls.key";
 
 /// What a request asks, before the live object is consulted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,14 +197,9 @@ pub fn router<L: LiveScalers>(live: Arc<L>) -> Router {
 /// Why the webhook cannot serve.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
-    /// The certificate or key cannot be loaded.
-    #[error("loading the webhook certificate from {dir}: {message}")]
-    Certificate {
-        /// The cert dir.
-        dir: String,
-        /// Why.
-        message: String,
-    },
+    /// The certificate cannot be loaded, or the address bound.
+    #[error(transparent)]
+    Tls(#[from] ebb_runtime::tls::TlsError),
     /// Binding or serving failed.
     #[error("serving the webhook on {addr}: {source}")]
     Serve {
@@ -226,161 +210,10 @@ pub enum WebhookError {
     },
 }
 
-fn load_key(dir: &Path) -> Result<Arc<CertifiedKey>, String> {
-    let certs = CertificateDer::pem_file_iter(dir.join(CERT_FILE))
-        .map_err(|e| format!("{CERT_FILE}: {e}"))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{CERT_FILE}: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!("{CERT_FILE}: no certificate"));
-    }
-    let key =
-        PrivateKeyDer::from_pem_file(dir.join(KEY_FILE)).map_err(|e| format!("{KEY_FILE}: {e}"))?;
-    let signer = rustls::crypto::ring::sign::any_supported_type(&key)
-        .map_err(|e| format!("{KEY_FILE}: {e}"))?;
-    Ok(Arc::new(CertifiedKey::new(certs, signer)))
-}
-
-fn modified(dir: &Path) -> Option<(SystemTime, SystemTime)> {
-    let time = |f: &str| {
-        std::fs::metadata(dir.join(f))
-            .and_then(|m| m.modified())
-            .ok()
-    };
-    Some((time(CERT_FILE)?, time(KEY_FILE)?))
-}
-
-/// Serves the certificate in a directory, re-reading it when the files change (Secret updates
-/// arrive as new files behind the mount's symlinks). A broken update keeps the last good pair.
-#[derive(Debug)]
-pub struct ReloadingCert {
-    dir: PathBuf,
-    current: RwLock<Loaded>,
-}
-
-/// The files' modification times when loaded, and what was loaded.
-type Loaded = (Option<(SystemTime, SystemTime)>, Arc<CertifiedKey>);
-
-impl ReloadingCert {
-    /// Loads the pair in `dir` (an error if it cannot be loaded now).
-    pub fn load(dir: &Path) -> Result<Self, WebhookError> {
-        let key = load_key(dir).map_err(|message| WebhookError::Certificate {
-            dir: dir.display().to_string(),
-            message,
-        })?;
-        Ok(Self {
-            dir: dir.to_owned(),
-            current: RwLock::new((modified(dir), key)),
-        })
-    }
-}
-
-impl ResolvesServerCert for ReloadingCert {
-    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let stamp = modified(&self.dir);
-        if let Ok(current) = self.current.read()
-            && current.0 == stamp
-        {
-            return Some(current.1.clone());
-        }
-        let mut current = self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match load_key(&self.dir) {
-            Ok(key) => {
-                tracing::info!(dir = %self.dir.display(), "reloaded the webhook certificate");
-                *current = (stamp, key);
-            }
-            Err(error) => {
-                tracing::warn!(%error, "the changed webhook certificate cannot be loaded; keeping the previous one")
-            }
-        }
-        Some(current.1.clone())
-    }
-}
-
-/// A TCP listener whose connections are TLS; handshakes run concurrently, off the accept loop, so
-/// one slow client cannot hold up others.
-pub struct TlsListener {
-    incoming: mpsc::Receiver<(
-        tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
-        SocketAddr,
-    )>,
-    local: SocketAddr,
-}
-
-impl TlsListener {
-    /// Binds `addr` and starts accepting with `config`.
-    pub async fn bind(addr: SocketAddr, config: Arc<ServerConfig>) -> Result<Self, WebhookError> {
-        let tcp = TcpListener::bind(addr)
-            .await
-            .map_err(|source| WebhookError::Serve { addr, source })?;
-        let local = tcp
-            .local_addr()
-            .map_err(|source| WebhookError::Serve { addr, source })?;
-        let acceptor = TlsAcceptor::from(config);
-        let (tx, incoming) = mpsc::channel(64);
-        tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "accepting a webhook connection failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                if tx.is_closed() {
-                    break;
-                }
-                let acceptor = acceptor.clone();
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let handshake = tokio::time::timeout(
-                        std::time::Duration::from_secs(10),
-                        acceptor.accept(stream),
-                    )
-                    .await;
-                    match handshake {
-                        Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, peer)).await;
-                        }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                });
-            }
-        });
-        Ok(Self { incoming, local })
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.incoming.recv().await {
-            Some(connection) => connection,
-            // The accept task only ends when this listener is dropped.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
-    }
-}
-
-/// The TLS server config for the certificate in `cert_dir`.
+/// The TLS server config for the certificate in `cert_dir` ([`ebb_runtime::tls`]: re-read as
+/// it changes).
 pub fn tls_config(cert_dir: &Path) -> Result<Arc<ServerConfig>, WebhookError> {
-    let resolver = ReloadingCert::load(cert_dir)?;
-    let mut config = ServerConfig::builder()
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(resolver));
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(ebb_runtime::tls::server_config(cert_dir, "webhook")?)
 }
 
 /// Serves the webhook over TLS on `listener` until `shutdown`.
@@ -389,7 +222,7 @@ pub async fn serve<L: LiveScalers>(
     live: Arc<L>,
     shutdown: Shutdown,
 ) -> Result<(), WebhookError> {
-    let addr = listener.local;
+    let addr = listener.local();
     tracing::info!(%addr, path = PATH, "serving the admission webhook");
     axum::serve(listener, router(live))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })

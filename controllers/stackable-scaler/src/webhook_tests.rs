@@ -7,6 +7,7 @@ use ebb_crds::stackable::{ScalerStage, ScalerState, StackableScalerSpec, Stackab
 use http::Request;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tower::ServiceExt;
 
 use super::*;
@@ -238,8 +239,9 @@ async fn the_handler_rejects_garbage_as_invalid() {
     );
 }
 
-fn cert_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+/// The runtime's test certificate for `localhost` (`ebb_runtime::tls` serves it).
+fn cert_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/runtime/tests/fixtures/tls")
 }
 
 #[tokio::test]
@@ -248,7 +250,7 @@ async fn the_webhook_is_served_over_tls() {
     let listener = TlsListener::bind("127.0.0.1:0".parse().unwrap(), config)
         .await
         .unwrap();
-    let addr = listener.local;
+    let addr = listener.local();
     let shutdown = Shutdown::new();
     let server = tokio::spawn(serve(
         listener,
@@ -256,16 +258,19 @@ async fn the_webhook_is_served_over_tls() {
         shutdown.clone(),
     ));
 
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(cert_dir().join("ca.crt")).unwrap() {
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    for cert in
+        tokio_rustls::rustls::pki_types::CertificateDer::pem_file_iter(cert_dir().join("ca.crt"))
+            .unwrap()
+    {
         roots.add(cert.unwrap()).unwrap();
     }
-    let client_config = rustls::ClientConfig::builder()
+    let client_config = tokio_rustls::rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config));
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let server_name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let server_name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let mut tls = connector.connect(server_name, tcp).await.unwrap();
     let body = fixture("update-replicas.json");
     let request = format!(

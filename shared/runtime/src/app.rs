@@ -46,6 +46,8 @@ pub enum AppError {
     Client(String),
     #[error("metrics/health server: {0}")]
     Server(#[from] ServerError),
+    #[error("metrics server: {0}")]
+    MetricsTls(#[from] crate::tls::TlsError),
     #[error("leader election: {0}")]
     Leader(#[from] LeaderError),
     #[error("time-zone data: {0}")]
@@ -199,6 +201,12 @@ async fn start(
     let mut server = MetricsServer::bind(common.metrics_addr).await?;
     if common.metrics_auth {
         server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
+    }
+    if let Some(dir) = &common.metrics_cert_dir {
+        server = server.with_tls(crate::tls::server_config(dir, "metrics")?);
+    }
+    if let Some(addr) = common.health_addr {
+        server = server.with_probes_on(addr).await?;
     }
     let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
     tokio::spawn(contact.clone().probe(client.clone(), shutdown.clone()));

@@ -91,7 +91,7 @@ pub struct CommonArgs {
     )]
     pub lease_namespace: String,
 
-    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    /// Address of the HTTP server for /metrics (and /healthz and /readyz, unless --health-addr).
     #[arg(
         help_heading = SERVING,
         long,
@@ -117,6 +117,28 @@ pub struct CommonArgs {
         value_name = "BOOL"
     )]
     pub metrics_auth: bool,
+
+    /// Serve /metrics over TLS with `tls.crt` and `tls.key` from this directory (a mounted
+    /// kubernetes.io/tls Secret), re-read when they change. Without it, /metrics is plain HTTP.
+    #[arg(
+        help_heading = SERVING,
+        long,
+        visible_alias = "metrics-cert-path",
+        env = "EBB_METRICS_CERT_DIR",
+        value_name = "DIR"
+    )]
+    pub metrics_cert_dir: Option<std::path::PathBuf>,
+
+    /// Address of a plain-HTTP server for /healthz and /readyz alone (the kubelet's probes), so
+    /// that /metrics can require TLS and a token. Without it, both are served beside /metrics.
+    #[arg(
+        help_heading = SERVING,
+        long,
+        visible_alias = "health-probe-bind-address",
+        env = "EBB_HEALTH_ADDR",
+        value_name = "ADDR"
+    )]
+    pub health_addr: Option<SocketAddr>,
 
     /// Log line format.
     #[arg(

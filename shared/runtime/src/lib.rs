@@ -32,6 +32,8 @@
 //! - [`metrics_auth`]: `--metrics-auth`, `/metrics` only for callers the API server vouches for.
 //! - [`overlap`]: two installs of one controller whose scopes overlap.
 //! - [`own_writes`]: the changes this process made itself, whose watch events a watch passes over.
+//! - [`tls`]: TLS serving from a certificate directory, reloaded as it changes (`/metrics`, the
+//!   webhook).
 //! - [`tz`]: which time zone data the process reads (`--tz-data`).
 //!
 //! Test doubles (the in-memory API server `FakeApi`, `RecordingEvents`) live in the `ebb-testkit`
@@ -64,6 +66,7 @@ pub mod requests;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;
+pub mod tls;
 pub mod triggers;
 pub mod tz;
 

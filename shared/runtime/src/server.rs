@@ -1,7 +1,10 @@
-//! One HTTP server per controller: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness)
-//! and `/readyz` (readiness, false until the controller says its caches are warm). With
-//! `--metrics-auth`, `/metrics` answers only callers the API server vouches for
-//! ([`crate::metrics_auth`]).
+//! The HTTP servers of a controller: `/metrics` (Prometheus/OpenMetrics text), `/healthz`
+//! (liveness) and `/readyz` (readiness, false until the controller says its caches are warm).
+//! With `--metrics-auth`, `/metrics` answers only callers the API server vouches for
+//! ([`crate::metrics_auth`]); with `--metrics-cert-dir` it is served over TLS ([`crate::tls`]), so
+//! the token a scraper sends never crosses the network in clear. With `--health-addr` the probes
+//! have a plain-HTTP port of their own, as controller-runtime's `--health-probe-bind-address`;
+//! without it they are served beside `/metrics`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -82,16 +85,20 @@ pub fn router_with(
     health: Health,
     auth: Option<Arc<dyn MetricsAuth>>,
 ) -> Router {
+    router_of(AppState {
+        registry,
+        health,
+        auth,
+        last_len: Arc::default(),
+    })
+}
+
+fn router_of(state: AppState) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(AppState {
-            registry,
-            health,
-            auth,
-            last_len: Arc::default(),
-        })
+        .with_state(state)
 }
 
 /// Whether the caller of `/metrics` may read it: `None` when it may, else the answer to give.
@@ -168,6 +175,8 @@ pub struct MetricsServer {
     listener: TcpListener,
     addr: SocketAddr,
     auth: Option<Arc<dyn MetricsAuth>>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    probes: Option<(TcpListener, SocketAddr)>,
 }
 
 impl std::fmt::Debug for MetricsServer {
@@ -175,23 +184,32 @@ impl std::fmt::Debug for MetricsServer {
         f.debug_struct("MetricsServer")
             .field("addr", &self.addr)
             .field("auth", &self.auth.is_some())
+            .field("tls", &self.tls.is_some())
+            .field("probes", &self.probes.as_ref().map(|(_, addr)| addr))
             .finish_non_exhaustive()
     }
+}
+
+async fn bind_tcp(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    Ok((listener, bound))
 }
 
 impl MetricsServer {
     /// Binds `addr`.
     pub async fn bind(addr: SocketAddr) -> Result<Self, ServerError> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServerError::Bind { addr, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| ServerError::Bind { addr, source })?;
+        let (listener, addr) = bind_tcp(addr).await?;
         Ok(Self {
             listener,
             addr,
             auth: None,
+            tls: None,
+            probes: None,
         })
     }
 
@@ -201,9 +219,26 @@ impl MetricsServer {
         self
     }
 
+    /// `/metrics` is served over TLS with `config` ([`crate::tls::server_config`]).
+    pub fn with_tls(mut self, config: Arc<tokio_rustls::rustls::ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// `/healthz` and `/readyz` are served on `addr` (plain HTTP), and only there.
+    pub async fn with_probes_on(mut self, addr: SocketAddr) -> Result<Self, ServerError> {
+        self.probes = Some(bind_tcp(addr).await?);
+        Ok(self)
+    }
+
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The probes' own bound address, when they have one.
+    pub fn probes_addr(&self) -> Option<SocketAddr> {
+        self.probes.as_ref().map(|(_, addr)| *addr)
     }
 
     /// Serves until `shutdown` triggers, then finishes in-flight requests and returns.
@@ -213,12 +248,66 @@ impl MetricsServer {
         health: Health,
         shutdown: Shutdown,
     ) -> Result<(), ServerError> {
-        tracing::info!(addr = %self.addr, "serving /metrics, /healthz and /readyz");
-        axum::serve(self.listener, router_with(registry, health, self.auth))
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
+        let state = AppState {
+            registry,
+            health: health.clone(),
+            auth: self.auth,
+            last_len: Arc::default(),
+        };
+        let main = match &self.probes {
+            Some(_) => Router::new()
+                .route("/metrics", get(metrics))
+                .with_state(state),
+            None => router_of(state),
+        };
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let served = match &self.probes {
+            Some((_, probes)) => format!("/metrics ({scheme}); /healthz, /readyz on {probes}"),
+            None => format!("/metrics ({scheme}), /healthz and /readyz"),
+        };
+        tracing::info!(addr = %self.addr, "serving {served}");
+        let graceful = |shutdown: Shutdown| async move { shutdown.cancelled().await };
+        let metrics = async {
+            match self.tls {
+                Some(config) => {
+                    let listener = crate::tls::TlsListener::on(self.listener, config)
+                        .map_err(ServerError::Serve)?;
+                    axum::serve(listener, main)
+                        .with_graceful_shutdown(graceful(shutdown.clone()))
+                        .await
+                }
+                None => {
+                    axum::serve(self.listener, main)
+                        .with_graceful_shutdown(graceful(shutdown.clone()))
+                        .await
+                }
+            }
             .map_err(ServerError::Serve)
+        };
+        let probes = async {
+            match self.probes {
+                Some((listener, _)) => axum::serve(listener, probes_router(health))
+                    .with_graceful_shutdown(graceful(shutdown.clone()))
+                    .await
+                    .map_err(ServerError::Serve),
+                None => Ok(()),
+            }
+        };
+        tokio::try_join!(metrics, probes).map(drop)
     }
+}
+
+/// `/healthz` and `/readyz` alone.
+fn probes_router(health: Health) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AppState {
+            registry: Arc::new(Registry::default()),
+            health,
+            auth: None,
+            last_len: Arc::default(),
+        })
 }
 
 /// Binds `addr` and serves `/metrics`, `/healthz` and `/readyz` until `shutdown` triggers.
@@ -382,6 +471,97 @@ mod tests {
         assert_eq!(get_as(addr, "/metrics", "bearer reader").await, 200);
         assert_eq!(get(addr, "/healthz").await.0, 200);
         assert_eq!(get(addr, "/readyz").await.0, 200);
+        shutdown.trigger();
+        task.await.unwrap().unwrap();
+    }
+
+    /// `fixtures/tls`' test CA as a rustls client config.
+    fn client_trusting_the_test_ca() -> tokio_rustls::TlsConnector {
+        use tokio_rustls::rustls::pki_types::CertificateDer;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+        let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(dir.join("ca.crt")).unwrap() {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let config = tokio_rustls::rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    }
+
+    /// A GET over TLS to `localhost` at `addr`, with `Authorization: Bearer <token>`.
+    async fn get_tls(addr: SocketAddr, path: &str, token: &str) -> String {
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = client_trusting_the_test_ca()
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        );
+        tls.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        let _ = tls.read_to_string(&mut response).await;
+        response
+    }
+
+    /// `--metrics-cert-dir` and `--health-addr`: /metrics over TLS only (a plain-HTTP request
+    /// gets no HTTP answer), still behind the token check; the probes on their own plain port,
+    /// which serves nothing else.
+    #[tokio::test]
+    async fn metrics_over_tls_and_probes_on_their_own_port() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+        let local = SocketAddr::from(([127, 0, 0, 1], 0));
+        let server = MetricsServer::bind(local)
+            .await
+            .unwrap()
+            .with_auth(Arc::new(Judge))
+            .with_tls(crate::tls::server_config(&dir, "metrics").unwrap())
+            .with_probes_on(local)
+            .await
+            .unwrap();
+        let (addr, probes) = (server.local_addr(), server.probes_addr().unwrap());
+        let mut registry = Registry::default();
+        let counter = Counter::<u64>::default();
+        registry.register("ebb_test_things", "Things", counter.clone());
+        let health = Health::new();
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
+
+        let answer = get_tls(addr, "/metrics", "reader").await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("ebb_test_things_total 0"), "{answer}");
+        assert!(
+            get_tls(addr, "/metrics", "stranger")
+                .await
+                .starts_with("HTTP/1.1 403")
+        );
+        assert!(
+            get_tls(addr, "/healthz", "reader")
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
+        // Plain HTTP on the TLS port: no HTTP answer at all.
+        let mut plain = TcpStream::connect(addr).await.unwrap();
+        plain
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut raw = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(2), plain.read_to_end(&mut raw)).await;
+        assert!(
+            !raw.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+
+        assert_eq!(get(probes, "/healthz").await.0, 200);
+        assert_eq!(get(probes, "/readyz").await.0, 503);
+        health.set_ready(true);
+        assert_eq!(get(probes, "/readyz").await.0, 200);
+        assert_eq!(get(probes, "/metrics").await.0, 404);
         shutdown.trigger();
         task.await.unwrap().unwrap();
     }
