@@ -68,6 +68,57 @@ pub fn http_get(url: &str, bearer: Option<&str>) -> anyhow::Result<(u16, String)
     Ok((status, body))
 }
 
+/// `GET https://<address>:<port><path>` trusting only `ca_pem` and verifying the certificate
+/// for `server_name` (a Service's DNS name while connecting to its cluster IP, as Prometheus's
+/// `tlsConfig.serverName` does), with `Authorization: Bearer <bearer>` when given: status and body.
+pub async fn https_get(
+    (address, port): (&str, i32),
+    path: &str,
+    bearer: Option<&str>,
+    (ca_pem, server_name): (&str, &str),
+) -> anyhow::Result<(u16, String)> {
+    use anyhow::Context as _;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let config = tokio_rustls::rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::TcpStream::connect(format!("{address}:{port}")),
+    )
+    .await??;
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(ServerName::try_from(server_name.to_owned())?, tcp)
+        .await?;
+    let authorization = bearer
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {server_name}\r\n{authorization}Connection: close\r\n\r\n"
+    );
+    tls.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tls.read_to_end(&mut response),
+    )
+    .await??;
+    let response = String::from_utf8_lossy(&response);
+    let (head, body) = response.split_once("\r\n\r\n").context("no HTTP head")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("no status")?;
+    Ok((status, body.to_owned()))
+}
+
 /// A name unique within this run, for namespaces and releases (`prefix-<pid>-<n>`).
 pub fn unique(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};

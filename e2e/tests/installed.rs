@@ -1,7 +1,8 @@
 //! Each chart as users install it: `helm install` onto a real node from the images `.ci/images`
 //! built, in a namespace that enforces the `restricted` Pod Security Standard. The pods become
-//! Ready through their own probes; `/metrics` answers through the chart's Service (and, with
-//! `metrics.authenticated`, only to a caller bound to the chart's metrics-reader role); an upgrade
+//! Ready through their own probes (on a plain-HTTP port of their own); `/metrics` answers through
+//! the chart's Service (and, with `metrics.authenticated`, over TLS with the certificate of the
+//! chart's Secret, only to a caller bound to the chart's metrics-reader role); an upgrade
 //! to two replicas rolls the pods and one of the new ones leads; `helm uninstall` with
 //! `cleanupOnUninstall.enabled` runs `cleanup` as a pod and leaves nothing of the release behind
 //! (CRDs aside: `helm.sh/resource-policy: keep`); a second, namespaced install on the kept CRDs
@@ -46,6 +47,35 @@ async fn scrape(admin: &Client, release: &Release<'_>, bearer: Option<&str>) -> 
     eventually(Duration::from_secs(30), || {
         let ip = ip.clone();
         async move { get(&ip, port, "/metrics", bearer).ok() }
+    })
+    .await
+    .unwrap()
+}
+
+/// `/metrics` over TLS through the release's Service, verifying its certificate for the
+/// Service's name against `ca_pem`, as a Prometheus with the chart's `tlsConfig` does.
+async fn scrape_tls(
+    admin: &Client,
+    release: &Release<'_>,
+    bearer: Option<&str>,
+    ca_pem: &str,
+) -> (u16, String) {
+    let service = release.metrics_service(admin).await.unwrap();
+    let name = format!(
+        "{}.{}.svc",
+        service.metadata.name.clone().unwrap(),
+        release.namespace
+    );
+    let spec = service.spec.unwrap();
+    let ip = spec.cluster_ip.unwrap();
+    let port = spec.ports.unwrap()[0].port;
+    eventually(Duration::from_secs(30), || {
+        let (ip, name) = (ip.clone(), name.clone());
+        async move {
+            ebb_e2e::https_get((&ip, port), "/metrics", bearer, (ca_pem, &name))
+                .await
+                .ok()
+        }
     })
     .await
     .unwrap()
@@ -101,10 +131,31 @@ async fn install_upgrade_uninstall(chart: &str, short: &str) {
         memory as f64 / 1048576.0
     );
 
-    // 2. An upgrade: two replicas, authenticated metrics, JSON logs, cleanup on uninstall.
+    // 2. An upgrade: two replicas, authenticated metrics over TLS (the serving certificate in a
+    // Secret, as cert-manager would leave it), JSON logs, cleanup on uninstall.
+    let metrics_service = format!("{}-metrics", release.fullname());
+    let cert = ebb_e2e::tls::serving_cert(
+        &[
+            format!("{metrics_service}.{}.svc", ns.name),
+            format!("{metrics_service}.{}.svc.cluster.local", ns.name),
+        ],
+        &ebb_e2e::work_dir().join(format!("{}-metrics-certs", ns.name)),
+    )
+    .unwrap();
+    let pem = |file: &str| std::fs::read_to_string(cert.dir.join(file)).unwrap();
+    apply(
+        &admin,
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "metrics-certs", "namespace": ns.name},
+                "stringData": {"tls.crt": pem("tls.crt"), "tls.key": pem("tls.key"),
+                               "ca.crt": cert.ca_pem}}),
+    )
+    .await
+    .unwrap();
     let upgraded = [
         "replicas=2",
         "metrics.authenticated=true",
+        "metrics.tls.secretName=metrics-certs",
         "logFormat=json",
         "cleanupOnUninstall.enabled=true",
     ];
@@ -156,8 +207,13 @@ async fn install_upgrade_uninstall(chart: &str, short: &str) {
     .await
     .unwrap();
     let scraper = token(&admin, &ns.name, "prometheus").await.unwrap();
-    assert_eq!(scrape(&admin, &release, None).await.0, 401, "no token");
-    let (status, body) = scrape(&admin, &release, Some(&scraper)).await;
+    let ca = cert.ca_pem.as_str();
+    assert_eq!(
+        scrape_tls(&admin, &release, None, ca).await.0,
+        401,
+        "no token"
+    );
+    let (status, body) = scrape_tls(&admin, &release, Some(&scraper), ca).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(&build_info), "{body}");
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());

@@ -6,12 +6,10 @@ template names, and a name defined by two charts would keep one definition for b
 
 {{- define "stackable-scaler.webhookCertDir" -}}/etc/ebb/webhook-certs{{- end -}}
 
+{{/* cert-manager's `<fullname>-webhook-tls`, or webhook.tls.secretName: the mechanism /metrics
+     shares ("Serving certificates" in _helpers.tpl). */}}
 {{- define "stackable-scaler.webhookSecretName" -}}
-{{- if .Values.webhook.certManager.enabled -}}
-{{- printf "%s-webhook-tls" (include "ebb.fullname" .) -}}
-{{- else -}}
-{{- required "webhook.tls.secretName is required when webhook.enabled=true and webhook.certManager.enabled=false" .Values.webhook.tls.secretName -}}
-{{- end -}}
+{{- include "ebb.servingSecretName" (dict "ctx" . "name" "webhook") -}}
 {{- end -}}
 
 {{/* --enable-webhook, --webhook-addr, --webhook-cert-dir (controllers/stackable-scaler/src/lib.rs). */}}

@@ -100,8 +100,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The flags every ebb binary takes (shared/runtime/src/args.rs), one per values key. */}}
 {{- define "ebb.commonArgs" -}}
 - {{ printf "--metrics-addr=0.0.0.0:%v" .Values.metrics.port | quote }}
+- {{ printf "--health-addr=0.0.0.0:%v" .Values.health.port | quote }}
 {{- if .Values.metrics.authenticated }}
 - "--metrics-auth"
+{{- end }}
+{{- if include "ebb.metricsTLS" . }}
+- {{ printf "--metrics-cert-dir=%s" (include "ebb.metricsCertDir" .) | quote }}
 {{- end }}
 - {{ printf "--log-format=%s" .Values.logFormat | quote }}
 - {{ printf "--leader-election=%t" .Values.leaderElection.enabled | quote }}
@@ -141,5 +145,125 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     {{- with .ctx.Values.prometheusRule.runbookBaseUrl }}
     runbook_url: {{ printf "%s#%s" . (lower $.name) | quote }}
     {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Serving certificates: one mechanism for every TLS server of a chart, /metrics (metrics.tls)
+     and stackable-scaler's admission webhook (webhook.certManager, webhook.tls). Either
+     cert-manager issues the certificate (certManager.enabled: a Certificate for the server's
+     Service, from certManager.issuerRef or the chart's self-signed Issuer; templates/certificates.yaml)
+     into the Secret `<fullname>-<server>-tls`, or the user gives a kubernetes.io/tls Secret of
+     their own (secretName). The Secret is mounted as a directory, never by subPath, so a renewal
+     reaches the pod and the controller serves it without a restart. */}}
+
+{{/* Whether /metrics is served over TLS ("true" or ""): always with metrics.authenticated (the
+     scraper's token must never cross the network in clear), else when a certificate is given. */}}
+{{- define "ebb.metricsTLS" -}}
+{{- $tls := .Values.metrics.tls -}}
+{{- if or .Values.metrics.authenticated $tls.certManager.enabled $tls.secretName -}}true{{- end -}}
+{{- end -}}
+
+{{- define "ebb.metricsCertDir" -}}/etc/ebb/metrics-certs{{- end -}}
+
+{{/* A TLS server's settings as JSON, by name: "metrics" or "webhook" (stackable-scaler): its
+     cert-manager values and where they are (for messages), the Secret the user gives, and what
+     to say when neither is given. */}}
+{{- define "ebb.serving" -}}
+{{- $v := .ctx.Values -}}
+{{- if eq .name "metrics" -}}
+{{- dict "certManager" $v.metrics.tls.certManager "certManagerKey" "metrics.tls.certManager"
+    "secretName" $v.metrics.tls.secretName "instead" "give metrics.tls.secretName"
+    "missing" "metrics.authenticated=true serves /metrics over TLS (the scraper's token must not cross the network in clear), with a certificate from cert-manager or from a Secret of yours: set metrics.tls.certManager.enabled=true, or metrics.tls.secretName to a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) in the release namespace" | toJson -}}
+{{- else if eq .name "webhook" -}}
+{{- dict "certManager" $v.webhook.certManager "certManagerKey" "webhook.certManager"
+    "secretName" $v.webhook.tls.secretName "instead" "give webhook.tls.secretName and webhook.tls.caBundle"
+    "missing" "webhook.tls.secretName is required when webhook.enabled=true and webhook.certManager.enabled=false" | toJson -}}
+{{- else -}}
+{{- fail (printf "ebb.serving: no TLS server %q" .name) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding a server's certificate: (dict "ctx" $ "name" "metrics"). cert-manager's
+     `<fullname>-<name>-tls`, else the user's, which must then be given. */}}
+{{- define "ebb.servingSecretName" -}}
+{{- $s := include "ebb.serving" . | fromJson -}}
+{{- if $s.certManager.enabled -}}
+{{- printf "%s-%s-tls" (include "ebb.fullname" .ctx) .name -}}
+{{- else -}}
+{{- required $s.missing $s.secretName -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The cert-manager Certificate of a server, for its Service `<fullname>-<name>`:
+     (dict "ctx" $ "name" "metrics"). Refuses a cluster that does not serve cert-manager.io/v1,
+     saying how to proceed, unless certManager.skipCapabilityCheck (helm template, Argo CD). */}}
+{{- define "ebb.servingCertificate" -}}
+{{- $ctx := .ctx -}}
+{{- $s := include "ebb.serving" . | fromJson -}}
+{{- $cm := $s.certManager -}}
+{{- if and (not $cm.skipCapabilityCheck) (not ($ctx.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- fail (printf "%s.enabled: this cluster does not serve cert-manager.io/v1. Install cert-manager first; or set %s.enabled=false and %s; or, where capabilities are unknown (helm template, Argo CD), set %s.skipCapabilityCheck=true" $s.certManagerKey $s.certManagerKey $s.instead $s.certManagerKey) -}}
+{{- end -}}
+{{- $fullname := include "ebb.fullname" $ctx -}}
+{{- $service := printf "%s-%s" $fullname .name }}
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: {{ $service }}
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- include "ebb.labels" $ctx | nindent 4 }}
+spec:
+  secretName: {{ include "ebb.servingSecretName" . }}
+  dnsNames:
+    - {{ printf "%s.%s.svc" $service $ctx.Release.Namespace }}
+    - {{ printf "%s.%s.svc.cluster.local" $service $ctx.Release.Namespace }}
+  privateKey:
+    algorithm: ECDSA
+    size: 256
+    rotationPolicy: Always
+  issuerRef:
+    {{- if $cm.issuerRef }}
+    {{- toYaml $cm.issuerRef | nindent 4 }}
+    {{- else }}
+    kind: Issuer
+    name: {{ $fullname }}-selfsigned
+    {{- end }}
+{{- end -}}
+
+{{/* The servers whose certificate cert-manager issues, as a JSON list of names. */}}
+{{- define "ebb.certManagerServings" -}}
+{{- $names := list -}}
+{{- if and (include "ebb.metricsTLS" .) .Values.metrics.tls.certManager.enabled -}}
+{{- $names = append $names "metrics" -}}
+{{- end -}}
+{{- $webhook := .Values.webhook | default dict -}}
+{{- if and $webhook.enabled (dig "certManager" "enabled" false $webhook) -}}
+{{- $names = append $names "webhook" -}}
+{{- end -}}
+{{- $names | toJson -}}
+{{- end -}}
+
+{{/* The pod's volumes and the container's mounts: the metrics certificate, then the
+     controller's own (_controller.tpl), without extraVolumes/extraVolumeMounts. */}}
+{{- define "ebb.volumes" -}}
+{{- if include "ebb.metricsTLS" . }}
+- name: metrics-certs
+  secret:
+    secretName: {{ include "ebb.servingSecretName" (dict "ctx" . "name" "metrics") }}
+{{- end }}
+{{- with include "ebb.own" (dict "ctx" . "name" "controllerVolumes") | trim }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
+{{- define "ebb.volumeMounts" -}}
+{{- if include "ebb.metricsTLS" . }}
+- name: metrics-certs
+  mountPath: {{ include "ebb.metricsCertDir" . }}
+  readOnly: true
+{{- end }}
+{{- with include "ebb.own" (dict "ctx" . "name" "controllerVolumeMounts") | trim }}
+{{ . }}
 {{- end }}
 {{- end -}}

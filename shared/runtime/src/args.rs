@@ -408,6 +408,28 @@ mod tests {
             Some(std::path::Path::new("/tmp/k"))
         );
         assert_eq!(a.cluster.context.as_deref(), Some("staging"));
+        // controller-runtime's names for the TLS directory and the probes' address.
+        let served = parse(&[
+            "--metrics-cert-path",
+            "/certs",
+            "--health-probe-bind-address",
+            ":8081",
+        ]);
+        assert!(served.is_err(), "an address without a host is refused");
+        let served = parse(&[
+            "--metrics-cert-path",
+            "/certs",
+            "--health-probe-bind-address",
+            "0.0.0.0:8081",
+        ])
+        .unwrap();
+        assert_eq!(
+            served.metrics_cert_dir.as_deref(),
+            Some(std::path::Path::new("/certs"))
+        );
+        assert_eq!(served.health_addr, Some("0.0.0.0:8081".parse().unwrap()));
+        let plain = parse(&[]).unwrap();
+        assert_eq!((plain.metrics_cert_dir, plain.health_addr), (None, None));
         // A bare `--leader-elect` turns it on, as controller-runtime's flag does.
         assert!(parse(&["--leader-elect"]).unwrap().leader_election);
         assert!(!parse(&["--leader-election=false"]).unwrap().leader_election);
