@@ -78,6 +78,16 @@ struct DayRule {
 }
 
 impl DayRule {
+    /// Whether every calendar day matches (no month, day-of-month or day-of-week restriction).
+    fn every_day(&self) -> bool {
+        const ALL_MONTHS: u16 = 0b1_1111_1111_1110;
+        const ALL_DAYS_OF_MONTH: u32 = 0xFFFF_FFFE;
+        self.months == ALL_MONTHS
+            && !self.either_day
+            && self.days_of_month == ALL_DAYS_OF_MONTH
+            && self.days_of_week == 0x7F
+    }
+
     fn matches(&self, date: civil::Date) -> bool {
         if self.months & (1 << date.month()) == 0 {
             return false;
@@ -142,6 +152,32 @@ impl DayRule {
 }
 
 impl CronSchedule {
+    /// The longest wall-clock wait between two consecutive fire times, for a schedule that fires
+    /// every day (`None` otherwise: then a wait can last days).
+    pub(crate) fn longest_daily_gap(&self) -> Option<SignedDuration> {
+        if !self.days.every_day() {
+            return None;
+        }
+        let (first, last) = (self.times.first()?, self.times.last()?);
+        let wrap = SignedDuration::from_hours(24) - last.duration_since(*first);
+        let within = self
+            .times
+            .windows(2)
+            .map(|pair| pair[1].duration_since(pair[0]))
+            .max()
+            .unwrap_or(SignedDuration::ZERO);
+        Some(within.max(wrap))
+    }
+
+    /// The first instant after `t` at which the zone's UTC offset changes, if any.
+    pub(crate) fn next_offset_change_after(&self, t: Timestamp) -> Option<Timestamp> {
+        self.tz
+            .as_jiff()
+            .following(t)
+            .next()
+            .map(|transition| transition.timestamp())
+    }
+
     /// The zone the schedule is read in.
     pub(crate) fn zone(&self) -> &Zone {
         &self.tz

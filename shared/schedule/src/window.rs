@@ -604,9 +604,33 @@ fn cron_next_span(
         });
     }
     let give_up_after = until.max(add_saturating(cursor, DEFAULT_HORIZON));
+    // A schedule firing every day that never waits longer than `duration` keeps the period open
+    // as long as its fire times are that close in elapsed time too: up to the next change of the
+    // zone's offset (where a fall-back can stretch a wait by an hour), they are. The walk below
+    // then jumps there instead of stepping one occurrence at a time (a minutely window would take
+    // half a million steps to the horizon); around each change it steps as before.
+    let chained = schedule
+        .longest_daily_gap()
+        .is_some_and(|gap| gap <= duration);
     // The latest occurrence at or before the current end decides whether the period goes on (an
     // occurrence starting exactly at the end touches it and continues it).
     while let Some(latest) = schedule.last_fire_at_or_before(end) {
+        if chained {
+            let stop = schedule
+                .next_offset_change_after(latest)
+                .map_or(give_up_after, |change| change.min(give_up_after));
+            let jumped = stop
+                .checked_sub(SignedDuration::from_nanos(1))
+                .ok()
+                .and_then(|before| schedule.last_fire_at_or_before(before))
+                .filter(|last| *last > latest)
+                .and_then(|last| last.checked_add(duration).ok())
+                .filter(|jumped| *jumped > end);
+            if let Some(jumped) = jumped {
+                end = jumped;
+                continue;
+            }
+        }
         match latest.checked_add(duration).ok() {
             Some(next_end) if next_end <= end => break,
             Some(next_end) if end <= give_up_after => end = next_end,

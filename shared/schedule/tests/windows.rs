@@ -642,3 +642,42 @@ fn a_weekly_window_lost_to_a_gap_opens_again_the_week_after() {
         Some(utc("2024-03-17T06:30:00Z"))
     );
 }
+
+/// A window open without end between DST changes (minutely, three minutes long) closes only
+/// where a fall-back stretches the wait between two fire times to an hour: in Zurich after the
+/// first pass of 02:59 on 2026-10-25 (fired 00:59Z, closed 01:02Z), open again at 03:00 CET
+/// (02:00Z). Across the spring-forward gap (a one-minute wait in elapsed time) it stays open. In
+/// UTC it never closes within the horizon. Each answer is quick: the walk jumps between offset
+/// changes instead of stepping through half a million fire times.
+#[test]
+fn a_minutely_window_closes_only_at_the_fall_back() {
+    let started = std::time::Instant::now();
+    let zurich = Window::cron("* * * * *", "3m", Some("Europe/Zurich")).unwrap();
+    let t = utc("2026-03-01T12:00:00Z");
+    assert!(zurich.contains(t));
+    assert_eq!(
+        zurich.next_boundary_after(t),
+        Some(utc("2026-10-25T01:02:00Z"))
+    );
+    assert!(
+        zurich.contains(utc("2026-03-29T01:00:30Z")),
+        "across the gap"
+    );
+    assert!(!zurich.contains(utc("2026-10-25T01:30:00Z")));
+    assert_eq!(
+        zurich.next_start_after(utc("2026-10-25T01:30:00Z")),
+        Some(utc("2026-10-25T02:00:00Z"))
+    );
+    let everywhere = Window::cron("* * * * *", "3m", None).unwrap();
+    assert_eq!(everywhere.next_boundary_after(t), None);
+    assert!(
+        everywhere
+            .interval_containing(t)
+            .is_some_and(|i| i.end.is_none())
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
