@@ -119,6 +119,27 @@ pub async fn https_get(
     Ok((status, body.to_owned()))
 }
 
+/// Today's UTC date as a test of whole UTC days sees it (a one-off window's excluded days are
+/// UTC days): `(now, today, the next midnight)`, waiting past a midnight less than three minutes
+/// away, so that "today" stays today for the test's minute.
+pub async fn utc_day() -> (jiff::Timestamp, jiff::civil::Date, jiff::Timestamp) {
+    let utc = jiff::tz::TimeZone::UTC;
+    let midnight_after = |t: jiff::Timestamp| {
+        let tomorrow = t.to_zoned(utc.clone()).date().tomorrow().ok()?;
+        Some(tomorrow.to_zoned(utc.clone()).ok()?.timestamp())
+    };
+    let mut now = jiff::Timestamp::now();
+    if let Some(midnight) = midnight_after(now)
+        && midnight.duration_since(now) < jiff::SignedDuration::from_mins(3)
+    {
+        let wait = midnight.duration_since(now) + jiff::SignedDuration::from_secs(5);
+        tokio::time::sleep(wait.unsigned_abs()).await;
+        now = jiff::Timestamp::now();
+    }
+    let midnight = midnight_after(now).unwrap_or(jiff::Timestamp::MAX);
+    (now, now.to_zoned(utc).date(), midnight)
+}
+
 /// A name unique within this run, for namespaces and releases (`prefix-<pid>-<n>`).
 pub fn unique(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -628,24 +628,7 @@ async fn machine_config_pool_updates_keep_scale_down_open_and_a_paused_autoscale
 #[tokio::test]
 async fn a_holiday_calendar_edited_under_a_running_controller_takes_effect() {
     let _turn = CLUSTER_SCOPED.lock().await;
-    // Not across a UTC midnight: "today" must stay today for the test's minute.
-    let utc = jiff::tz::TimeZone::UTC;
-    let mut now = Timestamp::now();
-    let midnight = |t: Timestamp| {
-        t.to_zoned(utc.clone())
-            .date()
-            .tomorrow()
-            .unwrap()
-            .to_zoned(utc.clone())
-            .unwrap()
-            .timestamp()
-    };
-    if midnight(now).duration_since(now) < SignedDuration::from_mins(3) {
-        let wait = midnight(now).duration_since(now) + SignedDuration::from_secs(5);
-        tokio::time::sleep(wait.unsigned_abs()).await;
-        now = Timestamp::now();
-    }
-    let today = now.to_zoned(utc.clone()).date();
+    let (now, today, midnight) = ebb_e2e::utc_day().await;
 
     let setup = Setup::new(CHART, "e2e-sdw-cal", false, &[]).await.unwrap();
     let admin = setup.admin.clone();
@@ -729,7 +712,7 @@ async fn a_holiday_calendar_edited_under_a_running_controller_takes_effect() {
     let status = schedules.get(&name).await.unwrap();
     assert_eq!(
         status.data["status"]["nextTransitionTime"],
-        json!(ebb_runtime::time::rfc3339(midnight(now))),
+        json!(ebb_runtime::time::rfc3339(midnight)),
         "closes at the holiday's midnight"
     );
 

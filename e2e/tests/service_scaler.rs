@@ -985,24 +985,7 @@ async fn a_fleet_member_hibernates_through_a_kill_and_wakes_when_it_leaves() {
 async fn a_holiday_calendar_takes_effect_as_it_is_created_edited_and_deleted() {
     use ebb_crds::calendar::HolidayCalendar;
     use k8s_openapi::api::events::v1::Event;
-    // Not across a UTC midnight: "today" must stay today for the test's minute.
-    let mut now = Timestamp::now();
-    let midnight = now
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
-        .tomorrow()
-        .unwrap()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .unwrap()
-        .timestamp();
-    if midnight.duration_since(now) < SignedDuration::from_mins(3) {
-        tokio::time::sleep(
-            (midnight.duration_since(now) + SignedDuration::from_secs(5)).unsigned_abs(),
-        )
-        .await;
-        now = Timestamp::now();
-    }
-    let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let (now, today, midnight) = ebb_e2e::utc_day().await;
     let tomorrow = today.tomorrow().unwrap();
 
     let setup = Setup::new(CHART, "e2e-cal", true, &[]).await.unwrap();
