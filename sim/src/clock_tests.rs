@@ -3,14 +3,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ebb_runtime::Health;
+use ebb_runtime::app::WarmUp;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, utc};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::runtime::Controller;
-use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use serde_json::json;
 
@@ -43,9 +44,9 @@ impl Reconciler for Hourly {
     type Error = Never;
     const NAME: &'static str = "hourly";
 
-    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Self::Own>) -> Result<Action, Never> {
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Self::Own>) -> Result<Requeue, Never> {
         ctx.own.lock().unwrap().push(ctx.clock.now());
-        Ok(Action::requeue(Duration::from_secs(3600)))
+        Ok(Requeue::After(Duration::from_secs(3600)))
     }
 }
 
@@ -64,7 +65,8 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     shared.clock = Arc::new(clock);
     let ctx = Arc::new(Context::new(shared, Mutex::new(Vec::new())));
     let api: Api<Guarded<ConfigMap>> = Api::all(fake.client());
-    let controller = Controller::new(api, watcher::Config::default());
+    let warm_up = WarmUp::new(Health::new(), ctx.contact.clone());
+    let controller = ebb_runtime::app::controller(api, watcher::Config::default(), &warm_up);
     let run = frame::run::<Hourly, _>(controller, ctx.clone(), |_| {});
     let day =
         clock.sleep_until(origin + SignedDuration::from_hours(24) + SignedDuration::from_secs(1));

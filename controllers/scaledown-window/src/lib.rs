@@ -35,12 +35,13 @@ use ebb_runtime::contact::resilient;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
+use ebb_runtime::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
@@ -198,16 +199,16 @@ fn trim_node(node: &mut PartialObjectMeta<Node>) {
 /// watches have no predicate, so any change, the pause annotations included, wakes them: lifting
 /// an object's pause takes effect at once.
 fn watch_targets(
-    mut controller: Controller<GuardedSchedule>,
+    mut controller: Queued<GuardedSchedule>,
     client: &Client,
     args: &RunArgs,
     store: &Store<GuardedSchedule>,
     nodes: Option<Feed<PartialObjectMeta<Node>>>,
     contact: &ApiContact,
-) -> Controller<GuardedSchedule> {
+) -> Queued<GuardedSchedule> {
     let targets = args.targets();
     let dynamic =
-        |controller: Controller<GuardedSchedule>,
+        |controller: Queued<GuardedSchedule>,
          api: Api<DynamicObject>,
          ar: ApiResource,
          wanted: Box<dyn Fn(&ScaleDownSchedule) -> bool + Send + Sync>| {

@@ -23,6 +23,7 @@ use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Cold};
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::{pause_report, pause_state};
@@ -31,7 +32,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::ListParams;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 
@@ -178,7 +178,7 @@ impl Reconciler for Reconcile {
     /// while the schedule may write to its target (not dry-run, not paused, target kind
     /// enabled), the finalizer is added first (that write alone ends the pass; the watch brings
     /// the next); a schedule being deleted releases what it set, then lets go of the finalizer.
-    async fn reconcile(schedule: Arc<ScaleDownSchedule>, ctx: &Context) -> Result<Action, Error> {
+    async fn reconcile(schedule: Arc<ScaleDownSchedule>, ctx: &Context) -> Result<Requeue, Error> {
         let now = ctx.clock.now();
         let paused = pause_state(&schedule.metadata, now).is_paused();
         let kind_served = decide::target_kind(&schedule.spec.target)
@@ -187,14 +187,14 @@ impl Reconciler for Reconcile {
         match decide::finalizer_step(&schedule, writes_target) {
             FinalizerStep::Add => execute(ctx, decide::add_finalizer(&schedule)).await,
             FinalizerStep::Release => release(&schedule, ctx, writes_target, now).await,
-            FinalizerStep::Gone => Ok(Action::await_change()),
+            FinalizerStep::Gone => Ok(Requeue::AwaitChange),
             FinalizerStep::Apply => apply(&schedule, ctx, now).await,
         }
     }
 }
 
 /// Hands `plan` to the runtime's executor.
-async fn execute(ctx: &Context, plan: decide::SchedulePlan) -> Result<Action, Error> {
+async fn execute(ctx: &Context, plan: decide::SchedulePlan) -> Result<Requeue, Error> {
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?)
 }
 
@@ -224,7 +224,7 @@ async fn apply(
     schedule: &ScaleDownSchedule,
     ctx: &Context,
     now: Timestamp,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let name = schedule.name_any();
     let spec = &schedule.spec;
     let follows_upgrades = spec
@@ -310,7 +310,7 @@ async fn release(
     ctx: &Context,
     writes_target: bool,
     now: Timestamp,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let changes = match decide::resolve_target(&schedule.spec.target) {
         Ok(target) if writes_target => {
             let observed = observe(ctx, &target).await?;

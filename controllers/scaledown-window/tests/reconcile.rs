@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Feed};
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{FOLLOWER_REQUEUE, MAX_ATTEMPTS, Shared};
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
@@ -19,7 +20,6 @@ use http::Method;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::Action;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
@@ -119,12 +119,12 @@ impl Test {
 
     /// One reconcile as the controller runs it: through the frame (a conflict re-reads the
     /// schedule and runs the pass again).
-    async fn reconcile(&self, name: &str) -> Result<Action, frame::Error<Error>> {
+    async fn reconcile(&self, name: &str) -> Result<Requeue, frame::Error<Error>> {
         frame::reconcile::<Reconcile>(self.guard(name), self.ctx()).await
     }
 
     /// One pass alone, without the frame: what a pass that meets a conflict returns.
-    async fn pass(&self, name: &str) -> Result<Action, Error> {
+    async fn pass(&self, name: &str) -> Result<Requeue, Error> {
         Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx()).await
     }
 
@@ -133,7 +133,7 @@ impl Test {
     }
 
     /// Reconciles until a pass succeeds (at most five), as the controller retries.
-    async fn converge(&self, name: &str) -> Action {
+    async fn converge(&self, name: &str) -> Requeue {
         for _ in 0..5 {
             if let Ok(action) = self.reconcile(name).await {
                 return action;
@@ -210,8 +210,8 @@ fn cluster_autoscaler(enabled: bool) -> Value {
     })
 }
 
-fn secs(d: SignedDuration) -> Action {
-    Action::requeue(std::time::Duration::try_from(d).unwrap())
+fn secs(d: SignedDuration) -> Requeue {
+    Requeue::After(std::time::Duration::try_from(d).unwrap())
 }
 
 // ----- ClusterAutoscaler ------------------------------------------------------------------------
@@ -429,10 +429,9 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
             .into(),
         ))
     };
-    let policy =
-        |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(obj.clone(), e, t.ctx());
-    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
-    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(2)));
+    let policy = |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(&obj, e, &t.ctx());
+    assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(1)));
+    assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(2)));
     let conflict = Error::Write(frame::Failure::stale("x"));
     assert!(conflict.is_conflict());
     let conflicts = frame::Error::<Error>::Conflicts {
@@ -440,10 +439,10 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
         attempts: MAX_ATTEMPTS,
     };
     assert_eq!(conflicts.category(), "conflict");
-    assert_eq!(policy(&conflicts), Action::requeue(Duration::from_secs(4)));
+    assert_eq!(policy(&conflicts), Requeue::After(Duration::from_secs(4)));
     // A success resets the backoff.
     t.reconcile(ME).await.unwrap();
-    assert_eq!(policy(&apply()), Action::requeue(Duration::from_secs(1)));
+    assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(1)));
 }
 
 /// A 409 on the target: the frame reads the schedule again and decides again in the same
@@ -848,7 +847,7 @@ async fn a_target_api_the_cluster_does_not_serve_is_a_warning_a_condition_and_a_
         // Not an error to retry: an outcome, reported, looked at again in 5 minutes.
         assert_eq!(
             t.reconcile(ME).await.unwrap(),
-            Action::requeue(decide::API_MISSING_RETRY)
+            Requeue::After(decide::API_MISSING_RETRY)
         );
         assert!(t.target_writes().is_empty());
         let (status, reason, message) = t.condition(ME, decide::CONDITION_READY);
@@ -964,7 +963,7 @@ async fn invalid_schedule_fails_safe_with_scale_down_disabled() {
     let action = t.reconcile(ME).await.unwrap();
     // Window 0 is open, but window 1 cannot be read: scale-down held off.
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     let (status, reason, message) = t.condition(ME, decide::CONDITION_SCHEDULE_VALID);
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -1208,7 +1207,7 @@ async fn the_finalizer_comes_first_then_the_work() {
     let mut s = schedule(ME, ca_target(), nights());
     s["metadata"].as_object_mut().unwrap().remove("finalizers");
     t.fake.insert(s);
-    assert_eq!(t.reconcile(ME).await.unwrap(), Action::await_change());
+    assert_eq!(t.reconcile(ME).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(t.fake.write_count(), 1);
     assert_eq!(
         t.schedule(ME).metadata.finalizers,
@@ -1235,12 +1234,8 @@ async fn a_standby_replica_writes_nothing() {
     t.fake.insert(schedule(ME, ca_target(), nights()));
     t.fake.clear_requests();
     let action = t.reconcile(ME).await.unwrap();
-    assert_ne!(
-        action,
-        Action::await_change(),
-        "a standby looks again later"
-    );
-    assert_eq!(action, Action::requeue(FOLLOWER_REQUEUE));
+    assert_ne!(action, Requeue::AwaitChange, "a standby looks again later");
+    assert_eq!(action, Requeue::After(FOLLOWER_REQUEUE));
     assert_eq!(t.fake.write_count(), 0);
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(true));
 }
@@ -1252,7 +1247,7 @@ async fn another_controllers_finalizer_is_kept_beside_ours() {
     let mut s = schedule(ME, ca_target(), nights());
     s["metadata"]["finalizers"] = json!(["example.com/other"]);
     t.fake.insert(s);
-    assert_eq!(t.reconcile(ME).await.unwrap(), Action::await_change());
+    assert_eq!(t.reconcile(ME).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(
         t.schedule(ME).metadata.finalizers,
         Some(vec!["example.com/other".to_owned(), FINALIZER.to_owned()])
@@ -1272,7 +1267,7 @@ async fn malformed_objects_wait_for_a_change() {
     let guard = Arc::new(guard);
     // The frame's default: logged, counted under `malformed`, left alone until it changes.
     let action = frame::reconcile::<Reconcile>(guard, t.ctx()).await.unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     assert!(
         t.metrics()
             .contains("ebb_scaledown_window_reconcile_errors_total{controller=\"scaledown-window\",category=\"malformed\"} 1"),
@@ -1826,7 +1821,7 @@ async fn requeue_is_capped_and_a_schedule_without_flips_resyncs_daily() {
     let t = Test::new(FRIDAY_NOON);
     t.fake.insert(cluster_autoscaler(true));
     t.fake.insert(schedule(ME, ca_target(), json!([])));
-    assert_eq!(t.reconcile(ME).await.unwrap(), Action::requeue(RESYNC));
+    assert_eq!(t.reconcile(ME).await.unwrap(), Requeue::After(RESYNC));
     assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
 }
 

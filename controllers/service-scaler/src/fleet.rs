@@ -27,13 +27,13 @@ use ebb_runtime::app::{Wiring, controller, controller_on_changes, watcher_config
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::guard::Guarded;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
@@ -147,9 +147,9 @@ impl frame::Reconciler for Members {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    async fn reconcile(meta: Arc<HpaMeta>, ctx: &Context) -> Result<Action, frame::Failure> {
+    async fn reconcile(meta: Arc<HpaMeta>, ctx: &Context) -> Result<Requeue, frame::Failure> {
         if !ctx.own.listed() {
-            return Ok(Action::requeue(NOT_LISTED_YET));
+            return Ok(Requeue::After(NOT_LISTED_YET));
         }
         let all = ctx.own.typed_fleets();
         let fleets = fleets_of(&all);
@@ -161,7 +161,7 @@ impl frame::Reconciler for Members {
             reach,
         );
         if !decide::needs_pass(&meta.metadata, &claim) {
-            return Ok(Action::await_change());
+            return Ok(Requeue::AwaitChange);
         }
         let namespace = frame::namespace_of(meta.as_ref());
         let name = frame::name_of(meta.as_ref());
@@ -173,7 +173,7 @@ impl frame::Reconciler for Members {
                 "HorizontalPodAutoscaler {namespace}/{name}"
             )))?
         else {
-            return Ok(Action::await_change());
+            return Ok(Requeue::AwaitChange);
         };
         // Decided on the HPA as read, which may be newer than the cache.
         let claim = decide::claim(
@@ -236,9 +236,12 @@ impl frame::Reconciler for Fleets {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    async fn reconcile(fleet: Arc<FleetSchedule>, ctx: &Context) -> Result<Action, frame::Failure> {
+    async fn reconcile(
+        fleet: Arc<FleetSchedule>,
+        ctx: &Context,
+    ) -> Result<Requeue, frame::Failure> {
         if !ctx.own.listed() {
-            return Ok(Action::requeue(NOT_LISTED_YET));
+            return Ok(Requeue::After(NOT_LISTED_YET));
         }
         let calendars = ctx
             .own

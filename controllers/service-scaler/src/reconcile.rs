@@ -20,12 +20,12 @@ use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerSt
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::guard;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::controller::Action;
 use kube::{Api, Client};
 use serde_json::Value;
 
@@ -60,14 +60,14 @@ impl frame::Reconciler for Reconcile {
     const NAME: &'static str = CONTROLLER_NAME;
 
     /// One pass, on the ServiceScaler as the cache holds it (or as the frame read it again).
-    async fn reconcile(scaler: Arc<ServiceScaler>, ctx: &Context) -> Result<Action, Error> {
+    async fn reconcile(scaler: Arc<ServiceScaler>, ctx: &Context) -> Result<Requeue, Error> {
         pass(&scaler, ctx).await
     }
 
     /// A ServiceScaler that does not deserialize, read by GET: one whose status only is
     /// unreadable (udaan's own timestamp format counts as no status and is rewritten) is
     /// reconciled as usual; one whose spec is unreadable is reported in `SpecValid`.
-    async fn malformed(meta: &ObjectMeta, _error: &str, ctx: &Context) -> Result<Action, Error> {
+    async fn malformed(meta: &ObjectMeta, _error: &str, ctx: &Context) -> Result<Requeue, Error> {
         // The frame has checked both before this path.
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
@@ -75,7 +75,7 @@ impl frame::Reconciler for Reconcile {
         match read_scaler(&scaler_api(&ctx.client, namespace), &key, name).await? {
             Read::Gone => {
                 ctx.own.metrics.forget(&key);
-                Ok(Action::await_change())
+                Ok(Requeue::AwaitChange)
             }
             Read::Unreadable(object, error) => {
                 let now = ctx.clock.now();
@@ -136,7 +136,7 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
 }
 
 /// One pass: read the HPA of `scaler`, decide, hand the plan to the executor.
-async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Action, Error> {
+async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
     // The frame has checked both.
     let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
@@ -192,7 +192,7 @@ async fn read_scale(
 }
 
 /// Hands `plan` to the runtime's executor.
-async fn execute(plan: decide::Plan, ctx: &Context) -> Result<Action, Error> {
+async fn execute(plan: decide::Plan, ctx: &Context) -> Result<Requeue, Error> {
     ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
 }
 

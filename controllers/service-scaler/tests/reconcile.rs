@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::find_condition;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{Fault, Matcher, utc};
 use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
-use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
@@ -72,7 +72,7 @@ impl std::ops::Deref for Harness {
 async fn reconcile(
     scaler: Arc<Guarded<ServiceScaler>>,
     ctx: Arc<Context>,
-) -> Result<Action, frame::Error<Error>> {
+) -> Result<Requeue, frame::Error<Error>> {
     frame::reconcile::<Reconcile>(scaler, ctx).await
 }
 
@@ -81,8 +81,8 @@ fn error_policy(
     scaler: Arc<Guarded<ServiceScaler>>,
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
-) -> Action {
-    frame::error_policy::<Reconcile>(scaler, error, ctx)
+) -> Requeue {
+    frame::error_policy::<Reconcile>(&scaler, error, &ctx)
 }
 
 impl Harness {
@@ -142,7 +142,7 @@ impl Harness {
         }));
     }
 
-    async fn reconcile(&self) -> Result<Action, frame::Error<Error>> {
+    async fn reconcile(&self) -> Result<Requeue, frame::Error<Error>> {
         self.calendars
             .lock()
             .unwrap()
@@ -211,7 +211,7 @@ async fn creates_the_missing_hpa_owned_by_the_scaler_then_a_second_reconcile_wri
 
     let action = h.reconcile().await.unwrap();
     // Requeued for the boundary at 12:00Z, capped at the one-hour safety net.
-    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(3600)));
 
     let hpa = h.stored_hpa().unwrap();
     assert_eq!(
@@ -284,7 +284,7 @@ async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
     h.clock.set(utc("2026-05-04T11:59:59Z"));
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Action::requeue(Duration::from_secs(1))
+        Requeue::After(Duration::from_secs(1))
     );
     assert_eq!(h.fake.write_count(), 0);
     h.clock.set(utc("2026-05-04T12:00:00Z"));
@@ -401,7 +401,7 @@ async fn conflicts_on_every_pass_fail_the_reconcile_and_back_off() {
     let guard = Arc::new(Guarded(Ok(h.stored_scaler().unwrap())));
     assert_eq!(
         error_policy(guard, &error, h.ctx.clone()),
-        Action::requeue(Duration::from_secs(1))
+        Requeue::After(Duration::from_secs(1))
     );
 
     h.reconcile().await.unwrap();
@@ -425,7 +425,7 @@ async fn a_follower_writes_nothing_and_looks_again() {
     h.scaler(office_spec());
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Action::requeue(frame::FOLLOWER_REQUEUE)
+        Requeue::After(frame::FOLLOWER_REQUEUE)
     );
     assert_eq!(h.fake.write_count(), 0);
     assert!(h.stored_hpa().is_none());
@@ -444,11 +444,11 @@ async fn server_error_fails_the_reconcile_and_the_retry_converges() {
     let guard = Arc::new(Guarded(Ok(h.stored_scaler().unwrap())));
     assert_eq!(
         error_policy(guard.clone(), &error, h.ctx.clone()),
-        Action::requeue(Duration::from_secs(1))
+        Requeue::After(Duration::from_secs(1))
     );
     assert_eq!(
         error_policy(guard, &error, h.ctx.clone()),
-        Action::requeue(Duration::from_secs(2)),
+        Requeue::After(Duration::from_secs(2)),
         "doubles per consecutive failure"
     );
     assert_eq!(
@@ -554,7 +554,7 @@ async fn invalid_spec_is_reported_and_the_hpa_left_as_it_was() {
     let guard = Arc::new(Guarded(Ok(h.stored_scaler().unwrap())));
     assert_eq!(
         error_policy(guard, &error, h.ctx.clone()),
-        Action::await_change()
+        Requeue::AwaitChange
     );
 
     assert!(h.hpa_writes().is_empty());
@@ -629,7 +629,7 @@ async fn paused_scaler_gets_only_the_paused_condition() {
     );
     h.hpa(2, 10, Some(60), None, None, json!({}));
     let action = h.reconcile().await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(1800)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(1800)));
     assert!(h.hpa_writes().is_empty());
     let writes = h.fake.writes();
     assert_eq!(writes.len(), 1);
@@ -664,7 +664,7 @@ async fn paused_hpa_gets_no_write_until_its_pause_expires() {
         json!({"scaling.ebb.dev/paused-until": "2026-05-04T09:30:00Z"}),
     );
     let action = h.reconcile().await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(1800)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(1800)));
     assert!(h.hpa_writes().is_empty(), "{:?}", h.hpa_writes());
     let writes = h.fake.writes();
     assert_eq!(writes.len(), 1, "the Paused condition only: {writes:?}");
@@ -717,7 +717,7 @@ async fn hpa_paused_indefinitely_or_with_a_bad_instant_waits_for_the_annotation_
         None,
         json!({"scaling.ebb.dev/paused-until": "tomorrow"}),
     );
-    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile().await.unwrap(), Requeue::AwaitChange);
     assert!(h.hpa_writes().is_empty());
     let (status, reason, _) = h.condition("Paused");
     assert_eq!(
@@ -730,7 +730,7 @@ async fn hpa_paused_indefinitely_or_with_a_bad_instant_waits_for_the_annotation_
         hpa.metadata.annotations =
             Some([("scaling.ebb.dev/paused".to_owned(), "true".to_owned())].into());
     });
-    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile().await.unwrap(), Requeue::AwaitChange);
     assert!(h.hpa_writes().is_empty());
     assert_eq!(
         h.condition("Paused").2,
@@ -800,7 +800,7 @@ async fn adopted_hpa_is_restored_to_the_defaults_when_its_scaler_is_deleted() {
     );
     h.fake.clear_requests();
     h.events.clear();
-    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile().await.unwrap(), Requeue::AwaitChange);
 
     // Restored to spec.hpa (not the user's old values: ebb does not keep those), finalizer gone,
     // object gone.
@@ -954,7 +954,7 @@ async fn ramp_steps_are_written_one_per_requeue() {
     h.hpa(12, 40, Some(70), None, Some(&scaler), json!({}));
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Action::requeue(Duration::from_secs(1800))
+        Requeue::After(Duration::from_secs(1800))
     );
     let boundary = utc("2026-12-03T16:00:00Z");
     let mut mins = Vec::new();
@@ -964,7 +964,7 @@ async fn ramp_steps_are_written_one_per_requeue() {
         if minute < 9 {
             assert_eq!(
                 action,
-                Action::requeue(Duration::from_secs(60)),
+                Requeue::After(Duration::from_secs(60)),
                 "minute {minute}"
             );
         }
@@ -997,7 +997,7 @@ async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
     // In sync; woken when the lead opens, before the boundary.
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Action::requeue(Duration::from_secs(600))
+        Requeue::After(Duration::from_secs(600))
     );
     assert_eq!(h.successful_hpa_writes(), 0);
     let mut seen = Vec::new();
@@ -1006,11 +1006,7 @@ async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
         h.clock.set(now);
         let action = h.reconcile().await.unwrap();
         // The next lead step (the last one wakes at the boundary).
-        assert_eq!(
-            action,
-            Action::requeue(Duration::from_secs(300)),
-            "at {now}"
-        );
+        assert_eq!(action, Requeue::After(Duration::from_secs(300)), "at {now}");
         let (min, max, _) = hpa_settings(&h.stored_hpa().unwrap());
         seen.push((min, max));
         now += SignedDuration::from_mins(5);
@@ -1032,7 +1028,7 @@ async fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
     h.clock.set(utc("2026-12-03T07:30:00Z"));
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Action::requeue(Duration::from_secs(3600))
+        Requeue::After(Duration::from_secs(3600))
     );
     assert_eq!(h.successful_hpa_writes(), 6);
     let status = h.stored_scaler().unwrap().status.unwrap();
@@ -1077,7 +1073,7 @@ async fn deletion_policy_delete_deletes_an_adopted_hpa() {
     let uid = h.stored_hpa().unwrap().uid().unwrap();
 
     h.delete_scaler().await;
-    assert_eq!(h.reconcile().await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile().await.unwrap(), Requeue::AwaitChange);
     assert!(h.stored_hpa().is_none());
     assert!(h.stored_scaler().is_none());
     let writes = h.fake.writes();

@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
 use ebb_runtime::execute::Writer;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
 use jiff::Timestamp;
-use kube::runtime::controller::Action as RequeueAction;
 use kube::{Api, Client, ResourceExt};
 
 use crate::decide::{self, Action, Note, Plan, WorkloadState};
@@ -165,7 +165,7 @@ impl ScalingCondition {
 #[derive(Clone, Debug)]
 pub struct ScalingResult {
     /// When to look again.
-    pub action: RequeueAction,
+    pub action: Requeue,
     /// Where the scaler is now.
     pub condition: ScalingCondition,
     /// What happened, in order (persisted stage changes and notable steps): Events to record.
@@ -321,9 +321,7 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
             let (action, waiting) = requeue_after(plan);
             (action, waiting, None)
         }
-        Err(Halt::Conflict(source)) => {
-            (RequeueAction::requeue(CONFLICT_REQUEUE), None, Some(source))
-        }
+        Err(Halt::Conflict(source)) => (Requeue::After(CONFLICT_REQUEUE), None, Some(source)),
         Err(Halt::Failed(error)) => return Err(error),
     };
     let done = result(
@@ -343,16 +341,16 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
 }
 
 /// When to look again after a pass that ended at `plan`, and what it waits for.
-fn requeue_after(plan: Option<Plan>) -> (RequeueAction, Option<String>) {
+fn requeue_after(plan: Option<Plan>) -> (Requeue, Option<String>) {
     match plan.map(|plan| plan.action) {
         Some(Action::Wait { after, reason }) => (
-            after.map_or_else(RequeueAction::await_change, RequeueAction::requeue),
+            after.map_or(Requeue::AwaitChange, Requeue::After),
             Some(reason),
         ),
         // The workload was resized: its watch usually brings us back sooner.
-        Some(Action::SetReplicas { .. }) => (RequeueAction::requeue(decide::WORKLOAD_POLL), None),
+        Some(Action::SetReplicas { .. }) => (Requeue::After(decide::WORKLOAD_POLL), None),
         // Out of steps: go on at once.
-        _ => (RequeueAction::requeue(Duration::ZERO), None),
+        _ => (Requeue::After(Duration::ZERO), None),
     }
 }
 
@@ -453,7 +451,7 @@ impl<H, T> Cluster<'_, H, T> {
 
 fn result(
     scaler: StackableScaler,
-    action: RequeueAction,
+    action: Requeue,
     waiting: Option<&str>,
     notes: Vec<Note>,
     hook_calls: Vec<(HookKind, HookResult)>,

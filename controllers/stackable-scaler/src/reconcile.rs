@@ -49,7 +49,6 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::Selector;
-use kube::runtime::controller::Action;
 use kube::{Api, Client, Resource, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
@@ -87,7 +86,7 @@ impl Reconciler for Reconcile {
 
     const NAME: &'static str = crate::CONTROLLER_NAME;
 
-    async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Action, Error> {
+    async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Requeue, Error> {
         // Boxed: the pass (state machine, hooks, writes) is a large future; on the heap it does
         // not overflow a small (test) thread's stack inside the frame's layers.
         Box::pin(reconcile(scaler, ctx)).await
@@ -280,7 +279,7 @@ async fn record(
 }
 
 /// One reconcile of one scaler (the frame has checked leadership and routed malformed objects).
-pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Action, Error> {
+pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
     let namespace = scaler.namespace().unwrap_or_default();
     let name = scaler.name_any();
@@ -290,7 +289,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Ac
         if let Some(uid) = scaler.uid() {
             ctx.own.ledger.forget(&uid);
         }
-        return Ok(Action::await_change());
+        return Ok(Requeue::AwaitChange);
     }
 
     // The scaler's own pause needs no workload (nor a valid owner).
@@ -417,13 +416,17 @@ async fn report(
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
 }
 
-async fn paused(ctx: &Context, scaler: &StackableScaler, plan: PausePlan) -> Result<Action, Error> {
+async fn paused(
+    ctx: &Context,
+    scaler: &StackableScaler,
+    plan: PausePlan,
+) -> Result<Requeue, Error> {
     tracing::debug!(pause = %plan.pause, "paused");
     execute(ctx, decide::paused_plan(scaler, plan)).await
 }
 
 /// Hands a status-only plan to the runtime's executor.
-async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Action, Error> {
+async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Requeue, Error> {
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
 }
 
@@ -473,7 +476,7 @@ async fn dry_run(
     scaler: &StackableScaler,
     workload: Option<&WorkloadState>,
     now: Timestamp,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let preview = steps::preview(scaler, workload, now);
     let intent = preview
         .plan

@@ -12,6 +12,7 @@ use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_runtime::Leader;
 use ebb_runtime::conditions::find_condition;
 use ebb_runtime::events::EventKind;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, Matcher};
@@ -19,7 +20,6 @@ use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
 use stackable_scaler::metrics::Metrics;
@@ -106,7 +106,7 @@ fn guard(scaler: Arc<StackableScaler>) -> Arc<Guarded<StackableScaler>> {
 }
 
 /// One reconcile as the controller runs it: through the frame.
-async fn run(e: &Env) -> Result<Action, frame::Error<Error>> {
+async fn run(e: &Env) -> Result<Requeue, frame::Error<Error>> {
     frame::reconcile::<Reconcile>(guard(scaler(&e.fake)), e.ctx.clone()).await
 }
 
@@ -115,8 +115,8 @@ fn error_policy(
     scaler: Arc<StackableScaler>,
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
-) -> Action {
-    frame::error_policy::<Reconcile>(guard(scaler), error, ctx)
+) -> Requeue {
+    frame::error_policy::<Reconcile>(&guard(scaler), error, &ctx)
 }
 
 fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
@@ -143,11 +143,11 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
     )));
     assert_eq!(
         error_policy(s.clone(), &transient, e.ctx.clone()),
-        Action::requeue(Duration::from_secs(1))
+        Requeue::After(Duration::from_secs(1))
     );
     assert_eq!(
         error_policy(s.clone(), &transient, e.ctx.clone()),
-        Action::requeue(Duration::from_secs(2))
+        Requeue::After(Duration::from_secs(2))
     );
     assert_eq!(
         error_policy(
@@ -155,7 +155,7 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
             &frame::Error::Reconcile(Error::Invalid("no owner".into())),
             e.ctx.clone()
         ),
-        Action::await_change()
+        Requeue::AwaitChange
     );
 }
 
@@ -171,7 +171,7 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     let action = frame::reconcile::<Reconcile>(Arc::new(guard), e.ctx.clone())
         .await
         .unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     assert_eq!(e.fake.write_count(), 0);
     assert!(
         e.metrics_text()
@@ -188,12 +188,8 @@ async fn a_standby_replica_neither_writes_nor_runs_hooks() {
     e.fake.insert(scaler_json(1, true));
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
-    assert_ne!(
-        action,
-        Action::await_change(),
-        "a standby looks again later"
-    );
-    assert_eq!(action, Action::requeue(frame::FOLLOWER_REQUEUE));
+    assert_ne!(action, Requeue::AwaitChange, "a standby looks again later");
+    assert_eq!(action, Requeue::After(frame::FOLLOWER_REQUEUE));
     assert_eq!(e.fake.write_count(), 0);
     assert!(e.fake.list::<Job>().is_empty());
 }
@@ -309,7 +305,7 @@ async fn a_scale_down_runs_the_drain_job_then_resizes_the_statefulset() {
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
     assert_eq!(e.fake.write_count(), 0);
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
 }
 
 #[tokio::test]
@@ -419,7 +415,7 @@ async fn a_paused_scaler_gets_a_condition_and_nothing_else() {
     s["metadata"]["annotations"] = json!({"scaling.ebb.dev/paused-until": "2025-01-01T01:00:00Z"});
     e.fake.insert(s);
     let action = run(&e).await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(3600)));
     let status = scaler(&e.fake).status.clone().unwrap();
     assert_eq!(
         find_condition(&status.conditions, CONDITION_PAUSED)
@@ -453,7 +449,7 @@ async fn a_conflicting_pause_write_is_read_again_and_written_once() {
     // frame reads the scaler again and runs the pass again.
     e.fake
         .fail_next(Matcher::patch("/stackablescalers/nifi-default/status"), 409);
-    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    assert_eq!(run(&e).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(
         paused_condition(&e.fake).map(|(status, reason, _)| (status, reason)),
         Some(("True".into(), "Paused".into()))
@@ -487,7 +483,7 @@ async fn a_conflict_after_a_saved_stage_keeps_its_event_and_the_frame_runs_the_p
     });
     assert_eq!(
         run(&e).await.unwrap(),
-        Action::requeue(decide::WORKLOAD_POLL),
+        Requeue::After(decide::WORKLOAD_POLL),
         "the frame read the scaler again and the second pass scaled"
     );
     // The stages saved before the conflict keep their Events, each recorded once.
@@ -552,7 +548,7 @@ async fn a_paused_workload_gets_no_write_until_the_pause_expires() {
     e.fake.insert(scaler_json(1, false));
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(3600)));
     let writes = e.fake.writes();
     assert_eq!(writes.len(), 1, "the Paused condition only: {writes:?}");
     assert!(
@@ -613,9 +609,9 @@ async fn a_workload_paused_mid_operation_holds_the_stage_and_the_deadline_waits(
     finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
     e.events.clear();
     e.fake.clear_requests();
-    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    assert_eq!(run(&e).await.unwrap(), Requeue::AwaitChange);
     e.clock.advance(SignedDuration::from_hours(2));
-    assert_eq!(run(&e).await.unwrap(), Action::await_change());
+    assert_eq!(run(&e).await.unwrap(), Requeue::AwaitChange);
     // The Paused condition is the only write: no StatefulSet patch, no Job created or deleted,
     // the stage did not move (not even to Failed past its deadline).
     let writes = e.fake.writes();
@@ -680,7 +676,7 @@ async fn a_scaler_without_a_workload_owner_is_invalid_until_it_changes() {
     assert_eq!(err.category(), "invalid");
     assert_eq!(
         error_policy(scaler(&e.fake), &err, e.ctx.clone()),
-        Action::await_change()
+        Requeue::AwaitChange
     );
     let status = scaler(&e.fake).status.clone().unwrap();
     let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
@@ -705,7 +701,7 @@ async fn transient_errors_are_retried_and_converge_without_acting_twice() {
     assert_eq!(err.category(), "write_target");
     assert_eq!(
         error_policy(scaler(&e.fake), &err, e.ctx.clone()),
-        Action::requeue(Duration::from_secs(1)),
+        Requeue::After(Duration::from_secs(1)),
         "the first retry of this scaler comes after a second"
     );
     assert_eq!(stage(&e.fake), ScalerStage::Scaling);
@@ -791,14 +787,14 @@ async fn a_workload_that_never_settles_fails_at_the_stage_deadline_and_can_be_re
         .advance(SignedDuration::from_mins(30) - SignedDuration::from_secs(2));
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(2)));
     assert_eq!(stage(&e.fake), ScalerStage::Scaling);
     assert_eq!(e.fake.write_count(), 0);
 
     // At the deadline, with no change of any object: Failed, saying what it waited for.
     e.clock.advance(SignedDuration::from_secs(2));
     let action = run(&e).await.unwrap();
-    assert_eq!(action, Action::await_change(), "Failed waits for a retry");
+    assert_eq!(action, Requeue::AwaitChange, "Failed waits for a retry");
     let s = scaler(&e.fake);
     let status = s.status.clone().unwrap();
     let state = status.current_state.clone().unwrap();
@@ -852,7 +848,7 @@ async fn a_custom_stage_timeout_is_read_from_the_spec() {
     e.clock.advance(SignedDuration::from_secs(115));
     assert_eq!(
         run(&e).await.unwrap(),
-        Action::requeue(Duration::from_secs(5))
+        Requeue::After(Duration::from_secs(5))
     );
     e.clock.advance(SignedDuration::from_secs(5));
     run(&e).await.unwrap();
@@ -877,7 +873,7 @@ async fn the_abort_annotation_fails_the_operation_strips_itself_and_retry_starts
     annotate(&e.fake, decide::ABORT_ANNOTATION);
     e.fake.clear_requests();
     let action = run(&e).await.unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     let s = scaler(&e.fake);
     let status = s.status.clone().unwrap();
     let state = status.current_state.clone().unwrap();

@@ -39,6 +39,7 @@ use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
+use ebb_runtime::queue::Queued;
 use ebb_runtime::triggers::spec_changes_of;
 use ebb_runtime::{ApiContact, Shutdown};
 use futures::channel::mpsc::UnboundedSender;
@@ -46,7 +47,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::{Metrics, ProvisionLabels};
@@ -162,7 +163,7 @@ pub fn controller(
     provisions_wc: watcher::Config,
     shutdown: &Shutdown,
     warm_up: &WarmUp,
-) -> Controller<Guarded<WorkshopProvision>> {
+) -> Queued<Guarded<WorkshopProvision>> {
     // /readyz turns green once every provision cache holds its first full list.
     let controller = ebb_runtime::app::controller(provisions, provisions_wc, warm_up);
     relate(controller, related, shutdown, warm_up.contact())
@@ -171,11 +172,11 @@ pub fn controller(
 /// Adds to `controller` (over WorkshopProvisions) the watches of the related kinds and graceful
 /// shutdown.
 pub fn relate(
-    controller: Controller<Guarded<WorkshopProvision>>,
+    controller: Queued<Guarded<WorkshopProvision>>,
     related: Related,
     shutdown: &Shutdown,
     contact: &ApiContact,
-) -> Controller<Guarded<WorkshopProvision>> {
+) -> Queued<Guarded<WorkshopProvision>> {
     let Related {
         assignments,
         workshops,
@@ -284,7 +285,7 @@ pub fn policy_controller(
     workshops_seen: impl Stream<Item = PartialObjectMeta<Workshop>> + Send + 'static,
     shutdown: &Shutdown,
     contact: &ApiContact,
-) -> Controller<Guarded<WorkshopScalingPolicy>> {
+) -> Queued<Guarded<WorkshopScalingPolicy>> {
     let controller = ebb_runtime::app::controller_outside_readiness(
         policies,
         watcher::Config::default().any_semantic(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Reconciler};
-use kube::runtime::controller::Action;
 
 use crate::FIELD_MANAGER;
 use crate::decide;
@@ -28,14 +28,17 @@ impl Reconciler for ReconcilePolicy {
     type Error = Error;
     const NAME: &'static str = crate::CONTROLLER_NAME;
 
-    async fn reconcile(policy: Arc<WorkshopScalingPolicy>, ctx: &Context) -> Result<Action, Error> {
+    async fn reconcile(
+        policy: Arc<WorkshopScalingPolicy>,
+        ctx: &Context,
+    ) -> Result<Requeue, Error> {
         reconcile_policy(&policy, ctx).await
     }
 }
 
 /// Writes `status.workshopCount`, `status.workshops` and the `Ambiguous` condition of `policy`,
 /// when they changed.
-async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Result<Requeue, Error> {
     // The frame has checked both.
     let namespace = frame::namespace_of(policy).to_owned();
     let name = frame::name_of(policy).to_owned();
@@ -47,7 +50,7 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
         Ok(workshops) => workshops,
         Err(cold) => {
             tracing::debug!(%namespace, policy = %name, %cold, "waiting for the Workshops");
-            return Ok(Action::requeue(COLD_RETRY));
+            return Ok(Requeue::After(COLD_RETRY));
         }
     };
     let others: Vec<WorkshopScalingPolicy> = crate::reconcile::policies_in(ctx, &namespace)

@@ -18,13 +18,13 @@ use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::execute::Hooks;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Reconciler};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::pause::pause_report;
 use jiff::Timestamp;
 use kube::api::ListParams;
-use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
@@ -107,7 +107,7 @@ impl Reconciler for Reconcile {
     type Error = Error;
     const NAME: &'static str = crate::CONTROLLER_NAME;
 
-    async fn reconcile(provision: Arc<WorkshopProvision>, ctx: &Context) -> Result<Action, Error> {
+    async fn reconcile(provision: Arc<WorkshopProvision>, ctx: &Context) -> Result<Requeue, Error> {
         // The frame has checked both.
         let namespace = frame::namespace_of(provision.as_ref());
         let name = frame::name_of(provision.as_ref());
@@ -122,7 +122,7 @@ async fn pass(
     namespace: &str,
     name: &str,
     ctx: &Context,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
 
     // Configuration first; a disabled provision needs nothing else.
@@ -213,7 +213,7 @@ async fn execute(
     ctx: &Context,
     provision: &WorkshopProvision,
     outcome: Outcome,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let scaled_up = outcome.scaled_up.then(|| outcome.reason.clone());
     let plan = decide::plan_of(provision, outcome);
     let action = ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?;

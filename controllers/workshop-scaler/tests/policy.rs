@@ -11,12 +11,14 @@ use std::time::Duration;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
+use ebb_runtime::Health;
 use ebb_runtime::Shutdown;
+use ebb_runtime::app::WarmUp;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
-use futures::StreamExt;
+use ebb_runtime::queue::Queued;
 use jiff::SignedDuration;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::Feeds;
@@ -363,12 +365,15 @@ fn provisions_controller(
     feeds: Feeds,
     seen: Option<WorkshopsSeen>,
     shutdown: &Shutdown,
-) -> Controller<Guarded<WorkshopProvision>> {
+) -> Queued<Guarded<WorkshopProvision>> {
     let client = h.fake.client();
+    let contact = ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone()));
+    let warm_up = WarmUp::new(Health::new(), contact);
     relate(
-        Controller::new(
+        ebb_runtime::app::controller(
             Api::namespaced(client.clone(), NS),
             watcher::Config::default(),
+            &warm_up,
         ),
         Related {
             assignments: Api::namespaced(client.clone(), NS),
@@ -391,15 +396,7 @@ async fn a_policy_change_triggers_a_reconcile() {
     let shutdown = Shutdown::new();
     let (ctx, feeds) = watched_context(&h.fake, &h.clock);
     let controller = provisions_controller(&h, feeds, None, &shutdown);
-    let run = tokio::spawn(
-        controller
-            .run(
-                frame::reconcile::<Reconcile>,
-                frame::error_policy::<Reconcile>,
-                ctx,
-            )
-            .for_each(|_| async {}),
-    );
+    let run = tokio::spawn(frame::run::<Reconcile, _>(controller, ctx, |_| {}));
     // Without a policy the provision is reconciled (the policies read) and left alone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !h
@@ -517,24 +514,8 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
         &ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
     );
     let runs = [
-        tokio::spawn(
-            provisions
-                .run(
-                    frame::reconcile::<Reconcile>,
-                    frame::error_policy::<Reconcile>,
-                    ctx.clone(),
-                )
-                .for_each(|_| async {}),
-        ),
-        tokio::spawn(
-            statuses
-                .run(
-                    frame::reconcile::<ReconcilePolicy>,
-                    frame::error_policy::<ReconcilePolicy>,
-                    ctx,
-                )
-                .for_each(|_| async {}),
-        ),
+        tokio::spawn(frame::run::<Reconcile, _>(provisions, ctx.clone(), |_| {})),
+        tokio::spawn(frame::run::<ReconcilePolicy, _>(statuses, ctx, |_| {})),
     ];
     let listed = || {
         h.fake
@@ -586,7 +567,7 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
 #[tokio::test]
 async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-    use kube::runtime::controller::Action;
+    use ebb_runtime::frame::Requeue;
     use workshop_scaler::policy::{COLD_RETRY, ReconcilePolicy};
 
     let h = stock();
@@ -598,7 +579,7 @@ async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
     };
     h.fake.clear_requests();
     let action = frame::reconcile::<ReconcilePolicy>(policy(), ctx.clone()).await;
-    assert_eq!(action.unwrap(), Action::requeue(COLD_RETRY));
+    assert_eq!(action.unwrap(), Requeue::After(COLD_RETRY));
     assert_eq!(h.fake.write_count(), 0);
 
     feeds.workshops.fill(h.fake.list());

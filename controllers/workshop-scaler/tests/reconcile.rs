@@ -10,12 +10,12 @@ use std::time::Duration;
 use common::*;
 use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
 use jiff::SignedDuration;
-use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::{self, Reconcile};
 
@@ -103,7 +103,7 @@ async fn disabled_or_absent_autoscaling_writes_nothing_at_all() {
         h.seats(20, 20);
         h.fake.clear_requests();
         let action = h.reconcile(P).await.unwrap();
-        assert_eq!(action, Action::await_change(), "{case}");
+        assert_eq!(action, Requeue::AwaitChange, "{case}");
         assert_eq!(h.fake.write_count(), 0, "{case}: {:?}", h.fake.writes());
         assert!(h.events().is_empty(), "{case}");
         assert_eq!(h.count(P), 20, "{case}");
@@ -127,7 +127,7 @@ async fn below_threshold_writes_conditions_once_then_nothing() {
     let h = demand();
     h.seats(10, 20);
     h.fake.clear_requests();
-    assert_eq!(h.reconcile(P).await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile(P).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(h.fake.write_count(), 1, "conditions only");
     assert_eq!(h.status_writes(P).len(), 1);
     assert_eq!(
@@ -231,7 +231,7 @@ async fn scale_up_writes_the_flag_through_status_then_the_count() {
 
     assert_scaled_once(&h);
     // The only timer: the hold-down deadline (60m, plus a second of slack).
-    assert_eq!(action, Action::requeue(Duration::from_secs(3601)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(3601)));
     assert_eq!(h.events(), ["ScaledUp"]);
     let event = &h.replica.events.events()[0];
     assert_eq!(
@@ -260,7 +260,7 @@ async fn duplicate_deliveries_after_a_scale_up_write_nothing() {
     h.replica.events.clear();
     for _ in 0..3 {
         let action = h.reconcile(P).await.unwrap();
-        assert_eq!(action, Action::requeue(Duration::from_secs(3601)));
+        assert_eq!(action, Requeue::After(Duration::from_secs(3601)));
     }
     // Even more demand changes nothing while the flag is set.
     h.seats(30, 30);
@@ -328,7 +328,7 @@ async fn an_invalid_block_is_reported_once_and_nothing_else_happens() {
     let h = demand();
     h.provision(P, 20, Some(json!({"threshold": 1.5})));
     h.fake.clear_requests();
-    assert_eq!(h.reconcile(P).await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile(P).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(h.fake.write_count(), 1);
     assert_eq!(
         h.condition(P, "AutoScalingConfigValid"),
@@ -407,7 +407,7 @@ async fn another_reconcile_that_scaled_first_makes_ours_a_no_op() {
 fn run_other_replica(
     fake: &ebb_testkit::FakeApi,
     clock: &ebb_runtime::ManualClock,
-) -> Result<Action, String> {
+) -> Result<Requeue, String> {
     let fake = fake.clone();
     let clock = clock.clone();
     std::thread::spawn(move || {
@@ -695,11 +695,7 @@ async fn a_standby_replica_decides_nothing_and_writes_nothing() {
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
-    assert_ne!(
-        action,
-        Action::await_change(),
-        "a standby looks again later"
-    );
+    assert_ne!(action, Requeue::AwaitChange, "a standby looks again later");
     assert_eq!(h.count(P), 20);
 }
 
@@ -710,10 +706,10 @@ async fn conflicts_that_never_end_give_up_with_an_error() {
     let err = h.reconcile(P).await.unwrap_err();
     assert_eq!(err.category(), "conflict");
     assert_eq!(h.count(P), 20);
-    let action = frame::error_policy::<Reconcile>(guard(h.get(P)), &err, h.replica.ctx());
-    assert_eq!(action, Action::requeue(Duration::from_secs(1)));
-    let action = frame::error_policy::<Reconcile>(guard(h.get(P)), &err, h.replica.ctx());
-    assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    let action = frame::error_policy::<Reconcile>(&guard(h.get(P)), &err, &h.replica.ctx());
+    assert_eq!(action, Requeue::After(Duration::from_secs(1)));
+    let action = frame::error_policy::<Reconcile>(&guard(h.get(P)), &err, &h.replica.ctx());
+    assert_eq!(action, Requeue::After(Duration::from_secs(2)));
 }
 
 #[tokio::test]
@@ -732,8 +728,8 @@ async fn an_object_without_a_namespace_is_invalid_not_retried() {
         }
     ));
     assert_eq!(
-        frame::error_policy::<Reconcile>(guard(p), &err, h.replica.ctx()),
-        Action::await_change()
+        frame::error_policy::<Reconcile>(&guard(p), &err, &h.replica.ctx()),
+        Requeue::AwaitChange
     );
 }
 
@@ -744,7 +740,7 @@ async fn a_deleted_provision_during_conflicts_ends_quietly() {
     h.fake.after_next(status_path(), |fake| {
         fake.remove::<WorkshopProvision>(NS, P);
     });
-    assert_eq!(h.reconcile(P).await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile(P).await.unwrap(), Requeue::AwaitChange);
 }
 
 // ---------------------------------------------------------------- completion-based release
@@ -801,7 +797,7 @@ async fn release_when_every_claim_is_ready_complete_failed_or_cancelled() {
         let h = in_flight_with_claims(&claims).await;
         assert_eq!(
             h.reconcile(P).await.unwrap(),
-            Action::await_change(),
+            Requeue::AwaitChange,
             "{case}"
         );
         let writes = h.fake.writes();
@@ -881,7 +877,7 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     let action = frame::reconcile::<Reconcile>(Arc::new(broken), h.replica.ctx())
         .await
         .unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     assert_eq!(h.fake.write_count(), 0);
 
     let healthy = Guarded(Ok(h.get(P)));
@@ -897,7 +893,7 @@ async fn pending_claims_hold_the_flag_until_the_deadline() {
     h.clock.set(t0() + SignedDuration::from_mins(20));
     let action = h.reconcile(P).await.unwrap();
     // Requeue at the hold-down deadline: 40 minutes left.
-    assert_eq!(action, Action::requeue(Duration::from_secs(40 * 60 + 1)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(40 * 60 + 1)));
     assert_eq!(h.status(P).auto_scaling_active, Some(true));
     assert_eq!(h.condition(P, "ClaimsStuck").unwrap().0, "False");
 }
@@ -952,7 +948,7 @@ async fn stuck_claims_are_reported_without_clearing_or_scaling() {
     let action = h.reconcile(P).await.unwrap();
     assert_eq!(
         action,
-        Action::await_change(),
+        Requeue::AwaitChange,
         "event-driven from here: no timer"
     );
     assert_eq!(h.fake.write_count(), 1, "{:?}", h.fake.writes());
@@ -996,7 +992,7 @@ async fn a_custom_active_timeout_moves_the_deadline() {
     h.clock.set(t0() + SignedDuration::from_mins(9));
     assert_eq!(
         h.reconcile(P).await.unwrap(),
-        Action::requeue(Duration::from_secs(61))
+        Requeue::After(Duration::from_secs(61))
     );
     h.clock.set(t0() + SignedDuration::from_mins(10));
     h.reconcile(P).await.unwrap();
@@ -1049,7 +1045,7 @@ async fn paused_provisions_get_a_condition_and_nothing_else() {
     let action = h.reconcile(P).await.unwrap();
     assert_eq!(
         action,
-        Action::requeue(Duration::from_secs(3601)),
+        Requeue::After(Duration::from_secs(3601)),
         "requeued at the expiry"
     );
     assert_eq!(h.fake.write_count(), 1);
@@ -1078,7 +1074,7 @@ async fn an_unreadable_paused_until_pauses_and_warns() {
             Some([("scaling.ebb.dev/paused-until".to_owned(), "soon".to_owned())].into());
     });
     h.fake.clear_requests();
-    assert_eq!(h.reconcile(P).await.unwrap(), Action::await_change());
+    assert_eq!(h.reconcile(P).await.unwrap(), Requeue::AwaitChange);
     assert_eq!(h.count(P), 20);
     assert_eq!(h.fake.write_count(), 1, "the condition only");
     let (status, reason, message) = h.condition(P, "Paused").unwrap();

@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::frame::{Context, Shared};
 use crate::metrics_auth::KubeAuth;
+use crate::queue::{Queue, Queued};
 use crate::server::ServerError;
 use crate::shutdown::ShutdownError;
 use crate::telemetry::TelemetryError;
@@ -331,10 +332,10 @@ impl CacheWarm {
 /// whichever polled first (found by the end-to-end suite: `/readyz` stayed 503 for good). So
 /// readiness comes from the watch's own `InitDone` event, and only the controller awaits the
 /// store.
-pub fn controller<K>(api: Api<K>, config: watcher::Config, warm_up: &WarmUp) -> Controller<K>
+pub fn controller<K>(api: Api<K>, config: watcher::Config, warm_up: &WarmUp) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
     built(api, config, warm_up.contact(), None, move || cache.warm())
@@ -349,10 +350,10 @@ pub fn controller_skipping_own<K>(
     config: watcher::Config,
     warm_up: &WarmUp,
     own: &crate::own_writes::OwnWrites,
-) -> Controller<K>
+) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
     built(api, config, warm_up.contact(), Some(own), move || {
@@ -373,10 +374,10 @@ pub fn controller_on_changes<K>(
     own: &crate::own_writes::OwnWrites,
     listed: impl Fn() + Send + 'static,
     changed: impl Fn(&K) + Send + Sync + 'static,
-) -> Controller<K>
+) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
     let listed = move || {
@@ -399,10 +400,10 @@ pub fn controller_outside_readiness<K>(
     api: Api<K>,
     config: watcher::Config,
     contact: &ApiContact,
-) -> Controller<K>
+) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     built(api, config, contact, None, || {})
 }
@@ -413,10 +414,10 @@ fn built<K>(
     contact: &ApiContact,
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
-) -> Controller<K>
+) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     built_with(api, config, contact, own, listed, None)
 }
@@ -431,10 +432,10 @@ fn built_with<K>(
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
-) -> Controller<K>
+) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let (reader, writer) = reflector::store();
     let slimmed = crate::contact::resilient(
@@ -462,13 +463,14 @@ where
         Some(own) => own.skip(trigger).boxed(),
         None => trigger.boxed(),
     };
+    let queue = Queue::default();
+    let controller = Controller::for_stream(Queued::note(&queue, trigger), reader)
+        .with_config(controller_config())
+        .trigger_backoff(crate::contact::NoPause);
     // The server's return, and this replica starting to lead, reconcile everything once: an edge
     // that passed while the server was away, or a reconcile that failed on the outage or ran as
     // a follower, is acted on at once (see crate::contact).
-    Controller::for_stream(trigger, reader)
-        .with_config(controller_config())
-        .trigger_backoff(crate::contact::NoPause)
-        .reconcile_all_on(contact.wake_ups())
+    Queued::new(controller, queue).reconcile_all_on(contact.wake_ups())
 }
 
 /// How many reconciles one controller runs at once.

@@ -44,7 +44,6 @@ use std::collections::HashMap;
 
 use ebb_core::plan::{Category, Plan, Requeue, Target, Verb, Write};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::controller::Action;
 use kube::{Api, Client};
 use serde_json::Value;
 
@@ -73,7 +72,7 @@ pub async fn execute<G>(
     shared: &Shared,
     field_manager: &str,
     hooks: &impl Hooks<G>,
-) -> Result<Action, Failure> {
+) -> Result<Requeue, Failure> {
     let mut writer = Writer::new(&shared.client, field_manager).recording(&shared.own_writes);
     let mut first_failure: Option<Failure> = None;
     for write in &plan.writes {
@@ -118,15 +117,7 @@ pub async fn execute<G>(
     if let Some(message) = plan.invalid {
         return Err(Failure::Invalid { object, message });
     }
-    Ok(action(plan.requeue))
-}
-
-/// kube's `Action` for `requeue`.
-pub fn action(requeue: Requeue) -> Action {
-    match requeue {
-        Requeue::AwaitChange => Action::await_change(),
-        Requeue::After(wait) => Action::requeue(wait),
-    }
+    Ok(plan.requeue)
 }
 
 /// A 404 on a write to an object that was read: it is gone since (or its kind is no longer

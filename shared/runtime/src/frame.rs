@@ -3,8 +3,8 @@
 //!
 //! A controller implements [`Reconciler`] (its object kind, its own part of the context, its
 //! error type, and one `reconcile` pass: read, decide once, execute the plan) and hands
-//! [`reconcile`]`::<R>` and [`error_policy`]`::<R>` to `kube::runtime::Controller::run`, usually
-//! through [`run`]. The frame does the rest, the same way for every controller:
+//! through [`run`], a controller built by [`crate::app`] ([`Queued`]). The frame does the rest,
+//! the same way for every controller:
 //!
 //! - a tracing span per object (`controller`, `namespace`, `name`);
 //! - the reconcile metrics ([`ControllerMetrics`]: count, duration, errors by category);
@@ -24,7 +24,9 @@
 //!   want of the API server also marks it lost, and its return reconciles every object at once
 //!   ([`crate::contact`]);
 //! - for a while after such a return, a pass reads its object from the server, not the cache
-//!   ([`crate::contact::ApiContact::reads_fresh`]).
+//!   ([`crate::contact::ApiContact::reads_fresh`]);
+//! - the queue: each start, requeue and error policy is noted in the controller's [`Queue`],
+//!   exported as `ebb_<controller>_queue_depth{kind}` and `_queue_wait_seconds{kind}`.
 
 use std::any::TypeId;
 use std::fmt::Debug;
@@ -34,17 +36,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::guard::Guarded;
-use futures::StreamExt;
+use futures::{StreamExt, TryFutureExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::NamespaceResourceScope;
-use kube::runtime::Controller;
 use kube::runtime::controller::{Action, Error as ControllerError};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
+use crate::queue::{Queue, Queued};
 use crate::{ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
+pub use ebb_core::Requeue;
 
 /// When a replica that does not lead looks again (the lease duration).
 pub const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
@@ -256,7 +259,7 @@ pub trait Reconciler: Send + Sync + 'static {
     fn reconcile(
         object: Arc<Self::Object>,
         ctx: &Context<Self::Own>,
-    ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send;
 
     /// An object of this kind that does not deserialize (`error` says which field and why).
     /// Default: logged, counted under `malformed`, left alone until it changes (ebb cannot know
@@ -265,7 +268,7 @@ pub trait Reconciler: Send + Sync + 'static {
         meta: &ObjectMeta,
         error: &str,
         ctx: &Context<Self::Own>,
-    ) -> impl Future<Output = Result<Action, Self::Error>> + Send {
+    ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send {
         let key = meta_key(meta);
         tracing::warn!(
             kind = %<Self::Object as Resource>::kind(&()),
@@ -274,7 +277,7 @@ pub trait Reconciler: Send + Sync + 'static {
             "does not deserialize; left alone until it changes"
         );
         ctx.metrics.record_error("malformed");
-        std::future::ready(Ok(Action::await_change()))
+        std::future::ready(Ok(Requeue::AwaitChange))
     }
 }
 
@@ -443,11 +446,11 @@ impl<K: Clone> Seen<K> {
     }
 }
 
-/// The frame's reconcile for controller `R`: hand it to `Controller::run` (see the module docs).
+/// The frame's reconcile for controller `R`, as [`run`] runs it (see the module docs).
 pub async fn reconcile<R: Reconciler>(
     object: Arc<Guarded<R::Object>>,
     ctx: Arc<Context<R::Own>>,
-) -> Result<Action, Error<R::Error>> {
+) -> Result<Requeue, Error<R::Error>> {
     let meta = object.meta();
     let span = tracing::info_span!(
         "reconcile",
@@ -470,10 +473,10 @@ async fn passes<R: Reconciler>(
     mut seen: Seen<R::Object>,
     meta: ObjectMeta,
     ctx: &Context<R::Own>,
-) -> Result<Action, Error<R::Error>> {
+) -> Result<Requeue, Error<R::Error>> {
     if !ctx.leader.is_leader() {
         // Followers keep their caches warm and write nothing.
-        return Ok(Action::requeue(FOLLOWER_REQUEUE));
+        return Ok(Requeue::After(FOLLOWER_REQUEUE));
     }
     if let Some(field) = missing_metadata::<R::Object>(&meta) {
         return Err(Error::MissingMetadata {
@@ -494,7 +497,7 @@ async fn passes<R: Reconciler>(
                     source,
                 })? {
                 Some(fresh) => seen = fresh,
-                None => return Ok(Action::await_change()),
+                None => return Ok(Requeue::AwaitChange),
             }
         }
         let result = match &seen {
@@ -565,15 +568,15 @@ pub fn retry_after(error: &(dyn std::error::Error + 'static)) -> Option<Duration
 /// of the object; any other retries after the object's backoff delay, or after the server's
 /// `Retry-After` when a 429 asked for longer.
 pub fn error_policy<R: Reconciler>(
-    object: Arc<Guarded<R::Object>>,
+    object: &Guarded<R::Object>,
     error: &Error<R::Error>,
-    ctx: Arc<Context<R::Own>>,
-) -> Action {
-    let key = object_key(object.as_ref());
+    ctx: &Context<R::Own>,
+) -> Requeue {
+    let key = object_key(object);
     if !error.is_transient() {
         tracing::info!(controller = R::NAME, object = %key, category = error.category(), %error,
             "waiting for the object to change");
-        return Action::await_change();
+        return Requeue::AwaitChange;
     }
     tracing::warn!(controller = R::NAME, object = %key, category = error.category(), %error,
         "reconcile failed");
@@ -581,30 +584,58 @@ pub fn error_policy<R: Reconciler>(
     // the backoff below only spaces the attempts while it is away.
     ctx.contact.failed_if_unreachable(error);
     let backoff = ctx.backoff.failed(&key);
-    Action::requeue(retry_after(error).map_or(backoff, |asked| asked.max(backoff)))
+    Requeue::After(retry_after(error).map_or(backoff, |asked| asked.max(backoff)))
+}
+
+/// kube's `Action` for `requeue`, at the end of `key`'s reconcile: noted in `queue`.
+fn noted(queue: &Queue, key: String, requeue: Requeue) -> Action {
+    queue.finished(&key);
+    match requeue {
+        Requeue::AwaitChange => Action::await_change(),
+        Requeue::After(wait) => {
+            queue.requeued(key, wait);
+            Action::requeue(wait)
+        }
+    }
 }
 
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
 /// `namespace/name` of each object that was deleted before its reconcile ran (to drop its
 /// gauges, say).
-pub async fn run<R, F>(
-    controller: Controller<Guarded<R::Object>>,
-    ctx: Arc<Context<R::Own>>,
-    gone: F,
-) where
+pub async fn run<R, F>(controller: Queued<Guarded<R::Object>>, ctx: Arc<Context<R::Own>>, gone: F)
+where
     R: Reconciler,
-    <Guarded<R::Object> as Resource>::DynamicType: Eq + Hash + Clone + Debug + Unpin,
+    <Guarded<R::Object> as Resource>::DynamicType: Default + Eq + Hash + Clone + Debug + Unpin,
     F: Fn(&str) + Send,
 {
+    let (controller, queue) = controller.into_parts();
+    let wait = ctx
+        .metrics
+        .watch_queue(&<R::Object as Resource>::kind(&()), &queue);
+    let started = queue.clone();
+    let failed = queue.clone();
     controller
-        .run(reconcile::<R>, error_policy::<R>, ctx)
+        .run(
+            move |object, ctx| {
+                let key = object_key(object.as_ref());
+                if let Some(waited) = started.started(&key) {
+                    wait.observe(waited.as_secs_f64());
+                }
+                let queue = started.clone();
+                reconcile::<R>(object, ctx).map_ok(move |requeue| noted(&queue, key, requeue))
+            },
+            move |object, error, ctx| {
+                let requeue = error_policy::<R>(&object, error, &ctx);
+                noted(&failed, object_key(object.as_ref()), requeue)
+            },
+            ctx,
+        )
         .for_each(|result| {
             match result {
                 Err(ControllerError::ObjectNotFound(reference)) => {
-                    gone(&match &reference.namespace {
-                        Some(ns) => format!("{ns}/{}", reference.name),
-                        None => reference.name.clone(),
-                    });
+                    let key = crate::queue::ref_key(reference.as_ref());
+                    queue.gone(&key);
+                    gone(&key);
                 }
                 Err(error) => tracing::debug!(controller = R::NAME, %error, "controller event"),
                 Ok(_) => {}

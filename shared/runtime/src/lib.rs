@@ -62,6 +62,7 @@ pub mod overlap;
 pub mod own_writes;
 pub mod plan;
 pub mod process_metrics;
+pub mod queue;
 pub mod requests;
 pub mod server;
 pub mod shutdown;

@@ -20,6 +20,7 @@ use prometheus_client::metrics::{
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::Leader;
+use crate::queue::Queue;
 
 /// Upper bounds (seconds) of the reconcile-duration buckets: API round trips take milliseconds,
 /// a slow reconcile a few seconds.
@@ -82,39 +83,63 @@ pub const ERROR_CATEGORIES: [&str; 8] = [
     ebb_core::Category::Status.as_str(),
 ];
 
+/// Upper bounds (seconds) of the queue-wait buckets: nothing waits while a slot is free; under a
+/// burst (every object at one schedule boundary, the API server's return) an object waits for
+/// the reconciles ahead of it, seconds to a minute.
+const WAIT_BUCKETS: [f64; 10] = [0.001, 0.01, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     category: String,
 }
 
-/// The reconcile counter, error counter and duration histogram of one controller.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+/// The reconcile counter, error counter and duration histogram of one controller, and the depth
+/// and wait of each of its queues (one per kind it reconciles).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
     reconciles: Counter,
     errors: Family<ErrorLabels, Counter>,
     duration: Histogram,
+    queues: QueueDepths,
+    queue_wait: Family<KindLabels, Histogram>,
 }
 
 impl ControllerMetrics {
     /// Registers the metrics into `registry` as `ebb_<controller>_reconciles_total`,
-    /// `ebb_<controller>_reconcile_errors_total{category}` and
-    /// `ebb_<controller>_reconcile_duration_seconds`.
+    /// `ebb_<controller>_reconcile_errors_total{category}`,
+    /// `ebb_<controller>_reconcile_duration_seconds`, `ebb_<controller>_queue_depth{kind}` and
+    /// `ebb_<controller>_queue_wait_seconds{kind}` (see [`crate::queue`]).
     pub fn new(registry: &mut Registry, controller: &str) -> Self {
         let metrics = Self {
             reconciles: Counter::default(),
             errors: Family::default(),
             duration: Histogram::new(DURATION_BUCKETS),
+            queues: QueueDepths::default(),
+            queue_wait: Family::new_with_constructor(|| Histogram::new(WAIT_BUCKETS)),
         };
         let sub = controller_registry(registry, controller);
         crate::register_metrics!(&mut *sub;
             "reconciles": metrics.reconciles, "Reconciliations started";
             "reconcile_errors": metrics.errors, "Reconciliations that failed, by error category";
+            "queue_depth": metrics.queues,
+                "Objects whose reconcile is due and not started yet, every concurrent slot being busy, by kind";
         );
         sub.register_with_unit(
             "reconcile_duration",
             "Time taken by a reconciliation",
             Unit::Seconds,
             metrics.duration.clone(),
+        );
+        sub.register_with_unit(
+            "queue_wait",
+            "Time an object waited in the queue between its reconcile being due and starting, by kind",
+            Unit::Seconds,
+            metrics.queue_wait.clone(),
         );
         for category in ERROR_CATEGORIES {
             let _zero = metrics.errors.get_or_create(&ErrorLabels {
@@ -134,6 +159,17 @@ impl ControllerMetrics {
             // does not go through the injectable Clock.
             start: Instant::now(),
         }
+    }
+
+    /// Exports the depth of `queue`, the queue of the controller reconciling `kind`, from now on;
+    /// the wait histogram to observe each start's wait in.
+    pub fn watch_queue(&self, kind: &str, queue: &Queue) -> Histogram {
+        self.queues.add(kind, queue);
+        self.queue_wait
+            .get_or_create(&KindLabels {
+                kind: kind.to_owned(),
+            })
+            .clone()
     }
 
     /// Counts a failed reconcile under `category` (the error's metric label).
@@ -191,6 +227,41 @@ impl TypedMetric for LeaderGauge {
 impl EncodeMetric for LeaderGauge {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         encoder.encode_gauge(&self.value())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// `ebb_<controller>_queue_depth{kind}`: the depth of each queue watched, read at scrape time.
+#[derive(Clone, Debug, Default)]
+struct QueueDepths {
+    queues: Arc<RwLock<Vec<(String, Queue)>>>,
+}
+
+impl QueueDepths {
+    fn add(&self, kind: &str, queue: &Queue) {
+        self.queues
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((kind.to_owned(), queue.clone()));
+    }
+}
+
+impl TypedMetric for QueueDepths {
+    const TYPE: MetricType = MetricType::Gauge;
+}
+
+impl EncodeMetric for QueueDepths {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let queues = self.queues.read().unwrap_or_else(PoisonError::into_inner);
+        for (kind, queue) in queues.iter() {
+            let labels = KindLabels { kind: kind.clone() };
+            let depth = i64::try_from(queue.depth()).unwrap_or(i64::MAX);
+            encoder.encode_family(&labels)?.encode_gauge(&depth)?;
+        }
+        Ok(())
     }
 
     fn metric_type(&self) -> MetricType {

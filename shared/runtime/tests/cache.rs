@@ -107,7 +107,9 @@ async fn a_controller_runs_a_bounded_number_of_reconciles_at_once() {
     let api: Api<ConfigMap> = Api::namespaced(fake.client(), "shop");
     let warm_up = WarmUp::new(Health::new(), contact());
     let counters = Arc::new(Counters::default());
-    let controller = app::controller(api, watcher::Config::default(), &warm_up)
+    let (controller, _queue) =
+        app::controller(api, watcher::Config::default(), &warm_up).into_parts();
+    let controller = controller
         .run(
             |_: Arc<ConfigMap>, c: Arc<Counters>| async move {
                 let now = c.running.fetch_add(1, Ordering::SeqCst) + 1;

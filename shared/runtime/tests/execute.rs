@@ -12,7 +12,6 @@ use ebb_runtime::frame::{Failure, ReconcileError};
 use ebb_testkit::{Fault, Harness, Matcher};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::Resource;
-use kube::runtime::controller::Action;
 use serde_json::json;
 
 const MANAGER: &str = "ebb-demo";
@@ -92,7 +91,7 @@ async fn writes_run_in_order_each_event_after_its_write_then_status_events_gauge
         .await
         .unwrap();
 
-    assert_eq!(action, Action::requeue(Duration::from_secs(30)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(30)));
     assert_eq!(stored(&h, "b").unwrap().data.unwrap()["v"], "2");
     assert_eq!(stored(&h, "a").unwrap().data.unwrap()["v"], "3");
     assert_eq!(h.events.reasons(), ["Created", "Updated", "Done"]);
@@ -115,7 +114,7 @@ async fn an_empty_plan_sends_nothing() {
     let action = execute(Plan::new(subject(), ()), &h.shared(false), MANAGER, &())
         .await
         .unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Requeue::AwaitChange);
     assert!(h.fake.requests().is_empty());
     assert!(h.events.reasons().is_empty());
 }

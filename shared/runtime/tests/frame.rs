@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use ebb_runtime::Leader;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{
     self, Context, FOLLOWER_REQUEUE, MAX_ATTEMPTS, ReconcileError, Reconciler,
 };
@@ -15,7 +16,6 @@ use ebb_testkit::{Harness, Matcher};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::Action;
 use serde_json::json;
 
 ebb_runtime::controller_names!("demo-scaler");
@@ -59,7 +59,7 @@ impl Reconciler for Demo {
     type Error = DemoError;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    async fn reconcile(object: Arc<ConfigMap>, ctx: &Context<Own>) -> Result<Action, DemoError> {
+    async fn reconcile(object: Arc<ConfigMap>, ctx: &Context<Own>) -> Result<Requeue, DemoError> {
         let v = object
             .data
             .as_ref()
@@ -83,7 +83,7 @@ impl Reconciler for Demo {
         {
             Err(e) if frame::is_conflict(&e) => Err(conflict()),
             Err(e) => Err(server_error(e)),
-            Ok(_) => Ok(Action::requeue(Duration::from_secs(60))),
+            Ok(_) => Ok(Requeue::After(Duration::from_secs(60))),
         }
     }
 
@@ -91,13 +91,13 @@ impl Reconciler for Demo {
         meta: &ObjectMeta,
         _error: &str,
         ctx: &Context<Own>,
-    ) -> Result<Action, DemoError> {
+    ) -> Result<Requeue, DemoError> {
         ctx.own
             .malformed
             .lock()
             .unwrap()
             .push(meta.name.clone().unwrap_or_default());
-        Ok(Action::await_change())
+        Ok(Requeue::AwaitChange)
     }
 }
 
@@ -110,8 +110,8 @@ impl Reconciler for Quiet {
     type Error = DemoError;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    async fn reconcile(_: Arc<ConfigMap>, _: &Context<()>) -> Result<Action, DemoError> {
-        Ok(Action::await_change())
+    async fn reconcile(_: Arc<ConfigMap>, _: &Context<()>) -> Result<Requeue, DemoError> {
+        Ok(Requeue::AwaitChange)
     }
 }
 
@@ -146,7 +146,7 @@ async fn a_pass_runs_once_and_is_counted() {
     let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(60)));
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
     assert_eq!(seen(&h).as_deref(), Some("1"));
     assert!(
@@ -166,7 +166,7 @@ async fn a_conflict_reads_the_object_again_and_decides_again() {
         cm.data.as_mut().unwrap().insert("v".into(), "2".into());
     });
     let action = frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(action, Requeue::After(Duration::from_secs(60)));
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1", "2"]);
     assert_eq!(
         seen(&h).as_deref(),
@@ -221,14 +221,13 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
     assert_eq!(ctx.own.passes.lock().unwrap().len(), MAX_ATTEMPTS);
     assert!(h.metrics_text().contains("category=\"conflict\"} 1"));
     // Transient: backs off per object, 1 s then 2 s; a success resets it.
-    let policy =
-        |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(guard(&h), e, ctx.clone());
-    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(1)));
-    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(2)));
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(&guard(&h), e, &ctx);
+    assert_eq!(policy(&error), Requeue::After(Duration::from_secs(1)));
+    assert_eq!(policy(&error), Requeue::After(Duration::from_secs(2)));
     frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap();
-    assert_eq!(policy(&error), Action::requeue(Duration::from_secs(1)));
+    assert_eq!(policy(&error), Requeue::After(Duration::from_secs(1)));
 }
 
 #[tokio::test]
@@ -240,8 +239,8 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
         .unwrap_err();
     assert!(matches!(error.inner(), Some(DemoError::Invalid { .. })));
     assert_eq!(
-        frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
-        Action::await_change()
+        frame::error_policy::<Demo>(&guard(&h), &error, &ctx),
+        Requeue::AwaitChange
     );
     assert!(h.metrics_text().contains("category=\"invalid\"} 1"));
     // A server error is transient, counted under the write's own category.
@@ -252,16 +251,15 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
     assert!(error.to_string().starts_with("writing ConfigMap ns/cm: "));
     assert!(h.metrics_text().contains("category=\"write_data\"} 1"));
     assert_eq!(
-        frame::error_policy::<Demo>(guard(&h), &error, ctx.clone()),
-        Action::requeue(Duration::from_secs(1))
+        frame::error_policy::<Demo>(&guard(&h), &error, &ctx),
+        Requeue::After(Duration::from_secs(1))
     );
 }
 
 #[tokio::test]
 async fn a_429_comes_back_no_sooner_than_the_server_asked() {
     let (h, ctx) = setup();
-    let policy =
-        |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(guard(&h), e, ctx.clone());
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(&guard(&h), e, &ctx);
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 429);
     let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
@@ -269,8 +267,8 @@ async fn a_429_comes_back_no_sooner_than_the_server_asked() {
     let asked = Duration::from_secs(ebb_testkit::RETRY_AFTER_SECONDS.into());
     assert_eq!(frame::retry_after(&error), Some(asked));
     // The server's 5 s, not the backoff's first 1 s; then the backoff once it is longer.
-    let delays: Vec<Action> = (0..5).map(|_| policy(&error)).collect();
-    let secs = |s| Action::requeue(Duration::from_secs(s));
+    let delays: Vec<Requeue> = (0..5).map(|_| policy(&error)).collect();
+    let secs = |s| Requeue::After(Duration::from_secs(s));
     assert_eq!(delays, [secs(5), secs(5), secs(5), secs(8), secs(16)]);
     // Other failures keep the plain backoff.
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 500);
@@ -295,7 +293,7 @@ async fn a_follower_writes_nothing_and_looks_again_later() {
     let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
         .await
         .unwrap();
-    assert_eq!(action, Action::requeue(FOLLOWER_REQUEUE));
+    assert_eq!(action, Requeue::After(FOLLOWER_REQUEUE));
     assert!(ctx.own.passes.lock().unwrap().is_empty());
     assert_eq!(h.fake.write_count(), 0);
 }
@@ -314,7 +312,7 @@ async fn a_malformed_object_is_reported_and_every_other_is_served() {
         frame::reconcile::<Demo>(bad.clone(), ctx.clone())
             .await
             .unwrap(),
-        Action::await_change()
+        Requeue::AwaitChange
     );
     assert_eq!(*ctx.own.malformed.lock().unwrap(), ["bad"]);
     assert!(ctx.own.passes.lock().unwrap().is_empty());
@@ -327,7 +325,7 @@ async fn a_malformed_object_is_reported_and_every_other_is_served() {
     h.fake.clear_requests();
     assert_eq!(
         frame::reconcile::<Quiet>(bad, quiet).await.unwrap(),
-        Action::await_change()
+        Requeue::AwaitChange
     );
     assert_eq!(h.fake.requests().len(), 0);
     assert!(h.metrics_text().contains("category=\"malformed\"} 1"));
@@ -342,7 +340,7 @@ async fn an_object_deleted_during_a_conflict_ends_the_reconcile() {
     h.fake.remove::<ConfigMap>("ns", "cm");
     assert_eq!(
         frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap(),
-        Action::await_change()
+        Requeue::AwaitChange
     );
     assert_eq!(ctx.own.passes.lock().unwrap().len(), 1);
 }
@@ -372,8 +370,8 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
         assert_eq!(error.to_string(), format!("ConfigMap without {field}"));
         assert!(!error.is_transient());
         assert_eq!(
-            frame::error_policy::<Demo>(object, &error, ctx.clone()),
-            Action::await_change()
+            frame::error_policy::<Demo>(&object, &error, &ctx),
+            Requeue::AwaitChange
         );
     }
     assert!(
@@ -382,4 +380,93 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
     );
     assert!(h.fake.writes().is_empty());
     assert!(h.metrics_text().contains("category=\"invalid_object\"} 3"));
+}
+
+/// A controller whose passes wait for the gate to open, counting those started.
+struct Gated;
+
+struct Gate {
+    open: tokio::sync::watch::Receiver<bool>,
+    started: std::sync::atomic::AtomicUsize,
+}
+
+impl Reconciler for Gated {
+    type Object = ConfigMap;
+    type Own = Gate;
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Gate>) -> Result<Requeue, DemoError> {
+        ctx.own
+            .started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut open = ctx.own.open.clone();
+        let _ = open.wait_for(|open| *open).await;
+        // Looked at again in an hour: not due, so not in the queue meanwhile.
+        Ok(Requeue::After(Duration::from_secs(3600)))
+    }
+}
+
+/// Waits (up to 10 s) until `done`.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The value of the series starting with `series` in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|line| line.starts_with(series))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+#[tokio::test]
+async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
+    use ebb_runtime::app::{self, CONCURRENT_RECONCILES, WarmUp};
+    use std::sync::atomic::Ordering;
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    let objects = 3 * usize::from(CONCURRENT_RECONCILES);
+    for i in 0..objects {
+        h.fake
+            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "namespace": "ns"}}));
+    }
+    let (gate, open) = tokio::sync::watch::channel(false);
+    let ctx = h.context(
+        false,
+        Gate {
+            open,
+            started: Default::default(),
+        },
+    );
+    let depth = "ebb_demo_scaler_queue_depth{controller=\"demo-scaler\",kind=\"ConfigMap\"}";
+    let waited =
+        "ebb_demo_scaler_queue_wait_seconds_count{controller=\"demo-scaler\",kind=\"ConfigMap\"}";
+    let warm_up = WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
+    let controller = app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
+    let run = tokio::spawn(frame::run::<Gated, _>(controller, ctx.clone(), |_| {}));
+    let started = || ctx.own.started.load(Ordering::SeqCst);
+    let concurrent = usize::from(CONCURRENT_RECONCILES);
+    eventually("every slot busy", || started() == concurrent).await;
+    // Every object was listed at once: the rest wait for a slot.
+    let waiting = (objects - concurrent) as f64;
+    eventually("the rest counted as waiting", || {
+        sample(&h.metrics_text(), depth) == Some(waiting)
+    })
+    .await;
+    assert_eq!(started(), concurrent, "no more than the slots run at once");
+    gate.send(true).unwrap();
+    eventually("every object reconciled", || started() == objects).await;
+    eventually("the queue empty", || {
+        sample(&h.metrics_text(), depth) == Some(0.0)
+    })
+    .await;
+    let text = h.metrics_text();
+    assert_eq!(sample(&text, waited), Some(objects as f64), "{text}");
+    run.abort();
 }

@@ -17,10 +17,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
 use http::Method;
-use kube::runtime::controller::Action;
 use serde_json::Value;
 
 use crate::fake::RETRY_AFTER_SECONDS;
@@ -52,7 +52,7 @@ pub enum Attempt {
         /// The error's metric category.
         category: &'static str,
         /// What the frame's error policy answered.
-        requeue: Action,
+        requeue: Requeue,
     },
 }
 
@@ -64,7 +64,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    fn failures(&self) -> impl Iterator<Item = (&'static str, &Action)> {
+    fn failures(&self) -> impl Iterator<Item = (&'static str, &Requeue)> {
         self.attempts.iter().filter_map(|a| match a {
             Attempt::Failed { category, requeue } => Some((*category, requeue)),
             Attempt::Done { .. } => None,
@@ -115,7 +115,7 @@ pub async fn settle_with<R: Reconciler>(
                 }
             }
             Err(error) => {
-                let requeue = frame::error_policy::<R>(guard, &error, ctx.clone());
+                let requeue = frame::error_policy::<R>(&guard, &error, &ctx);
                 trace.attempts.push(Attempt::Failed {
                     category: error.category(),
                     requeue,
@@ -193,7 +193,7 @@ pub async fn fault_matrix<W>(
             {
                 let asked = Duration::from_secs(RETRY_AFTER_SECONDS.into());
                 assert!(
-                    *requeue == Action::requeue(asked),
+                    *requeue == Requeue::After(asked),
                     "{case}: retried after {requeue:?}, before the server's Retry-After"
                 );
             }

@@ -11,11 +11,11 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::frame;
+use ebb_runtime::frame::Requeue;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::{Leader, ManualClock};
 use ebb_testkit::{FakeApi, Matcher, RecordedRequest, RecordingEvents, utc};
 use jiff::Timestamp;
-use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
 use workshop_scaler::metrics::Metrics;
@@ -225,13 +225,13 @@ impl Harness {
     // --- running ---
 
     /// One reconcile of `name`, as the controller would run it on a fresh cache.
-    pub async fn reconcile(&self, name: &str) -> Result<Action, Error> {
+    pub async fn reconcile(&self, name: &str) -> Result<Requeue, Error> {
         let provision = self.get(name);
         frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
     }
 
     /// One reconcile on a given (possibly stale) copy of the provision.
-    pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Action, Error> {
+    pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Requeue, Error> {
         frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
     }
 

@@ -1,0 +1,355 @@
+//! What waits in a controller's queue: objects whose reconcile is due but has not started.
+//!
+//! kube-runtime's `Controller` keeps its queue (a scheduler, one entry per object, the earliest
+//! time asked for) private, so ebb keeps a ledger of the same entries beside it. A [`Queued`]
+//! controller is kube's `Controller` whose every trigger is noted as it passes on to kube: the
+//! watch of its own kind, the watches of related kinds, `reconcile_on`, `reconcile_all_on`.
+//! [`crate::frame::run`] notes the rest: a reconcile starting (the entry leaves the queue), the
+//! requeue a pass or the error policy asks for (an entry due later), an object gone before its
+//! reconcile ran. Both sides merge as kube's scheduler does: one entry per object, the earliest
+//! due time kept.
+//!
+//! [`Queue::depth`] is what controller-runtime calls a work queue's depth: entries due now that no
+//! reconcile has taken yet because every slot of the controller's concurrency is busy. As there,
+//! an object asked for again while its reconcile runs waits beside the queue, not in it, until
+//! that reconcile ends (kube holds it); a requeue waiting for its time is not counted until it is
+//! due. [`Queue::started`] says how long the entry waited in the queue (the queue latency).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::Resource;
+use kube::runtime::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+/// The ledger of one controller's queue: per object (`namespace/name`), when its reconcile is due.
+///
+/// Time is tokio's monotonic clock, the one kube's scheduler runs on (paused in the simulator):
+/// a measurement of the queue, not a decision input, so it does not go through the `Clock`.
+#[derive(Clone, Debug, Default)]
+pub struct Queue {
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    /// When each object's next reconcile is due.
+    due: HashMap<String, Instant>,
+    /// The objects whose reconcile runs now.
+    running: HashSet<String>,
+}
+
+impl Queue {
+    /// `key`'s reconcile is asked for now (a trigger).
+    pub fn asked(&self, key: String) {
+        self.due_at(key, Instant::now());
+    }
+
+    /// `key`'s reconcile is asked for after `wait` (a requeue).
+    pub fn requeued(&self, key: String, wait: Duration) {
+        self.due_at(key, Instant::now() + wait);
+    }
+
+    /// `key`'s reconcile started: its entry leaves the queue. How long it waited in the queue
+    /// (`None` when it had no entry due).
+    pub fn started(&self, key: &str) -> Option<Duration> {
+        let mut ledger = self.lock();
+        ledger.running.insert(key.to_owned());
+        let due = ledger.due.remove(key)?;
+        Instant::now().checked_duration_since(due)
+    }
+
+    /// `key`'s reconcile ended (before its requeue is noted). Asked for again while it ran, the
+    /// object enters the queue now.
+    pub fn finished(&self, key: &str) {
+        let mut ledger = self.lock();
+        ledger.running.remove(key);
+        let now = Instant::now();
+        if let Some(due) = ledger.due.get_mut(key) {
+            *due = (*due).max(now);
+        }
+    }
+
+    /// `key` was gone when its turn came: the entry is dropped unreconciled.
+    pub fn gone(&self, key: &str) {
+        self.lock().due.remove(key);
+    }
+
+    /// The entries due now that no reconcile has taken yet (those of objects whose reconcile runs
+    /// wait beside the queue).
+    pub fn depth(&self) -> usize {
+        let now = Instant::now();
+        let ledger = self.lock();
+        ledger
+            .due
+            .iter()
+            .filter(|(key, due)| **due <= now && !ledger.running.contains(*key))
+            .count()
+    }
+
+    fn due_at(&self, key: String, at: Instant) {
+        self.lock()
+            .due
+            .entry(key)
+            .and_modify(|due| *due = (*due).min(at))
+            .or_insert(at);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        // The ledger holds no invariant a panic could break halfway.
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The ledger key of an object reference: `namespace/name`, or `name` (as
+/// [`object_key`](crate::object_key) names objects).
+pub fn ref_key<K: kube::runtime::reflector::Lookup>(reference: &ObjectRef<K>) -> String {
+    match &reference.namespace {
+        Some(ns) => format!("{ns}/{}", reference.name),
+        None => reference.name.clone(),
+    }
+}
+
+/// kube's `Controller` with its triggers noted in a [`Queue`]: the same builder methods, each
+/// noting what its stream asks for as it passes on. Built by [`crate::app`]'s constructors,
+/// run by [`crate::frame::run`].
+pub struct Queued<K>
+where
+    K: Clone + Resource + Debug + 'static,
+    K::DynamicType: Eq + Hash,
+{
+    controller: Controller<K>,
+    queue: Queue,
+}
+
+impl<K> Queued<K>
+where
+    K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
+{
+    /// `controller`, whose own trigger went through [`Queued::note`] with `queue`.
+    pub(crate) fn new(controller: Controller<K>, queue: Queue) -> Self {
+        Self { controller, queue }
+    }
+
+    /// A trigger of objects of `K` noted in `queue` as it passes (for the controller's own watch).
+    pub(crate) fn note<E>(
+        queue: &Queue,
+        trigger: impl Stream<Item = Result<K, E>> + Send + 'static,
+    ) -> impl Stream<Item = Result<K, E>> + Send + 'static {
+        let queue = queue.clone();
+        trigger.inspect(move |object| {
+            if let Ok(object) = object {
+                queue.asked(crate::object_key(object));
+            }
+        })
+    }
+
+    /// The cache the controller reads its objects from.
+    pub fn store(&self) -> Store<K> {
+        self.controller.store()
+    }
+
+    /// Reconciles the objects `mapper` names whenever `trigger` yields an object of another kind.
+    #[must_use]
+    pub fn watches_stream<Other, I>(
+        self,
+        trigger: impl Stream<Item = Result<Other, watcher::Error>> + Send + 'static,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+    ) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + Send + 'static,
+        Other::DynamicType: Default + Debug + Clone,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+        I::IntoIter: Send,
+    {
+        self.watches_stream_with(trigger, mapper, Default::default())
+    }
+
+    /// [`Queued::watches_stream`] for a kind known at run time (`dyntype`).
+    #[must_use]
+    pub fn watches_stream_with<Other, I>(
+        self,
+        trigger: impl Stream<Item = Result<Other, watcher::Error>> + Send + 'static,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+        dyntype: Other::DynamicType,
+    ) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + Send + 'static,
+        Other::DynamicType: Debug + Clone,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+        I::IntoIter: Send,
+    {
+        let queue = self.queue.clone();
+        let noted = move |other: Other| {
+            let refs: Vec<ObjectRef<K>> = mapper(other).into_iter().collect();
+            for reference in &refs {
+                queue.asked(ref_key(reference));
+            }
+            refs
+        };
+        Self {
+            controller: self.controller.watches_stream_with(trigger, noted, dyntype),
+            queue: self.queue,
+        }
+    }
+
+    /// Reconciles the owners (of kind `K`) of each object `trigger` yields.
+    #[must_use]
+    pub fn owns_stream<Child>(
+        self,
+        trigger: impl Stream<Item = Result<Child, watcher::Error>> + Send + 'static,
+    ) -> Self
+    where
+        Child: Clone + Resource<DynamicType = ()> + DeserializeOwned + Debug + Send + 'static,
+    {
+        self.watches_stream(trigger, |child: Child| {
+            let meta = child.meta();
+            meta.owner_references
+                .iter()
+                .flatten()
+                .filter_map(|owner| {
+                    ObjectRef::from_owner_ref(meta.namespace.as_deref(), owner, Default::default())
+                })
+                .collect::<Vec<_>>()
+        })
+    }
+
+    /// Reconciles each object `trigger` names.
+    #[must_use]
+    pub fn reconcile_on(self, trigger: impl Stream<Item = ObjectRef<K>> + Send + 'static) -> Self {
+        let queue = self.queue.clone();
+        let noted = trigger.inspect(move |reference| queue.asked(ref_key(reference)));
+        Self {
+            controller: self.controller.reconcile_on(noted),
+            queue: self.queue,
+        }
+    }
+
+    /// Reconciles every object in the cache whenever `trigger` yields.
+    #[must_use]
+    pub fn reconcile_all_on(self, trigger: impl Stream<Item = ()> + Send + 'static) -> Self {
+        let queue = self.queue.clone();
+        let store = self.controller.store();
+        let noted = trigger.inspect(move |()| {
+            for object in store.state() {
+                queue.asked(crate::object_key(object.as_ref()));
+            }
+        });
+        Self {
+            controller: self.controller.reconcile_all_on(noted),
+            queue: self.queue,
+        }
+    }
+
+    /// Stops starting reconciles once `trigger` completes (those running finish).
+    #[must_use]
+    pub fn graceful_shutdown_on(
+        self,
+        trigger: impl Future<Output = ()> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            controller: self.controller.graceful_shutdown_on(trigger),
+            queue: self.queue,
+        }
+    }
+
+    /// kube's `Controller` and the ledger of its queue, to run.
+    pub fn into_parts(self) -> (Controller<K>, Queue) {
+        (self.controller, self.queue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> String {
+        format!("ns/{name}")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_counts_while_due_and_leaves_when_its_reconcile_starts() {
+        let queue = Queue::default();
+        queue.asked(key("a"));
+        queue.asked(key("b"));
+        queue.asked(key("a"));
+        assert_eq!(queue.depth(), 2, "one entry per object");
+        tokio::time::advance(Duration::from_millis(250)).await;
+        assert_eq!(queue.started(&key("a")), Some(Duration::from_millis(250)));
+        assert_eq!(queue.depth(), 1);
+        queue.gone(&key("b"));
+        assert_eq!(queue.depth(), 0);
+        assert_eq!(
+            queue.started(&key("b")),
+            None,
+            "a gone entry waited for nothing"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_requeue_counts_only_once_due() {
+        let queue = Queue::default();
+        queue.requeued(key("a"), Duration::from_secs(60));
+        assert_eq!(
+            queue.depth(),
+            0,
+            "waiting for its time is not waiting in the queue"
+        );
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert_eq!(queue.depth(), 0);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(queue.depth(), 1);
+        assert_eq!(queue.started(&key("a")), Some(Duration::from_secs(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_object_asked_for_while_it_runs_waits_beside_the_queue_until_it_ends() {
+        let queue = Queue::default();
+        queue.asked(key("a"));
+        assert_eq!(queue.started(&key("a")), Some(Duration::ZERO));
+        queue.asked(key("a"));
+        assert_eq!(queue.depth(), 0, "kube holds it while its reconcile runs");
+        tokio::time::advance(Duration::from_secs(3)).await;
+        queue.finished(&key("a"));
+        assert_eq!(queue.depth(), 1);
+        tokio::time::advance(Duration::from_millis(5)).await;
+        assert_eq!(
+            queue.started(&key("a")),
+            Some(Duration::from_millis(5)),
+            "the wait counts from the end of the run it waited for"
+        );
+        queue.finished(&key("a"));
+        assert_eq!(queue.depth(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_earliest_request_wins_as_in_kubes_scheduler() {
+        let queue = Queue::default();
+        // A trigger while the reconcile runs, then the pass asks for a requeue later: the trigger
+        // stands (kube's scheduler keeps the earlier).
+        queue.asked(key("a"));
+        queue.requeued(key("a"), Duration::from_secs(300));
+        assert_eq!(queue.depth(), 1);
+        // A requeue, then a trigger: due now.
+        queue.requeued(key("b"), Duration::from_secs(300));
+        queue.asked(key("b"));
+        assert_eq!(queue.depth(), 2);
+    }
+
+    #[test]
+    fn a_reference_is_keyed_as_objects_are() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let namespaced = ObjectRef::<ConfigMap>::new("web").within("shop");
+        assert_eq!(ref_key(&namespaced), "shop/web");
+        assert_eq!(ref_key(&ObjectRef::<ConfigMap>::new("web")), "web");
+    }
+}
