@@ -36,16 +36,15 @@ impl ReconcileError for Never {
 }
 
 /// Records the instant of each reconcile and comes back an hour later.
-struct Hourly;
+#[derive(Default)]
+struct Hourly(Mutex<Vec<Timestamp>>);
 
-impl Reconciler for Hourly {
-    type Object = ConfigMap;
-    type Own = Mutex<Vec<Timestamp>>;
+impl Reconciler<ConfigMap> for Hourly {
     type Error = Never;
     const NAME: &'static str = "hourly";
 
-    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Self::Own>) -> Result<Requeue, Never> {
-        ctx.own.lock().unwrap().push(ctx.clock.now());
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Self>) -> Result<Requeue, Never> {
+        ctx.own.0.lock().unwrap().push(ctx.clock.now());
         Ok(Requeue::After(Duration::from_secs(3600)))
     }
 }
@@ -63,18 +62,18 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     let mut shared = h.shared(false);
     shared.client = fake.client();
     shared.clock = Arc::new(clock);
-    let ctx = Arc::new(Context::new(shared, Mutex::new(Vec::new())));
+    let ctx = Arc::new(Context::new(shared, Hourly::default()));
     let api: Api<Guarded<ConfigMap>> = Api::all(fake.client());
     let warm_up = WarmUp::new(Health::new(), ctx.contact.clone());
     let controller = ebb_runtime::app::controller(api, watcher::Config::default(), &warm_up);
-    let run = frame::run::<Hourly, _>(controller, ctx.clone(), |_| {});
+    let run = frame::run(controller, ctx.clone(), |_| {});
     let day =
         clock.sleep_until(origin + SignedDuration::from_hours(24) + SignedDuration::from_secs(1));
     futures::select! {
         () = run.fuse() => panic!("the controller ended"),
         () = Box::pin(day).fuse() => {}
     }
-    let seen = ctx.own.lock().unwrap().clone();
+    let seen = ctx.own.0.lock().unwrap().clone();
     assert_eq!(seen.len(), 25, "{seen:?}");
     for (i, at) in seen.iter().enumerate() {
         let expected = origin + SignedDuration::from_hours(i as i64);

@@ -9,7 +9,7 @@
 //!
 //! - [`decide`]: every rule, pure.
 //! - [`reconcile`]: observe -> decide -> minimal writes -> status, Events, metrics, as the
-//!   [`reconcile::Reconcile`] pass of the shared reconcile frame (`ebb_runtime::frame`).
+//!   pass of [`reconcile::Own`] in the shared reconcile frame (`ebb_runtime::frame`).
 //! - [`targets`]: the target kinds as dynamic resources, their views and patch bodies.
 //! - [`plan`]: the offline `plan` subcommand.
 
@@ -46,7 +46,7 @@ use kube::{Api, Client, ResourceExt};
 
 use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
 use crate::metrics::Metrics;
-use crate::reconcile::{EnabledTargets, Own, Reconcile};
+use crate::reconcile::{EnabledTargets, Own};
 
 /// Flags of the controller (`scaledown-window` without a subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -369,7 +369,7 @@ pub fn controllers(
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });
     // A schedule deleted before its reconcile ran drops its gauges here.
     let gauges = ctx.own.metrics.clone();
-    let run = frame::run::<Reconcile, _>(controller, ctx, move |name| gauges.forget(name));
+    let run = frame::run(controller, ctx, move |name| gauges.forget(name));
     async move {
         futures::join!(run, watch_calendars);
     }

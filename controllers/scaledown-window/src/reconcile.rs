@@ -1,4 +1,4 @@
-//! One ScaleDownSchedule, as one [`Reconcile`] pass in the shared reconcile frame
+//! One ScaleDownSchedule, as one pass of [`Own`] in the shared reconcile frame
 //! (`ebb_runtime::frame`: span, metrics, leader gate, malformed objects, re-read and re-run on a
 //! conflict, backoff): observe (ClusterVersion and MachineConfigPools, the target's objects, the
 //! other schedules) -> [`decide`] -> apply (the minimal writes, only what ebb owns) -> status,
@@ -163,14 +163,10 @@ impl ReconcileError for Error {
     }
 }
 
-/// scaledown-window in the reconcile frame: the frame runs [`Reconcile::reconcile`] per
+/// scaledown-window in the reconcile frame: the frame runs [`Own`]'s `reconcile` per
 /// ScaleDownSchedule (span, metrics, leader gate, malformed objects, re-read and re-run on a
 /// conflict, backoff).
-pub struct Reconcile;
-
-impl Reconciler for Reconcile {
-    type Object = ScaleDownSchedule;
-    type Own = Own;
+impl Reconciler<ScaleDownSchedule> for Own {
     type Error = Error;
     const NAME: &'static str = CONTROLLER_NAME;
 

@@ -120,12 +120,16 @@ impl Test {
     /// One reconcile as the controller runs it: through the frame (a conflict re-reads the
     /// schedule and runs the pass again).
     async fn reconcile(&self, name: &str) -> Result<Requeue, frame::Error<Error>> {
-        frame::reconcile::<Reconcile>(self.guard(name), self.ctx()).await
+        frame::reconcile(self.guard(name), self.ctx()).await
     }
 
     /// One pass alone, without the frame: what a pass that meets a conflict returns.
     async fn pass(&self, name: &str) -> Result<Requeue, Error> {
-        Reconcile::reconcile(Arc::new(self.schedule(name)), &self.ctx()).await
+        <Own as Reconciler<ScaleDownSchedule>>::reconcile(
+            Arc::new(self.schedule(name)),
+            &self.ctx(),
+        )
+        .await
     }
 
     fn guard(&self, name: &str) -> Arc<Guarded<ScaleDownSchedule>> {
@@ -429,7 +433,7 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
             .into(),
         ))
     };
-    let policy = |e: &frame::Error<Error>| frame::error_policy::<Reconcile>(&obj, e, &t.ctx());
+    let policy = |e: &frame::Error<Error>| frame::error_policy(&obj, e, &t.ctx());
     assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(1)));
     assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(2)));
     let conflict = Error::Write(frame::Failure::stale("x"));
@@ -1028,9 +1032,7 @@ async fn the_claimants_come_from_the_cache_where_it_holds_every_schedule() {
         .without_jitter(),
     );
     t.fake.clear_requests();
-    frame::reconcile::<Reconcile>(t.guard("b-always"), ctx)
-        .await
-        .unwrap();
+    frame::reconcile(t.guard("b-always"), ctx).await.unwrap();
     assert!(
         !t.fake
             .reads()
@@ -1266,7 +1268,7 @@ async fn malformed_objects_wait_for_a_change() {
     .unwrap();
     let guard = Arc::new(guard);
     // The frame's default: logged, counted under `malformed`, left alone until it changes.
-    let action = frame::reconcile::<Reconcile>(guard, t.ctx()).await.unwrap();
+    let action = frame::reconcile(guard, t.ctx()).await.unwrap();
     assert_eq!(action, Requeue::AwaitChange);
     assert!(
         t.metrics()
@@ -1550,7 +1552,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
         },
     );
     t.set(FRIDAY_NIGHT);
-    frame::reconcile::<Reconcile>(t.guard(ME), Arc::new(restarted))
+    frame::reconcile(t.guard(ME), Arc::new(restarted))
         .await
         .unwrap();
     let ma = ma_json(&t, "worker-a");
@@ -2246,7 +2248,7 @@ async fn fault_matrix(
         },
         async |t: &Test, trace: &mut matrix::Trace| {
             let read = || t.fake.get::<ScaleDownSchedule>("", ME);
-            matrix::settle_with::<Reconcile>(&t.fake, || t.ctx(), read, trace).await;
+            matrix::settle_with(&t.fake, || t.ctx(), read, trace).await;
         },
         |t: &Test| {
             let mut all = watched.to_vec();

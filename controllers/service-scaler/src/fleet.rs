@@ -1,17 +1,17 @@
 //! FleetSchedules: two reconcilers in the shared frame, one scope at a time.
 //!
-//! - [`Members`], keyed by HPA: an HPA's pass finds, in memory, who schedules it
-//!   ([`decide::claim`]); only a member, or an HPA carrying a record to act on
-//!   ([`decide::needs_pass`]), is read (one GET, and its target's Scale when a hibernation
-//!   concerns it), decided ([`decide::decide_member`]) and handed to the executor. Its trigger is
-//!   a metadata-only cache of the HPAs that passes on new HPAs and changes of their generation,
-//!   labels or annotations (the HPA controller's status writes run nothing, nor do the events
-//!   of this process's own writes), plus every change of
-//!   a FleetSchedule (mapped to the HPAs it matches or marked) and of a ServiceScaler (mapped to
-//!   the HPA of its name). Each trigger's cache is updated before its event runs a pass.
-//! - [`Fleets`], keyed by FleetSchedule: its status (members, the range in force, `SpecValid`,
-//!   `Conflict`, `Ready`) from the same caches, with no read; run again when an HPA of a
-//!   namespace it reaches changes, and at its next transition.
+//! - the members, keyed by HPA ([`Own`]'s `Reconciler<HpaMeta>`): an HPA's pass finds, in memory,
+//!   who schedules it ([`decide::claim`]); only a member, or an HPA carrying a record to act on
+//!   ([`decide::needs_pass`]), is read (one GET, and its target's Scale when a hibernation concerns
+//!   it), decided ([`decide::decide_member`]) and handed to the executor. Its trigger is a
+//!   metadata-only cache of the HPAs that passes on new HPAs and changes of their generation,
+//!   labels or annotations (the HPA controller's status writes run nothing, nor do the events of
+//!   this process's own writes), plus every change of a FleetSchedule (mapped to the HPAs it
+//!   matches or marked) and of a ServiceScaler (mapped to the HPA of its name). Each trigger's
+//!   cache is updated before its event runs a pass.
+//! - the fleets, keyed by FleetSchedule ([`Own`]'s `Reconciler<FleetSchedule>`): its status
+//!   (members, the range in force, `SpecValid`, `Conflict`, `Ready`) from the same caches, with no
+//!   read; run again when an HPA of a namespace it reaches changes, and at its next transition.
 //!
 //! No pass acts before every cache it decides on holds its first full list: an empty cache of
 //! FleetSchedules would look like "no fleet", and restore every member.
@@ -139,11 +139,7 @@ fn fleets_of(all: &[Arc<Guarded<FleetSchedule>>]) -> Vec<&FleetSchedule> {
 }
 
 /// HPAs in the frame, keyed by HPA.
-pub struct Members;
-
-impl frame::Reconciler for Members {
-    type Object = HpaMeta;
-    type Own = Own;
+impl frame::Reconciler<HpaMeta> for Own {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -228,11 +224,7 @@ async fn read_scale(
 }
 
 /// FleetSchedules' status in the frame, keyed by FleetSchedule.
-pub struct Fleets;
-
-impl frame::Reconciler for Fleets {
-    type Object = FleetSchedule;
-    type Own = Own;
+impl frame::Reconciler<FleetSchedule> for Own {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -458,8 +450,8 @@ pub fn controllers(
             futures::stream::iter(due)
         }))
         .graceful_shutdown_on(async move { token.cancelled().await });
-    let members = frame::run::<Members, _>(members, ctx.clone(), |_| {});
-    let status = frame::run::<Fleets, _>(status, ctx, |_| {});
+    let members = frame::run(members, ctx.clone(), |_| {});
+    let status = frame::run(status, ctx, |_| {});
     async move {
         futures::join!(members, status);
     }

@@ -42,7 +42,7 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::Metrics;
-use crate::reconcile::{Own, Reconcile};
+use crate::reconcile::Own;
 
 /// Flags of the controller (`service-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
@@ -167,10 +167,8 @@ pub fn controllers(
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
-        controllers.push(
-            frame::run::<Reconcile, _>(controller, ctx.clone(), move |key| metrics.forget(key))
-                .boxed(),
-        );
+        controllers
+            .push(frame::run(controller, ctx.clone(), move |key| metrics.forget(key)).boxed());
     }
     // FleetSchedules, beside: one schedule for every HPA a selector matches.
     for scope in ebb_runtime::app::scopes(&wiring.common) {

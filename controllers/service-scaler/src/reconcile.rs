@@ -5,11 +5,11 @@
 //! to the runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server
 //! itself.
 //!
-//! The pass runs in the shared reconcile frame ([`Reconcile`], `ebb_runtime::frame`): a 409 at
+//! The pass runs in the shared reconcile frame ([`Own`]'s `Reconciler<ServiceScaler>`, `ebb_runtime::frame`): a 409 at
 //! any write ends the pass with [`frame::Failure::Conflict`], and the frame reads the
 //! ServiceScaler again and runs it again, which reads the HPA again and decides again. A
 //! ServiceScaler whose status does not deserialize (udaan's own timestamp format) reaches
-//! [`Reconcile`]'s `malformed` and is read by GET, its status leniently.
+//! the reconciler's `malformed` and is read by GET, its status leniently.
 //!
 //! [`decide`]: crate::decide::decide
 
@@ -50,12 +50,8 @@ pub type Context = frame::Context<Own>;
 /// left as it was) under `invalid`, and waits for the object to change.
 pub type Error = frame::Failure;
 
-/// service-scaler in the reconcile frame ([`frame::reconcile`]`::<Reconcile>`).
-pub struct Reconcile;
-
-impl frame::Reconciler for Reconcile {
-    type Object = ServiceScaler;
-    type Own = Own;
+/// service-scaler in the reconcile frame ([`frame::run`]).
+impl frame::Reconciler<ServiceScaler> for Own {
     type Error = Error;
     const NAME: &'static str = CONTROLLER_NAME;
 

@@ -17,7 +17,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use serde_json::{Value, json};
 use service_scaler::decide::{RECORD_ANNOTATION, Record};
-use service_scaler::fleet::{Context, HpaMeta, Members, Own};
+use service_scaler::fleet::{Context, HpaMeta, Own};
 use service_scaler::metrics::Metrics;
 
 const HPA_PATH: &str = "/horizontalpodautoscalers/web";
@@ -87,7 +87,7 @@ impl Harness {
             .get_json("autoscaling/v2", "HorizontalPodAutoscaler", "shop", "web")
             .unwrap();
         let cached: Guarded<HpaMeta> = serde_json::from_value(stored).unwrap();
-        frame::reconcile::<Members>(Arc::new(cached), self.ctx.clone())
+        frame::reconcile(Arc::new(cached), self.ctx.clone())
             .await
             .map(drop)
     }

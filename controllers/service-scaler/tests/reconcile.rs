@@ -23,7 +23,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
 use service_scaler::metrics::Metrics;
-use service_scaler::reconcile::{Context, Error, Own, Reconcile};
+use service_scaler::reconcile::{Context, Error, Own};
 
 const NS: &str = "shop";
 const NAME: &str = "web";
@@ -73,7 +73,7 @@ async fn reconcile(
     scaler: Arc<Guarded<ServiceScaler>>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, frame::Error<Error>> {
-    frame::reconcile::<Reconcile>(scaler, ctx).await
+    frame::reconcile(scaler, ctx).await
 }
 
 /// The frame's error policy for service-scaler.
@@ -82,7 +82,7 @@ fn error_policy(
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
 ) -> Requeue {
-    frame::error_policy::<Reconcile>(&scaler, error, &ctx)
+    frame::error_policy(&scaler, error, &ctx)
 }
 
 impl Harness {
@@ -1534,7 +1534,7 @@ async fn fault_matrix_of(
         },
         async |h: &Harness, trace: &mut matrix::Trace| {
             let read = || h.stored_scaler();
-            matrix::settle::<Reconcile>(&h.fake, &h.ctx, read, trace).await;
+            matrix::settle(&h.fake, &h.ctx, read, trace).await;
         },
         |h: &Harness| matrix::snapshot(&h.fake, objects),
     )

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
@@ -464,6 +464,24 @@ fn result(
         hook_calls,
         scaler,
     }
+}
+
+/// Resuming (or never paused): drops the `Paused` condition ([`decide::resume_write`]),
+/// returning the scaler as written.
+///
+/// # Errors
+/// The write's [`Failure`] (a 409 sends the frame to read again).
+pub async fn resume(
+    client: &Client,
+    scaler: Arc<StackableScaler>,
+) -> Result<Arc<StackableScaler>, Failure> {
+    let Some(write) = decide::resume_write(&scaler) else {
+        return Ok(scaler);
+    };
+    let written = Writer::new(client, FIELD_MANAGER)
+        .write_as::<StackableScaler>(&write)
+        .await?;
+    Ok(written.map_or(scaler, Arc::new))
 }
 
 #[cfg(test)]

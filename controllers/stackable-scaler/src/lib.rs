@@ -45,6 +45,7 @@ pub mod metrics;
 pub mod plan;
 pub mod reconcile;
 pub mod webhook;
+pub mod workload;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -223,8 +224,7 @@ pub fn controllers(
                 }
             }
         };
-        controllers
-            .push(frame::run::<reconcile::Reconcile, _>(controller, ctx.clone(), gone).boxed());
+        controllers.push(frame::run(controller, ctx.clone(), gone).boxed());
     }
     futures::future::join_all(controllers).map(|_| ())
 }

@@ -5,10 +5,11 @@
 //! annotations and `--dry-run` (its intent from [`steps::preview`]) are honoured here, before
 //! anything is written.
 //!
-//! [`Reconcile`] runs in the shared frame ([`ebb_runtime::frame`]): the frame gives the span and
-//! reconcile metrics, keeps followers from writing, leaves a scaler that does not deserialize
-//! alone, retries with per-scaler backoff (an [`Error::Invalid`] scaler waits for a change), and
-//! reads the scaler again and re-runs the pass when any status write of the pass meets a 409: the
+//! [`Own`]'s `Reconciler<StackableScaler>` runs in the shared frame ([`ebb_runtime::frame`]):
+//! the frame gives the span and reconcile metrics, keeps followers from writing, leaves a scaler
+//! that does not deserialize alone, retries with per-scaler backoff (an [`Error::Invalid`] scaler
+//! waits for a change), and reads the scaler again and re-runs the pass when any status write of
+//! the pass meets a 409: the
 //! pause, dry-run and invalid-owner conditions of this module, and the state machine's own writes
 //! ([`scaler_pass`] ends at the conflict). The Events of stages the pass saved before the conflict
 //! are recorded first; the [`HookLedger`] in [`Own`] keeps hook answers across passes, so a hook
@@ -34,31 +35,26 @@
 //!   failure). Pausing longer than a stage may last is a reason to raise
 //!   `spec.stageTimeoutSeconds` first.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ebb_core::{Notice, Requeue};
 use ebb_crds::stackable::{ScalerStage, StackableScaler};
 use ebb_runtime::conditions::{ConditionUpdate, set_condition};
 use ebb_runtime::events::{EventKind, EventSink};
-use ebb_runtime::execute::Writer;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::core::Selector;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
 use crate::decide::{self, Note, PausePlan, WorkloadState, owning_workload, pause_plan};
-use crate::engine::{
-    HookLedger, ScaleTarget, ScalerError, ScalingResult, TargetError, scaler_pass,
-};
+use crate::engine::{HookLedger, ScalerError, ScalingResult, resume, scaler_pass};
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
 use crate::steps;
+pub use crate::workload::WorkloadTarget;
 
 /// Condition type while paused (every controller's).
 pub use ebb_runtime::pause::CONDITION_PAUSED;
@@ -76,12 +72,8 @@ pub struct Own {
 /// What a reconcile needs: the frame's context around [`Own`].
 pub type Context = frame::Context<Own>;
 
-/// The standalone controller, as the frame runs it ([`frame::reconcile`]`::<Reconcile>`).
-pub struct Reconcile;
-
-impl Reconciler for Reconcile {
-    type Object = StackableScaler;
-    type Own = Own;
+/// The standalone controller, as the frame runs it ([`frame::run`]).
+impl Reconciler<StackableScaler> for Own {
     type Error = Error;
 
     const NAME: &'static str = crate::CONTROLLER_NAME;
@@ -139,131 +131,6 @@ impl ReconcileError for Error {
     }
 }
 
-fn selector_string(selector: Option<&LabelSelector>) -> Option<String> {
-    let selector = Selector::try_from(selector?.clone()).ok()?;
-    Some(selector.to_string())
-}
-
-/// The owning StatefulSet or Deployment as a [`ScaleTarget`].
-pub struct WorkloadTarget {
-    client: Client,
-    namespace: String,
-    kind: WorkloadKind,
-    name: String,
-    /// What the reconciler already read this pass (for the pause check): the first
-    /// [`ScaleTarget::observe`] returns it instead of reading again.
-    observed: Mutex<Option<Option<WorkloadState>>>,
-    /// The workload's resourceVersion as last read: a resize names it.
-    version: Mutex<Option<String>>,
-}
-
-impl WorkloadTarget {
-    /// The workload `kind`/`name` in `namespace`.
-    pub fn new(client: Client, namespace: &str, kind: WorkloadKind, name: &str) -> Self {
-        Self {
-            client,
-            namespace: namespace.to_owned(),
-            kind,
-            name: name.to_owned(),
-            observed: Mutex::new(None),
-            version: Mutex::new(None),
-        }
-    }
-
-    /// Hands the state just read to the next [`ScaleTarget::observe`].
-    fn remember(&self, state: Option<WorkloadState>) {
-        *self.observed.lock().unwrap_or_else(PoisonError::into_inner) = Some(state);
-    }
-
-    async fn observe_workload(&self) -> Result<Option<WorkloadState>, kube::Error> {
-        Ok(self.read_workload().await?.map(|(_, state)| state))
-    }
-
-    /// The workload's metadata (its annotations: the pause) and state, when it exists.
-    async fn read_workload(&self) -> Result<Option<(ObjectMeta, WorkloadState)>, kube::Error> {
-        let read = self.read_kind().await?;
-        *self.version.lock().unwrap_or_else(PoisonError::into_inner) = read
-            .as_ref()
-            .and_then(|(meta, _)| meta.resource_version.clone());
-        Ok(read)
-    }
-
-    async fn read_kind(&self) -> Result<Option<(ObjectMeta, WorkloadState)>, kube::Error> {
-        Ok(match self.kind {
-            WorkloadKind::StatefulSet => {
-                let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
-                api.get_opt(&self.name).await?.map(|s| {
-                    let spec = s.spec.unwrap_or_default();
-                    let status = s.status.unwrap_or_default();
-                    let state = WorkloadState {
-                        replicas: spec.replicas.unwrap_or(1),
-                        status_replicas: status.replicas,
-                        ready_replicas: status.ready_replicas.unwrap_or(0),
-                        generation: s.metadata.generation,
-                        observed_generation: status.observed_generation,
-                        selector: selector_string(Some(&spec.selector)),
-                        reference: Some(format!("StatefulSet/{}", self.name)),
-                    };
-                    (s.metadata, state)
-                })
-            }
-            WorkloadKind::Deployment => {
-                let api: Api<Deployment> = Api::namespaced(self.client.clone(), &self.namespace);
-                api.get_opt(&self.name).await?.map(|d| {
-                    let spec = d.spec.unwrap_or_default();
-                    let status = d.status.unwrap_or_default();
-                    let state = WorkloadState {
-                        replicas: spec.replicas.unwrap_or(1),
-                        status_replicas: status.replicas.unwrap_or(0),
-                        ready_replicas: status.ready_replicas.unwrap_or(0),
-                        generation: d.metadata.generation,
-                        observed_generation: status.observed_generation,
-                        selector: selector_string(Some(&spec.selector)),
-                        reference: Some(format!("Deployment/{}", self.name)),
-                    };
-                    (d.metadata, state)
-                })
-            }
-        })
-    }
-}
-
-impl ScaleTarget for WorkloadTarget {
-    async fn observe(&self) -> Result<Option<WorkloadState>, TargetError> {
-        let remembered = self
-            .observed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match remembered {
-            Some(state) => Ok(state),
-            None => Ok(self.observe_workload().await?),
-        }
-    }
-
-    async fn set_replicas(&self, replicas: i32) -> Result<(), TargetError> {
-        let version = self
-            .version
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let write = decide::resize_write(
-            self.kind,
-            &self.namespace,
-            &self.name,
-            version.as_deref(),
-            replicas,
-        );
-        let answer = Writer::new(&self.client, crate::FIELD_MANAGER)
-            .write(&write)
-            .await?;
-        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
-            answer.and_then(|object| object.metadata.resource_version);
-        tracing::info!(workload = %self.name, replicas, "set workload replicas");
-        Ok(())
-    }
-}
-
 async fn record(
     ctx: &Context,
     scaler: &StackableScaler,
@@ -300,7 +167,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
         Ok(found) => found,
         Err(message) => {
             let error = Error::Invalid(message);
-            let scaler = resume(ctx, scaler).await?;
+            let scaler = resume(&ctx.client, scaler).await?;
             invalid(ctx, &scaler, &error, now).await?;
             return Err(error);
         }
@@ -311,7 +178,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
     if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
         return paused(ctx, &scaler, plan).await;
     }
-    let scaler = resume(ctx, scaler).await?;
+    let scaler = resume(&ctx.client, scaler).await?;
     let workload = workload.map(|(_, state)| state);
 
     if ctx.dry_run {
@@ -428,21 +295,6 @@ async fn paused(
 /// Hands a status-only plan to the runtime's executor.
 async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Requeue, Error> {
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
-}
-
-/// Resuming (or never paused): drops the `Paused` condition ([`decide::resume_write`]),
-/// returning the scaler as written.
-async fn resume(
-    ctx: &Context,
-    scaler: Arc<StackableScaler>,
-) -> Result<Arc<StackableScaler>, Error> {
-    let Some(write) = decide::resume_write(&scaler) else {
-        return Ok(scaler);
-    };
-    let written = Writer::new(&ctx.client, crate::FIELD_MANAGER)
-        .write_as::<StackableScaler>(&write)
-        .await?;
-    Ok(written.map_or(scaler, Arc::new))
 }
 
 /// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new.

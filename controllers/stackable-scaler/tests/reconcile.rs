@@ -1,4 +1,4 @@
-//! The standalone controller as the binary runs it: its public `Reconcile` through the shared
+//! The standalone controller as the binary runs it: its `Own` reconciler through the shared
 //! frame (`ebb_runtime::frame::reconcile`) against the in-memory API, a manual clock and recorded
 //! Events: hook Jobs, the owning StatefulSet, pause, dry run, invalid owners, stage deadlines,
 //! abort and retry, conflicts, and no writes when nothing changes.
@@ -23,9 +23,7 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
 use stackable_scaler::metrics::Metrics;
-use stackable_scaler::reconcile::{
-    CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own, Reconcile,
-};
+use stackable_scaler::reconcile::{CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own};
 use stackable_scaler::{CONTROLLER_NAME, HookLedger};
 
 const START: &str = "2025-01-01T00:00:00Z";
@@ -107,7 +105,7 @@ fn guard(scaler: Arc<StackableScaler>) -> Arc<Guarded<StackableScaler>> {
 
 /// One reconcile as the controller runs it: through the frame.
 async fn run(e: &Env) -> Result<Requeue, frame::Error<Error>> {
-    frame::reconcile::<Reconcile>(guard(scaler(&e.fake)), e.ctx.clone()).await
+    frame::reconcile(guard(scaler(&e.fake)), e.ctx.clone()).await
 }
 
 /// The frame's error policy for `scaler`.
@@ -116,7 +114,7 @@ fn error_policy(
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
 ) -> Requeue {
-    frame::error_policy::<Reconcile>(&guard(scaler), error, &ctx)
+    frame::error_policy(&guard(scaler), error, &ctx)
 }
 
 fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
@@ -168,7 +166,7 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     }))
     .unwrap();
     assert!(guard.0.is_err());
-    let action = frame::reconcile::<Reconcile>(Arc::new(guard), e.ctx.clone())
+    let action = frame::reconcile(Arc::new(guard), e.ctx.clone())
         .await
         .unwrap();
     assert_eq!(action, Requeue::AwaitChange);
@@ -966,12 +964,12 @@ async fn drain_act(
 ) {
     use ebb_testkit::matrix::settle_with;
     let read = || e.fake.get::<StackableScaler>("data", "nifi-default");
-    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+    settle_with(&e.fake, &process, read, trace).await;
     finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
-    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+    settle_with(&e.fake, &process, read, trace).await;
     settle_statefulset(&e.fake);
     e.clock.advance(SignedDuration::from_secs(30));
-    settle_with::<Reconcile>(&e.fake, &process, read, trace).await;
+    settle_with(&e.fake, &process, read, trace).await;
 }
 
 /// The hook Jobs that exist, the StatefulSet and the scaler.
@@ -1078,7 +1076,7 @@ async fn two_replicas_in_every_interleaving_start_one_drain_job() {
             });
             // A replica that lost a race may end its pass with an error; the error policy
             // would run it again, which the check below does not need.
-            let _ = frame::reconcile::<Reconcile>(guard(stale.clone()), ctx).await;
+            let _ = frame::reconcile(guard(stale.clone()), ctx).await;
             events.lock().unwrap().extend(process.events.reasons());
         },
         |(e, _, events): &World, schedule| {

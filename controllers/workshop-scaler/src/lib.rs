@@ -51,8 +51,7 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::{Metrics, ProvisionLabels};
-use crate::policy::ReconcilePolicy;
-use crate::reconcile::{Caches, Feeds, Own, Reconcile};
+use crate::reconcile::{Caches, Feeds, Own};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
@@ -101,8 +100,7 @@ pub fn controllers(
             &wiring.shutdown,
             wiring.warm_up.contact(),
         );
-        controllers
-            .push(frame::run::<ReconcilePolicy, _>(statuses, policy_ctx.clone(), |_| {}).boxed());
+        controllers.push(frame::run(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
             provisions,
             Related {
@@ -129,7 +127,7 @@ pub fn controllers(
                 }
             }
         };
-        controllers.push(frame::run::<Reconcile, _>(controller, ctx.clone(), gone).boxed());
+        controllers.push(frame::run(controller, ctx.clone(), gone).boxed());
     }
     futures::future::join_all(controllers).map(drop)
 }

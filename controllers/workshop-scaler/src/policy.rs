@@ -18,13 +18,9 @@ use crate::reconcile::{Context, Error, Own};
 pub const COLD_RETRY: Duration = Duration::from_secs(5);
 
 /// The reconciler of WorkshopScalingPolicy statuses, run by the frame
-/// ([`ebb_runtime::frame::reconcile`]`::<ReconcilePolicy>`): followers write nothing, a policy
+/// ([`ebb_runtime::frame::run`]): followers write nothing, a policy
 /// that does not deserialize is logged and waits for a change, API trouble backs off per policy.
-pub struct ReconcilePolicy;
-
-impl Reconciler for ReconcilePolicy {
-    type Object = WorkshopScalingPolicy;
-    type Own = Own;
+impl Reconciler<WorkshopScalingPolicy> for Own {
     type Error = Error;
     const NAME: &'static str = crate::CONTROLLER_NAME;
 

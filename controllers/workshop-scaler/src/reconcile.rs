@@ -92,18 +92,14 @@ pub type Context = frame::Context<Own>;
 /// annotation).
 pub type Error = frame::Failure;
 
-/// The reconciler of WorkshopProvisions, run by the frame ([`frame::reconcile`]`::<Reconcile>`):
+/// The reconciler of WorkshopProvisions, run by the frame ([`frame::run`]):
 /// one observe -> decide -> apply pass per call. A 409 on any write ends the pass with
 /// [`frame::Failure::Conflict`]; the frame then reads the provision again (a GET) and runs the pass
 /// again, so the decision always sees the flag another writer set. A provision that does not
 /// deserialize (Babylon owns the kind; ebb's typed view needs `count`, `workshopName`,
 /// `catalogItem`) is logged, counted under `malformed` and left alone until it changes (the frame's
 /// default): whether auto-scaling is enabled on it cannot be known.
-pub struct Reconcile;
-
-impl Reconciler for Reconcile {
-    type Object = WorkshopProvision;
-    type Own = Own;
+impl Reconciler<WorkshopProvision> for Own {
     type Error = Error;
     const NAME: &'static str = crate::CONTROLLER_NAME;
 

@@ -22,7 +22,6 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use workshop_scaler::reconcile::Feeds;
-use workshop_scaler::reconcile::Reconcile;
 use workshop_scaler::{Related, WorkshopsSeen, relate};
 
 const P: &str = "ansible-101-rhel";
@@ -95,9 +94,7 @@ async fn policies_are_read_from_the_cache_once_it_listed_and_listed_before() {
             assert!(h.fake.remove::<WorkshopScalingPolicy>(NS, "standard"));
         }
         h.fake.clear_requests();
-        frame::reconcile::<Reconcile>(guard(h.get(P)), ctx)
-            .await
-            .unwrap();
+        frame::reconcile(guard(h.get(P)), ctx).await.unwrap();
         assert_eq!(listed(&h), usize::from(!warm), "warm: {warm}");
         assert_eq!(h.count(P), 30, "warm: {warm}");
     }
@@ -396,7 +393,7 @@ async fn a_policy_change_triggers_a_reconcile() {
     let shutdown = Shutdown::new();
     let (ctx, feeds) = watched_context(&h.fake, &h.clock);
     let controller = provisions_controller(&h, feeds, None, &shutdown);
-    let run = tokio::spawn(frame::run::<Reconcile, _>(controller, ctx, |_| {}));
+    let run = tokio::spawn(frame::run(controller, ctx, |_| {}));
     // Without a policy the provision is reconciled (the policies read) and left alone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !h
@@ -431,10 +428,8 @@ async fn a_policy_change_triggers_a_reconcile() {
 #[tokio::test]
 async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-    use workshop_scaler::policy::ReconcilePolicy;
-    let reconcile_policy = |policy: WorkshopScalingPolicy, ctx| {
-        frame::reconcile::<ReconcilePolicy>(Arc::new(Guarded(Ok(policy))), ctx)
-    };
+    let reconcile_policy =
+        |policy: WorkshopScalingPolicy, ctx| frame::reconcile(Arc::new(Guarded(Ok(policy))), ctx);
 
     let h = stock();
     h.fake.insert(json!({
@@ -498,7 +493,6 @@ async fn a_policy_status_lists_its_workshops_and_the_contested_ones() {
 #[tokio::test]
 async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-    use workshop_scaler::policy::ReconcilePolicy;
     use workshop_scaler::policy_controller;
 
     let h = stock();
@@ -514,8 +508,8 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
         &ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
     );
     let runs = [
-        tokio::spawn(frame::run::<Reconcile, _>(provisions, ctx.clone(), |_| {})),
-        tokio::spawn(frame::run::<ReconcilePolicy, _>(statuses, ctx, |_| {})),
+        tokio::spawn(frame::run(provisions, ctx.clone(), |_| {})),
+        tokio::spawn(frame::run(statuses, ctx, |_| {})),
     ];
     let listed = || {
         h.fake
@@ -568,7 +562,7 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
 async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
     use ebb_runtime::frame::Requeue;
-    use workshop_scaler::policy::{COLD_RETRY, ReconcilePolicy};
+    use workshop_scaler::policy::COLD_RETRY;
 
     let h = stock();
     h.policy("standard", Some(team_ops()), standard());
@@ -578,14 +572,12 @@ async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
         Arc::new(Guarded(Ok(policy)))
     };
     h.fake.clear_requests();
-    let action = frame::reconcile::<ReconcilePolicy>(policy(), ctx.clone()).await;
+    let action = frame::reconcile(policy(), ctx.clone()).await;
     assert_eq!(action.unwrap(), Requeue::After(COLD_RETRY));
     assert_eq!(h.fake.write_count(), 0);
 
     feeds.workshops.fill(h.fake.list());
-    frame::reconcile::<ReconcilePolicy>(policy(), ctx)
-        .await
-        .unwrap();
+    frame::reconcile(policy(), ctx).await.unwrap();
     let status = h
         .fake
         .get::<WorkshopScalingPolicy>(NS, "standard")

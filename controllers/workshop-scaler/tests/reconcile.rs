@@ -17,7 +17,7 @@ use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
-use workshop_scaler::reconcile::{self, Reconcile};
+use workshop_scaler::reconcile;
 
 const P: &str = "ansible-101-rhel";
 
@@ -418,7 +418,7 @@ fn run_other_replica(
         rt.block_on(async move {
             let other = replica(&fake, &clock, false);
             let p = fake.get::<WorkshopProvision>(NS, P).unwrap();
-            frame::reconcile::<Reconcile>(guard(p), other.ctx())
+            frame::reconcile(guard(p), other.ctx())
                 .await
                 .map_err(|e| e.to_string())
         })
@@ -488,7 +488,7 @@ async fn replicas_in_every_interleaving(actors: usize, gated: Gated) -> usize {
                _actor,
                client| {
             let me = replica_with_client(&h.fake, &h.clock, client);
-            frame::reconcile::<Reconcile>(guard(stale.clone()), me.ctx())
+            frame::reconcile(guard(stale.clone()), me.ctx())
                 .await
                 .unwrap();
             events.lock().unwrap().extend(me.events.reasons());
@@ -691,7 +691,7 @@ async fn a_stale_cache_after_the_scale_up_cannot_scale_again() {
 async fn a_standby_replica_decides_nothing_and_writes_nothing() {
     let h = demand();
     let standby = common::replica_with_leader(&h.fake, &h.clock, false, Leader::following());
-    let action = frame::reconcile::<Reconcile>(guard(h.get(P)), standby.ctx())
+    let action = frame::reconcile(guard(h.get(P)), standby.ctx())
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
@@ -706,9 +706,9 @@ async fn conflicts_that_never_end_give_up_with_an_error() {
     let err = h.reconcile(P).await.unwrap_err();
     assert_eq!(err.category(), "conflict");
     assert_eq!(h.count(P), 20);
-    let action = frame::error_policy::<Reconcile>(&guard(h.get(P)), &err, &h.replica.ctx());
+    let action = frame::error_policy(&guard(h.get(P)), &err, &h.replica.ctx());
     assert_eq!(action, Requeue::After(Duration::from_secs(1)));
-    let action = frame::error_policy::<Reconcile>(&guard(h.get(P)), &err, &h.replica.ctx());
+    let action = frame::error_policy(&guard(h.get(P)), &err, &h.replica.ctx());
     assert_eq!(action, Requeue::After(Duration::from_secs(2)));
 }
 
@@ -728,7 +728,7 @@ async fn an_object_without_a_namespace_is_invalid_not_retried() {
         }
     ));
     assert_eq!(
-        frame::error_policy::<Reconcile>(&guard(p), &err, &h.replica.ctx()),
+        frame::error_policy(&guard(p), &err, &h.replica.ctx()),
         Requeue::AwaitChange
     );
 }
@@ -874,14 +874,14 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     h.fake.clear_requests();
     let broken: Guarded<WorkshopProvision> = serde_json::from_value(broken).unwrap();
     assert!(broken.0.is_err());
-    let action = frame::reconcile::<Reconcile>(Arc::new(broken), h.replica.ctx())
+    let action = frame::reconcile(Arc::new(broken), h.replica.ctx())
         .await
         .unwrap();
     assert_eq!(action, Requeue::AwaitChange);
     assert_eq!(h.fake.write_count(), 0);
 
     let healthy = Guarded(Ok(h.get(P)));
-    frame::reconcile::<Reconcile>(Arc::new(healthy), h.replica.ctx())
+    frame::reconcile(Arc::new(healthy), h.replica.ctx())
         .await
         .unwrap();
     assert_eq!(h.count(P), 30);
@@ -1155,7 +1155,7 @@ async fn fault_matrix(file: &str, scenario: &str, setup: impl AsyncFn(&Harness))
         },
         async |h: &Harness, trace: &mut matrix::Trace| {
             let read = || h.fake.get::<WorkshopProvision>(NS, P);
-            matrix::settle_with::<Reconcile>(&h.fake, || h.replica.ctx(), read, trace).await;
+            matrix::settle_with(&h.fake, || h.replica.ctx(), read, trace).await;
         },
         |h: &Harness| matrix::snapshot(&h.fake, &[(API, "WorkshopProvision", NS, P)]),
     )
@@ -1203,9 +1203,7 @@ async fn fault_matrix_a_release() {
 async fn a_reconcile_before_the_caches_listed_writes_nothing() {
     let h = demand();
     let (ctx, _feeds) = watched_context(&h.fake, &h.clock);
-    let err = frame::reconcile::<Reconcile>(guard(h.get(P)), ctx)
-        .await
-        .unwrap_err();
+    let err = frame::reconcile(guard(h.get(P)), ctx).await.unwrap_err();
     assert_eq!(err.category(), "observe");
     assert!(
         err.to_string()

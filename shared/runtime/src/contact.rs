@@ -8,9 +8,10 @@
 //! and a reconcile that failed at a window edge backed off 1, 2, 4, 8, 16 s. Here:
 //!
 //! - every watch waits through [`resilient`]: a failure is retried after 0.2 s, 0.4 s ... at most
-//!   0.5 s, each with up to as much again of jitter (so at most a second apart, a few requests a
-//!   second per process while the server is away); the schedule starts over once the server has
-//!   answered anything since; a 410 re-lists at once (kube's watcher has already dropped the stale
+//!   0.5 s, each with up to as much again of jitter (so at most a second apart); while the server
+//!   is *lost* (below) a failing watch waits [`LOST_RETRY`] instead, since the return wakes it
+//!   at once: one probe knocks for the process, not every watch. The schedule starts over once
+//!   the server has answered anything since; a 410 re-lists at once (kube's watcher has already dropped the stale
 //!   version); a 429 waits what the server asked (1 s unless it said) and leaves the schedule as
 //!   it was;
 //! - every answer the client gets is recorded ([`client`]); a request that fails for want of the
@@ -51,6 +52,9 @@ pub const RETRY_CAP: Duration = Duration::from_millis(500);
 /// `api_last_contact_timestamp_seconds` stays fresh on a quiet cluster (a watch's events do not
 /// count as answers of their own: only the answer that opened the watch does).
 pub const PROBE_AFTER: Duration = Duration::from_secs(60);
+/// How long a failing watch waits while the server is lost: the probe asks `/readyz` meanwhile
+/// and the return wakes the watch at once, so this only bounds a return that was missed.
+pub const LOST_RETRY: Duration = Duration::from_secs(3);
 /// How often `/readyz` is asked while the server is lost (plus up to as much again of jitter).
 pub const READY_POLL: Duration = Duration::from_millis(200);
 /// How long after a return reconciles read their object from the server.
@@ -626,6 +630,8 @@ where
                 s.pause = match retry {
                     Retry::Now => None,
                     Retry::After(asked) => Some(asked),
+                    // The probe knocks for every watch, and the return wakes this one.
+                    Retry::Backoff if s.contact.is_lost() => Some(LOST_RETRY),
                     Retry::Backoff => {
                         // The server answered since the last failure: a new outage starts the
                         // schedule over.
@@ -806,6 +812,44 @@ mod tests {
         assert_eq!(contact.watches(), (1, 1));
         drop(stream);
         assert_eq!(contact.watches(), (0, 0));
+    }
+
+    /// While the server is lost a failing watch leaves the knocking to the probe: it waits
+    /// [`LOST_RETRY`], not the short schedule, and the return makes it anew at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_failing_while_the_server_is_lost_waits_for_its_return() {
+        let contact = contact();
+        let made = Arc::new(AtomicU64::new(0));
+        let counter = made.clone();
+        // Like kube's watcher, each poll after a failure tries again (and fails again).
+        let make = move || {
+            counter.fetch_add(1, Ordering::AcqRel);
+            futures::stream::repeat_with(|| {
+                Err::<watcher::Event<u64>, _>(watcher::Error::InitialListFailed(api(503)))
+            })
+        };
+        contact.failed();
+        let mut stream = Box::pin(resilient(make, &contact, "test"));
+        assert!(stream.next().await.unwrap().is_err());
+        let start = tokio::time::Instant::now();
+        assert!(stream.next().await.unwrap().is_err());
+        assert_eq!(
+            start.elapsed(),
+            LOST_RETRY,
+            "one attempt per LOST_RETRY while lost"
+        );
+        let waiting = tokio::time::timeout(LOST_RETRY / 2, stream.next()).await;
+        assert!(waiting.is_err(), "still waiting");
+        assert_eq!(made.load(Ordering::Acquire), 1);
+        let back = tokio::time::Instant::now();
+        contact.server_ready();
+        assert!(stream.next().await.unwrap().is_err());
+        assert_eq!(
+            back.elapsed(),
+            Duration::ZERO,
+            "the return wakes it at once"
+        );
+        assert_eq!(made.load(Ordering::Acquire), 2, "made anew at the return");
     }
 
     /// A watch that failed and hangs at its old version is made anew (a list) when the server

@@ -1,10 +1,11 @@
 //! The reconcile frame every controller runs in: one context, one error contract, one guarded
 //! reconcile and one error policy.
 //!
-//! A controller implements [`Reconciler`] (its object kind, its own part of the context, its
-//! error type, and one `reconcile` pass: read, decide once, execute the plan) and hands
-//! through [`run`], a controller built by [`crate::app`] ([`Queued`]). The frame does the rest,
-//! the same way for every controller:
+//! A controller's own part of the [`Context`] (its metrics, caches, enabled kinds ...) implements
+//! [`Reconciler<K>`](Reconciler) for each kind `K` it reconciles: its error type and one
+//! `reconcile` pass (read, decide once, hand the plan to [`crate::execute`]). [`run`] runs it on a
+//! controller built by [`crate::app`] ([`Queued`]). The frame does the rest, the same way for
+//! every controller:
 //!
 //! - a tracing span per object (`controller`, `namespace`, `name`);
 //! - the reconcile metrics ([`ControllerMetrics`]: count, duration, errors by category);
@@ -31,7 +32,6 @@
 use std::any::TypeId;
 use std::fmt::Debug;
 use std::future::Future;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -236,18 +236,33 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
     }
 }
 
-/// One controller, as the frame runs it.
-pub trait Reconciler: Send + Sync + 'static {
-    /// The kind the controller reconciles.
-    type Object: Resource<DynamicType = (), Scope: 'static>
+/// A kind of object a controller reconciles (any typed Kubernetes kind).
+pub trait Object:
+    Resource<DynamicType = (), Scope: 'static>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Object for K where
+    K: Resource<DynamicType = (), Scope: 'static>
         + Clone
         + DeserializeOwned
         + Debug
         + Send
         + Sync
-        + 'static;
-    /// The controller's own part of the [`Context`].
-    type Own: Send + Sync + 'static;
+        + 'static
+{
+}
+
+/// A controller's own part of the [`Context`] as the reconciler of kind `K`, as the frame runs it.
+/// One own part may reconcile several kinds (workshop-scaler's provisions and policies), each with
+/// an implementation of its own.
+pub trait Reconciler<K: Object>: Sized + Send + Sync + 'static {
     /// Why a pass fails.
     type Error: ReconcileError;
 
@@ -257,8 +272,8 @@ pub trait Reconciler: Send + Sync + 'static {
     /// One pass: read what the decision needs, decide once with one `now`, execute the plan.
     /// `object` is the cached object on the first pass and a fresh read after a conflict.
     fn reconcile(
-        object: Arc<Self::Object>,
-        ctx: &Context<Self::Own>,
+        object: Arc<K>,
+        ctx: &Context<Self>,
     ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send;
 
     /// An object of this kind that does not deserialize (`error` says which field and why).
@@ -267,11 +282,11 @@ pub trait Reconciler: Send + Sync + 'static {
     fn malformed(
         meta: &ObjectMeta,
         error: &str,
-        ctx: &Context<Self::Own>,
+        ctx: &Context<Self>,
     ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send {
         let key = meta_key(meta);
         tracing::warn!(
-            kind = %<Self::Object as Resource>::kind(&()),
+            kind = %K::kind(&()),
             object = %key,
             %error,
             "does not deserialize; left alone until it changes"
@@ -447,9 +462,9 @@ impl<K: Clone> Seen<K> {
 }
 
 /// The frame's reconcile for controller `R`, as [`run`] runs it (see the module docs).
-pub async fn reconcile<R: Reconciler>(
-    object: Arc<Guarded<R::Object>>,
-    ctx: Arc<Context<R::Own>>,
+pub async fn reconcile<K: Object, R: Reconciler<K>>(
+    object: Arc<Guarded<K>>,
+    ctx: Arc<Context<R>>,
 ) -> Result<Requeue, Error<R::Error>> {
     let meta = object.meta();
     let span = tracing::info_span!(
@@ -459,7 +474,7 @@ pub async fn reconcile<R: Reconciler>(
         name = meta.name.as_deref().unwrap_or_default(),
     );
     let key = object_key(object.as_ref());
-    let passes = passes::<R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
+    let passes = passes::<K, R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
     let result = ControllerMetrics::instrument(&ctx.metrics, passes, ReconcileError::category)
         .instrument(span)
         .await;
@@ -469,18 +484,18 @@ pub async fn reconcile<R: Reconciler>(
     result
 }
 
-async fn passes<R: Reconciler>(
-    mut seen: Seen<R::Object>,
+async fn passes<K: Object, R: Reconciler<K>>(
+    mut seen: Seen<K>,
     meta: ObjectMeta,
-    ctx: &Context<R::Own>,
+    ctx: &Context<R>,
 ) -> Result<Requeue, Error<R::Error>> {
     if !ctx.leader.is_leader() {
         // Followers keep their caches warm and write nothing.
         return Ok(Requeue::After(FOLLOWER_REQUEUE));
     }
-    if let Some(field) = missing_metadata::<R::Object>(&meta) {
+    if let Some(field) = missing_metadata::<K>(&meta) {
         return Err(Error::MissingMetadata {
-            kind: <R::Object as Resource>::kind(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
             field,
         });
     }
@@ -490,7 +505,7 @@ async fn passes<R: Reconciler>(
     let mut read_first = ctx.contact.reads_fresh();
     for attempt in 1..=MAX_ATTEMPTS {
         if read_first {
-            match reread::<R::Object>(&ctx.client, &meta)
+            match reread::<K>(&ctx.client, &meta)
                 .await
                 .map_err(|source| Error::Reread {
                     key: key.clone(),
@@ -567,10 +582,10 @@ pub fn retry_after(error: &(dyn std::error::Error + 'static)) -> Option<Duration
 /// The frame's error policy for controller `R`: an error retrying cannot fix waits for a change
 /// of the object; any other retries after the object's backoff delay, or after the server's
 /// `Retry-After` when a 429 asked for longer.
-pub fn error_policy<R: Reconciler>(
-    object: &Guarded<R::Object>,
+pub fn error_policy<K: Object, R: Reconciler<K>>(
+    object: &Guarded<K>,
     error: &Error<R::Error>,
-    ctx: &Context<R::Own>,
+    ctx: &Context<R>,
 ) -> Requeue {
     let key = object_key(object);
     if !error.is_transient() {
@@ -602,16 +617,14 @@ fn noted(queue: &Queue, key: String, requeue: Requeue) -> Action {
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
 /// `namespace/name` of each object that was deleted before its reconcile ran (to drop its
 /// gauges, say).
-pub async fn run<R, F>(controller: Queued<Guarded<R::Object>>, ctx: Arc<Context<R::Own>>, gone: F)
+pub async fn run<K, R, F>(controller: Queued<Guarded<K>>, ctx: Arc<Context<R>>, gone: F)
 where
-    R: Reconciler,
-    <Guarded<R::Object> as Resource>::DynamicType: Default + Eq + Hash + Clone + Debug + Unpin,
+    K: Object,
+    R: Reconciler<K>,
     F: Fn(&str) + Send,
 {
     let (controller, queue) = controller.into_parts();
-    let wait = ctx
-        .metrics
-        .watch_queue(&<R::Object as Resource>::kind(&()), &queue);
+    let wait = ctx.metrics.watch_queue(&K::kind(&()), &queue);
     let started = queue.clone();
     let failed = queue.clone();
     controller
@@ -622,10 +635,10 @@ where
                     wait.observe(waited.as_secs_f64());
                 }
                 let queue = started.clone();
-                reconcile::<R>(object, ctx).map_ok(move |requeue| noted(&queue, key, requeue))
+                reconcile(object, ctx).map_ok(move |requeue| noted(&queue, key, requeue))
             },
             move |object, error, ctx| {
-                let requeue = error_policy::<R>(&object, error, &ctx);
+                let requeue = error_policy(&object, error, &ctx);
                 noted(&failed, object_key(object.as_ref()), requeue)
             },
             ctx,

@@ -40,9 +40,8 @@ fn server_error(source: kube::Error) -> DemoError {
 }
 
 /// A controller that writes `data.seen` = the value of `data.v` it was given, through a patch
-/// preconditioned on the resourceVersion it read; `own` scripts failures and records passes.
-struct Demo;
-
+/// preconditioned on the resourceVersion it read; its own part scripts failures and records
+/// passes.
 #[derive(Default)]
 struct Own {
     /// Errors the next passes return, in order.
@@ -53,9 +52,7 @@ struct Own {
     malformed: Mutex<Vec<String>>,
 }
 
-impl Reconciler for Demo {
-    type Object = ConfigMap;
-    type Own = Own;
+impl Reconciler<ConfigMap> for Own {
     type Error = DemoError;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -104,13 +101,11 @@ impl Reconciler for Demo {
 /// The default `malformed`: logged, counted, left alone.
 struct Quiet;
 
-impl Reconciler for Quiet {
-    type Object = ConfigMap;
-    type Own = ();
+impl Reconciler<ConfigMap> for Quiet {
     type Error = DemoError;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    async fn reconcile(_: Arc<ConfigMap>, _: &Context<()>) -> Result<Requeue, DemoError> {
+    async fn reconcile(_: Arc<ConfigMap>, _: &Context<Quiet>) -> Result<Requeue, DemoError> {
         Ok(Requeue::AwaitChange)
     }
 }
@@ -143,9 +138,7 @@ fn names_derive_from_the_controller_name() {
 #[tokio::test]
 async fn a_pass_runs_once_and_is_counted() {
     let (h, ctx) = setup();
-    let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap();
+    let action = frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
     assert_eq!(action, Requeue::After(Duration::from_secs(60)));
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
     assert_eq!(seen(&h).as_deref(), Some("1"));
@@ -165,7 +158,7 @@ async fn a_conflict_reads_the_object_again_and_decides_again() {
     h.fake.modify::<ConfigMap>("ns", "cm", |cm| {
         cm.data.as_mut().unwrap().insert("v".into(), "2".into());
     });
-    let action = frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap();
+    let action = frame::reconcile(cached, ctx.clone()).await.unwrap();
     assert_eq!(action, Requeue::After(Duration::from_secs(60)));
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1", "2"]);
     assert_eq!(
@@ -190,7 +183,7 @@ async fn after_the_servers_return_a_pass_reads_its_object_first() {
     });
     ctx.contact.failed();
     ctx.contact.server_ready();
-    frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap();
+    frame::reconcile(cached, ctx.clone()).await.unwrap();
     assert_eq!(
         *ctx.own.passes.lock().unwrap(),
         ["2"],
@@ -213,20 +206,16 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
         .lock()
         .unwrap()
         .extend((0..MAX_ATTEMPTS).map(|_| conflict()));
-    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap_err();
+    let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     assert!(matches!(error, frame::Error::Conflicts { attempts, .. } if attempts == MAX_ATTEMPTS));
     assert_eq!(error.category(), "conflict");
     assert_eq!(ctx.own.passes.lock().unwrap().len(), MAX_ATTEMPTS);
     assert!(h.metrics_text().contains("category=\"conflict\"} 1"));
     // Transient: backs off per object, 1 s then 2 s; a success resets it.
-    let policy = |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(&guard(&h), e, &ctx);
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&guard(&h), e, &ctx);
     assert_eq!(policy(&error), Requeue::After(Duration::from_secs(1)));
     assert_eq!(policy(&error), Requeue::After(Duration::from_secs(2)));
-    frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap();
+    frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
     assert_eq!(policy(&error), Requeue::After(Duration::from_secs(1)));
 }
 
@@ -234,24 +223,20 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
 async fn an_error_retrying_cannot_fix_waits_for_a_change() {
     let (h, ctx) = setup();
     ctx.own.script.lock().unwrap().push(invalid());
-    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap_err();
+    let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     assert!(matches!(error.inner(), Some(DemoError::Invalid { .. })));
     assert_eq!(
-        frame::error_policy::<Demo>(&guard(&h), &error, &ctx),
+        frame::error_policy(&guard(&h), &error, &ctx),
         Requeue::AwaitChange
     );
     assert!(h.metrics_text().contains("category=\"invalid\"} 1"));
     // A server error is transient, counted under the write's own category.
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 500);
-    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap_err();
+    let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     assert!(error.to_string().starts_with("writing ConfigMap ns/cm: "));
     assert!(h.metrics_text().contains("category=\"write_data\"} 1"));
     assert_eq!(
-        frame::error_policy::<Demo>(&guard(&h), &error, &ctx),
+        frame::error_policy(&guard(&h), &error, &ctx),
         Requeue::After(Duration::from_secs(1))
     );
 }
@@ -259,11 +244,9 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
 #[tokio::test]
 async fn a_429_comes_back_no_sooner_than_the_server_asked() {
     let (h, ctx) = setup();
-    let policy = |e: &frame::Error<DemoError>| frame::error_policy::<Demo>(&guard(&h), e, &ctx);
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&guard(&h), e, &ctx);
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 429);
-    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap_err();
+    let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     let asked = Duration::from_secs(ebb_testkit::RETRY_AFTER_SECONDS.into());
     assert_eq!(frame::retry_after(&error), Some(asked));
     // The server's 5 s, not the backoff's first 1 s; then the backoff once it is longer.
@@ -272,9 +255,7 @@ async fn a_429_comes_back_no_sooner_than_the_server_asked() {
     assert_eq!(delays, [secs(5), secs(5), secs(5), secs(8), secs(16)]);
     // Other failures keep the plain backoff.
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 500);
-    let error = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap_err();
+    let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     assert_eq!(frame::retry_after(&error), None);
     assert_eq!(policy(&error), secs(32));
 }
@@ -290,9 +271,7 @@ async fn a_follower_writes_nothing_and_looks_again_later() {
         Own::default(),
     ));
     h.fake.clear_requests();
-    let action = frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap();
+    let action = frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
     assert_eq!(action, Requeue::After(FOLLOWER_REQUEUE));
     assert!(ctx.own.passes.lock().unwrap().is_empty());
     assert_eq!(h.fake.write_count(), 0);
@@ -309,22 +288,18 @@ async fn a_malformed_object_is_reported_and_every_other_is_served() {
         .unwrap(),
     );
     assert_eq!(
-        frame::reconcile::<Demo>(bad.clone(), ctx.clone())
-            .await
-            .unwrap(),
+        frame::reconcile(bad.clone(), ctx.clone()).await.unwrap(),
         Requeue::AwaitChange
     );
     assert_eq!(*ctx.own.malformed.lock().unwrap(), ["bad"]);
     assert!(ctx.own.passes.lock().unwrap().is_empty());
-    frame::reconcile::<Demo>(guard(&h), ctx.clone())
-        .await
-        .unwrap();
+    frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
 
-    let quiet = h.context(false, ());
+    let quiet = h.context(false, Quiet);
     h.fake.clear_requests();
     assert_eq!(
-        frame::reconcile::<Quiet>(bad, quiet).await.unwrap(),
+        frame::reconcile(bad, quiet).await.unwrap(),
         Requeue::AwaitChange
     );
     assert_eq!(h.fake.requests().len(), 0);
@@ -339,7 +314,7 @@ async fn an_object_deleted_during_a_conflict_ends_the_reconcile() {
     let cached = guard(&h);
     h.fake.remove::<ConfigMap>("ns", "cm");
     assert_eq!(
-        frame::reconcile::<Demo>(cached, ctx.clone()).await.unwrap(),
+        frame::reconcile(cached, ctx.clone()).await.unwrap(),
         Requeue::AwaitChange
     );
     assert_eq!(ctx.own.passes.lock().unwrap().len(), 1);
@@ -360,7 +335,7 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
                 "metadata": meta, "data": {"v": "1"}}))
             .unwrap(),
         );
-        let error = frame::reconcile::<Demo>(object.clone(), ctx.clone())
+        let error = frame::reconcile(object.clone(), ctx.clone())
             .await
             .unwrap_err();
         assert!(
@@ -370,7 +345,7 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
         assert_eq!(error.to_string(), format!("ConfigMap without {field}"));
         assert!(!error.is_transient());
         assert_eq!(
-            frame::error_policy::<Demo>(&object, &error, &ctx),
+            frame::error_policy(&object, &error, &ctx),
             Requeue::AwaitChange
         );
     }
@@ -383,16 +358,12 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
 }
 
 /// A controller whose passes wait for the gate to open, counting those started.
-struct Gated;
-
 struct Gate {
     open: tokio::sync::watch::Receiver<bool>,
     started: std::sync::atomic::AtomicUsize,
 }
 
-impl Reconciler for Gated {
-    type Object = ConfigMap;
-    type Own = Gate;
+impl Reconciler<ConfigMap> for Gate {
     type Error = DemoError;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -449,7 +420,7 @@ async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
     let warm_up = WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
     let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
     let controller = app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
-    let run = tokio::spawn(frame::run::<Gated, _>(controller, ctx.clone(), |_| {}));
+    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
     let started = || ctx.own.started.load(Ordering::SeqCst);
     let concurrent = usize::from(CONCURRENT_RECONCILES);
     eventually("every slot busy", || started() == concurrent).await;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
+use ebb_runtime::frame::{self, Context, Object, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
 use http::Method;
 use serde_json::Value;
@@ -77,21 +77,21 @@ impl Trace {
 /// each into `trace`; a failed pass is retried as the controller would after its error policy's
 /// delay. `None` from `read` (the object
 /// is gone) ends it. Panics after [`SETTLE_LIMIT`] reconciles.
-pub async fn settle<R: Reconciler>(
+pub async fn settle<K: Object, R: Reconciler<K>>(
     fake: &FakeApi,
-    ctx: &Arc<Context<R::Own>>,
-    read: impl Fn() -> Option<R::Object>,
+    ctx: &Arc<Context<R>>,
+    read: impl Fn() -> Option<K>,
     trace: &mut Trace,
 ) {
-    settle_with::<R>(fake, || ctx.clone(), read, trace).await;
+    settle_with(fake, || ctx.clone(), read, trace).await;
 }
 
 /// [`settle`], asking `process` for the context of each reconcile: a test swaps in a fresh one
 /// (a restarted process, its memory gone) when it likes.
-pub async fn settle_with<R: Reconciler>(
+pub async fn settle_with<K: Object, R: Reconciler<K>>(
     fake: &FakeApi,
-    process: impl Fn() -> Arc<Context<R::Own>>,
-    read: impl Fn() -> Option<R::Object>,
+    process: impl Fn() -> Arc<Context<R>>,
+    read: impl Fn() -> Option<K>,
     trace: &mut Trace,
 ) {
     for _ in 0..SETTLE_LIMIT {
@@ -100,7 +100,7 @@ pub async fn settle_with<R: Reconciler>(
         let guard = Arc::new(Guarded(Ok(object)));
         let before = writes(fake);
         let seen = fake.requests().len();
-        match frame::reconcile::<R>(guard.clone(), ctx.clone()).await {
+        match frame::reconcile(guard.clone(), ctx.clone()).await {
             Ok(_) => {
                 let writes = writes(fake) - before;
                 trace.attempts.push(Attempt::Done { writes });
@@ -115,7 +115,7 @@ pub async fn settle_with<R: Reconciler>(
                 }
             }
             Err(error) => {
-                let requeue = frame::error_policy::<R>(&guard, &error, &ctx);
+                let requeue = frame::error_policy(&guard, &error, &ctx);
                 trace.attempts.push(Attempt::Failed {
                     category: error.category(),
                     requeue,

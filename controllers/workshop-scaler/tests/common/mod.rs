@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
 use workshop_scaler::metrics::Metrics;
-use workshop_scaler::reconcile::{Caches, Context, Feeds, Own, Reconcile};
+use workshop_scaler::reconcile::{Caches, Context, Feeds, Own};
 
 /// What a reconcile through the frame fails with.
 pub type Error = frame::Error<workshop_scaler::reconcile::Error>;
@@ -227,12 +227,12 @@ impl Harness {
     /// One reconcile of `name`, as the controller would run it on a fresh cache.
     pub async fn reconcile(&self, name: &str) -> Result<Requeue, Error> {
         let provision = self.get(name);
-        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
+        frame::reconcile(guard(provision), self.replica.ctx()).await
     }
 
     /// One reconcile on a given (possibly stale) copy of the provision.
     pub async fn reconcile_copy(&self, provision: WorkshopProvision) -> Result<Requeue, Error> {
-        frame::reconcile::<Reconcile>(guard(provision), self.replica.ctx()).await
+        frame::reconcile(guard(provision), self.replica.ctx()).await
     }
 
     // --- reading back ---
