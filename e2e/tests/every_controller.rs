@@ -149,7 +149,7 @@ async fn run(subject: Subject) {
         format!("{prefix}_api_request_duration_seconds_bucket{{{label},"),
         // The work queue of each kind it reconciles, there from the start.
         format!("{prefix}_queue_depth{{{label},kind=\""),
-        format!("{prefix}_queue_wait_seconds_bucket{{{label},kind=\""),
+        format!("{prefix}_queue_wait_seconds_count{{{label},kind=\""),
         // The standard process series, unprefixed.
         "process_resident_memory_bytes ".to_owned(),
         "process_cpu_seconds_total ".to_owned(),
