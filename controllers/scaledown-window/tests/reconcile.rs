@@ -43,7 +43,7 @@ struct Test {
     /// What the Node watch would have put in the context's cache by now ([`Test::ctx`]).
     nodes: Mutex<Feed<PartialObjectMeta<Node>>>,
     /// What the HolidayCalendar watch would have put in the context's cache by now.
-    calendars: Mutex<Feed<HolidayCalendar>>,
+    calendars: Mutex<Feed<Guarded<HolidayCalendar>>>,
 }
 
 impl Deref for Test {
@@ -100,7 +100,7 @@ impl Test {
         self.calendars
             .lock()
             .unwrap()
-            .fill(self.fake.list::<HolidayCalendar>());
+            .fill(self.fake.list::<Guarded<HolidayCalendar>>());
         self.ctx.clone()
     }
 

@@ -57,7 +57,7 @@ struct Harness {
     ctx: Arc<Context>,
     /// What the HolidayCalendar watch would have put in the context's cache by now: the
     /// calendars the fake holds at each reconcile.
-    calendars: std::sync::Mutex<Feed<HolidayCalendar>>,
+    calendars: std::sync::Mutex<Feed<Guarded<HolidayCalendar>>>,
 }
 
 impl std::ops::Deref for Harness {
@@ -146,7 +146,7 @@ impl Harness {
         self.calendars
             .lock()
             .unwrap()
-            .fill(self.fake.list::<HolidayCalendar>());
+            .fill(self.fake.list::<Guarded<HolidayCalendar>>());
         let stored = self
             .fake
             .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
@@ -618,6 +618,45 @@ async fn a_missing_holiday_calendar_leaves_the_hpa_until_it_is_created() {
     );
     h.reconcile().await.unwrap();
     assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 5);
+}
+
+/// One HolidayCalendar that does not decode beside a good one: the scaler naming the good one
+/// flips on time (Monday 4 May is a holiday: the office range is out, the HPA gets the
+/// defaults); named by the scaler, the bad one is an invalid spec saying which field of it does
+/// not fit, and the HPA is left as it was.
+#[tokio::test]
+async fn a_calendar_that_does_not_decode_stops_only_the_objects_naming_it() {
+    let h = Harness::new("2026-05-04T09:00:00Z", false);
+    h.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "may"}, "spec": {"dates": ["2026-05-04"]},
+    }));
+    h.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "broken"}, "spec": {"dates": 20260504},
+    }));
+    let mut spec = office_spec();
+    spec["timeRangeSpec"][0]["excludeCalendars"] = json!(["may"]);
+    h.scaler(spec.clone());
+    h.hpa(3, 3, None, None, None, json!({}));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("SpecValid").0, "True");
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+
+    spec["timeRangeSpec"][0]["excludeCalendars"] = json!(["broken"]);
+    h.scaler(spec);
+    h.fake.clear_requests();
+    let error = h.reconcile().await.unwrap_err();
+    assert_eq!(error.category(), "invalid");
+    assert!(h.hpa_writes().is_empty());
+    let (status, _, message) = h.condition("SpecValid");
+    assert_eq!(status, "False");
+    assert!(
+        message.starts_with(
+            "spec.timeRangeSpec[0].excludeCalendars[0]: HolidayCalendar \"broken\": spec.dates: invalid type"
+        ),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,11 @@
 //! Only an object that names calendars waits for the cache: [`CalendarCache::resolve`] of no
 //! names answers at once, so a cluster without the CRD, or a cache still listing, holds back no
 //! other object.
+//!
+//! Each calendar is decoded on its own ([`Guarded`]): one that does not fit ebb's type (an older
+//! or newer CRD than this controller's, say) is logged and held as invalid, so the objects naming
+//! it say why in their condition, and every other calendar is served as usual. A typed watch would
+//! fail its whole list at that one object, and no calendar would ever be read.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -18,6 +23,7 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
 use crate::cache::{Cache, Cold, Feed};
+use crate::guard::Guarded;
 
 /// Where the names of changed calendars go.
 type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>;
@@ -25,7 +31,7 @@ type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>;
 /// The HolidayCalendars of the cluster as the watch last saw them. Clones share them.
 #[derive(Clone, Default)]
 pub struct CalendarCache {
-    cache: Cache<HolidayCalendar>,
+    cache: Cache<Guarded<HolidayCalendar>>,
     subscribers: Subscribers,
 }
 
@@ -58,6 +64,13 @@ impl CalendarCache {
             .take_until(token.cancelled_owned())
             .for_each(|changed| {
                 if let Ok(calendar) = changed {
+                    if let Err(invalid) = &calendar.0 {
+                        tracing::warn!(
+                            calendar = %calendar.name_any(),
+                            error = %invalid.error,
+                            "HolidayCalendar does not decode; windows naming it are invalid until it is fixed"
+                        );
+                    }
                     tell(&subscribers, &calendar.name_any());
                 }
                 async {}
@@ -70,13 +83,13 @@ impl CalendarCache {
     /// A cache that holds `calendars` and never changes: for tests and offline use.
     pub fn of(calendars: impl IntoIterator<Item = HolidayCalendar>) -> Self {
         let (this, mut feed) = Self::fed();
-        feed.fill(calendars);
+        feed.fill(calendars.into_iter().map(|c| Guarded(Ok(c))));
         this
     }
 
     /// A cache filled by hand through the returned [`Feed`] (each `fill` replaces what it
     /// holds), for tests; cold until the first `fill`.
-    pub fn fed() -> (Self, Feed<HolidayCalendar>) {
+    pub fn fed() -> (Self, Feed<Guarded<HolidayCalendar>>) {
         let mut cache = Cache::default();
         let feed = cache.scope();
         let this = Self {
@@ -110,8 +123,12 @@ impl CalendarCache {
         }
         for calendar in self.cache.all()? {
             let name = calendar.name_any();
-            if names.contains(&name.as_str()) {
-                calendars.insert(&name, &calendar.spec.dates);
+            if !names.contains(&name.as_str()) {
+                continue;
+            }
+            match &calendar.0 {
+                Ok(calendar) => calendars.insert(&name, &calendar.spec.dates),
+                Err(invalid) => calendars.insert_invalid(&name, invalid.error.clone()),
             }
         }
         Ok(calendars)

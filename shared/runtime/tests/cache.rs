@@ -135,3 +135,38 @@ async fn a_controller_runs_a_bounded_number_of_reconciles_at_once() {
     );
     task.abort();
 }
+
+/// A HolidayCalendar that does not decode (its dates a string, as an older or newer CRD than the
+/// controller's might store) beside a good one: the calendar watch still lists, the good one is
+/// served, and the bad one is invalid by name with the field that does not fit, for the objects
+/// naming it to report. A typed watch failed its whole list at the bad one and stayed cold.
+#[tokio::test]
+async fn one_calendar_that_does_not_decode_stops_no_other() {
+    use ebb_runtime::calendars::CalendarCache;
+    use ebb_schedule::ScheduleError;
+
+    let fake = FakeApi::new();
+    fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "ch"}, "spec": {"dates": ["2026-12-25"]},
+    }));
+    fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "HolidayCalendar",
+        "metadata": {"name": "broken"}, "spec": {"dates": "2026-12-24"},
+    }));
+    let shutdown = ebb_runtime::Shutdown::new();
+    let (cache, watch) = CalendarCache::watch(&fake.client(), &contact(), &shutdown);
+    let running = tokio::spawn(watch);
+    eventually("the calendar cache lists", || cache.resolve(["ch"]).is_ok()).await;
+    let calendars = cache.resolve(["ch", "broken"]).unwrap();
+    assert_eq!(calendars.dates("ch").unwrap().len(), 1);
+    match calendars.dates("broken") {
+        Err(ScheduleError::CalendarInvalid { name, reason }) => {
+            assert_eq!(name, "broken");
+            assert!(reason.starts_with("spec.dates: invalid type"), "{reason}");
+        }
+        other => panic!("broken calendar read as {other:?}"),
+    }
+    shutdown.trigger();
+    running.await.unwrap();
+}

@@ -200,6 +200,16 @@ impl Calendars {
         self.by_name.insert(name.to_owned(), parsed);
     }
 
+    /// Adds (or replaces) calendar `name` as one that cannot be read at all (`reason`: what is
+    /// wrong, e.g. the object does not decode), which only a window naming it notices.
+    pub fn insert_invalid(&mut self, name: &str, reason: impl Into<String>) {
+        let invalid = ScheduleError::CalendarInvalid {
+            name: name.to_owned(),
+            reason: reason.into(),
+        };
+        self.by_name.insert(name.to_owned(), Err(invalid));
+    }
+
     /// The calendar names of `names` (every `excludeCalendars` entry of an object's windows),
     /// each once, sorted: what an object needs looked up.
     pub fn names_in<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a str> {
