@@ -201,7 +201,10 @@ async fn start(
     let health = Health::new();
     let mut server = MetricsServer::bind(common.metrics_addr).await?;
     if common.metrics_auth {
-        server = server.with_auth(Arc::new(KubeAuth::new(client.clone())));
+        server = server.with_auth(Arc::new(KubeAuth::new(
+            client.clone(),
+            crate::metrics_auth::CACHE_TTL,
+        )));
     }
     if let Some(dir) = &common.metrics_cert_dir {
         server = server.with_tls(crate::tls::server_config(dir, "metrics")?);

@@ -125,6 +125,14 @@ async fn refusal(auth: &dyn MetricsAuth, headers: &HeaderMap) -> Option<Response
                     .into_response(),
             )
         }
+        Ok(Verdict::Throttled) => Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1")],
+                "too many unknown tokens at once; try again\n",
+            )
+                .into_response(),
+        ),
         Err(error) => {
             tracing::warn!(%error, "cannot check a /metrics caller with the API server");
             Some(
