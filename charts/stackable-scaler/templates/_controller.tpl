@@ -61,7 +61,11 @@ template names, and a name defined by two charts would keep one definition for b
   verbs: ["update"]
 - apiGroups: ["apps"]
   resources: ["statefulsets", "deployments"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["get", "list", "watch"]
+# Replicas change through /scale only: no write to a workload's pod template is possible.
+- apiGroups: ["apps"]
+  resources: ["statefulsets/scale", "deployments/scale"]
+  verbs: ["patch"]
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete"]

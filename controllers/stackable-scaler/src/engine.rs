@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus, StartedHook};
 use ebb_runtime::execute::Writer;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
@@ -188,6 +188,9 @@ struct Operation {
 #[derive(Debug, Default)]
 pub struct HookLedger {
     answers: Mutex<HashMap<String, Answers>>,
+    /// Per scaler, the hook whose start this process wrote (or tried to write: the answer may
+    /// have been lost) and has not asked since: its next ask may still start it.
+    starting: Mutex<HashMap<String, (Operation, HookKind)>>,
 }
 
 /// One scaler's current operation and the answers its hooks gave.
@@ -218,9 +221,31 @@ impl HookLedger {
         entry.1.insert(hook, answer);
     }
 
+    /// Notes that this process is writing the start of `hook` of operation `op`.
+    fn mark_starting(&self, uid: &str, op: Operation, hook: HookKind) {
+        self.starting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(uid.to_owned(), (op, hook));
+    }
+
+    /// Whether this process wrote the start of `hook` of `op` and has not asked it since; the
+    /// note is used up.
+    fn take_starting(&self, uid: &str, op: &Operation, hook: HookKind) -> bool {
+        let mut starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        match starting.get(uid) {
+            Some((o, h)) if o == op && *h == hook => starting.remove(uid).is_some(),
+            _ => false,
+        }
+    }
+
     /// Forgets a scaler (call when it is deleted).
     pub fn forget(&self, uid: &str) {
         self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(uid);
+        self.starting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(uid);
@@ -404,6 +429,24 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
                 .filter(|(o, h, _)| *o == op && *h == hook)
                 .map(|(_, _, answer)| answer.clone())
         })
+    }
+
+    fn will_record(&mut self, record: &StartedHook) {
+        if let Some(hook) = HookKind::parse(&record.hook) {
+            let op = Operation {
+                scale_event: record.scale_event,
+                attempt: record.attempt,
+            };
+            self.ledger.mark_starting(self.uid, op, hook);
+        }
+    }
+
+    fn may_start(&mut self, hook: HookKind, context: &ScalingContext) -> bool {
+        let op = Operation {
+            scale_event: context.scale_event,
+            attempt: context.attempt,
+        };
+        self.ledger.take_starting(self.uid, &op, hook)
     }
 
     async fn write(&mut self, writes: &[ebb_core::Write]) -> Result<(), Halt> {

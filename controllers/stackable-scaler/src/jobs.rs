@@ -3,12 +3,13 @@
 //!
 //! The [`JobTracker`] makes a hook idempotent: the Job of a hook has a name fixed by the scaler,
 //! the hook, the operation number and the attempt ([`job_name`]), so asking again finds (adopts)
-//! the same Job instead of starting a second one. It reports `InProgress` while the Job runs,
+//! the same Job instead of starting a second one. A Job is created only in the ask that recorded
+//! the hook's start in status ([`ScalingContext::starts`]); on any later ask a Job that is not
+//! there was lost after it started (deleted, a TTL), and the hook fails naming it rather than
+//! running twice. It reports `InProgress` while the Job runs,
 //! `Done` when it completed, and an error naming the Job, its condition and a `kubectl logs` hint
 //! when it failed or outlived its deadline. Transient API errors answer `InProgress` (asked again
 //! later): an API hiccup must not fail a scaling operation.
-
-use std::hash::Hasher;
 
 use ebb_core::plan::{Category, Target, Write};
 use ebb_crds::stackable::{HookSpec, HooksSpec, StackableScaler};
@@ -26,8 +27,7 @@ use crate::FIELD_MANAGER;
 use crate::hooks::{HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks};
 
 pub use crate::decide::DEFAULT_TIMEOUT_SECONDS;
-/// Longest Job name: the Job controller copies it into a pod label (63 characters at most).
-pub const MAX_JOB_NAME: usize = 63;
+pub use crate::decide::hooks::{MAX_JOB_NAME, job_name};
 /// Label on hook Jobs: uid of the scaler that owns them.
 pub const LABEL_SCALER_UID: &str = "scaling.ebb.dev/scaler-uid";
 /// Label on hook Jobs: the hook (`prescale`, `postscale`, `onfailure`).
@@ -36,50 +36,6 @@ pub const LABEL_HOOK: &str = "scaling.ebb.dev/hook";
 pub const LABEL_SCALE_EVENT: &str = "scaling.ebb.dev/scale-event";
 /// Label on hook Jobs: the attempt.
 pub const LABEL_ATTEMPT: &str = "scaling.ebb.dev/attempt";
-
-/// The Job name of a hook run: `<scaler>-<hook>-<scaleEvent>-<attempt>`, a DNS label of at most
-/// 63 characters. When the scaler's name does not fit (or is not a DNS label as it stands), it is
-/// shortened and followed by a hash of the full name, so names of different scalers stay apart.
-/// The hook, event and attempt are always kept whole: two operations of one scaler never share a
-/// name.
-pub fn job_name(scaler: &str, hook: HookKind, scale_event: i64, attempt: i64) -> String {
-    let suffix = format!(
-        "-{}-{}-{}",
-        hook.as_str(),
-        scale_event.max(0),
-        attempt.max(0)
-    );
-    let sanitized: String = scaler
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let sanitized = sanitized.trim_matches('-');
-    if sanitized == scaler
-        && !sanitized.is_empty()
-        && sanitized.len() + suffix.len() <= MAX_JOB_NAME
-    {
-        return format!("{sanitized}{suffix}");
-    }
-    let mut hasher = fnv::FnvHasher::default();
-    hasher.write(scaler.as_bytes());
-    let hash = format!("{:08x}", hasher.finish() & 0xffff_ffff);
-    let room = MAX_JOB_NAME.saturating_sub(suffix.len() + hash.len() + 1);
-    let prefix = sanitized
-        .get(..room.min(sanitized.len()))
-        .unwrap_or_default()
-        .trim_end_matches('-');
-    if prefix.is_empty() {
-        format!("h{hash}{suffix}")
-    } else {
-        format!("{prefix}-{hash}{suffix}")
-    }
-}
 
 /// The environment every hook container gets.
 pub fn hook_env(ctx: &ScalingContext) -> Vec<EnvVar> {
@@ -251,6 +207,52 @@ fn transient(error: &kube::Error) -> bool {
     }
 }
 
+/// How long after its start was recorded a hook Job may still be missing: the replica that
+/// recorded it creates it right after (a 429 is sent again, with pauses, within that pass).
+pub const LOST_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The hook Job of a start recorded in an earlier pass is not there. Within [`LOST_GRACE`] of the
+/// record (or when the scaler as read does not hold the record yet: a stale copy) it may still be
+/// created by the replica that recorded it: look again. Past it, the Job was started and is gone
+/// before its result was read (deleted, or removed by a TTL): the hook may have run, so it never
+/// runs again for this attempt, and the operation fails naming the Job.
+fn missing(
+    scaler: &StackableScaler,
+    hook: HookKind,
+    ctx: &ScalingContext,
+    name: &str,
+    now: Timestamp,
+) -> HookResult {
+    let recorded = scaler
+        .status
+        .as_ref()
+        .and_then(|s| s.started_hook.as_ref())
+        .filter(|r| {
+            r.hook == hook.as_str() && (r.scale_event, r.attempt) == (ctx.scale_event, ctx.attempt)
+        })
+        .and_then(|r| r.at.as_ref())
+        .map(from_k8s_time);
+    let lost = recorded
+        .is_some_and(|at| now.duration_since(at).unsigned_abs().ge(&LOST_GRACE) && now >= at);
+    if !lost {
+        tracing::info!(job = %name, "hook Job not there yet; its start is recorded, looking again");
+        return Ok(HookOutcome::InProgress);
+    }
+    Err(HookError::new(format!(
+        "hook Job {name} (scale event {}, attempt {}) was started and is gone before its result \
+         was read (deleted, or removed by a TTL); it is not run a second time: set {}=true to \
+         start a new attempt",
+        ctx.scale_event,
+        ctx.attempt,
+        crate::decide::RETRY_ANNOTATION,
+    )))
+}
+
+/// How many times a hook Job's create is sent within its first ask ([`JobTracker::create`]).
+const CREATE_ATTEMPTS: u32 = 4;
+/// The pause before looking and sending it again, times the attempt.
+const CREATE_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A failed create worth asking again about: a conflict (the Job exists: adopted on the next
 /// look) or a transient answer.
 fn failure_transient(failure: &Failure) -> bool {
@@ -287,6 +289,9 @@ impl JobTracker {
         let uid = scaler.metadata.uid.clone().unwrap_or_default();
         let existing = match self.api.get_opt(&name).await {
             Ok(existing) => existing,
+            // The one ask that may start it: an unclear read does not hold the create back (a
+            // Job already there refuses a second one).
+            Err(e) if transient(&e) && ctx.starts => None,
             Err(e) if transient(&e) => {
                 tracing::warn!(job = %name, error = %e, "reading hook Job failed; asking again later");
                 return Ok(HookOutcome::InProgress);
@@ -298,23 +303,50 @@ impl JobTracker {
                 "a Job named {name} exists that this StackableScaler does not own; delete it and retry"
             ))),
             Some(existing) => job_outcome(&existing, timeout_of(spec), now),
-            None => {
-                let client = self.api.clone().into_client();
-                let create = Write::create(&job, Category::Target);
-                match Writer::new(&client, FIELD_MANAGER).write(&create).await {
-                    Ok(_) => {
-                        tracing::info!(job = %name, hook = hook.as_str(), "started hook Job");
-                        Ok(HookOutcome::InProgress)
+            None if ctx.starts => self.create(&job, hook).await,
+            None => missing(scaler, hook, ctx, &name, now),
+        }
+    }
+
+    /// Creates the Job of a hook whose start was just recorded. The start is asked for once
+    /// ([`ScalingContext::starts`]); on a later pass a Job that is not there counts as lost. So
+    /// an unclear answer (a conflict, throttling, a server error, no answer) is settled here: the
+    /// Job is looked for, and the create sent again if it is not there, a few times within this
+    /// ask (a Job cannot have run and been removed in between).
+    async fn create(&self, job: &Job, hook: HookKind) -> HookResult {
+        let name = job.name_any();
+        let client = self.api.clone().into_client();
+        let create = Write::create(job, Category::Target);
+        let mut last = None;
+        for attempt in 1..=CREATE_ATTEMPTS {
+            if attempt > 1 {
+                tokio::time::sleep(CREATE_RETRY * (attempt - 1)).await;
+                match self.api.get_opt(&name).await {
+                    Ok(Some(_)) => return Ok(HookOutcome::InProgress),
+                    Ok(None) => {}
+                    // Not known: the create is sent again (a second one is refused as there).
+                    Err(e) => {
+                        tracing::debug!(job = %name, error = %e, "looking for the hook Job failed")
                     }
-                    // Created by an earlier pass whose answer was lost: adopt it on the next look.
-                    Err(e) if failure_transient(&e) => {
-                        tracing::warn!(job = %name, error = %e, "creating hook Job failed; asking again later");
-                        Ok(HookOutcome::InProgress)
-                    }
-                    Err(e) => Err(HookError::new(format!("creating Job {name}: {e}"))),
                 }
             }
+            match Writer::new(&client, FIELD_MANAGER).write(&create).await {
+                Ok(_) => {
+                    tracing::info!(job = %name, hook = hook.as_str(), "started hook Job");
+                    return Ok(HookOutcome::InProgress);
+                }
+                Err(e) if failure_transient(&e) => {
+                    tracing::debug!(job = %name, error = %e, "creating hook Job: unclear answer; looking");
+                    last = Some(e);
+                }
+                Err(e) => return Err(HookError::new(format!("creating Job {name}: {e}"))),
+            }
         }
+        // Still unclear: the next look adopts the Job, or finds it lost once the grace is over.
+        if let Some(e) = last {
+            tracing::warn!(job = %name, error = %e, "creating hook Job failed; looking again later");
+        }
+        Ok(HookOutcome::InProgress)
     }
 
     /// Deletes finished hook Jobs of this scaler that belong to other operations than the current

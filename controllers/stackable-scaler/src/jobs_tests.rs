@@ -43,6 +43,7 @@ fn ctx(previous: i32, desired: i32) -> ScalingContext {
         scale_event: 7,
         attempt: 0,
         failure: None,
+        starts: true,
     }
 }
 
@@ -341,47 +342,84 @@ async fn the_tracker_starts_once_then_adopts_and_reports() {
     assert_eq!(fake.write_count(), 1);
 }
 
+/// The ask that starts a hook settles unclear answers itself: a failed read does not hold the
+/// create back, and a create refused (503) is sent again within the ask, so the Job exists once
+/// when it answers.
 #[tokio::test]
-async fn transient_api_errors_keep_the_hook_in_progress() {
+async fn the_starting_ask_settles_unclear_answers_itself() {
+    let (s, spec, c) = (scaler(), pre_scale_spec(), ctx(5, 2));
     let fake = FakeApi::new();
     let t = tracker(&fake);
     fake.fail_next(Matcher::get("/jobs/"), 500);
-    assert_eq!(
-        t.run(
-            &scaler(),
-            &pre_scale_spec(),
-            HookKind::PreScale,
-            &ctx(5, 2),
-            now()
-        )
-        .await,
-        Ok(HookOutcome::InProgress)
-    );
-    fake.fail_next(Matcher::post("/jobs"), 503);
-    assert_eq!(
-        t.run(
-            &scaler(),
-            &pre_scale_spec(),
-            HookKind::PreScale,
-            &ctx(5, 2),
-            now()
-        )
-        .await,
-        Ok(HookOutcome::InProgress)
-    );
-    assert!(fake.list::<Job>().is_empty());
-    assert_eq!(
-        t.run(
-            &scaler(),
-            &pre_scale_spec(),
-            HookKind::PreScale,
-            &ctx(5, 2),
-            now()
-        )
-        .await,
-        Ok(HookOutcome::InProgress)
-    );
+    let ask = || t.run(&s, &spec, HookKind::PreScale, &c, now());
+    assert_eq!(ask().await, Ok(HookOutcome::InProgress));
     assert_eq!(fake.list::<Job>().len(), 1);
+
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    fake.fail_next(Matcher::post("/jobs"), 503);
+    let ask = || t.run(&s, &spec, HookKind::PreScale, &c, now());
+    assert_eq!(ask().await, Ok(HookOutcome::InProgress));
+    assert_eq!(fake.list::<Job>().len(), 1, "sent again within the ask");
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 2);
+    // A later ask (not the starting one) with a transient read error keeps it in progress.
+    fake.fail_next(Matcher::get("/jobs/"), 500);
+    let later = ScalingContext {
+        starts: false,
+        ..ctx(5, 2)
+    };
+    assert_eq!(
+        t.run(&s, &spec, HookKind::PreScale, &later, now()).await,
+        Ok(HookOutcome::InProgress)
+    );
+}
+
+/// A later ask finds no Job for a start recorded in status: within the grace the replica that
+/// recorded it may still create it, so it waits; past it the Job was lost (it may have run), and
+/// the hook fails naming it. It never creates the Job. A scaler read before the record (a stale
+/// copy) waits too.
+#[tokio::test]
+async fn a_missing_job_of_a_recorded_start_is_waited_for_then_lost() {
+    let fake = FakeApi::new();
+    let t = tracker(&fake);
+    let mut recorded = scaler();
+    recorded.status = Some(ebb_crds::stackable::StackableScalerStatus {
+        started_hook: Some(ebb_crds::stackable::StartedHook {
+            hook: "prescale".into(),
+            scale_event: 7,
+            attempt: 0,
+            job: Some("nifi-default-prescale-7-0".into()),
+            at: Some(to_k8s_time(now())),
+        }),
+        ..Default::default()
+    });
+    let later = ScalingContext {
+        starts: false,
+        ..ctx(5, 2)
+    };
+    let at = |seconds: i64| now() + SignedDuration::from_secs(seconds);
+    let spec = pre_scale_spec();
+    let stale = scaler();
+    let ask = |s, when| t.run(s, &spec, HookKind::PreScale, &later, when);
+    assert_eq!(ask(&recorded, at(29)).await, Ok(HookOutcome::InProgress));
+    let lost = ask(&recorded, at(30)).await.unwrap_err();
+    assert_eq!(
+        lost.message,
+        "hook Job nifi-default-prescale-7-0 (scale event 7, attempt 0) was started and is gone \
+         before its result was read (deleted, or removed by a TTL); it is not run a second time: \
+         set autoscaling.stackable.tech/retry=true to start a new attempt"
+    );
+    assert_eq!(
+        ask(&stale, at(3600)).await,
+        Ok(HookOutcome::InProgress),
+        "a stale copy"
+    );
+    assert!(fake.writes().is_empty(), "never created");
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 
-use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler, StackableScalerStatus};
+use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus, StartedHook};
 use jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -49,19 +49,6 @@ fn annotation_true(scaler: &StackableScaler, key: &str) -> bool {
         .annotations()
         .get(key)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
-/// The hook the recorded stage waits for, if any.
-fn pending_hook(status: Option<&StackableScalerStatus>) -> Option<HookKind> {
-    let state = status?.current_state.as_ref()?;
-    match state.stage {
-        ScalerStage::PreScaling => Some(HookKind::PreScale),
-        ScalerStage::PostScaling => Some(HookKind::PostScale),
-        ScalerStage::Failed if state.failure_hook == Some(FailureHookState::Pending) => {
-            Some(HookKind::OnFailure)
-        }
-        _ => None,
-    }
 }
 
 /// What [`decide`](decide::decide) is given for `scaler` as it is now.
@@ -99,6 +86,17 @@ pub(crate) trait World {
 
     /// Carries out a step's `writes` to the scaler, in order ([`decide::step_writes`]).
     fn write(&mut self, writes: &[Write]) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Notes that the next write records the start of a hook (`status.startedHook`): whatever
+    /// that write answers (a lost answer may have recorded it), this process may still start
+    /// the hook at its next ask.
+    fn will_record(&mut self, _record: &StartedHook) {}
+
+    /// Whether this process recorded the start of `hook` for the operation in `context` and
+    /// has not asked it since (the note is used up): its ask may start it.
+    fn may_start(&mut self, _hook: HookKind, _context: &ScalingContext) -> bool {
+        false
+    }
 
     /// Asks `hook`: `true` when its answer is known now ([`World::answer`]) and the loop decides
     /// again, `false` when the pass ends at this plan.
@@ -138,19 +136,48 @@ async fn steps<W: World>(
     now: Timestamp,
     notes: &mut Vec<Note>,
 ) -> Result<Option<Plan>, W::Error> {
+    // The hook start this pass recorded (`status.startedHook`): only the ask that follows it
+    // may start the hook ([`ScalingContext::starts`]).
+    let mut recorded: Option<StartedHook> = None;
     for _ in 0..MAX_STEPS {
         let scaler = world.scaler();
-        let answer = pending_hook(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
+        let answer = decide::hook_due(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
         let plan = decide::decide(&input(scaler, workload, answer.as_ref(), now));
         let writes = decide::step_writes(scaler, &plan);
+        let before = scaler.status.as_ref().and_then(|s| s.started_hook.clone());
+        let records = plan
+            .status
+            .started_hook
+            .clone()
+            .filter(|r| Some(r) != before.as_ref());
         if !writes.is_empty() {
+            if let Some(record) = &records {
+                world.will_record(record);
+            }
             world.write(&writes).await?;
+            if records.is_some() {
+                recorded = records;
+            }
         }
         // Only what is saved is reported.
         notes.extend(plan.note.clone());
         let again = match &plan.action {
             Action::Continue | Action::StripRetryAnnotation | Action::StripAbortAnnotation => true,
-            Action::RunHook { hook, context } => world.ask(*hook, context).await?,
+            Action::RunHook { hook, context } => {
+                let now_recorded = recorded.as_ref().is_some_and(|r| {
+                    r.hook == hook.as_str()
+                        && r.scale_event == context.scale_event
+                        && r.attempt == context.attempt
+                });
+                // Asked either way, so the note of an earlier pass is used up.
+                let noted = world.may_start(*hook, context);
+                let starts = now_recorded || noted;
+                let context = ScalingContext {
+                    starts,
+                    ..context.clone()
+                };
+                world.ask(*hook, &context).await?
+            }
             Action::SetReplicas { to } => {
                 world.resize(*to).await?;
                 false
@@ -376,14 +403,14 @@ impl Walking<'_> {
             .as_ref()
             .map_or(ScalerStage::Idle, |state| state.stage);
         let stage_before = decide::stage_of(before.status.as_ref());
-        let hook_before = pending_hook(before.status.as_ref());
+        let hook_before = decide::hook_due(before.status.as_ref());
         if stage_before != stage || self.steps.is_empty() {
             self.steps.push(WalkStep::Stage {
                 stage: stage.as_str(),
             });
         }
         // A hook stage entered: its Job starts (the answer may be known before it is asked).
-        if let Some(hook) = pending_hook(Some(status)).filter(|h| Some(*h) != hook_before) {
+        if let Some(hook) = decide::hook_due(Some(status)).filter(|h| Some(*h) != hook_before) {
             self.record_job(
                 hook,
                 status.scale_event.unwrap_or(0),

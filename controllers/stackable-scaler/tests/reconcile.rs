@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
 use stackable_scaler::metrics::Metrics;
 use stackable_scaler::reconcile::{CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own};
-use stackable_scaler::{CONTROLLER_NAME, HookLedger};
+use stackable_scaler::{CONTROLLER_NAME, HookLedger, jobs};
 
 const START: &str = "2025-01-01T00:00:00Z";
 
@@ -1001,10 +1001,88 @@ async fn fault_matrix_a_scale_down_with_a_drain_hook() {
     matrix::check_doc("stackable-scaler-scale-down", DRAIN_SCENARIO, &rows);
 }
 
+/// A hook Job that finished and was removed before ebb read its result (deleted by hand, a TTL
+/// a cluster policy adds) while the controller was down: its start is recorded, so the new
+/// process never creates it again. It waits out the grace for a create still to come, then the
+/// operation fails naming the lost Job; the StatefulSet is not touched. The retry annotation
+/// starts a new attempt, which runs the hook afresh (operation 2, attempt 1: a Job of its own).
+#[tokio::test]
+async fn a_hook_job_lost_after_its_start_is_never_run_again_for_that_attempt() {
+    let (e, _) = drain_world().await;
+    run(&e).await.unwrap();
+    let started = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .started_hook
+        .unwrap();
+    assert_eq!(
+        (
+            started.hook.as_str(),
+            started.scale_event,
+            started.attempt,
+            started.job.as_deref()
+        ),
+        ("prescale", 1, 0, Some("nifi-default-prescale-1-0"))
+    );
+    finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
+    assert!(e.fake.remove::<Job>("data", "nifi-default-prescale-1-0"));
+    // A new process: nothing in memory says what the old one did.
+    let restarted = Arc::new(Context::new(
+        e.h.shared(false),
+        Own {
+            metrics: Metrics::default(),
+            ledger: HookLedger::new(),
+        },
+    ));
+    let pass = || frame::reconcile(guard(scaler(&e.fake)), restarted.clone());
+    pass().await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::PreScaling, "within the grace");
+    e.clock
+        .advance(SignedDuration::try_from(jobs::LOST_GRACE).unwrap());
+    pass().await.unwrap();
+    assert_eq!(stage(&e.fake), ScalerStage::Failed);
+    let state = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .current_state
+        .unwrap();
+    assert_eq!(state.failed_in, Some(ScalerStage::PreScaling));
+    assert!(
+        state.reason.as_deref().unwrap_or_default().starts_with(
+            "prescale hook: hook Job nifi-default-prescale-1-0 (scale event 1, attempt 0) was \
+             started and is gone"
+        ),
+        "{:?}",
+        state.reason
+    );
+    for _ in 0..3 {
+        pass().await.unwrap();
+    }
+    assert!(e.fake.list::<Job>().is_empty(), "never created again");
+    assert_eq!(sts_replicas(&e.fake), Some(3), "never resized");
+
+    annotate(&e.fake, decide::RETRY_ANNOTATION);
+    for _ in 0..3 {
+        pass().await.unwrap();
+    }
+    let jobs: Vec<String> = e.fake.list::<Job>().iter().map(|j| j.name_any()).collect();
+    assert_eq!(
+        jobs,
+        ["nifi-default-prescale-2-1"],
+        "the hook of the retried operation"
+    );
+}
+
 /// The standalone controller restarts with a fresh (empty) hook ledger after each call of the
 /// scale-down in turn: the call took effect, the process died before it saw the answer, and a new
 /// process (new context, new ledger, new backoff) carries on from what the cluster says. It must
-/// end exactly as without the crash: one drain Job, never a second attempt, one resize.
+/// end exactly as without the crash: one drain Job, never a second attempt, one resize. Except
+/// for the one crash between the two writes of a hook's start (its record in status, then its
+/// Job): the new process cannot tell a Job never created from one that ran and was removed, so
+/// it never creates it; once the grace for the old process's create is over, the operation fails
+/// naming the Job, and nothing else happens (no Job, no resize).
 #[tokio::test]
 async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
     use ebb_testkit::matrix::Trace;
@@ -1013,8 +1091,9 @@ async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
     drain_act(&clean, || clean.ctx.clone(), &mut Trace::default()).await;
     let expected = drain_outcome(&clean);
     assert_eq!(expected["jobs"], json!(["nifi-default-prescale-1-0"]));
-    let calls = fake.requests().len();
-    for n in 0..calls {
+    let requests = fake.requests();
+    let mut lost = Vec::new();
+    for n in 0..requests.len() {
         let (e, fake) = drain_world().await;
         fake.clear_requests();
         fake.inject_nth(n, ebb_testkit::Fault::TimeoutAfterApply);
@@ -1034,9 +1113,61 @@ async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
                 e.ctx.clone()
             }
         };
-        drain_act(&e, process, &mut Trace::default()).await;
+        let read = || e.fake.get::<StackableScaler>("data", "nifi-default");
+        ebb_testkit::matrix::settle_with(&e.fake, &process, read, &mut Trace::default()).await;
+        if e.fake.list::<Job>().is_empty() {
+            // Recorded, never created: waited for through the grace, then failed.
+            assert_eq!(
+                stage(&e.fake),
+                ScalerStage::PreScaling,
+                "a crash after call {n}"
+            );
+            e.clock
+                .advance(SignedDuration::try_from(jobs::LOST_GRACE).unwrap());
+            ebb_testkit::matrix::settle_with(&e.fake, &process, read, &mut Trace::default()).await;
+            assert_eq!(
+                stage(&e.fake),
+                ScalerStage::Failed,
+                "a crash after call {n}"
+            );
+            let reason = scaler(&e.fake)
+                .status
+                .clone()
+                .unwrap()
+                .current_state
+                .unwrap()
+                .reason;
+            assert!(
+                reason.as_deref().unwrap_or_default().contains(
+                    "hook Job nifi-default-prescale-1-0 (scale event 1, attempt 0) was started and is gone"
+                ),
+                "{reason:?}"
+            );
+            assert!(
+                e.fake.list::<Job>().is_empty(),
+                "never created after the crash"
+            );
+            assert_eq!(sts_replicas(&e.fake), Some(3), "never resized");
+            lost.push(n);
+            continue;
+        }
+        finish_job(&e.fake, "nifi-default-prescale-1-0", "Complete");
+        ebb_testkit::matrix::settle_with(&e.fake, &process, read, &mut Trace::default()).await;
+        settle_statefulset(&e.fake);
+        e.clock.advance(SignedDuration::from_secs(30));
+        ebb_testkit::matrix::settle_with(&e.fake, &process, read, &mut Trace::default()).await;
         assert_eq!(drain_outcome(&e), expected, "a crash after call {n}");
     }
+    // Only the crash right after the status write that recorded the start.
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    let recorded = &requests[lost[0]];
+    assert!(
+        recorded.method == "PATCH"
+            && recorded
+                .path
+                .ends_with("/stackablescalers/nifi-default/status"),
+        "{recorded:?}"
+    );
 }
 
 // ----- replicas racing ----------------------------------------------------------------------------

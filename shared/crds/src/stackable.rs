@@ -350,6 +350,30 @@ pub enum FailureHookState {
     Failed,
 }
 
+/// A hook run as recorded before its first start ([`StackableScalerStatus::started_hook`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StartedHook {
+    /// The hook: `prescale`, `postscale` or `onfailure`.
+    #[schemars(length(max = 16))]
+    pub hook: String,
+    /// The operation (`status.scaleEvent`) it belongs to.
+    #[schemars(range(min = 0))]
+    pub scale_event: i64,
+    /// The attempt (`status.attempt`) it belongs to.
+    #[schemars(range(min = 0))]
+    pub attempt: i64,
+    /// The Job the standalone controller runs for it when the scaler has a template for the
+    /// hook (named from the scaler, the hook, the operation and the attempt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub job: Option<String>,
+    /// When the start was recorded. A Job missing this long after it (a grace for the replica
+    /// that recorded it to create it) was lost, not still to come.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Time>,
+}
+
 /// Observed replicas and the state machine.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -381,6 +405,12 @@ pub struct StackableScalerStatus {
     /// The `metadata.generation` of the spec this status was written for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The last hook started: recorded before the hook is first asked, so a hook recorded here
+    /// is never started again for the same operation and attempt. A hook Job found gone after
+    /// it was recorded fails the operation (naming the Job) instead of running a second time;
+    /// the retry annotation starts a new attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_hook: Option<StartedHook>,
     /// `Ready`, `Progressing`, `Failed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]

@@ -2,6 +2,7 @@
 //! replicas change, and when an operation fails.
 
 use std::future::Future;
+use std::hash::Hasher;
 use std::ops::Range;
 
 use ebb_crds::stackable::ScalerStage;
@@ -48,6 +49,13 @@ impl HookKind {
         }
     }
 
+    /// The hook named `name` ([`Self::as_str`]), if one is.
+    pub fn parse(name: &str) -> Option<Self> {
+        [HookKind::PreScale, HookKind::PostScale, HookKind::OnFailure]
+            .into_iter()
+            .find(|hook| hook.as_str() == name)
+    }
+
     /// The stage this hook runs in.
     pub fn stage(self) -> ScalerStage {
         match self {
@@ -91,6 +99,12 @@ pub struct ScalingContext {
     /// For `on_failure`: what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureInfo>,
+    /// Whether this is the first ask of this hook for this operation and attempt: its start was
+    /// recorded in `status.startedHook` just before, and this is the one ask in which the hook
+    /// may begin its work. On every later ask it looks for what it began and never begins it
+    /// again: what it cannot find was lost (answer an error naming it).
+    #[serde(skip)]
+    pub starts: bool,
 }
 
 impl ScalingContext {
@@ -191,6 +205,52 @@ pub async fn call_hook<H: ScalingHooks>(
         HookKind::PreScale => hooks.pre_scale(ctx).await,
         HookKind::PostScale => hooks.post_scale(ctx).await,
         HookKind::OnFailure => hooks.on_failure(ctx).await,
+    }
+}
+
+/// Longest Job name: the Job controller copies it into a pod label (63 characters at most).
+pub const MAX_JOB_NAME: usize = 63;
+/// The Job name of a hook run: `<scaler>-<hook>-<scaleEvent>-<attempt>`, a DNS label of at most
+/// 63 characters. When the scaler's name does not fit (or is not a DNS label as it stands), it is
+/// shortened and followed by a hash of the full name, so names of different scalers stay apart.
+/// The hook, event and attempt are always kept whole: two operations of one scaler never share a
+/// name.
+pub fn job_name(scaler: &str, hook: HookKind, scale_event: i64, attempt: i64) -> String {
+    let suffix = format!(
+        "-{}-{}-{}",
+        hook.as_str(),
+        scale_event.max(0),
+        attempt.max(0)
+    );
+    let sanitized: String = scaler
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let sanitized = sanitized.trim_matches('-');
+    if sanitized == scaler
+        && !sanitized.is_empty()
+        && sanitized.len() + suffix.len() <= MAX_JOB_NAME
+    {
+        return format!("{sanitized}{suffix}");
+    }
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(scaler.as_bytes());
+    let hash = format!("{:08x}", hasher.finish() & 0xffff_ffff);
+    let room = MAX_JOB_NAME.saturating_sub(suffix.len() + hash.len() + 1);
+    let prefix = sanitized
+        .get(..room.min(sanitized.len()))
+        .unwrap_or_default()
+        .trim_end_matches('-');
+    if prefix.is_empty() {
+        format!("h{hash}{suffix}")
+    } else {
+        format!("{prefix}-{hash}{suffix}")
     }
 }
 

@@ -9,6 +9,7 @@ fn ctx(previous: i32, desired: i32) -> ScalingContext {
         scale_event: 1,
         attempt: 0,
         failure: None,
+        starts: true,
     }
 }
 

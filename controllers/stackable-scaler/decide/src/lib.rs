@@ -31,7 +31,7 @@ use ebb_core::conditions::{ConditionUpdate, set_condition};
 use ebb_core::time::{from_k8s_time, to_k8s_time};
 use ebb_crds::stackable::{
     FailureHookState, HookSpec, ScalerStage, ScalerState, StackableScalerSpec,
-    StackableScalerStatus,
+    StackableScalerStatus, StartedHook,
 };
 use jiff::Timestamp;
 use serde::Serialize;
@@ -589,6 +589,56 @@ pub fn context_of(
         scale_event: status.scale_event.unwrap_or(0),
         attempt: status.attempt.unwrap_or(0),
         failure,
+        starts: false,
+    })
+}
+
+/// The plan that asks `hook` about the operation in `context` (its start recorded: see
+/// [`hook_due`]).
+fn ask(status: StackableScalerStatus, hook: HookKind, context: ScalingContext) -> Plan {
+    Plan {
+        status,
+        action: Action::RunHook { hook, context },
+        note: None,
+    }
+}
+
+/// The hook a status waits for, if any: `PreScaling`'s and `PostScaling`'s, and `onFailure`
+/// while `Failed` says it is pending.
+pub fn hook_due(status: Option<&StackableScalerStatus>) -> Option<HookKind> {
+    let state = status?.current_state.as_ref()?;
+    match state.stage {
+        ScalerStage::PreScaling => Some(HookKind::PreScale),
+        ScalerStage::PostScaling => Some(HookKind::PostScale),
+        ScalerStage::Failed if state.failure_hook == Some(FailureHookState::Pending) => {
+            Some(HookKind::OnFailure)
+        }
+        _ => None,
+    }
+}
+
+/// The record of `status`'s due hook ([`hook_due`]) for its operation and attempt, as
+/// `status.startedHook` holds it once the hook may start: the record `status` holds when it is
+/// that one, else a new one made at `now`.
+pub fn hook_record(
+    name: &str,
+    status: &StackableScalerStatus,
+    now: Timestamp,
+) -> Option<StartedHook> {
+    let hook = hook_due(Some(status))?;
+    let (scale_event, attempt) = (status.scale_event.unwrap_or(0), status.attempt.unwrap_or(0));
+    if let Some(held) = &status.started_hook
+        && held.hook == hook.as_str()
+        && (held.scale_event, held.attempt) == (scale_event, attempt)
+    {
+        return Some(held.clone());
+    }
+    Some(StartedHook {
+        hook: hook.as_str().to_owned(),
+        scale_event,
+        attempt,
+        job: Some(hooks::job_name(name, hook, scale_event, attempt)),
+        at: Some(to_k8s_time(now)),
     })
 }
 
@@ -658,11 +708,7 @@ fn hook_stage(input: &Input<'_>, mut status: StackableScalerStatus, hook: HookKi
         Err(why) => return fail(input, status, stage, why),
     };
     match input.hook {
-        None => Plan {
-            status,
-            action: Action::RunHook { hook, context },
-            note: None,
-        },
+        None => ask(status, hook, context),
         Some(Ok(HookOutcome::InProgress)) => match overdue(input, &status) {
             Some(limit) => fail(
                 input,
@@ -811,14 +857,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
             }
         };
         return match input.hook {
-            None => Plan {
-                status,
-                action: Action::RunHook {
-                    hook: HookKind::OnFailure,
-                    context,
-                },
-                note: None,
-            },
+            None => ask(status, HookKind::OnFailure, context),
             Some(Ok(HookOutcome::InProgress)) => wait(
                 status,
                 HOOK_POLL,
@@ -898,6 +937,12 @@ fn set_failure_hook(status: &mut StackableScalerStatus, value: FailureHookState)
 fn finish(input: &Input<'_>, mut plan: Plan) -> Plan {
     if !is_initialized(Some(&plan.status)) {
         return plan;
+    }
+    // A hook's start is recorded with the status that makes it due (the stage change, saved
+    // before the hook is first asked): a hook recorded is never started again for the same
+    // operation and attempt, and the record costs no write of its own.
+    if let Some(record) = hook_record(input.name, &plan.status, input.now) {
+        plan.status.started_hook = Some(record);
     }
     for update in stage_conditions(&plan.status, input.generation) {
         set_condition(&mut plan.status.conditions, update, input.now);

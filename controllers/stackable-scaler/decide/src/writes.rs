@@ -55,12 +55,7 @@ pub fn resize_write(
         WorkloadKind::StatefulSet => Target::named::<StatefulSet>(Some(namespace), name),
         WorkloadKind::Deployment => Target::named::<Deployment>(Some(namespace), name),
     };
-    Write::merge(
-        target,
-        resource_version,
-        json!({"spec": {"replicas": replicas}}),
-        Category::Target,
-    )
+    Write::scale(target, resource_version, replicas, Category::Target)
 }
 
 /// The writes that carry out one step of the state machine on `scaler` as it is now, in order:

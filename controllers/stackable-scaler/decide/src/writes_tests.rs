@@ -18,7 +18,7 @@ fn scaler(status: Value) -> StackableScaler {
 
 fn patch_of(write: &Write) -> &Value {
     match &write.verb {
-        Verb::Merge(patch) | Verb::MergeStatus(patch) => patch,
+        Verb::Merge(patch) | Verb::MergeStatus(patch) | Verb::MergeScale(patch) => patch,
         other => panic!("not a merge patch: {other:?}"),
     }
 }
@@ -55,6 +55,12 @@ fn an_annotation_is_removed_on_the_scaler_as_read() {
 #[test]
 fn a_resize_sets_the_replicas_of_the_workload_as_read() {
     let write = resize_write(WorkloadKind::StatefulSet, "data", "nifi", Some("7"), 5);
+    // Through /scale: the controller may change the replicas and nothing else of the workload.
+    assert!(
+        matches!(write.verb, Verb::MergeScale(_)),
+        "{:?}",
+        write.verb
+    );
     assert_eq!(write.category, Category::Target);
     assert_eq!(write.target.describe(), "StatefulSet data/nifi");
     assert_eq!(write.target.resource.group, "apps");
