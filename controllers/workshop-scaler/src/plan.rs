@@ -163,6 +163,7 @@ pub fn offline(
             started_at: Some(now),
             from: None,
             target: None,
+            claims: Vec::new(),
         }),
         claims: Vec::new(),
         ..Observed::default()

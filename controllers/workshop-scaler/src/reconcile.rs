@@ -256,6 +256,7 @@ pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
         started_at: status.auto_scaling_started_at.as_ref().map(from_k8s_time),
         from: status.auto_scaling_from_count,
         target: status.auto_scaling_target_count,
+        claims: status.auto_scaling_claims.clone(),
     })
 }
 

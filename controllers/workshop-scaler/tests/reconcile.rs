@@ -906,6 +906,39 @@ async fn claims_not_yet_created_hold_the_flag() {
     assert_eq!(h.status(P).auto_scaling_active, Some(true));
 }
 
+/// The claims a scale-up waits for are recorded when first seen; claims finalized and removed
+/// while workshop-scaler was not running (nothing saw them settle or go) then release the flag
+/// from the record, naming them. Before, the provision waited forever for claims that no longer
+/// existed.
+#[tokio::test]
+async fn claims_finalized_while_nobody_looked_release_the_flag_from_the_record() {
+    let h = in_flight_with_claims(&[("a", ready()), ("b", pending()), ("c", pending())]).await;
+    h.reconcile(P).await.unwrap();
+    let status = h.status(P);
+    assert_eq!(status.auto_scaling_active, Some(true));
+    assert_eq!(status.auto_scaling_claims, ["a", "b", "c"]);
+    // Nothing new: the next pass writes nothing.
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert!(h.fake.writes().is_empty(), "{:?}", h.fake.writes());
+
+    // b and c settle and are finalized away while the controller is scaled to 0.
+    for name in ["b", "c"] {
+        assert!(
+            h.fake
+                .remove_json("poolboy.gpte.redhat.com/v1", "ResourceClaim", NS, name)
+        );
+    }
+    h.reconcile(P).await.unwrap();
+    let status = h.status(P);
+    assert_eq!(status.auto_scaling_active, Some(false));
+    assert!(status.auto_scaling_claims.is_empty());
+    let (state, reason, _) = h.condition(P, "AutoScaling").unwrap();
+    assert_eq!((state.as_str(), reason.as_str()), ("False", "ClaimsGone"));
+    assert_eq!(h.events(), ["ScaleUpReleased"]);
+    assert_eq!(h.count(P), 3, "a release never scales");
+}
+
 #[tokio::test]
 async fn claims_owned_by_reference_count_too() {
     let h = in_flight_with_claims(&[("a", ready()), ("b", ready())]).await;

@@ -238,6 +238,12 @@ pub struct WorkshopProvisionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub auto_scaling_target_count: Option<i32>,
+    /// The claims the scale-up in flight waits for, each recorded when first seen: one
+    /// finalized or deleted while workshop-scaler was not looking still counts as done, so the
+    /// flag is released from what was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub auto_scaling_claims: Vec<String>,
     /// `spec.count` when the last released scale-up started. Kept after it ends: no new
     /// scale-up starts from this count again (a release never allows a second increase from the
     /// same starting count).

@@ -53,6 +53,7 @@ fn in_flight(from: i32, to: i32) -> InFlight {
         started_at: Some(t0()),
         from: Some(from),
         target: Some(to),
+        claims: Vec::new(),
     }
 }
 
@@ -480,6 +481,84 @@ fn release_needs_every_claim_settled_and_all_claims_created() {
     assert!(matches!(
         decide(&s, &not_created, t0()),
         Decision::Wait {
+            unsettled: Unsettled { missing: 1, .. },
+            ..
+        }
+    ));
+}
+
+/// The claims a scale-up waits for are recorded when first seen; recorded ones that
+/// are gone (finalized while workshop-scaler was not running) count as created and done, so the
+/// flag is released from the record, with the claims named. Claims Babylon has not created yet
+/// are still waited for.
+#[test]
+fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
+    let s = enabled_settings();
+    // Scale-up 2 -> 3: three claims seen, two unsettled: all three are recorded.
+    let seen = Observed {
+        in_flight: Some(in_flight(2, 3)),
+        claims: vec![claim("a", true), claim("b", false), claim("c", false)],
+        ..observed(3, 3, 3)
+    };
+    assert_eq!(
+        claims_to_record(&seen),
+        Some(vec!["a".into(), "b".into(), "c".into()])
+    );
+    assert!(matches!(decide(&s, &seen, t0()), Decision::Wait { .. }));
+    let recorded = Observed {
+        in_flight: Some(InFlight {
+            claims: vec!["a".into(), "b".into(), "c".into()],
+            ..in_flight(2, 3)
+        }),
+        ..seen
+    };
+    assert_eq!(claims_to_record(&recorded), None, "nothing new: no write");
+
+    // b and c were finalized and removed while the controller was down; a is still there.
+    let gone = Observed {
+        claims: vec![claim("a", true)],
+        ..recorded.clone()
+    };
+    assert_eq!(
+        decide(&s, &gone, t0()),
+        Decision::ReleaseEarly {
+            cause: EarlyRelease::ClaimsGone {
+                claims: vec!["b".into(), "c".into()]
+            }
+        }
+    );
+    // Every claim gone: the same.
+    let all_gone = Observed {
+        claims: Vec::new(),
+        ..recorded.clone()
+    };
+    assert!(matches!(
+        decide(&s, &all_gone, t0()),
+        Decision::ReleaseEarly {
+            cause: EarlyRelease::ClaimsGone { .. }
+        }
+    ));
+
+    // Only c recorded and gone, b settled, and the third claim never created: still waited
+    // for, within activeTimeout, then reported, never released on a timer.
+    let one_missing = Observed {
+        in_flight: Some(InFlight {
+            claims: vec!["c".into()],
+            ..in_flight(2, 4)
+        }),
+        claims: vec![claim("a", true), claim("b", true)],
+        ..observed(4, 3, 3)
+    };
+    assert!(matches!(
+        decide(&s, &one_missing, t0()),
+        Decision::Wait {
+            unsettled: Unsettled { missing: 1, .. },
+            ..
+        }
+    ));
+    assert!(matches!(
+        decide(&s, &one_missing, t0() + SignedDuration::from_hours(2)),
+        Decision::Stuck {
             unsettled: Unsettled { missing: 1, .. },
             ..
         }
@@ -1073,6 +1152,7 @@ fn any_in_flight() -> impl Strategy<Value = Option<InFlight>> {
                 started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
                 from,
                 target,
+                claims: Vec::new(),
             })),
     ]
 }
@@ -1137,6 +1217,7 @@ fn interrupted_observed() -> impl Strategy<Value = Observed> {
                 started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
                 from: Some(count),
                 target: Some(count + raise),
+                claims: Vec::new(),
             }),
             claims,
             ..Observed::default()
@@ -1163,6 +1244,7 @@ fn settled_observed() -> impl Strategy<Value = Observed> {
                     // Anything but the count itself (that would be an interrupted scale-up).
                     from: below.map(|b| count - b),
                     target: Some(count - target_below.min(count)),
+                    claims: Vec::new(),
                 }),
                 claims: claims(usize::try_from(count).unwrap() + extra, true),
                 ..Observed::default()
@@ -1346,6 +1428,7 @@ fn finishing_is_idempotent((c, o): (Config, Observed)) -> Result<bool, TestCaseE
             started_at: Some(t0()),
             from: Some(from),
             target: Some(to),
+            claims: Vec::new(),
         }),
         ..o
     };

@@ -368,6 +368,29 @@ pub struct InFlight {
     pub from: Option<i32>,
     /// `status.autoScalingTargetCount`: the count it raises the provision to.
     pub target: Option<i32>,
+    /// `status.autoScalingClaims`: the provision's claims seen while the scale-up is in flight,
+    /// recorded (sorted) when each was first seen, so one that goes while nobody looks still
+    /// counts as created and done.
+    pub claims: Vec<String>,
+}
+
+/// At most this many claim names are recorded in `status.autoScalingClaims` (a provision's
+/// count is at most `maxProvisions`; the cap keeps the status small whatever it says).
+pub const MAX_RECORDED_CLAIMS: usize = 1000;
+
+/// The claims a scale-up in flight waits for, as they should be recorded after this pass: the
+/// recorded ones and every claim seen now (sorted, at most [`MAX_RECORDED_CLAIMS`]).
+/// `None` when nothing is in flight or the record is already complete (no write).
+pub fn claims_to_record(observed: &Observed) -> Option<Vec<String>> {
+    let in_flight = observed.in_flight.as_ref()?;
+    let mut record = in_flight.claims.clone();
+    for claim in &observed.claims {
+        if record.len() < MAX_RECORDED_CLAIMS && !record.contains(&claim.name) {
+            record.push(claim.name.clone());
+        }
+    }
+    record.sort();
+    (record != in_flight.claims).then_some(record)
 }
 
 /// One ResourceClaim of the provision.
@@ -455,6 +478,12 @@ pub enum EarlyRelease {
         /// Their names, sorted.
         claims: Vec<String>,
     },
+    /// Claims the scale-up waited for (recorded when seen) are gone, finalized or deleted while
+    /// nobody looked; every other claim settled.
+    ClaimsGone {
+        /// Their names, sorted.
+        claims: Vec<String>,
+    },
     /// [`RELEASE_ANNOTATION`] was set.
     Requested,
 }
@@ -467,6 +496,7 @@ impl EarlyRelease {
             EarlyRelease::LifespanEnded { .. } => "LifespanEnded",
             EarlyRelease::CountLowered { .. } => "CountLowered",
             EarlyRelease::ClaimsDeleted { .. } => "ClaimsDeleted",
+            EarlyRelease::ClaimsGone { .. } => "ClaimsGone",
             EarlyRelease::Requested => "ReleaseRequested",
         }
     }
@@ -486,6 +516,10 @@ impl EarlyRelease {
             ),
             EarlyRelease::ClaimsDeleted { claims } => format!(
                 "the unsettled claims are being deleted and can never settle: {}",
+                claims.join(", ")
+            ),
+            EarlyRelease::ClaimsGone { claims } => format!(
+                "claims the scale-up waited for are gone (finalized or deleted) and every other claim settled: {}",
                 claims.join(", ")
             ),
             EarlyRelease::Requested => format!("{RELEASE_ANNOTATION} was set"),
@@ -800,9 +834,18 @@ fn decide_in_flight(
         .map(|c| c.name.clone())
         .collect();
     deleting.sort();
-    // Babylon creates claims gradually (concurrency, startDelay): until `count` claims exist, the
-    // scale-up has not materialised, however settled the existing ones are.
-    let existing = i32::try_from(observed.claims.len()).unwrap_or(i32::MAX);
+    // Recorded and gone: finalized or deleted while nobody looked. Each still counts among the
+    // claims Babylon created, as done.
+    let gone: Vec<String> = in_flight
+        .claims
+        .iter()
+        .filter(|name| !observed.claims.iter().any(|c| &c.name == *name))
+        .cloned()
+        .collect();
+    // Babylon creates claims gradually (concurrency, startDelay): until `count` claims exist (or
+    // existed), the scale-up has not materialised, however settled the existing ones are.
+    let existing = observed.claims.len().saturating_add(gone.len());
+    let existing = i32::try_from(existing).unwrap_or(i32::MAX);
     let unsettled = Unsettled {
         pending,
         missing: count.saturating_sub(existing).max(0),
@@ -811,6 +854,11 @@ fn decide_in_flight(
         if !deleting.is_empty() {
             return Decision::ReleaseEarly {
                 cause: EarlyRelease::ClaimsDeleted { claims: deleting },
+            };
+        }
+        if !gone.is_empty() {
+            return Decision::ReleaseEarly {
+                cause: EarlyRelease::ClaimsGone { claims: gone },
             };
         }
         return Decision::Release {

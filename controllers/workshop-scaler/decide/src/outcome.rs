@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     CONDITION_AT_MAX, CONDITION_AUTO_SCALING, Config, Decision, EarlyRelease, Hold, Observed,
-    Settings, conditions, decide,
+    Settings, claims_to_record, conditions, decide,
 };
 
 /// One observation of a provision, the provision gauges (the binary's `Metrics::observe`).
@@ -295,6 +295,7 @@ fn apply(
             fields.insert("autoScalingStartedAt".into(), Value::Null);
             fields.insert("autoScalingFromCount".into(), Value::Null);
             fields.insert("autoScalingTargetCount".into(), Value::Null);
+            fields.insert("autoScalingClaims".into(), Value::Null);
             // The from-count guard outlives the scale-up: no second one from the same count.
             if let Some(from) = in_flight.and_then(|f| f.from) {
                 fields.insert("autoScalingLastFromCount".into(), json!(from));
@@ -316,8 +317,9 @@ fn apply(
             plan.remove_release = input.release_annotation;
         }
         Decision::Wait { deadline, .. } => {
-            if changed {
-                plan.status = Some(status_body(Map::new(), conditions));
+            let fields = recorded_claims(input);
+            if changed || !fields.is_empty() {
+                plan.status = Some(status_body(fields, conditions));
             }
             plan.requeue = deadline.map(|at| requeue_at(at, now));
         }
@@ -325,8 +327,9 @@ fn apply(
         | Decision::Hold(_)
         | Decision::Invalid(_)
         | Decision::Ambiguous { .. } => {
-            if changed {
-                plan.status = Some(status_body(Map::new(), conditions));
+            let fields = recorded_claims(input);
+            if changed || !fields.is_empty() {
+                plan.status = Some(status_body(fields, conditions));
                 plan.notices
                     .extend(report(decision, input.conditions, conditions, &plan.reason));
             }
@@ -334,6 +337,16 @@ fn apply(
         // Handled before anything is decided.
         Decision::Disabled => {}
     }
+}
+
+/// `status.autoScalingClaims` when claims are seen unsettled for the first time in flight
+/// ([`claims_to_record`]), else nothing.
+fn recorded_claims(input: &Input<'_>) -> Map<String, Value> {
+    let mut fields = Map::new();
+    if let Some(claims) = claims_to_record(input.observed) {
+        fields.insert("autoScalingClaims".into(), json!(claims));
+    }
+    fields
 }
 
 /// A scale-up to `to` applied now: the count write, the counter and the Event.

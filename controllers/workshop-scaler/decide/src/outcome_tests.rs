@@ -123,6 +123,7 @@ fn a_requested_release_clears_the_flag_then_removes_the_annotation() {
             started_at: Some(utc("2026-03-10T08:30:00Z")),
             from: Some(2),
             target: Some(3),
+            claims: Vec::new(),
         }),
         release_requested: true,
         ..observed(3, 9, 10)
