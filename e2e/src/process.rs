@@ -60,6 +60,9 @@ fn pod_command(
     cmd.env("KUBECONFIG", kubeconfig)
         .env("POD_NAME", pod_name)
         .env("POD_NAMESPACE", &identity.namespace)
+        // The Lease the chart's Role names (its resourceNames): the release's, as the chart
+        // passes it. A `--lease-name` among a test's arguments wins.
+        .env("EBB_LEASE_NAME", &identity.release)
         .env(
             "RUST_LOG",
             format!("info,{}=debug,ebb_runtime=debug", binary.replace('-', "_")),

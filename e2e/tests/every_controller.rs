@@ -97,10 +97,10 @@ async fn run(subject: Subject) {
         assert!(reconciles.is_ok(), "{}: {reconciles:?}", subject.binary);
     }
 
-    // One leader; the controller's name is the Lease's.
+    // One leader; the release's name is the Lease's (as the chart passes --lease-name).
     let leases: Api<Lease> = Api::namespaced(setup.admin.clone(), &ns);
     let leader = eventually(Duration::from_secs(20), || async {
-        holder(&leases, subject.binary).await
+        holder(&leases, &setup.identity.release).await
     })
     .await
     .unwrap_or_else(|e| panic!("no leader: {e}\n{}", a.log_tail()));
@@ -221,7 +221,7 @@ async fn run(subject: Subject) {
     let stopped = Instant::now();
     leader_proc.terminate().unwrap();
     let new_leader = eventually(Duration::from_secs(20), || async {
-        holder(&leases, subject.binary)
+        holder(&leases, &setup.identity.release)
             .await
             .filter(|h| *h == standby.pod_name)
     })
@@ -270,7 +270,7 @@ async fn run(subject: Subject) {
     (subject.trigger)(&setup, 3).await;
     let took = killed.elapsed();
     assert_eq!(
-        holder(&leases, subject.binary).await.as_deref(),
+        holder(&leases, &setup.identity.release).await.as_deref(),
         Some("c"),
         "{}: the last replica leads after the kill",
         subject.binary

@@ -23,6 +23,13 @@ when the copies differ). What differs per controller lives in _controller.tpl.
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The Lease (--lease-name): the controller's name (the Lease a running install already
+     holds), or the fullnameOverride that lets a second install live in the same namespace. The
+     release's Role names it (resourceNames). */}}
+{{- define "ebb.leaseName" -}}
+{{- .Values.leaderElection.leaseName | default (.Values.fullnameOverride | default (include "ebb.name" .)) -}}
+{{- end -}}
+
 {{/* Deployment = ServiceAccount = field manager: ebb-<controller>. */}}
 {{- define "ebb.fullname" -}}
 {{- if .Values.fullnameOverride -}}
@@ -112,8 +119,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.leaderElection.enabled }}
 {{- /* The controller's name (the Lease a running install already holds), or the fullnameOverride
      that lets a second install live in the same namespace. */}}
-{{- $lease := .Values.leaderElection.leaseName | default (.Values.fullnameOverride | default (include "ebb.name" .)) }}
-- {{ printf "--lease-name=%s" $lease | quote }}
+- {{ printf "--lease-name=%s" (include "ebb.leaseName" .) | quote }}
 {{- end }}
 {{- with (include "ebb.watchNamespaces" . | fromJsonArray) }}
 - {{ printf "--namespace=%s" (join "," .) | quote }}
@@ -227,7 +233,7 @@ spec:
     {{- toYaml $cm.issuerRef | nindent 4 }}
     {{- else }}
     kind: Issuer
-    name: {{ $fullname }}-selfsigned
+    name: {{ $fullname }}-ca
     {{- end }}
 {{- end -}}
 
