@@ -289,11 +289,16 @@ fn watch_targets(
 }
 
 /// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the
-/// target kinds `args` enables) and removes the finalizers ([`reconcile::release_all`]).
+/// target kinds `args` enables) and removes the finalizers ([`reconcile::release_all`]); with
+/// `--keep-settings` (`leave`) only the finalizers go.
 ///
 /// # Errors
 /// The first read or write that failed.
-pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, reconcile::Error> {
+pub async fn clean(
+    shared: frame::Shared,
+    args: RunArgs,
+    leave: ebb_runtime::cleanup::Leave,
+) -> Result<Vec<String>, reconcile::Error> {
     let mut nodes = Cache::default();
     if args.targets().node_annotation {
         // No watch runs here: one list fills the Node cache a Nodes target reads.
@@ -317,7 +322,7 @@ pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, 
         calendars: CalendarCache::default(),
     };
     let selector = args.common.label_selector();
-    reconcile::release_all(&frame::Context::new(shared, own), selector).await
+    reconcile::release_all(&frame::Context::new(shared, own), selector, leave).await
 }
 
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs

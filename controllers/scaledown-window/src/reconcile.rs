@@ -16,6 +16,7 @@
 //! `ebb_runtime::pause::pause_report` (the shared `Paused` condition and Event). Leader election
 //! (in the frame) gates all writes.
 
+use ebb_runtime::cleanup::Leave;
 use std::sync::Arc;
 
 use ebb_core::plan::Write;
@@ -328,6 +329,7 @@ async fn release(
 pub async fn release_all(
     ctx: &Context,
     label_selector: Option<&str>,
+    leave: Leave,
 ) -> Result<Vec<String>, Error> {
     let now = ctx.clock.now();
     let guarded: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
@@ -343,6 +345,8 @@ pub async fn release_all(
     let mut lines = Vec::new();
     for guard in schedules.items {
         let (name, changes) = match guard.0 {
+            // `--keep-settings`: what the schedule set stays; only its finalizer goes.
+            Ok(schedule) if leave == Leave::Settings => (schedule.name_any(), Vec::new()),
             Ok(schedule) => {
                 let name = schedule.name_any();
                 (
@@ -354,7 +358,9 @@ pub async fn release_all(
             Err(invalid) => (invalid.metadata.name.unwrap_or_default(), Vec::new()),
         };
         let described: Vec<String> = changes.iter().map(Change::describe).collect();
-        let released = if described.is_empty() {
+        let released = if leave == Leave::Settings {
+            "kept its target's settings in force".to_owned()
+        } else if described.is_empty() {
             "nothing to release".to_owned()
         } else {
             format!("released {}", decide::summarize(&described, 20))

@@ -5,6 +5,7 @@
 
 use ebb_crds::calendar::HolidayCalendar;
 use ebb_runtime::calendars::CalendarCache;
+use ebb_runtime::cleanup::Leave;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -2144,7 +2145,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
             calendars: CalendarCache::default(),
         },
     );
-    let said = release_all(&dry, None).await.unwrap();
+    let said = release_all(&dry, None, Leave::Nothing).await.unwrap();
     assert_eq!(said.len(), 3, "{said:?}");
     assert!(
         said.iter()
@@ -2153,7 +2154,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
     );
     assert_eq!(t.fake.writes().len(), writes_before);
 
-    let done = release_all(&t.ctx(), None).await.unwrap();
+    let done = release_all(&t.ctx(), None, Leave::Nothing).await.unwrap();
     assert_eq!(done.len(), 3, "{done:?}");
     assert!(
         done.iter()
@@ -2180,7 +2181,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
 
     // Nothing left: a second run writes nothing.
     let writes_after = t.fake.writes().len();
-    let again = release_all(&t.ctx(), None).await.unwrap();
+    let again = release_all(&t.ctx(), None, Leave::Nothing).await.unwrap();
     assert!(
         again
             .iter()
@@ -2188,6 +2189,35 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
         "{again:?}"
     );
     assert_eq!(t.fake.writes().len(), writes_after);
+}
+
+/// `cleanup --keep-settings`: the schedule's hold stays on its target (scale-down stays
+/// disabled, as the user chose), and only the finalizer goes.
+#[tokio::test]
+async fn cleanup_keeping_the_settings_removes_only_the_finalizers() {
+    let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(node("w1", "workers", json!({})));
+    t.fake.insert(schedule("nodes", node_target(), nights()));
+    t.converge("nodes").await;
+    t.converge("nodes").await;
+    let done = release_all(&t.ctx(), None, Leave::Settings).await.unwrap();
+    assert_eq!(
+        done,
+        [format!(
+            "ScaleDownSchedule nodes: kept its target's settings in force; removed finalizer {FINALIZER}"
+        )]
+    );
+    assert_eq!(
+        node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],
+        json!("true")
+    );
+    assert!(
+        t.schedule("nodes")
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .is_empty()
+    );
 }
 
 /// Only the schedules of this install (`--label-selector`) are cleaned.
@@ -2200,7 +2230,9 @@ async fn cleanup_keeps_to_the_label_selector() {
     t.fake.insert(other);
     t.converge("other-install").await;
     t.converge("other-install").await;
-    let done = release_all(&t.ctx(), Some("install=a")).await.unwrap();
+    let done = release_all(&t.ctx(), Some("install=a"), Leave::Nothing)
+        .await
+        .unwrap();
     assert!(done.is_empty(), "{done:?}");
     assert_eq!(
         node_annotations(&t, "w1")[SCALE_DOWN_DISABLED_ANNOTATION],

@@ -196,12 +196,53 @@ impl frame::Reconciler<HpaMeta> for Own {
     }
 }
 
+/// `cleanup`'s give-back of a fleet member before an uninstall: `hpa` (read whole) as if no
+/// FleetSchedule claimed it any more, so it gets its recorded values back, a hibernated target
+/// its replicas, and the record goes ([`decide::decide_member`] with [`Claim::Nobody`]). Returns
+/// what was done (or would have been, in a dry run).
+///
+/// # Errors
+/// Reading the target's Scale, or a write, failed.
+pub async fn release_member(
+    hpa: &HorizontalPodAutoscaler,
+    shared: &frame::Shared,
+) -> Result<Vec<String>, frame::Failure> {
+    let claim = Claim::Nobody;
+    let scale = read_scale_with(hpa, &claim, &shared.client).await?;
+    let calendars = decide::Calendars::new();
+    let observed = decide::MemberObserved {
+        hpa,
+        claim: &claim,
+        scale: scale.as_ref(),
+        calendars: &calendars,
+        dry_run: shared.dry_run,
+    };
+    let plan = decide::decide_member(&observed, shared.clock.now());
+    let done = plan
+        .writes
+        .iter()
+        .flat_map(|w| &w.notices)
+        .chain(&plan.notices)
+        .map(|n| n.note.clone())
+        .collect();
+    ebb_runtime::execute::execute(plan, shared, FIELD_MANAGER, &()).await?;
+    Ok(done)
+}
+
 /// The Scale of `hpa`'s target, when a hibernation concerns it; `None` otherwise or when the
 /// target does not exist.
 async fn read_scale(
     hpa: &HorizontalPodAutoscaler,
     claim: &Claim<'_>,
     ctx: &Context,
+) -> Result<Option<k8s_openapi::api::autoscaling::v1::Scale>, frame::Failure> {
+    read_scale_with(hpa, claim, &ctx.client).await
+}
+
+async fn read_scale_with(
+    hpa: &HorizontalPodAutoscaler,
+    claim: &Claim<'_>,
+    client: &kube::Client,
 ) -> Result<Option<k8s_openapi::api::autoscaling::v1::Scale>, frame::Failure> {
     if !decide::member_reads_scale(hpa, claim) {
         return Ok(None);
@@ -211,7 +252,7 @@ async fn read_scale(
         return Ok(None);
     };
     let namespace = hpa.namespace().unwrap_or_default();
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &namespace, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
     match api.get_scale(&target.name).await {
         Ok(scale) => Ok(Some(scale)),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),

@@ -31,11 +31,13 @@ use std::future::Future;
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::calendars::CalendarCache;
+use ebb_runtime::cleanup::Leave;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::triggers::spec_changes;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -74,42 +76,144 @@ pub fn scalers_naming(
         .collect()
 }
 
-/// `service-scaler cleanup`: removes ebb's finalizer from every ServiceScaler this install
-/// manages (`--namespace`, `--label-selector`), so none waits for a controller that is gone. The
-/// HPAs keep the settings in force and their owner references (deleting a ServiceScaler later
-/// deletes its HPA, as before); udaan's finalizer is udaan's. Dry run: says, writes nothing.
+/// `service-scaler cleanup`: gives back what this install put in force, before an uninstall.
+/// Every ServiceScaler it manages (`--label-selector`) has its hibernated workload woken and its
+/// HPA set to the defaults ([`reconcile::release`]); every fleet member of its FleetSchedules
+/// (or of one that is gone) gets its recorded values, and its hibernated target its replicas,
+/// back, and the record goes ([`fleet::release_member`]); then ebb's and udaan's finalizers go.
+/// With `--keep-settings` (`leave`) only the finalizers go. One line per object.
 ///
 /// # Errors
-/// The first list or write that failed.
-pub async fn clean(shared: frame::Shared, args: RunArgs) -> Result<Vec<String>, kube::Error> {
+/// The first read or write that failed.
+pub async fn clean(
+    shared: frame::Shared,
+    args: RunArgs,
+    leave: Leave,
+) -> Result<Vec<String>, frame::Failure> {
+    let keep = leave == Leave::Settings;
     let resource = kube::api::ApiResource::erase::<ServiceScaler>(&());
     let selected = match args.common.label_selector() {
         Some(selector) => kube::api::ListParams::default().labels(selector),
         None => kube::api::ListParams::default(),
     };
+    let own = Own {
+        metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
+        calendars: CalendarCache::default(),
+    };
+    let ctx = frame::Context::new(shared.clone(), own);
     let mut lines = Vec::new();
     for api in ebb_runtime::app::scoped_apis_with(&shared.client, &args.common, &resource) {
-        for scaler in api.list_metadata(&selected).await? {
-            let name = scaler.name_any();
-            let namespace = scaler.namespace().unwrap_or_default();
-            let key = format!("{namespace}/{name}");
-            let ours = scaler.finalizers().iter().any(|f| f == decide::FINALIZER);
-            let line = match (ours, shared.dry_run) {
-                (false, _) => "no finalizer".to_owned(),
-                (true, true) => format!(
-                    "dry run: would have removed finalizer {}",
-                    decide::FINALIZER
-                ),
-                (true, false) => {
-                    let api = Api::namespaced_with(shared.client.clone(), &namespace, &resource);
-                    ebb_runtime::cleanup::remove_finalizer(&api, &name, decide::FINALIZER).await?;
-                    format!("removed finalizer {}", decide::FINALIZER)
-                }
+        let listed = api
+            .list(&selected)
+            .await
+            .map_err(frame::ReadError::of("the ServiceScalers".to_owned()))?;
+        for object in listed {
+            let key = format!(
+                "{}/{}",
+                object.namespace().unwrap_or_default(),
+                object.name_any()
+            );
+            let done = match reconcile::typed(object, &key) {
+                Ok(scaler) => reconcile::release(&scaler, &ctx, keep).await?,
+                // Nothing of it can be read, so nothing it set can be found; the finalizer goes.
+                Err((object, _)) => remove_finalizer(&shared, &object).await?,
             };
-            lines.push(format!("ServiceScaler {key}: {line}"));
+            lines.push(format!("ServiceScaler {key}: {}", said(done, keep)));
+        }
+    }
+    if keep {
+        return Ok(lines);
+    }
+    // The fleet members this install's FleetSchedules scheduled (or a gone one's), not those of
+    // another install's (its own cleanup gives them back).
+    let mut others = std::collections::HashSet::new();
+    let fleet_resource = kube::api::ApiResource::erase::<ebb_crds::fleet::FleetSchedule>(&());
+    for api in ebb_runtime::app::scoped_apis_with(&shared.client, &args.common, &fleet_resource) {
+        let key = |m: &PartialObjectMeta<DynamicObject>| {
+            format!("{}/{}", m.namespace().unwrap_or_default(), m.name_any())
+        };
+        let all = api
+            .list_metadata(&Default::default())
+            .await
+            .map_err(frame::ReadError::of("the FleetSchedules".to_owned()))?;
+        let mine = api
+            .list_metadata(&selected)
+            .await
+            .map_err(frame::ReadError::of("the FleetSchedules".to_owned()))?;
+        let mine: Vec<String> = mine.items.iter().map(key).collect();
+        others.extend(all.items.iter().map(key).filter(|k| !mine.contains(k)));
+    }
+    for api in
+        ebb_runtime::app::scoped_apis::<HorizontalPodAutoscaler>(&shared.client, &args.common)
+    {
+        let hpas = api
+            .list(&Default::default())
+            .await
+            .map_err(frame::ReadError::of(
+                "the HorizontalPodAutoscalers".to_owned(),
+            ))?;
+        for hpa in hpas {
+            let annotations = hpa.annotations();
+            let fleet = match (
+                annotations.get(decide::FLEET_ANNOTATION),
+                annotations.contains_key(decide::RECORD_ANNOTATION),
+            ) {
+                (Some(fleet), _) => fleet.clone(),
+                (None, true) => String::new(),
+                (None, false) => continue,
+            };
+            if others.contains(&fleet) {
+                continue;
+            }
+            let key = format!("{}/{}", hpa.namespace().unwrap_or_default(), hpa.name_any());
+            let done = fleet::release_member(&hpa, &shared).await?;
+            lines.push(format!(
+                "HorizontalPodAutoscaler {key} (fleet member): {}",
+                said(done, false)
+            ));
         }
     }
     Ok(lines)
+}
+
+/// One cleanup line's phrases.
+fn said(done: Vec<String>, keep: bool) -> String {
+    match (done.is_empty(), keep) {
+        (true, _) => "nothing to give back".to_owned(),
+        (false, true) => format!("settings kept in force; {}", done.join("; ")),
+        (false, false) => done.join("; "),
+    }
+}
+
+/// Removes ebb's and udaan's finalizers from a ServiceScaler whose spec cannot be read.
+async fn remove_finalizer(
+    shared: &frame::Shared,
+    object: &DynamicObject,
+) -> Result<Vec<String>, frame::Failure> {
+    let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
+    let ours = object
+        .finalizers()
+        .iter()
+        .any(|f| f == decide::FINALIZER || f == decide::UDAAN_FINALIZER);
+    if !ours {
+        return Ok(Vec::new());
+    }
+    if shared.dry_run {
+        return Ok(vec![
+            "dry run: would have removed its finalizers".to_owned(),
+        ]);
+    }
+    let resource = kube::api::ApiResource::erase::<ServiceScaler>(&());
+    let api = Api::namespaced_with(shared.client.clone(), &namespace, &resource);
+    for finalizer in [decide::FINALIZER, decide::UDAAN_FINALIZER] {
+        ebb_runtime::cleanup::remove_finalizer(&api, &name, finalizer)
+            .await
+            .map_err(frame::WriteError::of(
+                "remove_finalizer",
+                format!("ServiceScaler {namespace}/{name}"),
+            ))?;
+    }
+    Ok(vec!["removed its finalizers".to_owned()])
 }
 
 /// ServiceScalers reconciled and their HPAs watched, in every scope of `wiring.common`, until
@@ -185,7 +289,7 @@ ebb_runtime::controller! {
     pub struct ServiceScalerController;
     about: "Time-window overrides of HorizontalPodAutoscaler settings (udaan's ServiceScaler)",
     plan: "Decide for one ServiceScaler file at one instant, offline (no cluster)",
-    clean: clean => kube::Error,
+    clean: clean => frame::Failure,
 }
 
 #[cfg(test)]

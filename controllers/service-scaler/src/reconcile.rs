@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use ebb_core::plan::Write;
+use ebb_core::plan::{Category, Write};
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
@@ -109,10 +109,23 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
     let Some(object) = object else {
         return Ok(Read::Gone);
     };
+    Ok(match typed(object, key) {
+        Ok(scaler) => Read::Scaler(scaler),
+        Err((object, error)) => Read::Unreadable(object, error),
+    })
+}
+
+/// `object` as a ServiceScaler (its status, when it does not fit, as none: it is rewritten), or
+/// why its spec does not fit, with the object.
+#[allow(clippy::result_large_err)]
+pub fn typed(
+    object: DynamicObject,
+    key: &str,
+) -> Result<Box<ServiceScaler>, (Box<DynamicObject>, String)> {
     let spec = object.data.get("spec").unwrap_or(&Value::Null);
     let spec: ServiceScalerSpec = match guard::read(spec, "spec") {
         Ok(spec) => spec,
-        Err(error) => return Ok(Read::Unreadable(Box::new(object), error)),
+        Err(error) => return Err((Box::new(object), error)),
     };
     let status = match object.data.get("status").filter(|s| !s.is_null()) {
         None => None,
@@ -124,17 +137,19 @@ async fn read_scaler(api: &Api<DynamicObject>, key: &str, name: &str) -> Result<
             }
         },
     };
-    Ok(Read::Scaler(Box::new(ServiceScaler {
+    Ok(Box::new(ServiceScaler {
         metadata: object.metadata,
         spec,
         status,
-    })))
+    }))
 }
 
-/// One pass: read the HPA of `scaler`, decide, hand the plan to the executor.
-async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
-    let now = ctx.clock.now();
-    // The frame has checked both.
+/// The HPA of `scaler` and, when a hibernation concerns it, its workload's Scale.
+async fn read_targets(
+    scaler: &ServiceScaler,
+    ctx: &Context,
+) -> Result<(Option<HorizontalPodAutoscaler>, Option<Scale>), Error> {
+    // The frame (or the cleanup's list) has checked both.
     let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
     let name = scaler.metadata.name.as_deref().unwrap_or_default();
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
@@ -145,6 +160,13 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
             "HorizontalPodAutoscaler {namespace}/{name}"
         )))?;
     let scale = read_scale(scaler, hpa.as_ref(), ctx).await?;
+    Ok((hpa, scale))
+}
+
+/// One pass: read the HPA of `scaler`, decide, hand the plan to the executor.
+async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
+    let now = ctx.clock.now();
+    let (hpa, scale) = read_targets(scaler, ctx).await?;
     let calendars = ctx
         .own
         .calendars
@@ -157,6 +179,50 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
         dry_run: ctx.dry_run,
     };
     execute(decide::decide(&observed, now), ctx).await
+}
+
+/// `cleanup`'s give-back of `scaler` before an uninstall ([`decide::release_plan`]): its
+/// hibernated workload woken, its HPA at the defaults (nothing with `keep_settings`), then its
+/// finalizers removed. Returns what was done (or, in a dry run, would have been), one phrase each.
+///
+/// # Errors
+/// A read or write failed (the executor's failure).
+pub async fn release(
+    scaler: &ServiceScaler,
+    ctx: &Context,
+    keep_settings: bool,
+) -> Result<Vec<String>, Error> {
+    let now = ctx.clock.now();
+    let (hpa, scale) = read_targets(scaler, ctx).await?;
+    let calendars = ebb_schedule::Calendars::new();
+    let observed = Observed {
+        scaler,
+        hpa: hpa.as_ref(),
+        scale: scale.as_ref(),
+        calendars: &calendars,
+        dry_run: ctx.dry_run,
+    };
+    let mut plan = decide::release_plan(&observed, now, keep_settings);
+    // A dry run decides the rest as an Event says (no write); the finalizers stay too.
+    if ctx.dry_run {
+        plan.writes.retain(|w| w.category != Category::Metadata);
+    }
+    let mut done: Vec<String> = plan
+        .writes
+        .iter()
+        .flat_map(|w| &w.notices)
+        .chain(&plan.notices)
+        .map(|n| n.note.clone())
+        .collect();
+    let finalizers = decide::has_finalizer(scaler) || decide::has_udaan_finalizer(scaler);
+    if finalizers {
+        done.push(match ctx.dry_run {
+            true => "dry run: would have removed its finalizers".to_owned(),
+            false => "removed its finalizers".to_owned(),
+        });
+    }
+    execute(plan, ctx).await?;
+    Ok(done)
 }
 
 /// The Scale of the workload a hibernation concerns, only for a ServiceScaler that hibernates

@@ -7,6 +7,7 @@
 use ebb_crds::calendar::HolidayCalendar;
 use ebb_runtime::cache::Feed;
 use ebb_runtime::calendars::CalendarCache;
+use ebb_runtime::cleanup::Leave;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -1416,17 +1417,17 @@ fn cleanup_flags(argv: &[&str]) -> service_scaler::RunArgs {
     }
 }
 
-/// `service-scaler cleanup`: ebb's finalizer goes from the ServiceScalers this install manages
-/// (others' finalizers, the HPA and other installs' scalers stay); a dry run and a second run
-/// write nothing.
+/// `service-scaler cleanup --keep-settings`: only the finalizers go (ebb's and udaan's, which
+/// ebb stands in for), from the ServiceScalers this install manages; the HPA keeps the range in
+/// force, other installs' scalers are untouched; a dry run and a second run write nothing.
 #[tokio::test]
-async fn cleanup_removes_ebbs_finalizer_and_nothing_else() {
+async fn cleanup_keeping_the_settings_removes_only_the_finalizers() {
     let h = Harness::new("2026-03-27T10:00:00Z", false);
     let scaler = h.scaler_with(
         office_spec(),
         json!({"finalizers": [FINALIZER, UDAAN_FINALIZER], "labels": {"install": "a"}}),
     );
-    h.hpa(2, 5, Some(60), None, Some(&scaler), json!({}));
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
     h.fake.insert(json!({
         "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
         "metadata": {"name": "other", "namespace": NS, "finalizers": [FINALIZER],
@@ -1436,40 +1437,120 @@ async fn cleanup_removes_ebbs_finalizer_and_nothing_else() {
     let flags = || cleanup_flags(&["--label-selector", "install=a"]);
     let before = h.fake.writes().len();
 
-    let said = service_scaler::clean(h.shared(true), flags())
+    let said = service_scaler::clean(h.shared(true), flags(), Leave::Settings)
         .await
         .unwrap();
     assert_eq!(
         said,
         [format!(
-            "ServiceScaler {NS}/{NAME}: dry run: would have removed finalizer {FINALIZER}"
+            "ServiceScaler {NS}/{NAME}: settings kept in force; dry run: would have removed its finalizers"
         )]
     );
     assert_eq!(h.fake.writes().len(), before);
 
-    let done = service_scaler::clean(h.shared(false), flags())
+    let done = service_scaler::clean(h.shared(false), flags(), Leave::Settings)
         .await
         .unwrap();
     assert_eq!(
         done,
         [format!(
-            "ServiceScaler {NS}/{NAME}: removed finalizer {FINALIZER}"
+            "ServiceScaler {NS}/{NAME}: settings kept in force; removed its finalizers"
         )]
     );
-    assert_eq!(h.stored_scaler().unwrap().finalizers(), [UDAAN_FINALIZER]);
+    assert!(h.stored_scaler().unwrap().finalizers().is_empty());
+    assert_eq!(
+        hpa_settings(&h.stored_hpa().unwrap()).0,
+        5,
+        "the range's minimum stays"
+    );
     let other: ServiceScaler = h.fake.get(NS, "other").unwrap();
     assert_eq!(other.finalizers(), [FINALIZER]);
     assert_eq!(
         h.fake.writes().len(),
         before + 1,
-        "one write: the finalizer"
+        "one write: the finalizers"
     );
 
-    let again = service_scaler::clean(h.shared(false), flags())
+    let again = service_scaler::clean(h.shared(false), flags(), Leave::Settings)
         .await
         .unwrap();
-    assert_eq!(again, [format!("ServiceScaler {NS}/{NAME}: no finalizer")]);
+    assert_eq!(
+        again,
+        [format!("ServiceScaler {NS}/{NAME}: nothing to give back")]
+    );
     assert_eq!(h.fake.writes().len(), before + 1);
+}
+
+/// `service-scaler cleanup` (the default, as `helm uninstall` runs it): what ebb put in force
+/// is given back. A workload hibernated at 0 gets its recorded replicas, the HPA its defaults
+/// (not the range in force), a fleet member its own values (the record goes), and the
+/// finalizers go; the ServiceScaler stays. A second run gives back nothing more.
+#[tokio::test]
+async fn cleanup_gives_back_the_hibernated_workload_the_hpa_defaults_and_fleet_members() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(3);
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0, "hibernating");
+    assert!(
+        h.stored_scaler()
+            .unwrap()
+            .finalizers()
+            .contains(&FINALIZER.to_owned())
+    );
+    // A fleet member whose FleetSchedule set 4..8 over its own 1..3 (gone since).
+    let record = json!({"minReplicas": 1, "maxReplicas": 3, "metrics": []}).to_string();
+    h.fake.insert(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "member", "namespace": NS, "annotations": {
+            "scaling.ebb.dev/fleet": format!("{NS}/nightly"),
+            "scaling.ebb.dev/fleet-record": record}},
+        "spec": {"minReplicas": 4, "maxReplicas": 8,
+                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "member"}},
+    }));
+
+    let done = service_scaler::clean(h.shared(false), cleanup_flags(&[]), Leave::Nothing)
+        .await
+        .unwrap();
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert!(
+        done[0].starts_with(&format!("ServiceScaler {NS}/{NAME}: Deployment {NS}/{NAME} scaled 0 -> 3: service-scaler is uninstalled")),
+        "{done:?}"
+    );
+    assert!(done[0].ends_with("removed its finalizers"), "{done:?}");
+    assert!(
+        done[1].starts_with(&format!(
+            "HorizontalPodAutoscaler {NS}/member (fleet member): "
+        )),
+        "{done:?}"
+    );
+    assert_eq!(h.replicas(), 3);
+    let scaler = h.stored_scaler().unwrap();
+    assert!(scaler.finalizers().is_empty());
+    let hpa = h.stored_hpa().unwrap();
+    assert_eq!(hpa_settings(&hpa).0, 2, "the defaults' minimum");
+    let member: HorizontalPodAutoscaler = h.fake.get(NS, "member").unwrap();
+    let spec = member.spec.clone().unwrap();
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(1), 3));
+    assert!(
+        !member
+            .annotations()
+            .keys()
+            .any(|k| k.starts_with("scaling.ebb.dev/")),
+        "{:?}",
+        member.annotations()
+    );
+
+    let writes = h.fake.writes().len();
+    let again = service_scaler::clean(h.shared(false), cleanup_flags(&[]), Leave::Nothing)
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        [format!("ServiceScaler {NS}/{NAME}: nothing to give back")]
+    );
+    assert_eq!(h.fake.writes().len(), writes, "nothing more to give back");
 }
 
 /// Another actor adds a metric to the HPA between ebb's read and its write: the write, carrying

@@ -56,6 +56,31 @@ pub struct CleanupArgs<R: clap::Args> {
     /// writes again or takes the Lease back.
     #[arg(long, env = "EBB_STOP_DEPLOYMENT", value_name = "NAME")]
     pub stop_deployment: Option<String>,
+    /// Keep what the controller put in force on others' objects (an HPA's scheduled settings, a
+    /// hibernated workload at 0, a fleet member's schedule, a scale-down switch): only its
+    /// finalizers and its Lease go. Without it every object gets its own values back.
+    #[arg(long, env = "EBB_KEEP_SETTINGS")]
+    pub keep_settings: bool,
+}
+
+/// What `cleanup` leaves on the objects the controller changed ([`CleanupArgs::keep_settings`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Leave {
+    /// Nothing: every object gets its own values back (the default).
+    #[default]
+    Nothing,
+    /// The settings in force: only the controller's finalizers (and Lease) go.
+    Settings,
+}
+
+impl Leave {
+    /// What `--keep-settings` (`keep`) asks for.
+    pub fn of(keep: bool) -> Self {
+        match keep {
+            true => Leave::Settings,
+            false => Leave::Nothing,
+        }
+    }
 }
 
 /// Why `cleanup` stopped.
@@ -145,7 +170,7 @@ pub enum CleanupError {
 
 /// Runs `<controller> cleanup` for controller `name`: stops the Deployment (and waits for its pods
 /// to be gone), takes the Lease, then runs `clean` on the frame's shared parts (the client,
-/// `--dry-run`, an Event recorder) and the controller's flags. Returns what `clean` reports, one
+/// `--dry-run`, an Event recorder), the controller's flags and what to leave (`--keep-settings`). Returns what `clean` reports, one
 /// line per object it looked at.
 ///
 /// # Errors
@@ -158,7 +183,7 @@ pub async fn run<R, F, Fut, E>(
 ) -> Result<String, CleanupError>
 where
     R: clap::Args + AsRef<CommonArgs>,
-    F: FnOnce(Shared, R) -> Fut,
+    F: FnOnce(Shared, R, Leave) -> Fut,
     Fut: Future<Output = Result<Vec<String>, E>>,
     E: Display,
 {
@@ -197,7 +222,7 @@ where
         leader: leader.clone(),
         own_writes: crate::own_writes::OwnWrites::new(),
     };
-    let cleaned = clean(shared, args.run).await;
+    let cleaned = clean(shared, args.run, Leave::of(args.keep_settings)).await;
     shutdown.trigger();
     // Lets go of the Lease.
     leader.join().await;
@@ -351,8 +376,9 @@ fn wait_bound(pods: &[&Pod]) -> Duration {
 /// says so (`why`), and `cleanup` only stops the controller.
 pub fn nothing<R>(
     why: &'static str,
-) -> impl FnOnce(Shared, R) -> std::future::Ready<Result<Vec<String>, std::convert::Infallible>> {
-    move |_, _| std::future::ready(Ok(vec![format!("nothing to clean: {why}")]))
+) -> impl FnOnce(Shared, R, Leave) -> std::future::Ready<Result<Vec<String>, std::convert::Infallible>>
+{
+    move |_, _, _| std::future::ready(Ok(vec![format!("nothing to clean: {why}")]))
 }
 
 /// Removes `finalizer` from object `name` of `api` (namespaced for a namespaced kind; a merge patch

@@ -63,6 +63,7 @@ pub trait Controller: Sized + 'static {
     fn clean(
         shared: Shared,
         args: Self::Args,
+        leave: cleanup::Leave,
     ) -> impl Future<Output = Result<Vec<String>, Self::CleanError>>;
 }
 
@@ -89,7 +90,7 @@ pub async fn main<C: Controller>() -> ExitCode {
 /// every controller crate has at its root (docs/style.md, "Source"): `CONTROLLER_NAME`, `KIND`,
 /// `RunArgs`, `controllers`, `metrics::Metrics` (its `new(registry)`), and `plan::PlanArgs`,
 /// `plan::PlanError`, `plan::plan`. What differs is given: the two lines of `--help`, what
-/// `cleanup` calls (a function of `(Shared, RunArgs)`, and its error type), and, where the process
+/// `cleanup` calls (a function of `(Shared, RunArgs, Leave)`, and its error type), and, where the process
 /// starts something of its own first, its `run`.
 ///
 /// ```ignore
@@ -156,8 +157,9 @@ macro_rules! controller {
             fn clean(
                 shared: $crate::frame::Shared,
                 args: RunArgs,
+                leave: $crate::cleanup::Leave,
             ) -> impl ::std::future::Future<Output = Result<Vec<String>, $clean_error>> {
-                ($clean)(shared, args)
+                ($clean)(shared, args, leave)
             }
         }
     };

@@ -434,7 +434,7 @@ pub fn owned_by(hpa: &HorizontalPodAutoscaler, scaler: &ServiceScaler) -> bool {
 }
 
 /// Whether the ServiceScaler carries ebb's [`FINALIZER`].
-pub(super) fn has_finalizer(scaler: &ServiceScaler) -> bool {
+pub fn has_finalizer(scaler: &ServiceScaler) -> bool {
     scaler.finalizers().iter().any(|f| f == FINALIZER)
 }
 

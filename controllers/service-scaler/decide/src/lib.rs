@@ -110,15 +110,15 @@ pub use hibernate::{
 };
 pub use hpa::{
     HpaOrigin, OwnedFields, Precondition, deletion_action, describe_range, describe_settings,
-    disown_patch, has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer, new_hpa, owned_by,
-    scale_target,
+    disown_patch, has_finalizer, has_udaan_finalizer, hpa_origin, kill_switch, needs_finalizer,
+    new_hpa, owned_by, scale_target,
 };
 pub use ramp::{Ramp, resolve_ramp};
 pub use schedule::{Schedule, Transition, overlap_message};
 pub use spec::{SpecError, SpecErrors, calendar_names, merge};
-pub use writes::{Gauge, Plan, decide, decide_unreadable};
+pub use writes::{Gauge, Plan, decide, decide_unreadable, release_plan};
 
-use hpa::{has_finalizer, references};
+use hpa::references;
 use spec::defaults_settings;
 
 /// The kill switch: this annotation on the HPA with the value `"false"` stops all writes to it.
@@ -935,7 +935,7 @@ pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan 
     if !plan.remove_finalizer {
         return plan;
     }
-    wake_on_deletion(&mut plan, observed, now);
+    wake_on_deletion(&mut plan, observed, now, Ending::Deletion);
     let Some(hpa) = observed.hpa else {
         return plan;
     };
@@ -990,11 +990,76 @@ pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan 
     plan
 }
 
-/// **Hibernation** on deletion: a workload still at 0 from a recorded hibernation gets the
-/// replicas it ran before (at least the defaults' `minReplicas`), unless the deletion keeps
-/// things as they are ([`wakes_on_deletion`]), a pause or the kill switch holds, or it is a dry
-/// run (an Event says what it would have done).
-fn wake_on_deletion(plan: &mut DeletionPlan, observed: &Observed<'_>, now: Timestamp) {
+/// Gives back what `observed.scaler` put in force before its controller is uninstalled
+/// (`cleanup`; the ServiceScaler stays): a workload its hibernation left at 0 wakes to the
+/// replicas it ran before, and the HPA gets the defaults (`spec.hpa`) back, each unless a pause
+/// or the kill switch holds it (as at a deletion), whatever `deletionPolicy` says (that is for
+/// the ServiceScaler's own deletion); the HPA stays owned as it was. Then ebb's and udaan's
+/// finalizers go. With `keep_settings` (`cleanup --keep-settings`) only the finalizers go.
+pub fn decide_release(
+    observed: &Observed<'_>,
+    now: Timestamp,
+    keep_settings: bool,
+) -> DeletionPlan {
+    let scaler = observed.scaler;
+    let mut plan = DeletionPlan {
+        disown: false,
+        restore: None,
+        delete: false,
+        remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
+        wake: None,
+        wake_notice: None,
+        notices: Vec::new(),
+    };
+    if keep_settings {
+        return plan;
+    }
+    wake_on_deletion(&mut plan, observed, now, Ending::Uninstall);
+    let Some(hpa) = observed.hpa else {
+        return plan;
+    };
+    let name = format!(
+        "{}/{}",
+        scaler.namespace().unwrap_or_default(),
+        scaler.name_any()
+    );
+    let mut skip = |why: String| {
+        plan.notices
+            .push(Notice::normal("NotRestored", "RestoreHPA", why));
+    };
+    if let Some(pause) = pause_of(observed, now) {
+        skip(format!("HPA {name} left as it is: {pause}"));
+        return plan;
+    }
+    if kill_switch(hpa) {
+        skip(format!(
+            "HPA {name} left as it is: it has annotation {MANAGED_ANNOTATION}: \"false\""
+        ));
+        return plan;
+    }
+    restore(&mut plan, observed, hpa, &name, false);
+    plan
+}
+
+/// Why a ServiceScaler gives back what it set: it is deleted, or its controller is uninstalled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Its deletion: `deletionPolicy` decides.
+    Deletion,
+    /// `cleanup` before an uninstall: always given back.
+    Uninstall,
+}
+
+/// **Hibernation** at the end (a deletion, an uninstall): a workload still at 0 from a recorded
+/// hibernation gets the replicas it ran before (at least the defaults' `minReplicas`), unless
+/// the deletion keeps things as they are ([`wakes_on_deletion`]), a pause or the kill switch
+/// holds, or it is a dry run (an Event says what it would have done).
+fn wake_on_deletion(
+    plan: &mut DeletionPlan,
+    observed: &Observed<'_>,
+    now: Timestamp,
+    ending: Ending,
+) {
     let scaler = observed.scaler;
     let Some(record) = recorded(scaler) else {
         return;
@@ -1021,7 +1086,7 @@ fn wake_on_deletion(plan: &mut DeletionPlan, observed: &Observed<'_>, now: Times
         plan.notices
             .push(Notice::normal("NotWoken", "ScaleWorkload", why));
     };
-    if !wakes_on_deletion(scaler, observed.hpa) {
+    if ending == Ending::Deletion && !wakes_on_deletion(scaler, observed.hpa) {
         skip(format!(
             "{workload} left at 0 replicas (deletionPolicy Orphan); it ran {} before it hibernated",
             record.replicas
@@ -1038,7 +1103,14 @@ fn wake_on_deletion(plan: &mut DeletionPlan, observed: &Observed<'_>, now: Times
         ));
         return;
     }
-    let note = format!("{workload} scaled 0 -> {replicas}: its ServiceScaler is deleted");
+    let note = match ending {
+        Ending::Deletion => {
+            format!("{workload} scaled 0 -> {replicas}: its ServiceScaler is deleted")
+        }
+        Ending::Uninstall => {
+            format!("{workload} scaled 0 -> {replicas}: service-scaler is uninstalled")
+        }
+    };
     if observed.dry_run {
         plan.notices.push(Notice::normal(
             "DryRun",

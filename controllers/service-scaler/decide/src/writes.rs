@@ -38,7 +38,7 @@ use serde_json::json;
 use super::{
     CONDITION_READY, CONDITION_SPEC_VALID, Decision, DeletionPlan, FINALIZER, FinalizerPlan,
     Hibernation, HpaPlan, ManagedState, Observed, UDAAN_FINALIZER, WriteReason, decide_deletion,
-    decide_scaling, scale_write_target,
+    decide_release, decide_scaling, scale_write_target,
 };
 
 /// A pass of service-scaler: the runtime's plan with its [`Gauge`].
@@ -188,6 +188,12 @@ fn spec_valid_message(written: Option<&ServiceScalerStatus>, scaler: &ServiceSca
         .and_then(|s| ebb_core::find_condition(&s.conditions, CONDITION_SPEC_VALID))
         .map(|c| c.message.clone())
         .unwrap_or_default()
+}
+
+/// The plan of [`decide_release`]: what `cleanup` gives back of `observed.scaler` before an
+/// uninstall (nothing but the finalizers with `keep_settings`).
+pub fn release_plan(observed: &Observed<'_>, now: Timestamp, keep_settings: bool) -> Plan {
+    deletion_plan(observed, decide_release(observed, now, keep_settings))
 }
 
 /// The plan of [`decide_deletion`]'s decision: the HPA's steps with their Events, then the
