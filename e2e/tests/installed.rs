@@ -3,8 +3,8 @@
 //! Ready through their own probes (on a plain-HTTP port of their own); `/metrics` answers through
 //! the chart's Service (and, with `metrics.authenticated`, over TLS with the certificate of the
 //! chart's Secret, only to a caller bound to the chart's metrics-reader role); an upgrade
-//! to two replicas rolls the pods and one of the new ones leads; `helm uninstall` with
-//! `cleanupOnUninstall.enabled` runs `cleanup` as a pod and leaves nothing of the release behind
+//! to two replicas rolls the pods and one of the new ones leads; `helm uninstall` runs the
+//! chart's default cleanup hook (`cleanup`) as a pod and leaves nothing of the release behind
 //! (CRDs aside: `helm.sh/resource-policy: keep`); a second, namespaced install on the kept CRDs
 //! comes up too. Figures: install to Ready, each pod's memory as the kubelet reports it.
 
@@ -132,7 +132,7 @@ async fn install_upgrade_uninstall(chart: &str, short: &str) {
     );
 
     // 2. An upgrade: two replicas, authenticated metrics over TLS (the serving certificate in a
-    // Secret, as cert-manager would leave it), JSON logs, cleanup on uninstall.
+    // Secret, as cert-manager would leave it), JSON logs; the default cleanup on uninstall.
     let metrics_service = format!("{}-metrics", release.fullname());
     let cert = ebb_e2e::tls::serving_cert(
         &[
@@ -157,7 +157,6 @@ async fn install_upgrade_uninstall(chart: &str, short: &str) {
         "metrics.authenticated=true",
         "metrics.tls.secretName=metrics-certs",
         "logFormat=json",
-        "cleanupOnUninstall.enabled=true",
     ];
     let took = release.upgrade(&upgraded).expect("helm upgrade");
     println!(

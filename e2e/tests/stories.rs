@@ -79,10 +79,8 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     let n = ns.name.as_str();
     let release = Release::new(cluster, "service-scaler", &unique("ss"), n);
     release
-        .install(&[
-            &format!("watchNamespaces[0]={n}"),
-            "cleanupOnUninstall.enabled=true",
-        ])
+        // The chart's defaults but the scope: its cleanup hook runs on uninstall.
+        .install(&[&format!("watchNamespaces[0]={n}")])
         .expect("helm install service-scaler");
 
     let app = json!({
@@ -138,11 +136,8 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     let upgraded = tokio::task::spawn_blocking({
         let (chart, name, ns) = (release.chart.clone(), release.name.clone(), n.to_owned());
         move || {
-            Release::new(node_cluster(), &chart, &name, &ns).upgrade(&[
-                &format!("watchNamespaces[0]={ns}"),
-                "cleanupOnUninstall.enabled=true",
-                "logLevel=debug",
-            ])
+            Release::new(node_cluster(), &chart, &name, &ns)
+                .upgrade(&[&format!("watchNamespaces[0]={ns}"), "logLevel=debug"])
         }
     });
     until_ready(&admin, n, "web", 1, until(end, 40)).await;
@@ -244,10 +239,12 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     until_ready(&admin, n, "web", 2, Duration::from_secs(45)).await;
 
     service_scaler_hibernation_takes_the_pods_away_and_brings_them_back(&admin, n).await;
+    let asleep = asleep_at_uninstall(&admin, n).await;
 
-    // Uninstalled with the chart's cleanup hook: ebb's finalizer is off the ServiceScaler, and
-    // the HPA keeps the settings in force (README: "Before an uninstall").
+    // Uninstalled with the chart's default cleanup hook: everything ebb put in force is given
+    // back (docs/uninstall.md), and ebb's finalizer is off the ServiceScaler.
     release.uninstall().unwrap();
+    given_back_after_uninstall(&admin, n, asleep).await;
     let scalers: Api<DynamicObject> = Api::namespaced_with(
         admin.clone(),
         n,
@@ -266,6 +263,115 @@ async fn service_scaler_window_runs_pods_before_it_opens_and_removes_them_after(
     );
     assert_eq!(bounds(&hpas.get("web").await.unwrap()), (Some(2), 2));
     ns.delete(&admin).await.unwrap();
+}
+
+/// Before seed 001's uninstall (#45): a Deployment hibernated by a ServiceScaler ("dozing", 2
+/// replicas) and one hibernated as a FleetSchedule's member ("napping", 1 replica; its HPA's own
+/// bounds 1..3 under the fleet's record), both at 0 when `helm uninstall` runs. Returns when both
+/// are asleep, with the time it took.
+async fn asleep_at_uninstall(admin: &Client, n: &str) -> Duration {
+    let started = std::time::Instant::now();
+    let now = Timestamp::now();
+    let range = json!([{"kind": "ZonedDateTime",
+        "from": (now - SignedDuration::from_mins(1)).to_string(),
+        "to": (now + SignedDuration::from_hours(1)).to_string(),
+        "replicaSpec": {"hibernate": true}}]);
+    for (name, replicas) in [("dozing", 2), ("napping", 1)] {
+        let app = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": n},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"terminationGracePeriodSeconds": 5,
+                                           "containers": [busybox(name, None)]}}}
+        });
+        apply(admin, &app).await.unwrap();
+    }
+    apply(
+        admin,
+        &json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": {"name": "dozing", "namespace": n},
+            "spec": {"leadTime": "0s", "hpa": {"minReplicas": 2, "maxReplicas": 2},
+                     "timeRangeSpec": range}
+        }),
+    )
+    .await
+    .unwrap();
+    apply(
+        admin,
+        &json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "napping", "namespace": n, "labels": {"fleet": "nights"}},
+            "spec": {"minReplicas": 1, "maxReplicas": 3,
+                     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "napping"}}
+        }),
+    )
+    .await
+    .unwrap();
+    apply(
+        admin,
+        &json!({
+            "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "FleetSchedule",
+            "metadata": {"name": "nights", "namespace": n},
+            "spec": {"selector": {"matchLabels": {"fleet": "nights"}}, "leadTime": "0s",
+                     "timeRangeSpec": range}
+        }),
+    )
+    .await
+    .unwrap();
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(admin, "apps", "v1", "Deployment").await.unwrap(),
+    );
+    for name in ["dozing", "napping"] {
+        eventually(Duration::from_secs(30), || async {
+            let d = deployments.get(name).await.ok()?;
+            (d.data.pointer("/spec/replicas") == Some(&json!(0))).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{name} not hibernated: {e}"));
+    }
+    started.elapsed()
+}
+
+/// After seed 001's uninstall: both workloads have their replicas back, the fleet member's HPA
+/// its own bounds without ebb's annotations, the hibernating ServiceScaler's HPA its defaults,
+/// and no ServiceScaler keeps ebb's finalizer.
+async fn given_back_after_uninstall(admin: &Client, n: &str, asleep: Duration) {
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(admin, "apps", "v1", "Deployment").await.unwrap(),
+    );
+    for (name, replicas) in [("dozing", 2), ("napping", 1)] {
+        let d = deployments.get(name).await.unwrap();
+        assert_eq!(
+            d.data.pointer("/spec/replicas"),
+            Some(&json!(replicas)),
+            "{name} was not given its replicas back"
+        );
+    }
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), n);
+    let member = hpas.get("napping").await.unwrap();
+    let spec = member.spec.clone().unwrap();
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(1), 3));
+    assert!(
+        !member
+            .annotations()
+            .keys()
+            .any(|k| k.starts_with("scaling.ebb.dev/")),
+        "ebb's annotations outlived the uninstall: {:?}",
+        member.annotations()
+    );
+    let dozing = hpas.get("dozing").await.unwrap();
+    let spec = dozing.spec.clone().unwrap();
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 2));
+    println!(
+        "figure: uninstall give-back: both workloads asleep {:.1} s after their schedules were applied",
+        asleep.as_secs_f64()
+    );
 }
 
 /// Hibernation (#31): a range with `replicaSpec.hibernate` takes a Deployment's real pods away
@@ -369,7 +475,6 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
             "targets.clusterAutoscaler.enabled=false",
             "targets.nodeAnnotation.enabled=true",
             "clusterVersion.enabled=false",
-            "cleanupOnUninstall.enabled=true",
         ])
         .expect("helm install scaledown-window");
 
@@ -430,7 +535,7 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
     let kept = reach(true, close, "annotated again after the window").await;
     assert!(kept >= close, "annotated again before the window closed");
 
-    // Uninstalled with the chart's cleanup hook while the window is closed: the Node is
+    // Uninstalled with the chart's default cleanup hook while the window is closed: the Node is
     // released and the schedule keeps no finalizer of ebb's.
     release.uninstall().unwrap();
     assert_eq!(
