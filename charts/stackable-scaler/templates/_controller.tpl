@@ -12,8 +12,10 @@ template names, and a name defined by two charts would keep one definition for b
 {{- include "ebb.servingSecretName" (dict "ctx" . "name" "webhook") -}}
 {{- end -}}
 
-{{/* --enable-webhook, --webhook-addr, --webhook-cert-dir (controllers/stackable-scaler/src/lib.rs). */}}
+{{/* --hook-service-accounts, --enable-webhook, --webhook-addr, --webhook-cert-dir
+     (controllers/stackable-scaler/src/lib.rs). */}}
 {{- define "stackable-scaler.controllerArgs" -}}
+- {{ printf "--hook-service-accounts=%s" (join "," .Values.hooks.serviceAccounts) | quote }}
 {{- if .Values.webhook.enabled }}
 - "--enable-webhook"
 - {{ printf "--webhook-addr=0.0.0.0:%v" .Values.webhook.port | quote }}

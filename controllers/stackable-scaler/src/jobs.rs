@@ -24,7 +24,9 @@ use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::FIELD_MANAGER;
-use crate::hooks::{HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks};
+use crate::hooks::{
+    HookAccounts, HookError, HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks,
+};
 
 pub use crate::decide::DEFAULT_TIMEOUT_SECONDS;
 pub use crate::decide::hooks::{MAX_JOB_NAME, job_name};
@@ -267,12 +269,13 @@ fn failure_transient(failure: &Failure) -> bool {
 #[derive(Clone)]
 pub struct JobTracker {
     api: Api<Job>,
+    accounts: HookAccounts,
 }
 
 impl JobTracker {
-    /// A tracker for Jobs in the scaler's namespace.
-    pub fn new(api: Api<Job>) -> Self {
-        Self { api }
+    /// A tracker for Jobs in the scaler's namespace, starting Jobs only as `accounts`.
+    pub fn new(api: Api<Job>, accounts: HookAccounts) -> Self {
+        Self { api, accounts }
     }
 
     /// Runs (or keeps watching) the Job of `hook` for the operation in `ctx`.
@@ -303,7 +306,11 @@ impl JobTracker {
                 "a Job named {name} exists that this StackableScaler does not own; delete it and retry"
             ))),
             Some(existing) => job_outcome(&existing, timeout_of(spec), now),
-            None if ctx.starts => self.create(&job, hook).await,
+            // Whatever the webhook does: a Job is never started as an account not allowed.
+            None if ctx.starts => match self.accounts.refusal(&spec.template) {
+                Some(refused) => Err(HookError::new(format!("not started: {refused}"))),
+                None => self.create(&job, hook).await,
+            },
             None => missing(scaler, hook, ctx, &name, now),
         }
     }

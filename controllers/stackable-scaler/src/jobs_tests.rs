@@ -302,7 +302,10 @@ fn job_outcomes() {
 // --- against the in-memory API ---------------------------------------------------------------
 
 fn tracker(fake: &FakeApi) -> JobTracker {
-    JobTracker::new(Api::namespaced(fake.client(), "data"))
+    JobTracker::new(
+        Api::namespaced(fake.client(), "data"),
+        HookAccounts::default(),
+    )
 }
 
 #[tokio::test]

@@ -86,6 +86,17 @@ pub struct RunArgs {
         default_value = "/etc/ebb/webhook-certs"
     )]
     pub webhook_cert_dir: PathBuf,
+    /// The ServiceAccounts hook Jobs may run as (comma-separated). A hook whose Job template
+    /// names another (or, naming none, when `default` is not listed) is not started, and its
+    /// operation fails naming the account: whoever may create a StackableScaler cannot get a Job
+    /// running as any ServiceAccount of the namespace.
+    #[arg(
+        long,
+        env = "EBB_HOOK_SERVICE_ACCOUNTS",
+        value_delimiter = ',',
+        default_value = "default"
+    )]
+    pub hook_service_accounts: Vec<String>,
 }
 
 impl AsRef<CommonArgs> for RunArgs {
@@ -138,6 +149,7 @@ pub fn controllers(
     let ctx = wiring.context(reconcile::Own {
         metrics,
         ledger: engine::HookLedger::new(),
+        hook_accounts: hooks::HookAccounts::new(&args.hook_service_accounts),
     });
 
     let config = watcher_config(common);

@@ -67,6 +67,8 @@ pub struct Own {
     pub metrics: Metrics,
     /// Hook answers not yet persisted.
     pub ledger: HookLedger,
+    /// The ServiceAccounts hook Jobs may run as (`--hook-service-accounts`).
+    pub hook_accounts: crate::hooks::HookAccounts,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -186,7 +188,10 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
     }
     target.remember(workload);
 
-    let tracker = JobTracker::new(Api::<Job>::namespaced(ctx.client.clone(), &namespace));
+    let tracker = JobTracker::new(
+        Api::<Job>::namespaced(ctx.client.clone(), &namespace),
+        ctx.own.hook_accounts.clone(),
+    );
     let hooks = JobHooks {
         tracker: &tracker,
         scaler: &scaler,

@@ -50,6 +50,7 @@ fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
     let own = Own {
         metrics: h.register(Metrics::new),
         ledger: HookLedger::new(),
+        hook_accounts: Default::default(),
     };
     let ctx = Arc::new(Context::new(h.shared_with(dry_run, leader), own).without_jitter());
     Env { h, ctx }
@@ -1001,6 +1002,54 @@ async fn fault_matrix_a_scale_down_with_a_drain_hook() {
     matrix::check_doc("stackable-scaler-scale-down", DRAIN_SCENARIO, &rows);
 }
 
+/// Whoever may create StackableScalers cannot get a Job to run as another ServiceAccount: a
+/// hook whose template names one the install does not allow (`--hook-service-accounts`, by
+/// default only `default`) is never started, and the operation fails naming the account; the
+/// StatefulSet is not touched. Naming none (the namespace's `default`) runs as usual.
+#[tokio::test]
+async fn a_hook_never_runs_as_a_service_account_the_install_does_not_allow() {
+    let e = env();
+    statefulset(&e.fake, 3);
+    let mut s = scaler_json(3, true);
+    s["spec"]["hooks"]["preScale"]["template"]["spec"]["template"]["spec"]["serviceAccountName"] =
+        json!("cluster-admin-sa");
+    e.fake.insert(s);
+    run(&e).await.unwrap();
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 1);
+    for _ in 0..3 {
+        let _ = run(&e).await;
+    }
+    assert!(e.fake.list::<Job>().is_empty(), "no Job was created");
+    assert_eq!(stage(&e.fake), ScalerStage::Failed);
+    let reason = scaler(&e.fake)
+        .status
+        .clone()
+        .unwrap()
+        .current_state
+        .unwrap()
+        .reason
+        .unwrap_or_default();
+    assert!(
+        reason.contains(
+            "its Job would run as ServiceAccount \"cluster-admin-sa\", which this install does not allow"
+        ),
+        "{reason}"
+    );
+    assert_eq!(sts_replicas(&e.fake), Some(3), "never resized");
+    let failed = find_condition(
+        &scaler(&e.fake).status.clone().unwrap().conditions,
+        "Failed",
+    )
+    .cloned()
+    .unwrap();
+    assert!(
+        failed.message.contains("cluster-admin-sa"),
+        "{}",
+        failed.message
+    );
+}
+
 /// A hook Job that finished and was removed before ebb read its result (deleted by hand, a TTL
 /// a cluster policy adds) while the controller was down: its start is recorded, so the new
 /// process never creates it again. It waits out the grace for a create still to come, then the
@@ -1033,6 +1082,7 @@ async fn a_hook_job_lost_after_its_start_is_never_run_again_for_that_attempt() {
         Own {
             metrics: Metrics::default(),
             ledger: HookLedger::new(),
+            hook_accounts: Default::default(),
         },
     ));
     let pass = || frame::reconcile(guard(scaler(&e.fake)), restarted.clone());
@@ -1102,6 +1152,7 @@ async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
             Own {
                 metrics: Metrics::default(),
                 ledger: HookLedger::new(),
+                hook_accounts: Default::default(),
             },
         ));
         // The old process until its crash; the new one from then on.
@@ -1204,6 +1255,7 @@ async fn two_replicas_in_every_interleaving_start_one_drain_job() {
             let ctx = process.context(Own {
                 metrics: process.register(Metrics::new),
                 ledger: HookLedger::new(),
+                hook_accounts: Default::default(),
             });
             // A replica that lost a race may end its pass with an error; the error policy
             // would run it again, which the check below does not need.

@@ -208,6 +208,61 @@ pub async fn call_hook<H: ScalingHooks>(
     }
 }
 
+/// The ServiceAccounts hook Jobs may run as (`--hook-service-accounts`): whoever may create a
+/// StackableScaler must not get a Job running as any ServiceAccount of the namespace, which only
+/// a holder of `create jobs` may already do. By default the namespace's `default` one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookAccounts(Vec<String>);
+
+impl Default for HookAccounts {
+    fn default() -> Self {
+        Self(vec![DEFAULT_SERVICE_ACCOUNT.to_owned()])
+    }
+}
+
+/// The ServiceAccount a pod runs as when its spec names none.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+
+impl HookAccounts {
+    /// The accounts named (empty names dropped).
+    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self(
+            names
+                .into_iter()
+                .map(|n| n.as_ref().trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect(),
+        )
+    }
+
+    /// Why a hook Job from `template` may not run: the ServiceAccount its pods would run as is
+    /// not one of these (`serviceAccountName`, else the deprecated `serviceAccount`, else
+    /// `default`). `None` when it may.
+    pub fn refusal(
+        &self,
+        template: &k8s_openapi::api::batch::v1::JobTemplateSpec,
+    ) -> Option<String> {
+        let pod = template.spec.as_ref()?.template.spec.as_ref();
+        let account = pod
+            .and_then(|p| {
+                p.service_account_name
+                    .as_deref()
+                    .or(p.service_account.as_deref())
+            })
+            .filter(|a| !a.is_empty())
+            .unwrap_or(DEFAULT_SERVICE_ACCOUNT);
+        if self.0.iter().any(|allowed| allowed == account) {
+            return None;
+        }
+        Some(format!(
+            "its Job would run as ServiceAccount {account:?}, which this install does not allow \
+             hooks to use (--hook-service-accounts: {}); use one of those, or have the install's \
+             hooks.serviceAccounts name it",
+            self.0.join(", ")
+        ))
+    }
+}
+
 /// Longest Job name: the Job controller copies it into a pod label (63 characters at most).
 pub const MAX_JOB_NAME: usize = 63;
 /// The Job name of a hook run: `<scaler>-<hook>-<scaleEvent>-<attempt>`, a DNS label of at most
