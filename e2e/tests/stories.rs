@@ -774,8 +774,82 @@ async fn stackable_scaler_runs_its_hook_as_a_pod_before_the_statefulset_shrinks(
             .any(|(name, succeeded)| !before_retry.contains(name) && *succeeded == Some(1)),
         "the retry ran the hook again, as a new Job that succeeded: {before_retry:?} -> {after_retry:?}"
     );
+
+    // A hook runs at most once (#45): the controller is scaled to 0 while the hook's Job runs;
+    // the Job finishes and is deleted meanwhile. Back, the controller finds the start recorded
+    // and the Job gone: it never creates it again, and the operation fails naming it.
+    let known: Vec<String> = after_retry.into_iter().map(|(name, _)| name).collect();
+    apply(&admin, &hpa(2)).await.unwrap();
+    let lost = eventually(Duration::from_secs(30), || async {
+        let (names, _): (Vec<String>, Vec<_>) = job_names().await.into_iter().unzip();
+        names.into_iter().find(|name| !known.contains(name))
+    })
+    .await
+    .expect("the scale-up's hook Job starts");
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(admin.clone(), n);
+    let scale_controller = |replicas: i32| {
+        let deployments = deployments.clone();
+        let name = release.fullname();
+        async move {
+            deployments
+                .patch_scale(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    scale_controller(0).await;
+    eventually(Duration::from_secs(60), || async {
+        release.pods(&admin).await.ok().filter(Vec::is_empty)
+    })
+    .await
+    .expect("the controller's pods are gone");
+    eventually(Duration::from_secs(60), || async {
+        let job = jobs.get(&lost).await.ok()?;
+        (job.status?.succeeded == Some(1)).then_some(())
+    })
+    .await
+    .expect("the hook's Job finishes while the controller is down");
+    jobs.delete(&lost, &kube::api::DeleteParams::background())
+        .await
+        .unwrap();
+    let recorded = scalers.get("nifi").await.unwrap().data["status"]["startedHook"].clone();
+    assert_eq!(recorded["job"], json!(lost), "{recorded}");
+    let at: Timestamp = recorded["at"].as_str().unwrap().parse().unwrap();
+    // Past the grace a replica that recorded a start has to create its Job.
+    tokio::time::sleep(until(at + SignedDuration::from_secs(31), 0)).await;
+    scale_controller(2).await;
+    let failed = wait_stage("Failed", 90).await;
+    let reason = state_reason(&failed);
+    assert!(
+        reason.contains(&format!("hook Job {lost}")) && reason.contains("was started and is gone"),
+        "{reason}"
+    );
+    settle(Duration::from_secs(5), || async {
+        let (names, _): (Vec<String>, Vec<_>) = job_names().await.into_iter().unzip();
+        anyhow::ensure!(
+            !names.contains(&lost),
+            "the lost hook Job was created again"
+        );
+        Ok(())
+    })
+    .await
+    .unwrap();
+    println!("seed 003: a lost hook Job fails its operation: {reason}");
     release.uninstall().unwrap();
     ns.delete(&admin).await.unwrap();
+}
+
+/// Why a failed scaler failed (`status.currentState`, both wire forms).
+fn state_reason(scaler: &DynamicObject) -> String {
+    serde_json::from_value::<ScalerState>(scaler.data["status"]["currentState"].clone())
+        .ok()
+        .and_then(|s| s.reason)
+        .unwrap_or_default()
 }
 
 /// Seed 000: workshop-scaler, installed by its chart, scales a stock-Babylon WorkshopProvision
