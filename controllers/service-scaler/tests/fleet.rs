@@ -45,6 +45,12 @@ impl Harness {
     /// HPA `shop/web` (tier web, 2..10) and, when `with_fleet`, FleetSchedule `shop/hours`
     /// whose range (08:00-12:00Z) sets minReplicas 5.
     fn new(now: &str, with_fleet: bool) -> Self {
+        Self::with_others(now, with_fleet, Vec::new())
+    }
+
+    /// [`Harness::new`] with `others` in the FleetSchedules' cache beside it (stored as the
+    /// fake stores them, read as the watch reads them: [`Guarded`]).
+    fn with_others(now: &str, with_fleet: bool, others: Vec<Value>) -> Self {
         let kit = ebb_testkit::Harness::new(now, "service-scaler");
         let hpa = kit.fake.insert(json!({
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
@@ -65,6 +71,9 @@ impl Harness {
                 serde_json::from_value(fleet).unwrap()
             })
             .into_iter()
+            .chain(others.into_iter().map(|other| {
+                serde_json::from_value(kit.fake.insert(other)).unwrap()
+            }))
             .collect();
         let hpas: Vec<Guarded<HpaMeta>> = vec![serde_json::from_value(hpa).unwrap()];
         let metrics = kit.register(Metrics::new);
@@ -164,4 +173,30 @@ async fn an_hpa_no_fleet_concerns_costs_no_request() {
         .map(|r| json!(format!("{} {}", r.method, r.path)))
         .collect();
     assert_eq!(requests, Vec::<Value>::new());
+}
+
+/// One FleetSchedule that does not decode (its selector a string, as a CRD of another ebb
+/// release might store it) beside a good one: the member of the good one is scheduled all the
+/// same; the bad one claims nothing.
+#[tokio::test]
+async fn a_fleet_schedule_that_does_not_decode_stops_no_other() {
+    let bad = json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "FleetSchedule",
+        "metadata": {"name": "broken", "namespace": "shop",
+                     "creationTimestamp": "2025-01-01T00:00:00Z"},
+        "spec": {"selector": "tier=web", "timeRangeSpec": "always"},
+    });
+    let h = Harness::with_others("2026-05-04T09:00:00Z", true, vec![bad]);
+    let cached = h.ctx.own.fleets.state();
+    assert_eq!(cached.len(), 2);
+    assert!(
+        cached.iter().any(|f| f.0.is_err()),
+        "the bad one is cached as invalid"
+    );
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        min(&h),
+        Some(5),
+        "the good FleetSchedule's range is in force"
+    );
 }

@@ -585,3 +585,21 @@ async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
         .status;
     assert_eq!(status.unwrap().workshops, [WORKSHOP]);
 }
+
+/// One WorkshopScalingPolicy that does not decode (its selector a string, as a CRD of another
+/// ebb release might store it) beside a good one: the provision scales by the good one as if the
+/// bad one were not there.
+#[tokio::test]
+async fn a_policy_that_does_not_decode_stops_no_other() {
+    let h = stock();
+    h.policy("standard", Some(team_ops()), standard());
+    h.fake.insert(json!({
+        "apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+        "metadata": {"name": "broken", "namespace": NS},
+        "spec": {"workshopSelector": "team=ops", "autoScaling": {"threshold": "high"}},
+    }));
+    h.fake.clear_requests();
+    h.reconcile(P).await.unwrap();
+    assert_eq!(h.count(P), 30);
+    assert_eq!(h.events(), ["ScaledUp"]);
+}

@@ -203,7 +203,7 @@ async fn start(
     if common.metrics_auth {
         server = server.with_auth(Arc::new(KubeAuth::new(
             client.clone(),
-            crate::metrics_auth::CACHE_TTL,
+            std::time::Duration::from_secs(common.metrics_auth_cache_ttl),
         )));
     }
     if let Some(dir) = &common.metrics_cert_dir {

@@ -118,6 +118,17 @@ pub struct CommonArgs {
     )]
     pub metrics_auth: bool,
 
+    /// With --metrics-auth: how long the API server's verdict on a caller is kept, in seconds.
+    /// A caller it vouched for keeps its verdict past this while the API server cannot be asked.
+    #[arg(
+        help_heading = SERVING,
+        long,
+        env = "EBB_METRICS_AUTH_CACHE_TTL",
+        default_value_t = 60,
+        value_name = "SECONDS"
+    )]
+    pub metrics_auth_cache_ttl: u64,
+
     /// Serve /metrics over TLS with `tls.crt` and `tls.key` from this directory (a mounted
     /// kubernetes.io/tls Secret), re-read when they change. Without it, /metrics is plain HTTP.
     #[arg(
