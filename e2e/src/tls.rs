@@ -12,6 +12,10 @@ pub struct ServingCert {
     pub ca_pem: String,
     /// The directory holding `tls.crt` and `tls.key`.
     pub dir: PathBuf,
+    /// The CA, to renew the serving certificate from.
+    ca: CertifiedIssuer<'static, KeyPair>,
+    /// The names the serving certificate is for.
+    dns_names: Vec<String>,
 }
 
 impl ServingCert {
@@ -22,6 +26,23 @@ impl ServingCert {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default()
+    }
+
+    /// Renews the serving certificate as cert-manager renews a leaf of a CA Issuer: a new key and
+    /// certificate from the same CA, replacing `tls.crt` and `tls.key` (each written aside, then
+    /// renamed into place, as a Secret volume's files change).
+    ///
+    /// # Errors
+    /// The certificate cannot be made or written.
+    pub fn renew(&self) -> Result<()> {
+        let key = KeyPair::generate()?;
+        let cert = CertificateParams::new(self.dns_names.clone())?.signed_by(&key, &self.ca)?;
+        for (file, text) in [("tls.key", key.serialize_pem()), ("tls.crt", cert.pem())] {
+            let aside = self.dir.join(format!(".{file}.new"));
+            std::fs::write(&aside, text)?;
+            std::fs::rename(&aside, self.dir.join(file))?;
+        }
+        Ok(())
     }
 }
 
@@ -38,5 +59,7 @@ pub fn serving_cert(dns_names: &[String], dir: &Path) -> Result<ServingCert> {
     Ok(ServingCert {
         ca_pem: ca.pem(),
         dir: dir.to_path_buf(),
+        ca,
+        dns_names: dns_names.to_vec(),
     })
 }

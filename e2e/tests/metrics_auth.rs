@@ -15,14 +15,16 @@ fn scrape(controller: &Controller, bearer: Option<&str>) -> (u16, String) {
     controller.get_as("/metrics", bearer).unwrap()
 }
 
-#[tokio::test]
-async fn metrics_answer_only_callers_the_api_server_allows() {
+/// A namespaced setup of service-scaler with authenticated metrics (the chart's RBAC for them)
+/// and a scraper, bound to the chart's metrics-reader ClusterRole as a Prometheus would be:
+/// the setup, the scraper's token and the controller's own (valid, but not allowed /metrics).
+async fn with_scraper(prefix: &str) -> (Setup, String, String) {
     let setup = Setup::new(
         CHART,
-        "e2e-mauth",
+        prefix,
         true,
-        // The chart asks for a certificate with authenticated metrics; this test runs the binary
-        // with its own flags and only needs the chart's RBAC, so the Secret never has to exist.
+        // The chart asks for a certificate with authenticated metrics; these tests run the binary
+        // with their own flags and only need the chart's RBAC, so the Secret never has to exist.
         &[
             "metrics.authenticated=true",
             "metrics.tls.secretName=unused",
@@ -32,7 +34,6 @@ async fn metrics_answer_only_callers_the_api_server_allows() {
     .unwrap();
     let ns = setup.namespace.clone();
     let release = setup.identity.release.clone();
-    // A scraper, bound to the chart's metrics-reader ClusterRole as a Prometheus would be.
     apply(
         &setup.admin,
         &json!({"apiVersion": "v1", "kind": "ServiceAccount",
@@ -52,7 +53,13 @@ async fn metrics_answer_only_callers_the_api_server_allows() {
     .unwrap();
     let scraper = token(&setup.admin, &ns, "prometheus").await.unwrap();
     let controller_token = token(&setup.admin, &ns, &release).await.unwrap();
+    (setup, scraper, controller_token)
+}
 
+#[tokio::test]
+async fn metrics_answer_only_callers_the_api_server_allows() {
+    let (setup, scraper, controller_token) = with_scraper("e2e-mauth").await;
+    let ns = setup.namespace.clone();
     let watch = format!("--namespace={ns}");
     let controller = Controller::ready(
         "service-scaler",
@@ -82,38 +89,8 @@ async fn authenticated_metrics_stay_readable_through_an_api_outage() {
     use ebb_e2e::apiserver::ApiServer;
     use std::time::Duration;
 
-    let setup = Setup::new(
-        CHART,
-        "e2e-mout",
-        true,
-        &[
-            "metrics.authenticated=true",
-            "metrics.tls.secretName=unused",
-        ],
-    )
-    .await
-    .unwrap();
+    let (setup, scraper, stranger) = with_scraper("e2e-mout").await;
     let ns = setup.namespace.clone();
-    let release = setup.identity.release.clone();
-    apply(
-        &setup.admin,
-        &json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": "prometheus", "namespace": ns}}),
-    )
-    .await
-    .unwrap();
-    apply(
-        &setup.admin,
-        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": format!("{release}-prometheus")},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                            "name": format!("{release}-metrics-reader")},
-                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": ns}]}),
-    )
-    .await
-    .unwrap();
-    let scraper = token(&setup.admin, &ns, "prometheus").await.unwrap();
-    let stranger = token(&setup.admin, &ns, &release).await.unwrap();
 
     // The controller talks to an API server of its own, which the test can stop.
     let mut server = ApiServer::start(ebb_e2e::cluster()).await.unwrap();

@@ -108,6 +108,7 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     let service = format!("{release}-webhook");
 
     let mut webhook_args: Vec<String> = Vec::new();
+    let mut webhook_cert = None;
     if let Some(host_ip) = &host_ip {
         // The webhook's serving certificate, as cert-manager would issue it.
         let cert = tls::serving_cert(
@@ -175,6 +176,7 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
             "--webhook-cert-dir".into(),
             cert.dir.to_string_lossy().into_owned(),
         ];
+        webhook_cert = Some((cert, host_ip.clone(), port));
     }
 
     // The workload and its scaler (owned by it, as Stackable's operators create them).
@@ -322,6 +324,47 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
     assert_eq!(idle.data["status"]["replicas"], json!(2));
+
+    // The serving certificate renewed by the same CA (as cert-manager renews a leaf of the
+    // chart's own CA) while writes go on: the caBundle needs no change, so none is refused
+    // (failurePolicy Fail: a write that could not reach the webhook would be).
+    if let Some((cert, host_ip, port)) = &webhook_cert {
+        let writes = async {
+            for tick in 0..40 {
+                scalers
+                    .patch(
+                        "nifi",
+                        &PatchParams::default(),
+                        &Patch::Merge(
+                            json!({"metadata": {"annotations": {"e2e/tick": tick.to_string()}}}),
+                        ),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("write {tick} across the renewal refused: {e}"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let renew = async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cert.renew().unwrap();
+        };
+        futures::join!(writes, renew);
+        // The API server may keep its connection (and the old certificate) open: a handshake of
+        // our own, trusting the unchanged caBundle, gets the renewed certificate.
+        let name = format!("{service}.{ns}.svc");
+        let port = i32::from(*port);
+        ebb_e2e::https_get((host_ip.as_str(), port), "/", None, (&cert.ca_pem, &name))
+            .await
+            .unwrap_or_else(|e| {
+                panic!("the renewed certificate is not trusted by the caBundle: {e}")
+            });
+        let log = std::fs::read_to_string(&controller.log).unwrap_or_default();
+        assert!(
+            log.contains("reloaded the certificate"),
+            "the webhook kept its old certificate:\n{}",
+            controller.log_tail()
+        );
+    }
 
     // A second scale-down whose hook fails: Failed, until a person asks for a retry.
     scale(1).await.unwrap();

@@ -218,13 +218,7 @@ pub async fn release_member(
         dry_run: shared.dry_run,
     };
     let plan = decide::decide_member(&observed, shared.clock.now());
-    let done = plan
-        .writes
-        .iter()
-        .flat_map(|w| &w.notices)
-        .chain(&plan.notices)
-        .map(|n| n.note.clone())
-        .collect();
+    let done = plan.notes();
     ebb_runtime::execute::execute(plan, shared, FIELD_MANAGER, &()).await?;
     Ok(done)
 }

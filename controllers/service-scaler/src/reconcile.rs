@@ -207,13 +207,7 @@ pub async fn release(
     if ctx.dry_run {
         plan.writes.retain(|w| w.category != Category::Metadata);
     }
-    let mut done: Vec<String> = plan
-        .writes
-        .iter()
-        .flat_map(|w| &w.notices)
-        .chain(&plan.notices)
-        .map(|n| n.note.clone())
-        .collect();
+    let mut done = plan.notes();
     let finalizers = decide::has_finalizer(scaler) || decide::has_udaan_finalizer(scaler);
     if finalizers {
         done.push(match ctx.dry_run {

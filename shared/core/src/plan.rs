@@ -376,6 +376,17 @@ impl<G> Plan<G> {
         }
     }
 
+    /// What its Events say, in order: those of each write, then the plan's own (a summary of
+    /// what carrying it out does, or in a dry run would do).
+    pub fn notes(&self) -> Vec<String> {
+        self.writes
+            .iter()
+            .flat_map(|w| &w.notices)
+            .chain(&self.notices)
+            .map(|n| n.note.clone())
+            .collect()
+    }
+
     /// Whether carrying it out writes nothing to the API server (Events aside).
     pub fn writes_nothing(&self) -> bool {
         self.writes.is_empty() && self.status.is_none()

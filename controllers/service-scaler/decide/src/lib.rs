@@ -917,21 +917,28 @@ pub struct DeletionPlan {
     pub notices: Vec<Notice>,
 }
 
+impl DeletionPlan {
+    /// A plan that only removes `scaler`'s finalizers (ebb's and udaan's), if it holds any.
+    fn finalizers_of(scaler: &ServiceScaler) -> Self {
+        Self {
+            disown: false,
+            restore: None,
+            delete: false,
+            remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
+            wake: None,
+            wake_notice: None,
+            notices: Vec::new(),
+        }
+    }
+}
+
 /// Decides the deletion of a ServiceScaler holding [`FINALIZER`] or [`UDAAN_FINALIZER`]: the HPA
 /// is deleted, restored to the defaults or kept as it is per [`deletion_action`] (unless paused,
 /// dry run, or kill-switched, which leave it alone), then the finalizers go. An HPA ebb created
 /// that is to be deleted is left to the garbage collector; one to be kept is disowned first.
 pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan {
     let scaler = observed.scaler;
-    let mut plan = DeletionPlan {
-        disown: false,
-        restore: None,
-        delete: false,
-        remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
-        wake: None,
-        wake_notice: None,
-        notices: Vec::new(),
-    };
+    let mut plan = DeletionPlan::finalizers_of(scaler);
     if !plan.remove_finalizer {
         return plan;
     }
@@ -1002,15 +1009,7 @@ pub fn decide_release(
     keep_settings: bool,
 ) -> DeletionPlan {
     let scaler = observed.scaler;
-    let mut plan = DeletionPlan {
-        disown: false,
-        restore: None,
-        delete: false,
-        remove_finalizer: has_finalizer(scaler) || has_udaan_finalizer(scaler),
-        wake: None,
-        wake_notice: None,
-        notices: Vec::new(),
-    };
+    let mut plan = DeletionPlan::finalizers_of(scaler);
     if keep_settings {
         return plan;
     }
