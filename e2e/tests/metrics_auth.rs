@@ -81,9 +81,9 @@ async fn metrics_answer_only_callers_the_api_server_allows() {
 
 /// Authenticated metrics through an API outage (#45): the scraper's verdict outlives its
 /// lifetime (3 s here, `--metrics-auth-cache-ttl`) while the API server is down for longer, so
-/// every scrape still answers, with the last-contact series `EbbApiUnreachable` reads growing old;
-/// a token never reviewed before gets an error meanwhile, not a verdict. Back, the server is asked
-/// again.
+/// every scrape still answers, with the last-contact series `EbbApiUnreachable` reads growing old,
+/// and the chart's rule (its silence cut to 5 s) fires on the series as scraped (promtool); a token
+/// never reviewed before gets an error meanwhile, not a verdict. Back, the server is asked again.
 #[tokio::test]
 async fn authenticated_metrics_stay_readable_through_an_api_outage() {
     use ebb_e2e::apiserver::ApiServer;
@@ -117,8 +117,11 @@ async fn authenticated_metrics_stay_readable_through_an_api_outage() {
 
     server.kill().unwrap();
     let down = std::time::Instant::now();
+    let start = jiff::Timestamp::now().as_second();
     let contact = "ebb_service_scaler_api_last_contact_timestamp_seconds";
-    // Twice the lifetime and more: every scrape of the known caller answers.
+    // Twice the lifetime and more: every scrape of the known caller answers; one a second is
+    // kept, as Prometheus would scrape it.
+    let mut scraped = Vec::new();
     while down.elapsed() < Duration::from_secs(8) {
         let (status, body) = scrape(&controller, Some(&scraper));
         assert_eq!(
@@ -128,9 +131,20 @@ async fn authenticated_metrics_stay_readable_through_an_api_outage() {
             down.elapsed(),
             controller.log_tail()
         );
-        assert!(body.contains(contact), "{body}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let last: f64 = body
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(contact)?
+                    .split_whitespace()
+                    .last()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no {contact}: {body}"));
+        scraped.push(last - start as f64);
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    unreachable_fires_on(&ns, &scraped);
     let (_, body) = scrape(&controller, Some(&scraper));
     let last: f64 = body
         .lines()
@@ -161,4 +175,103 @@ async fn authenticated_metrics_stay_readable_through_an_api_outage() {
     );
     assert_eq!(scrape(&controller, Some(&scraper)).0, 200);
     controller.stop().await;
+}
+
+/// `EbbApiUnreachable`, as the chart renders it (its silence cut to 5 s and its `for` to 0 for
+/// the test), fires on `scraped`: the last-contact series one scrape a second through the
+/// outage, seconds from its start (promtool's clock starts at 0). Checked by promtool.
+fn unreachable_fires_on(namespace: &str, scraped: &[f64]) {
+    use std::process::Command;
+    let root = ebb_e2e::repo_root();
+    let rendered = Command::new(ebb_e2e::rbac::helm())
+        .args(["template", "ebb"])
+        .arg(root.join("charts/service-scaler"))
+        .args([
+            "-n",
+            namespace,
+            "--show-only",
+            "templates/prometheusrule.yaml",
+        ])
+        .args(["--set", "prometheusRule.enabled=true"])
+        .args([
+            "--set",
+            "prometheusRule.alerts.apiUnreachable.silenceSeconds=5",
+        ])
+        .args(["--set", "prometheusRule.alerts.apiUnreachable.for=0s"])
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let rule: serde_json::Value =
+        serde_saphyr::from_str(&String::from_utf8(rendered.stdout).unwrap()).unwrap();
+    let spec = rule["spec"].clone();
+    let alert = spec["groups"][0]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["alert"] == "EbbApiUnreachable")
+        .unwrap()
+        .clone();
+    let pod = "mout-0";
+    let annotations: serde_json::Map<String, serde_json::Value> = alert["annotations"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                json!(v.as_str().unwrap().replace("{{ $labels.pod }}", pod)),
+            )
+        })
+        .collect();
+    let values: Vec<String> = scraped.iter().map(|v| format!("{v}")).collect();
+    let end = scraped.len() - 1;
+    let test = json!({
+        "rule_files": ["rules.json"],
+        "evaluation_interval": "1s",
+        "tests": [{
+            "interval": "1s",
+            "input_series": [{
+                "series": format!(
+                    "ebb_service_scaler_api_last_contact_timestamp_seconds{{namespace=\"{namespace}\", pod=\"{pod}\"}}"
+                ),
+                "values": values.join(" "),
+            }],
+            "alert_rule_test": [{
+                "eval_time": format!("{end}s"),
+                "alertname": "EbbApiUnreachable",
+                "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "namespace": namespace, "pod": pod},
+                    "exp_annotations": annotations,
+                }],
+            }],
+        }],
+    });
+    let dir = ebb_e2e::work_dir().join(format!("{namespace}-rules"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("rules.json"), spec.to_string()).unwrap();
+    std::fs::write(dir.join("test.json"), test.to_string()).unwrap();
+    let promtool = Command::new(root.join(".ci/install-promtool"))
+        .output()
+        .unwrap();
+    assert!(
+        promtool.status.success(),
+        "{}",
+        String::from_utf8_lossy(&promtool.stderr)
+    );
+    let promtool = String::from_utf8(promtool.stdout).unwrap();
+    let run = Command::new(promtool.trim())
+        .args(["test", "rules", "test.json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "EbbApiUnreachable did not fire on the scraped series {scraped:?}:\n{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
