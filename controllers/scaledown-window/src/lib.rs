@@ -342,8 +342,12 @@ pub fn controllers(
         ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
     let store = controller.store();
     // HolidayCalendars: a change runs the schedules naming it.
-    let (calendars, watch_calendars) =
-        CalendarCache::watch(&client, wiring.warm_up.contact(), &wiring.shutdown);
+    let (calendars, watch_calendars) = CalendarCache::watch(
+        &client,
+        wiring.warm_up.contact(),
+        &wiring.shutdown,
+        &wiring.metrics,
+    );
     let naming = store.clone();
     let controller = controller.reconcile_on(
         calendars

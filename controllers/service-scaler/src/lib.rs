@@ -225,8 +225,12 @@ pub fn controllers(
     metrics: Metrics,
 ) -> impl Future<Output = ()> + Send + 'static {
     // HolidayCalendars: one watch for every scope; a change runs the objects naming it.
-    let (calendars, watch_calendars) =
-        CalendarCache::watch(&wiring.client, wiring.warm_up.contact(), &wiring.shutdown);
+    let (calendars, watch_calendars) = CalendarCache::watch(
+        &wiring.client,
+        wiring.warm_up.contact(),
+        &wiring.shutdown,
+        &wiring.metrics,
+    );
     let ctx = wiring.context(Own {
         metrics: metrics.clone(),
         calendars: calendars.clone(),

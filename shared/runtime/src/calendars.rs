@@ -19,11 +19,14 @@ use ebb_crds::calendar::HolidayCalendar;
 use ebb_schedule::Calendars;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
-use kube::runtime::watcher;
+use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
 
 use crate::cache::{Cache, Cold, Feed};
 use crate::guard::Guarded;
+
+/// The kind, as the undecodable-objects gauge names it.
+const KIND: &str = "HolidayCalendar";
 
 /// Where the names of changed calendars go.
 type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>;
@@ -42,6 +45,7 @@ impl CalendarCache {
         client: &kube::Client,
         contact: &crate::ApiContact,
         shutdown: &crate::Shutdown,
+        metrics: &crate::ControllerMetrics,
     ) -> (
         Self,
         impl std::future::Future<Output = ()> + Send + 'static + use<>,
@@ -53,26 +57,49 @@ impl CalendarCache {
             subscribers: Subscribers::default(),
         };
         let subscribers = this.subscribers.clone();
+        let metrics = metrics.clone();
+        metrics.set_undecodable(KIND, 0);
         let (client, contact, token) = (client.clone(), contact.clone(), shutdown.token());
         let run = async move {
-            feed.watch(
+            // The calendars that do not decode: they have no status to report in, so a gauge
+            // (and a log line) say it.
+            let mut invalid = std::collections::BTreeSet::new();
+            feed.events(
                 Api::all(client),
                 watcher::Config::default().any_semantic(),
                 &contact,
                 |_| {},
             )
             .take_until(token.cancelled_owned())
-            .for_each(|changed| {
-                if let Ok(calendar) = changed {
-                    if let Err(invalid) = &calendar.0 {
-                        tracing::warn!(
-                            calendar = %calendar.name_any(),
-                            error = %invalid.error,
-                            "HolidayCalendar does not decode; windows naming it are invalid until it is fixed"
-                        );
+            .for_each(|event| {
+                match event {
+                    // A (re)list: what it lists is all there is.
+                    Ok(Event::Init) => invalid.clear(),
+                    Ok(Event::InitApply(calendar) | Event::Apply(calendar)) => {
+                        let name = calendar.name_any();
+                        match &calendar.0 {
+                            Err(bad) => {
+                                tracing::warn!(
+                                    calendar = %name,
+                                    error = %bad.error,
+                                    "HolidayCalendar does not decode; windows naming it are invalid until it is fixed"
+                                );
+                                invalid.insert(name.clone());
+                            }
+                            Ok(_) => {
+                                invalid.remove(&name);
+                            }
+                        }
+                        tell(&subscribers, &name);
                     }
-                    tell(&subscribers, &calendar.name_any());
+                    Ok(Event::Delete(calendar)) => {
+                        let name = calendar.name_any();
+                        invalid.remove(&name);
+                        tell(&subscribers, &name);
+                    }
+                    Ok(Event::InitDone) | Err(_) => {}
                 }
+                metrics.set_undecodable(KIND, invalid.len());
                 async {}
             })
             .await;

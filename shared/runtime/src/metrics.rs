@@ -107,13 +107,15 @@ pub struct ControllerMetrics {
     duration: Histogram,
     queues: QueueDepths,
     queue_wait: Family<KindLabels, Histogram>,
+    undecodable: Family<KindLabels, Gauge>,
 }
 
 impl ControllerMetrics {
     /// Registers the metrics into `registry` as `ebb_<controller>_reconciles_total`,
     /// `ebb_<controller>_reconcile_errors_total{category}`,
     /// `ebb_<controller>_reconcile_duration_seconds`, `ebb_<controller>_queue_depth{kind}` and
-    /// `ebb_<controller>_queue_wait_seconds{kind}` (see [`crate::queue`]).
+    /// `ebb_<controller>_queue_wait_seconds{kind}` (see [`crate::queue`]), and
+    /// `ebb_<controller>_undecodable_objects{kind}`.
     pub fn new(registry: &mut Registry, controller: &str) -> Self {
         let metrics = Self {
             reconciles: Counter::default(),
@@ -121,6 +123,7 @@ impl ControllerMetrics {
             duration: Histogram::new(DURATION_BUCKETS),
             queues: QueueDepths::default(),
             queue_wait: Family::new_with_constructor(|| Histogram::new(WAIT_BUCKETS)),
+            undecodable: Family::default(),
         };
         let sub = controller_registry(registry, controller);
         crate::register_metrics!(&mut *sub;
@@ -128,6 +131,8 @@ impl ControllerMetrics {
             "reconcile_errors": metrics.errors, "Reconciliations that failed, by error category";
             "queue_depth": metrics.queues,
                 "Objects whose reconcile is due and not started yet, every concurrent slot being busy, by kind";
+            "undecodable_objects": metrics.undecodable,
+                "Objects watched without a status of their own to report in that do not decode into ebb's type, by kind";
         );
         sub.register_with_unit(
             "reconcile_duration",
@@ -159,6 +164,17 @@ impl ControllerMetrics {
             // does not go through the injectable Clock.
             start: Instant::now(),
         }
+    }
+
+    /// How many `kind` objects the controller holds that do not decode (reported nowhere else:
+    /// a kind without a status of its own, such as HolidayCalendar).
+    pub fn set_undecodable(&self, kind: &str, count: usize) {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.undecodable
+            .get_or_create(&KindLabels {
+                kind: kind.to_owned(),
+            })
+            .set(count);
     }
 
     /// Exports the depth of `queue`, the queue of the controller reconciling `kind`, from now on;

@@ -155,7 +155,9 @@ async fn one_calendar_that_does_not_decode_stops_no_other() {
         "metadata": {"name": "broken"}, "spec": {"dates": "2026-12-24"},
     }));
     let shutdown = ebb_runtime::Shutdown::new();
-    let (cache, watch) = CalendarCache::watch(&fake.client(), &contact(), &shutdown);
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ebb_runtime::ControllerMetrics::new(&mut registry, "demo");
+    let (cache, watch) = CalendarCache::watch(&fake.client(), &contact(), &shutdown, &metrics);
     let running = tokio::spawn(watch);
     eventually("the calendar cache lists", || cache.resolve(["ch"]).is_ok()).await;
     let calendars = cache.resolve(["ch", "broken"]).unwrap();
@@ -167,6 +169,13 @@ async fn one_calendar_that_does_not_decode_stops_no_other() {
         }
         other => panic!("broken calendar read as {other:?}"),
     }
+    // It has no status to say so in: a gauge counts it (and a log line names it).
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains("ebb_demo_undecodable_objects{controller=\"demo\",kind=\"HolidayCalendar\"} 1"),
+        "{text}"
+    );
     shutdown.trigger();
     running.await.unwrap();
 }
