@@ -312,5 +312,67 @@ async fn scale_up_exactly_once(config: Config) {
             "exactly one count write took effect: {described:#?}"
         );
     }
+
+    // The scale-up's claims (#45): created and seen unsettled, so recorded; then finalized and
+    // removed while workshop-scaler is stopped. Back, it releases the flag from the record,
+    // naming them, instead of waiting for claims that no longer exist.
+    let claims: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        &ns,
+        &resource(&admin, "poolboy.gpte.redhat.com", "v1", "ResourceClaim")
+            .await
+            .unwrap(),
+    );
+    for i in 0..3 {
+        setup
+            .apply(json!({
+                "apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+                "metadata": {"name": format!("claim-{i}"),
+                             "labels": {"babylon.gpte.redhat.com/workshop-provision": "wp"}},
+                "spec": {"resources": [{"provider": {"name": "lab"}}]}
+            }))
+            .await
+            .unwrap();
+    }
+    let recorded = eventually(Duration::from_secs(15), || async {
+        let p = provisions.get("wp").await.ok()?;
+        let names = p.data["status"]["autoScalingClaims"].as_array()?.len();
+        (names == 3).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("claims never recorded: {e}\n{}", restarted.log_tail()));
+    assert!(
+        active(&recorded),
+        "still in flight: the claims have not settled"
+    );
     restarted.stop().await;
+    for i in 0..3 {
+        claims
+            .delete(&format!("claim-{i}"), &Default::default())
+            .await
+            .unwrap();
+    }
+    let again = Controller::ready("workshop-scaler", &setup.identity, "ws-2", &args).await;
+    // Released with its reason (an Event naming the claims); with every seat taken, demand then
+    // starts the next scale-up from 3 at once.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(admin.clone(), &ns);
+    let released = eventually(Duration::from_secs(15), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("ScaleUpReleased")
+                && e.message.as_deref().is_some_and(|m| m.contains("claim-0"))
+        })
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the flag stuck on gone claims: {e}\n{}", again.log_tail()));
+    let message = released.message.unwrap_or_default();
+    assert!(message.contains("are gone"), "{message}");
+    let next = eventually(Duration::from_secs(15), || async {
+        let p = provisions.get("wp").await.ok()?;
+        (p.data["status"]["autoScalingFromCount"] == json!(3)).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no scale-up after the release: {e}\n{}", again.log_tail()));
+    assert_eq!(count(&next), Some(4), "one increase from 3, not two");
+    again.stop().await;
 }

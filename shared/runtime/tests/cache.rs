@@ -173,7 +173,9 @@ async fn one_calendar_that_does_not_decode_stops_no_other() {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(
-        text.contains("ebb_demo_undecodable_objects{controller=\"demo\",kind=\"HolidayCalendar\"} 1"),
+        text.contains(
+            "ebb_demo_undecodable_objects{controller=\"demo\",kind=\"HolidayCalendar\"} 1"
+        ),
         "{text}"
     );
     shutdown.trigger();
