@@ -136,42 +136,31 @@ async fn steps<W: World>(
     now: Timestamp,
     notes: &mut Vec<Note>,
 ) -> Result<Option<Plan>, W::Error> {
-    // The hook start this pass recorded (`status.startedHook`): only the ask that follows it
-    // may start the hook ([`ScalingContext::starts`]).
-    let mut recorded: Option<StartedHook> = None;
     for _ in 0..MAX_STEPS {
         let scaler = world.scaler();
         let answer = decide::hook_due(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
         let plan = decide::decide(&input(scaler, workload, answer.as_ref(), now));
         let writes = decide::step_writes(scaler, &plan);
-        let before = scaler.status.as_ref().and_then(|s| s.started_hook.clone());
-        let records = plan
+        let before = scaler.status.as_ref().and_then(|s| s.started_hook.as_ref());
+        // A hook's start recorded by this write: only an ask of this process that follows it may
+        // start the hook ([`ScalingContext::starts`]), whatever the write answers.
+        if let Some(record) = plan
             .status
             .started_hook
-            .clone()
-            .filter(|r| Some(r) != before.as_ref());
+            .as_ref()
+            .filter(|r| Some(*r) != before)
+        {
+            world.will_record(record);
+        }
         if !writes.is_empty() {
-            if let Some(record) = &records {
-                world.will_record(record);
-            }
             world.write(&writes).await?;
-            if records.is_some() {
-                recorded = records;
-            }
         }
         // Only what is saved is reported.
         notes.extend(plan.note.clone());
         let again = match &plan.action {
             Action::Continue | Action::StripRetryAnnotation | Action::StripAbortAnnotation => true,
             Action::RunHook { hook, context } => {
-                let now_recorded = recorded.as_ref().is_some_and(|r| {
-                    r.hook == hook.as_str()
-                        && r.scale_event == context.scale_event
-                        && r.attempt == context.attempt
-                });
-                // Asked either way, so the note of an earlier pass is used up.
-                let noted = world.may_start(*hook, context);
-                let starts = now_recorded || noted;
+                let starts = world.may_start(*hook, context);
                 let context = ScalingContext {
                     starts,
                     ..context.clone()
