@@ -96,6 +96,16 @@ fn scaler(fake: &FakeApi) -> Arc<StackableScaler> {
     Arc::new(fake.get::<StackableScaler>("data", "nifi-default").unwrap())
 }
 
+/// Why the scaler failed (`status.currentState`'s reason; empty when none is recorded).
+fn failed_reason(fake: &FakeApi) -> String {
+    let state = scaler(fake)
+        .status
+        .clone()
+        .unwrap_or_default()
+        .current_state;
+    state.and_then(|s| s.reason).unwrap_or_default()
+}
+
 fn stage(fake: &FakeApi) -> ScalerStage {
     decide::stage_of(scaler(fake).status.as_ref())
 }
@@ -365,14 +375,7 @@ async fn a_drain_job_past_its_deadline_fails() {
     run(&e).await.unwrap();
     e.clock.advance(SignedDuration::from_secs(901));
     run(&e).await.unwrap();
-    let reason = scaler(&e.fake)
-        .status
-        .clone()
-        .unwrap()
-        .current_state
-        .unwrap()
-        .reason
-        .unwrap();
+    let reason = failed_reason(&e.fake);
     assert!(reason.contains("deadline of 900s"), "{reason}");
 }
 
@@ -1022,14 +1025,7 @@ async fn a_hook_never_runs_as_a_service_account_the_install_does_not_allow() {
     }
     assert!(e.fake.list::<Job>().is_empty(), "no Job was created");
     assert_eq!(stage(&e.fake), ScalerStage::Failed);
-    let reason = scaler(&e.fake)
-        .status
-        .clone()
-        .unwrap()
-        .current_state
-        .unwrap()
-        .reason
-        .unwrap_or_default();
+    let reason = failed_reason(&e.fake);
     assert!(
         reason.contains(
             "its Job would run as ServiceAccount \"cluster-admin-sa\", which this install does not allow"
