@@ -95,7 +95,7 @@ async fn seen_after(
     }
 }
 
-/// The writes of `resource` (no subresource) by `setup`'s identity since `since`.
+/// The writes of `resource` (itself or its `/scale`) by `setup`'s identity since `since`.
 fn target_writes(
     server: &ApiServer,
     setup: &Setup,
@@ -106,9 +106,9 @@ fn target_writes(
         .unwrap()
         .iter()
         .filter(|w| {
-            w.object_ref
-                .as_ref()
-                .is_some_and(|o| o.resource == resource && o.subresource.is_none())
+            w.object_ref.as_ref().is_some_and(|o| {
+                o.resource == resource && o.subresource.as_deref().is_none_or(|s| s == "scale")
+            })
         })
         .map(audit::Entry::describe)
         .collect()
