@@ -729,3 +729,122 @@ async fn scalers_stored_in_earlier_ebb_s_form_and_the_seed_pr_s_are_read_and_con
     }
     controller.stop().await;
 }
+
+/// A user allowed only StackableScalers (a Role granting `stackablescalers` and their `scale`,
+/// nothing else) cannot get a Job to run as another ServiceAccount, with the controller's
+/// default `--hook-service-accounts` (the chart's `hooks.serviceAccounts: [default]`): the API
+/// server refuses them a Job of their own, and the StackableScaler they write with a hook that
+/// names ServiceAccount `ops` fails naming it, without a Job and without touching the
+/// StatefulSet. The user is impersonated, as `kubectl --as` does.
+#[tokio::test]
+async fn a_user_allowed_only_stackable_scalers_cannot_run_a_job_as_another_service_account() {
+    let setup = Setup::new(CHART, "e2e-sku", true, &[]).await.unwrap();
+    let ns = setup.namespace.clone();
+    let admin = setup.admin.clone();
+    for doc in [
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ops"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "scalers-only"},
+               "rules": [{"apiGroups": ["autoscaling.stackable.tech"],
+                          "resources": ["stackablescalers", "stackablescalers/scale"],
+                          "verbs": ["*"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "scalers-only"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "scalers-only"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "kafka-broker"},
+               "spec": {"replicas": 3, "serviceName": "kafka",
+                        "selector": {"matchLabels": {"app": "kafka"}},
+                        "template": {"metadata": {"labels": {"app": "kafka"}},
+                                     "spec": {"containers": [{"name": "kafka", "image": "kafka:3"}]}}}}),
+    ] {
+        setup.apply(doc).await.unwrap();
+    }
+    let statefulsets: Api<StatefulSet> = Api::namespaced(admin.clone(), &ns);
+    settle_workload(&statefulsets, "kafka-broker", 3).await;
+    let sts = statefulsets.get("kafka-broker").await.unwrap();
+
+    let mut config = cluster().config().await.unwrap();
+    config.auth_info.impersonate = Some("alice".into());
+    let alice = kube::Client::try_from(config).unwrap();
+    let pod_spec = json!({"serviceAccountName": "ops", "restartPolicy": "Never",
+                          "containers": [{"name": "offload", "image": "tools:1"}]});
+    let own_job: Job = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "as-ops"},
+        "spec": {"template": {"spec": pod_spec}}
+    }))
+    .unwrap();
+    let refused = Api::<Job>::namespaced(alice.clone(), &ns)
+        .create(&Default::default(), &own_job)
+        .await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
+        "alice may not create Jobs: {refused:?}"
+    );
+
+    let resource = kube::discovery::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(
+            "autoscaling.stackable.tech",
+            "v1alpha1",
+            "StackableScaler",
+        ),
+        "stackablescalers",
+    );
+    let as_alice: Api<DynamicObject> = Api::namespaced_with(alice, &ns, &resource);
+    let scaler: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+        "metadata": {"name": "kafka", "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "kafka-broker",
+            "uid": sts.uid().unwrap(), "controller": true
+        }]},
+        "spec": {"replicas": 3, "hooks": {"preScale": {"timeoutSeconds": 60, "template": {"spec": {
+            "backoffLimit": 0, "template": {"spec": pod_spec}}}}}}
+    }))
+    .unwrap();
+    as_alice.create(&Default::default(), &scaler).await.unwrap();
+    let args = ["--namespace", ns.as_str(), "--leader-election=false"];
+    let controller = Controller::ready(CHART, &setup.identity, "sku-0", &args).await;
+    let stage_is = |want: &'static str| {
+        let scalers = as_alice.clone();
+        async move {
+            eventually(Duration::from_secs(20), || async {
+                let s = scalers.get("kafka").await.ok()?;
+                (stage(&s) == Some(want)).then_some(s)
+            })
+            .await
+        }
+    };
+    stage_is("Idle")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    as_alice
+        .patch_scale(
+            "kafka",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    let failed = stage_is("Failed")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", controller.log_tail()));
+    let reason = state(&failed).and_then(|s| s.reason).unwrap_or_default();
+    assert!(
+        reason.contains("ServiceAccount \"ops\", which this install does not allow"),
+        "{reason}"
+    );
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), &ns);
+    assert_eq!(job_names(&jobs).await.unwrap(), Vec::<String>::new());
+    assert_eq!(
+        statefulsets
+            .get("kafka-broker")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(3),
+        "the StatefulSet is not touched"
+    );
+    controller.stop().await;
+}
