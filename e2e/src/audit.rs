@@ -18,6 +18,9 @@ pub struct Entry {
     pub response_status: Option<ResponseStatus>,
     pub stage: String,
     pub request_received_timestamp: Timestamp,
+    /// The client's `User-Agent`: ebb's names the pod (`ebb-<controller>/<version> (<pod>)`).
+    #[serde(default)]
+    pub user_agent: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -59,6 +62,11 @@ pub struct ResponseStatus {
 }
 
 impl Entry {
+    /// Whether the request came from pod `pod` (its `User-Agent` names it).
+    pub fn from_pod(&self, pod: &str) -> bool {
+        self.user_agent.ends_with(&format!(" ({pod})"))
+    }
+
     /// A request that changes state (reads and watches are not).
     pub fn is_write(&self) -> bool {
         matches!(

@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod fixtures;
 pub mod helm;
 pub mod process;
+pub mod proxy;
 pub mod rbac;
 pub mod tls;
 pub mod wait;

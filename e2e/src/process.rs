@@ -115,6 +115,18 @@ impl Controller {
         pod_name: &str,
         args: &[&str],
     ) -> Result<Controller> {
+        Self::start_env(binary, identity, kubeconfig, pod_name, args, &[])
+    }
+
+    /// [`Controller::start_with`], with `env` set in the process's environment besides.
+    pub fn start_env(
+        binary: &str,
+        identity: &Identity,
+        kubeconfig: &std::path::Path,
+        pod_name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Controller> {
         let path = bin_dir().join(binary);
         if !path.exists() {
             bail!(
@@ -131,6 +143,7 @@ impl Controller {
             .arg("--lease-namespace")
             .arg(&identity.namespace)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out);

@@ -588,3 +588,149 @@ async fn workshop_scaler() {
     })
     .await;
 }
+
+// --- Two leaders: the old one cut off from its Lease and shown it late, the new one's wall clock
+// ahead. The audit log (requests told apart by User-Agent) shows who wrote when.
+
+/// libfaketime's library for threaded programs (Debian's `libfaketime`), wherever the
+/// architecture puts it.
+fn libfaketime() -> std::path::PathBuf {
+    std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|dir| dir.path().join("faketime/libfaketimeMT.so.1"))
+        .find(|path| path.exists())
+        .expect("libfaketime is missing: apt-get install libfaketime (.ci/run does)")
+}
+
+/// Replica `a` leads service-scaler; then a proxy refuses its Lease writes and holds back its
+/// watch of the Lease by [`WATCH_DELAY`], and replica `b` starts with its wall clock
+/// [`CLOCK_AHEAD`] ahead. While the ServiceScaler changes every 400 ms, `b` takes over, and no
+/// write of `a` succeeds after `b`'s first: `a` stops at its own fence ([`WRITE_MARGIN`] before
+/// its last renewal could expire) and `b` waits until it has seen the Lease unchanged for its
+/// whole duration, whatever its clock says.
+#[tokio::test]
+async fn two_leaders_never_write_at_once() {
+    const WATCH_DELAY: Duration = Duration::from_secs(40);
+    const CLOCK_AHEAD: &str = "+20s";
+    const CHANGES_FOR: Duration = Duration::from_secs(35);
+    let setup = Setup::new("service-scaler", "e2e-leaders", true, &[])
+        .await
+        .unwrap();
+    let Some(log) = cluster().audit_log.clone() else {
+        println!("skipped: the audit log is the local cluster's only");
+        return;
+    };
+    service_seed(&setup).await;
+    let args = ["--namespace", setup.namespace.as_str()];
+    let leases: Api<Lease> = Api::namespaced(setup.admin.clone(), &setup.namespace);
+
+    let (config_a, credential_a) = setup
+        .identity
+        .replica(cluster(), &setup.admin, "a")
+        .await
+        .unwrap();
+    let proxy = ebb_e2e::proxy::LeaseProxy::start(&config_a, WATCH_DELAY)
+        .await
+        .unwrap();
+    let proxied = proxy.kubeconfig(&config_a).unwrap();
+    let mut a =
+        Controller::start_with("service-scaler", &setup.identity, &proxied, "a", &args).unwrap();
+    a.wait_ready(Duration::from_secs(30)).await.unwrap();
+    eventually(Duration::from_secs(20), || async {
+        holder(&leases, &setup.identity.release)
+            .await
+            .filter(|h| h == "a")
+    })
+    .await
+    .unwrap_or_else(|e| panic!("a does not lead: {e}\n{}", a.log_tail()));
+
+    let since = Timestamp::now();
+    proxy.cut();
+    let (config_b, credential_b) = setup
+        .identity
+        .replica(cluster(), &setup.admin, "b")
+        .await
+        .unwrap();
+    let preload = libfaketime();
+    let b = Controller::start_env(
+        "service-scaler",
+        &setup.identity,
+        &config_b,
+        "b",
+        &args,
+        &[
+            ("LD_PRELOAD", preload.to_str().unwrap()),
+            ("FAKETIME", CLOCK_AHEAD),
+        ],
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut max = 10;
+    while started.elapsed() < CHANGES_FOR {
+        max += 1;
+        setup.apply(scaler_doc(max)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &setup.namespace);
+    let last = i32::try_from(max).unwrap();
+    eventually(Duration::from_secs(20), || async {
+        let hpa = hpas.get("web").await.ok()?;
+        (hpa.spec?.max_replicas == last).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the new leader does not act: {e}\n{}", b.log_tail()));
+    assert_eq!(
+        holder(&leases, &setup.identity.release).await.as_deref(),
+        Some("b")
+    );
+
+    let writes: Vec<_> = audit::writes(&log, &setup.identity.username(), since)
+        .unwrap()
+        .into_iter()
+        .filter(|w| {
+            !w.is_lease()
+                && w.object_ref
+                    .as_ref()
+                    .is_some_and(|o| o.resource != "events")
+                && w.response_status
+                    .as_ref()
+                    .is_some_and(|s| (200..300).contains(&s.code))
+        })
+        .collect();
+    let at = |w: &audit::Entry| w.request_received_timestamp;
+    let of = |w: &audit::Entry, credential: &str| w.credential_id() == Some(credential);
+    let a_last = writes.iter().filter(|w| of(w, &credential_a)).map(at).max();
+    let b_first = writes
+        .iter()
+        .filter(|w| of(w, &credential_b))
+        .map(at)
+        .min()
+        .expect("b wrote");
+    let a_last = a_last.expect("a wrote after it was cut off: the test shows a leader cut off");
+    println!(
+        "figure: service-scaler two leaders: the new one's first write {} ms after the old one's last",
+        b_first.as_millisecond() - a_last.as_millisecond()
+    );
+    let late: Vec<_> = writes
+        .iter()
+        .filter(|w| of(w, &credential_a) && at(w) >= b_first)
+        .map(audit::Entry::describe)
+        .collect();
+    assert!(
+        late.is_empty(),
+        "the old leader wrote after the new leader's first write at {b_first}: {late:#?}"
+    );
+    // Each replica's requests carry its own User-Agent.
+    for write in &writes {
+        let pod = if of(write, &credential_a) { "a" } else { "b" };
+        assert!(
+            write.from_pod(pod),
+            "a write of {pod} without its User-Agent: {:?} {}",
+            write.user_agent,
+            write.describe()
+        );
+    }
+    a.stop().await;
+    b.stop().await;
+}

@@ -193,7 +193,7 @@ async fn start(
     let shutdown = Shutdown::on_signals()?;
     let config = common
         .cluster
-        .config()
+        .config_for(controller)
         .await
         .map_err(|e| AppError::Client(e.to_string()))?;
     let client = crate::contact::client(config, &contact)

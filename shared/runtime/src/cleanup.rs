@@ -190,7 +190,7 @@ where
     let common = args.run.as_ref().clone();
     let config = common
         .cluster
-        .config()
+        .config_for(&format!("{name}-cleanup"))
         .await
         .map_err(|e| CleanupError::Client(e.to_string()))?;
     let client = Client::try_from(config)

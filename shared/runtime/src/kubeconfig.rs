@@ -69,6 +69,19 @@ impl ClusterArgs {
         })
     }
 
+    /// [`Self::config`], its requests saying who sends them ([`user_agent`]).
+    ///
+    /// # Errors
+    /// As [`Self::config`].
+    pub async fn config_for(&self, program: &str) -> Result<Config, ClusterConfigError> {
+        let mut config = self.config().await?;
+        let identity = crate::leader::identity_from_env().ok();
+        if let Ok(value) = http::HeaderValue::from_str(&user_agent(program, identity.as_deref())) {
+            config.headers.push((http::header::USER_AGENT, value));
+        }
+        Ok(config)
+    }
+
     fn describe(&self) -> String {
         let mut out = Vec::new();
         if let Some(path) = &self.kubeconfig {
@@ -79,6 +92,27 @@ impl ClusterArgs {
         }
         out.join(" ")
     }
+}
+
+/// The `User-Agent` of `program`'s requests: `ebb-<program>/<version> (<pod>)`, so the API
+/// server's audit log tells one replica's requests from another's (client-go says
+/// `<binary>/<version> (<os>/<arch>) kubernetes/<commit>`; the pod is what tells replicas apart).
+/// Characters a header cannot carry become `_`.
+pub fn user_agent(program: &str, pod: Option<&str>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let text = match pod {
+        Some(pod) => format!("ebb-{program}/{version} ({pod})"),
+        None => format!("ebb-{program}/{version}"),
+    };
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -105,6 +139,39 @@ contexts:
 - name: staging
   context: {cluster: staging, user: me}
 ";
+
+    #[test]
+    fn the_user_agent_names_the_program_and_the_pod() {
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(
+            user_agent("service-scaler", Some("ebb-service-scaler-7d9f-x2k4")),
+            format!("ebb-service-scaler/{version} (ebb-service-scaler-7d9f-x2k4)")
+        );
+        assert_eq!(
+            user_agent("cleanup", None),
+            format!("ebb-cleanup/{version}")
+        );
+        assert_eq!(
+            user_agent("x", Some("p\u{e9}d\n")),
+            format!("ebb-x/{version} (p_d_)")
+        );
+    }
+
+    #[tokio::test]
+    async fn requests_carry_the_user_agent() {
+        let file = file();
+        let config = args(file.path(), None)
+            .config_for("service-scaler")
+            .await
+            .unwrap();
+        let agent = config
+            .headers
+            .iter()
+            .find(|(name, _)| name == http::header::USER_AGENT)
+            .map(|(_, value)| value.to_str().unwrap().to_owned())
+            .unwrap();
+        assert!(agent.starts_with("ebb-service-scaler/"), "{agent}");
+    }
 
     fn file() -> tempfile::NamedTempFile {
         let file = tempfile::NamedTempFile::new().unwrap();

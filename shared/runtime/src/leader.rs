@@ -1,23 +1,37 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease (via kube-lease-manager), switchable off.
+//! Leader election on a `coordination.k8s.io/v1` Lease, switchable off.
 //!
 //! Per the design: election gates writes, not watches. Every replica watches and keeps its caches
 //! warm; only the leader writes (check [`Leader::is_leader`] before writing).
 //!
-//! A leader writes only while the Lease it last saw names it and is at least [`WRITE_MARGIN`]
-//! from expiring: a leader cut off from the API server cannot renew, and stops writing before
-//! any other replica could take the Lease over (no two writers, ever). It does not exit: it
-//! keeps its caches and stays in the election, so once the server answers it renews (and
-//! writes again) or follows the replica that took over. A single replica recovers without a
-//! restart, and an outage never ends in CrashLoopBackOff.
+//! The rules, as client-go's leader election has them, and what makes two writers impossible
+//! whatever the replicas' wall clocks say and however late their watches are:
+//! - **Every write of the Lease is conditional** on the `resourceVersion` this replica last saw:
+//!   a renewal never overwrites another replica's take-over (it gets a 409, and the renewing
+//!   replica stops writing at once), and of two replicas taking a free Lease one wins.
+//! - **A leader writes for [`LEASE_DURATION_SECS`] less [`WRITE_MARGIN`] after it *sent* its
+//!   last successful renewal**, measured on its own monotonic clock: neither the Lease's
+//!   `renewTime` (a wall-clock reading) nor the watch of the Lease extends it.
+//! - **A standby takes a held Lease only after it has seen it unchanged (same
+//!   `resourceVersion`) for the Lease's duration**, again on its own monotonic clock. The
+//!   renewal it saw was sent before it saw it, so it takes over at least [`WRITE_MARGIN`] after
+//!   the old leader stopped writing. A wall clock running ahead changes nothing.
+//!
+//! A leader cut off from the API server thus stops writing before any other replica could take
+//! over. It does not exit: it keeps its caches and stays in the election, renewing (and writing
+//! again) or following once the server answers; a single replica recovers without a restart, and
+//! an outage never ends in CrashLoopBackOff. No maintained crate for kube 5 does this
+//! (kube-lease-manager renews without `resourceVersion` and judges expiry by wall clocks;
+//! docs/decisions.md), hence this module.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::PostParams;
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -27,13 +41,16 @@ use crate::shutdown::Shutdown;
 
 /// How long a lease stays valid without renewal (seconds).
 pub const LEASE_DURATION_SECS: u64 = 15;
-/// How long before expiry the holder renews (seconds).
-pub const LEASE_GRACE_SECS: u64 = 5;
+/// How often the leader renews: three renewals fit in a Lease, so two may fail in a row.
+pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// How long before its Lease could expire a leader that has not renewed stops writing: room for
-/// a write in flight and for clocks that differ between replicas.
+/// a write in flight, and for monotonic clocks that run at slightly different rates.
 pub const WRITE_MARGIN: Duration = Duration::from_secs(3);
 /// How long shutdown waits for the lease to be released.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest an election request may take, retries included (kube's client retries a 503 for
+/// minutes): a renewal that lands later is no use, and shutdown must not wait for it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause after a failed election step (the server is away): short, so the first step after it
 /// answers again comes within a second of its return.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
@@ -50,7 +67,7 @@ pub enum LeaderError {
         name: String,
         /// What went wrong.
         #[source]
-        source: LeaseManagerError,
+        source: kube::Error,
     },
     /// No identity: neither `POD_NAME` nor a host name is available.
     #[error("cannot determine a leader-election identity: set POD_NAME")]
@@ -189,14 +206,16 @@ impl LeaderElection {
         contact: &ApiContact,
         shutdown: Shutdown,
     ) -> Result<Leader, LeaderError> {
+        let lease = format!("{lease_namespace}/{lease_name}");
         let election = Election {
-            client: client.clone(),
-            namespace: lease_namespace.to_owned(),
+            api: Api::namespaced(client, lease_namespace),
             name: lease_name.to_owned(),
             identity: identity.to_owned(),
+            contact: contact.clone(),
+            lease: lease.clone(),
         };
-        let manager = election
-            .manager()
+        let known = election
+            .read_or_create()
             .await
             .map_err(|source| LeaderError::Setup {
                 namespace: lease_namespace.to_owned(),
@@ -204,24 +223,20 @@ impl LeaderElection {
                 source,
             })?;
         let leader = Leader::following();
-        let lease = format!("{lease_namespace}/{lease_name}");
         tracing::info!(%lease, %identity, "joined leader election");
-        // The Lease as the server last showed it. kube-lease-manager alone looks at a lease held
-        // by another replica again only when that lease would expire (up to
-        // LEASE_DURATION_SECS): a lease released on SIGTERM would sit free that long. Watching
-        // it wakes the election at every change, so a standby takes a released lease at once
-        // (controller-runtime's release-on-cancel); and it tells the leader until when its
-        // last renewal holds.
-        let leases: Api<Lease> = Api::namespaced(client, lease_namespace);
+        // The Lease as the server last showed it, by watch. It only ever makes the election look
+        // again sooner: a standby reads a released Lease at once (controller-runtime's
+        // release-on-cancel), and a leader shown another holder stops writing at once. It never
+        // lets anyone write: a late watch costs a hand-over's speed, never a second writer.
         let (seen, seen_rx) = watch::channel(None);
         let by_name = watcher::Config::default().fields(&format!("metadata.name={lease_name}"));
+        let leases = election.api.clone();
         let changes = crate::contact::resilient(
             move || watcher(leases.clone(), by_name.clone()),
             contact,
             "Lease",
         );
         let stop = shutdown.clone();
-        let now = contact.clone();
         tokio::spawn(async move {
             let mut changes = std::pin::pin!(changes);
             loop {
@@ -229,10 +244,10 @@ impl LeaderElection {
                     () = stop.cancelled() => break,
                     event = changes.next() => match event {
                         Some(Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l))) => {
-                            seen.send_replace(Some(Seen::of(&l, &now)));
+                            seen.send_replace(Some(Shown::Lease(Box::new(l))));
                         }
                         Some(Ok(watcher::Event::Delete(_))) => {
-                            seen.send_replace(None);
+                            seen.send_replace(Some(Shown::Deleted));
                         }
                         Some(_) => {}
                         None => break,
@@ -240,177 +255,359 @@ impl LeaderElection {
                 }
             }
         });
-        let (holds, holds_rx) = watch::channel(false);
+        let (fence, fence_rx) = watch::channel(None);
         tokio::spawn(gate(
             contact.clone(),
-            identity.to_owned(),
-            seen_rx.clone(),
-            holds_rx,
-            lease.clone(),
+            fence_rx,
+            lease,
             leader.status.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(compete(
-            election,
-            manager,
-            seen_rx,
-            lease,
-            holds,
-            leader.status.clone(),
-            shutdown,
-        ));
+        tokio::spawn(election.compete(known, seen_rx, fence, leader.status.clone(), shutdown));
         Ok(leader)
     }
 }
 
-/// The Lease as last seen: who holds it, and until when (on this process's monotonic clock) a
-/// holder may write on it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Seen {
-    holder: Option<String>,
-    writable_until: Option<Instant>,
+/// Who holds `lease` (`None`: nobody; a blank identity counts as nobody).
+fn holder_of(lease: &Lease) -> Option<String> {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
 }
 
-impl Seen {
-    fn of(lease: &Lease, contact: &ApiContact) -> Self {
-        let spec = lease.spec.clone().unwrap_or_default();
-        let writable_until = match (spec.renew_time, spec.lease_duration_seconds) {
-            (Some(renewed), Some(seconds)) => {
-                let expires_ms = renewed.0.as_millisecond() + i64::from(seconds) * 1000
-                    - i64::try_from(WRITE_MARGIN.as_millis()).unwrap_or(i64::MAX);
-                let left_ms = expires_ms - contact.now().as_millisecond();
-                Some(Instant::now() + Duration::from_millis(u64::try_from(left_ms).unwrap_or(0)))
-            }
-            _ => None,
-        };
-        Self {
-            holder: spec.holder_identity,
-            writable_until,
-        }
+/// What the watch of the Lease last showed.
+#[derive(Clone, Debug)]
+enum Shown {
+    Lease(Box<Lease>),
+    Deleted,
+}
+
+/// The Lease as this replica last read or wrote it, and since when (on its monotonic clock) it
+/// has seen it so.
+#[derive(Clone, Debug)]
+struct Known {
+    lease: Lease,
+    since: Instant,
+}
+
+impl Known {
+    fn version(&self) -> Option<&str> {
+        self.lease.metadata.resource_version.as_deref()
     }
 
-    /// Whether `identity` may write on this Lease at `now`.
-    fn lets_write(&self, identity: &str, now: Instant) -> bool {
-        self.holder.as_deref() == Some(identity) && self.writable_until.is_some_and(|t| now < t)
+    /// When a holder that stopped renewing is gone for sure: the Lease's duration after this
+    /// replica first saw it as it is.
+    fn expires(&self) -> Instant {
+        let seconds = self
+            .lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.lease_duration_seconds)
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(LEASE_DURATION_SECS);
+        self.since + Duration::from_secs(seconds)
     }
 }
 
-/// What a lease manager is built from.
+/// What the election does next, from what it knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// This replica holds the Lease: renew it.
+    Renew,
+    /// Nobody holds it, or its holder has not renewed for its duration: take it.
+    Take,
+    /// Another replica holds it: look again when it would expire, or when it changes.
+    Follow,
+}
+
+/// The Lease's identity and client; [`Election::compete`] runs the election loop.
 struct Election {
-    client: Client,
-    namespace: String,
+    api: Api<Lease>,
     name: String,
     identity: String,
+    contact: ApiContact,
+    /// `namespace/name`, for logs.
+    lease: String,
 }
 
 impl Election {
-    /// A lease manager that has just read the Lease (and created it if missing).
-    async fn manager(&self) -> Result<LeaseManager, LeaseManagerError> {
-        LeaseManagerBuilder::new(self.client.clone(), &self.name)
-            .with_namespace(&self.namespace)
-            .with_identity(&self.identity)
-            .with_duration(LEASE_DURATION_SECS)
-            .with_grace(LEASE_GRACE_SECS)
-            .build()
-            .await
+    /// The Lease as it is now, created (held by nobody) if missing.
+    async fn read_or_create(&self) -> Result<Known, kube::Error> {
+        within(self.read_or_create_now()).await
     }
-}
 
-/// The election loop. kube-lease-manager acquires and renews the Lease and says whether this
-/// replica holds it (`holds`); [`gate`] turns that into writing. A manager that says the Lease
-/// went to another replica is replaced by a fresh one (this replica competes again); while
-/// following, every change of the Lease looks again at once. On shutdown it stops writing and
-/// releases the Lease.
-async fn compete(
-    election: Election,
-    mut manager: LeaseManager,
-    mut seen: watch::Receiver<Option<Seen>>,
-    lease: String,
-    holds: watch::Sender<bool>,
-    status: Arc<watch::Sender<Status>>,
-    shutdown: Shutdown,
-) {
-    let mut errors = 0u32;
-    loop {
-        let following = !*holds.borrow();
-        tokio::select! {
-            biased;
-            () = shutdown.cancelled() => break,
-            changed = manager.changed() => match changed {
-                Ok(leading) => {
-                    errors = 0;
-                    holds.send_replace(leading);
-                    if !leading {
-                        // Lost to another replica: compete again with a manager that reads
-                        // the Lease anew.
-                        tracing::warn!(%lease, "another replica holds the lease");
-                        if let Ok(fresh) = election.manager().await {
-                            manager = fresh;
+    async fn read_or_create_now(&self) -> Result<Known, kube::Error> {
+        let since = Instant::now();
+        match self.api.get_opt(&self.name).await? {
+            Some(lease) => Ok(Known { lease, since }),
+            None => {
+                let empty = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(self.name.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(LeaseSpec::default()),
+                };
+                match self.api.create(&PostParams::default(), &empty).await {
+                    Ok(lease) => Ok(Known { lease, since }),
+                    // Another replica created it first.
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        let lease = self.api.get(&self.name).await?;
+                        Ok(Known { lease, since })
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+        }
+    }
+
+    /// Reads the Lease again; `known.since` moves only if it changed.
+    async fn reread(&self, known: &mut Known) -> Result<(), kube::Error> {
+        let fresh = self.read_or_create().await?;
+        if fresh.version() != known.version() {
+            *known = fresh;
+        }
+        Ok(())
+    }
+
+    /// Takes in what the watch showed: a version this replica has not seen counts from now.
+    /// (A late watch may show an older version: counting it from now only delays a take-over,
+    /// and writing on it meets a 409.) A deleted Lease is created again.
+    async fn take_in(&self, shown: Option<Shown>, known: &mut Known) -> Result<(), kube::Error> {
+        match shown {
+            Some(Shown::Lease(lease)) => {
+                if lease.metadata.resource_version.as_deref() != known.version() {
+                    *known = Known {
+                        lease: *lease,
+                        since: Instant::now(),
+                    };
+                }
+                Ok(())
+            }
+            Some(Shown::Deleted) => self.reread(known).await,
+            None => Ok(()),
+        }
+    }
+
+    fn next(&self, known: &Known, now: Instant) -> Next {
+        match holder_of(&known.lease) {
+            Some(holder) if holder == self.identity => Next::Renew,
+            None => Next::Take,
+            Some(_) if known.expires() <= now => Next::Take,
+            Some(_) => Next::Follow,
+        }
+    }
+
+    /// `known` with this replica's claim (renewal or take-over), or with the claim let go
+    /// (`None`). The times written are wall-clock readings for people; no replica goes by them.
+    fn claimed(&self, known: &Known, claim: Option<Next>) -> Lease {
+        let mut lease = known.lease.clone();
+        let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+        let now = MicroTime(self.contact.now());
+        let seconds = i32::try_from(LEASE_DURATION_SECS).unwrap_or(i32::MAX);
+        match claim {
+            Some(Next::Renew) => {
+                spec.renew_time = Some(now);
+                spec.lease_duration_seconds = Some(seconds);
+            }
+            Some(Next::Take | Next::Follow) => {
+                spec.holder_identity = Some(self.identity.clone());
+                spec.acquire_time = Some(now.clone());
+                spec.renew_time = Some(now);
+                spec.lease_duration_seconds = Some(seconds);
+                spec.lease_transitions =
+                    Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
+            }
+            None => {
+                spec.holder_identity = None;
+                spec.acquire_time = None;
+                spec.renew_time = None;
+                spec.lease_duration_seconds = None;
+            }
+        }
+        lease
+    }
+
+    /// Replaces the Lease with `lease`, on condition that it is still the version in `lease`.
+    async fn put(&self, lease: &Lease) -> Result<Lease, kube::Error> {
+        within(self.api.replace(&self.name, &PostParams::default(), lease)).await
+    }
+
+    /// The election loop: renew while holding, take the Lease when it is free or abandoned,
+    /// follow otherwise. `fence` says until when this replica may write ([`gate`]). On shutdown
+    /// it stops writing and releases the Lease.
+    async fn compete(
+        self,
+        mut known: Known,
+        mut seen: watch::Receiver<Option<Shown>>,
+        fence: watch::Sender<Option<Instant>>,
+        status: Arc<watch::Sender<Status>>,
+        shutdown: Shutdown,
+    ) {
+        let lease = self.lease.clone();
+        let mut errors = 0u32;
+        loop {
+            let now = Instant::now();
+            let next = self.next(&known, now);
+            if next == Next::Follow {
+                // Nothing to write: wait for the holder's time to run out, or for a change.
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => break,
+                    // Its time ran out: the take-over's conditional write says whether it
+                    // really did not change meanwhile.
+                    () = tokio::time::sleep_until(known.expires()) => {}
+                    changed = seen.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        let shown = seen.borrow_and_update().clone();
+                        if let Err(error) = self.take_in(shown, &mut known).await {
+                            tracing::debug!(%lease, %error, "re-reading the lease failed");
+                            tokio::time::sleep(ERROR_PAUSE).await;
                         }
                     }
                 }
+                continue;
+            }
+            let sent = Instant::now();
+            let claim = self.claimed(&known, Some(next));
+            let answer = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                answer = self.put(&claim) => answer,
+            };
+            match answer {
+                Ok(written) => {
+                    errors = 0;
+                    if next == Next::Take {
+                        tracing::info!(%lease, "took the lease");
+                    }
+                    known = Known {
+                        lease: written,
+                        since: sent,
+                    };
+                    let until = sent + Duration::from_secs(LEASE_DURATION_SECS) - WRITE_MARGIN;
+                    fence.send_replace(Some(until));
+                }
+                Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => {
+                    // Someone else wrote (or deleted) the Lease since this replica read it: read
+                    // it again and decide anew. A renewal that conflicts stops writing at once.
+                    fence.send_replace(None);
+                    if next == Next::Renew {
+                        tracing::warn!(%lease, "the lease changed under this leader: writing nothing");
+                    }
+                    if let Err(error) = self.reread(&mut known).await {
+                        tracing::debug!(%lease, %error, "re-reading the lease failed");
+                        tokio::time::sleep(ERROR_PAUSE).await;
+                    }
+                    continue;
+                }
                 Err(error) => {
-                    // The server is away or refused: keep competing after a short pause.
+                    // The server is away or refused: try again after a short pause. The fence
+                    // stands: a leader that cannot renew stops writing when it is reached.
                     errors = errors.saturating_add(1);
                     if errors == 1 {
                         tracing::warn!(%lease, %error, "leader election step failed");
                     } else {
                         tracing::debug!(%lease, %error, "leader election step failed again");
                     }
-                    tokio::time::sleep(ERROR_PAUSE).await;
+                    tokio::select! {
+                        biased;
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(ERROR_PAUSE) => {}
+                    }
+                    continue;
                 }
-            },
-            // The Lease changed (released, say): drop the step in flight, which may be sleeping
-            // until the old holder's expiry, and look again with a manager that has read the
-            // Lease anew (kube-lease-manager re-reads a Lease only once it believes it expired).
-            // The holder is not interrupted: its own renewals change the Lease, and an
-            // interrupted renewal would skip the re-read that tells it another replica took over.
-            changed = seen.changed(), if following => {
-                if changed.is_err() {
-                    break;
+            }
+            // Holding: renew on schedule. A watch showing another holder stops writing at once
+            // and renews at once.
+            let renew_at = Instant::now() + RENEW_EVERY;
+            loop {
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep_until(renew_at) => break,
+                    changed = seen.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        let shown = seen.borrow_and_update().clone();
+                        // Another holder, or none but the Lease gone. A Lease held by nobody is
+                        // the version before this replica took it, shown late: only a holder
+                        // lets go of a Lease.
+                        let other = match &shown {
+                            Some(Shown::Lease(l)) => {
+                                holder_of(l).is_some_and(|h| h != self.identity)
+                            }
+                            Some(Shown::Deleted) => true,
+                            None => false,
+                        };
+                        if other {
+                            // Stop writing, and renew at once: the conditional write says whether
+                            // the Lease really changed (a late watch may show an old version).
+                            fence.send_replace(None);
+                            tracing::warn!(%lease, "the lease was shown held by another replica");
+                            break;
+                        }
+                    }
                 }
-                match election.manager().await {
-                    Ok(fresh) => manager = fresh,
-                    Err(error) => tracing::debug!(%lease, %error, "re-reading the lease failed"),
-                }
+            }
+            if shutdown.is_triggered() {
+                break;
+            }
+        }
+        // Stop writing before anything else.
+        fence.send_replace(None);
+        status.send_modify(|s| s.leading = false);
+        match tokio::time::timeout(RELEASE_TIMEOUT, self.release(known)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%lease, %error, "releasing the lease failed"),
+            Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
+        }
+        tracing::info!(%lease, "left leader election");
+        status.send_modify(|s| s.ended = true);
+    }
+
+    /// Lets go of the Lease if this replica holds it, so a standby takes over at once.
+    async fn release(&self, mut known: Known) -> Result<(), kube::Error> {
+        loop {
+            if self.next(&known, Instant::now()) != Next::Renew {
+                return Ok(());
+            }
+            match self.put(&self.claimed(&known, None)).await {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => self.reread(&mut known).await?,
+                Err(error) => return Err(error),
             }
         }
     }
-    // Stop writing before anything else.
-    holds.send_replace(false);
-    status.send_modify(|s| s.leading = false);
-    match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(%lease, %error, "releasing the lease failed"),
-        Err(_) => tracing::warn!(%lease, "releasing the lease timed out"),
-    }
-    tracing::info!(%lease, "left leader election");
-    status.send_modify(|s| s.ended = true);
 }
 
-/// Whether this replica writes: while the manager says it holds the Lease *and* the Lease last
-/// seen names it and has not come within [`WRITE_MARGIN`] of expiring. A leader cut off from the
-/// server cannot renew, so it stops writing at that fence; a renewal seen moves the fence.
-///
-/// The Lease seen is the watch's, so a take-over reaches this replica one watch event late.
-/// Another replica takes a Lease only once it expired, long after this fence; the exception is
-/// kube-lease-manager's release of an expired Lease followed by its lock (without
-/// `resourceVersion`, as its renewals): a leader whose renewal landed between the two stops
-/// writing when the release's event arrives, milliseconds after it.
+/// `request`, failing after [`REQUEST_TIMEOUT`].
+async fn within<T>(
+    request: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, kube::Error> {
+    tokio::time::timeout(REQUEST_TIMEOUT, request)
+        .await
+        .unwrap_or_else(|elapsed| Err(kube::Error::Service(Box::new(elapsed))))
+}
+
+/// Whether this replica writes: until the fence its last renewal set (none: not leading).
 async fn gate(
     contact: ApiContact,
-    identity: String,
-    mut seen: watch::Receiver<Option<Seen>>,
-    mut holds: watch::Receiver<bool>,
+    mut fence: watch::Receiver<Option<Instant>>,
     lease: String,
     status: Arc<watch::Sender<Status>>,
     shutdown: Shutdown,
 ) {
     loop {
-        let view = seen.borrow_and_update().clone();
-        let held = *holds.borrow_and_update();
+        let until = *fence.borrow_and_update();
         let now = Instant::now();
-        let writes = held && view.as_ref().is_some_and(|v| v.lets_write(&identity, now));
+        let writes = until.is_some_and(|t| now < t);
         status.send_if_modified(|s| {
             if s.ended || s.leading == writes {
                 return false;
@@ -420,21 +617,18 @@ async fn gate(
                 // What was reconciled while following wrote nothing: look at everything again.
                 contact.wake_all();
             } else {
-                tracing::warn!(%lease, held, "not leading (lease not held or not renewed): writing nothing");
+                tracing::warn!(%lease, "not leading (lease not held or not renewed): writing nothing");
             }
             s.leading = writes;
             true
         });
-        let fence = view
-            .as_ref()
+        let wake = until
             .filter(|_| writes)
-            .and_then(|v| v.writable_until)
             .unwrap_or_else(|| now + Duration::from_secs(3600));
         tokio::select! {
             () = shutdown.cancelled() => break,
-            () = tokio::time::sleep_until(fence) => {}
-            changed = seen.changed() => if changed.is_err() { break },
-            changed = holds.changed() => if changed.is_err() { break },
+            () = tokio::time::sleep_until(wake) => {}
+            changed = fence.changed() => if changed.is_err() { break },
         }
     }
 }

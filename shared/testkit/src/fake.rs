@@ -32,6 +32,8 @@ pub struct Matcher {
     path_contains: String,
     /// Only watch requests (GET with `watch=true|1`), not gets or lists of the same path.
     watch_only: bool,
+    /// Only requests of this actor's client ([`FakeApi::client_as`]).
+    actor: Option<usize>,
 }
 
 impl Matcher {
@@ -41,6 +43,7 @@ impl Matcher {
             method: Some(method),
             path_contains: path_contains.into(),
             watch_only: false,
+            actor: None,
         }
     }
 
@@ -50,6 +53,7 @@ impl Matcher {
             method: None,
             path_contains: path_contains.into(),
             watch_only: false,
+            actor: None,
         }
     }
 
@@ -87,10 +91,24 @@ impl Matcher {
         Self::new(Method::DELETE, path_contains)
     }
 
+    /// Only the requests of [`FakeApi::client_as`]`(actor)`: to fail one replica's requests
+    /// while another's go through.
+    #[must_use]
+    pub fn of_actor(self, actor: usize) -> Self {
+        Self {
+            actor: Some(actor),
+            ..self
+        }
+    }
+
     fn matches(&self, method: &Method, path: &str, watch: bool) -> bool {
         self.method.as_ref().is_none_or(|m| m == method)
             && path.contains(&self.path_contains)
             && (watch || !self.watch_only)
+    }
+
+    fn matches_from(&self, method: &Method, path: &str, watch: bool, actor: Option<usize>) -> bool {
+        self.matches(method, path, watch) && self.actor.is_none_or(|a| Some(a) == actor)
     }
 }
 
@@ -334,7 +352,7 @@ impl FakeApi {
                     let what = format!("{method} {}", request.uri().path());
                     api.wait_turn(actor, write, what).await;
                 }
-                api.handle(request).await
+                api.handle(request, actor).await
             }
         });
         Client::new(service, "default")
@@ -715,12 +733,18 @@ impl FakeApi {
         }
     }
 
-    fn take_fault(&self, method: &Method, path: &str, watch: bool) -> Option<Fault> {
+    fn take_fault(
+        &self,
+        method: &Method,
+        path: &str,
+        watch: bool,
+        actor: Option<usize>,
+    ) -> Option<Fault> {
         let mut state = self.state();
         let rule = state
             .faults
             .iter_mut()
-            .find(|f| f.remaining > 0 && f.matcher.matches(method, path, watch))?;
+            .find(|f| f.remaining > 0 && f.matcher.matches_from(method, path, watch, actor))?;
         if rule.skip > 0 {
             rule.skip -= 1;
             return None;
@@ -734,6 +758,7 @@ impl FakeApi {
     async fn handle(
         self,
         request: Request<Body>,
+        actor: Option<usize>,
     ) -> Result<Response<ResponseBody>, InjectedTimeout> {
         let (parts, body) = request.into_parts();
         let method = parts.method.clone();
@@ -769,7 +794,7 @@ impl FakeApi {
             .map(|(_, v)| v.as_str());
         let watch = method == Method::GET && is_true(watch_param);
         self.run_hooks(true, &method, &path, watch);
-        let fault = self.take_fault(&method, &path, watch);
+        let fault = self.take_fault(&method, &path, watch, actor);
         let served_at = self.now();
         let recorded = |status| RecordedRequest {
             at: served_at,

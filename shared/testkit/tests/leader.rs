@@ -6,10 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb_runtime::leader::{LEASE_DURATION_SECS, WRITE_MARGIN};
-use ebb_runtime::{ApiContact, Leader, LeaderElection, LeaderError, Shutdown, SystemClock};
+use ebb_runtime::leader::{LEASE_DURATION_SECS, RENEW_EVERY, WRITE_MARGIN};
+use ebb_runtime::{
+    ApiContact, Leader, LeaderElection, LeaderError, ManualClock, Shutdown, SystemClock,
+};
 use ebb_testkit::{FakeApi, Fault, Matcher};
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
 const PATIENCE: Duration = Duration::from_secs(300);
 
@@ -47,7 +50,7 @@ async fn pass(d: Duration) {
     tokio::time::sleep(d).await;
 }
 
-// Paused time: kube-lease-manager sleeps until its renewal is due; Tokio skips the wait.
+// Paused time: the election sleeps until its renewal is due; Tokio skips the wait.
 #[tokio::test(start_paused = true)]
 async fn acquires_then_releases_on_shutdown() {
     let fake = FakeApi::new();
@@ -66,43 +69,162 @@ async fn acquires_then_releases_on_shutdown() {
     );
 }
 
-/// A replica that finds another holding its Lease stops writing at once, stays in the election
-/// (no exit, no restart) and leads again once the Lease is free.
+/// A replica shown another holder stops writing at once, stays in the election (no exit, no
+/// restart), leaves the Lease alone while its holder renews it, and takes it over only once it
+/// has seen it unchanged for the Lease's duration, whatever its `renewTime` says.
 #[tokio::test(start_paused = true)]
 async fn losing_the_lease_stops_writing_and_competes_again() {
     let fake = FakeApi::new();
     let shutdown = Shutdown::new();
     let leader = elected(&fake, &shutdown).await;
 
-    // Another replica takes the lease over (e.g. after we stalled past its expiry).
-    fake.modify::<Lease>("ebb", "ctl", |lease| {
-        if let Some(spec) = lease.spec.as_mut() {
-            spec.holder_identity = Some("pod-b".into());
-        }
-    });
+    // Another replica takes the lease over (e.g. after we stalled past its expiry), and renews it.
+    let take_over = |fake: &FakeApi, renewal: i64| {
+        fake.modify::<Lease>("ebb", "ctl", |lease| {
+            if let Some(spec) = lease.spec.as_mut() {
+                spec.holder_identity = Some("pod-b".into());
+                // Renewals long ago, by pod-a's wall clock: no replica goes by them.
+                let at = jiff::Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(renewal);
+                spec.renew_time = Some(MicroTime(at));
+            }
+        });
+    };
+    take_over(&fake, 0);
     pass(Duration::from_millis(100)).await;
     assert!(!leader.is_leader(), "the Lease seen names another replica");
-    pass(Duration::from_secs(2 * LEASE_DURATION_SECS)).await;
+    for renewal in 1..8 {
+        pass(Duration::from_secs(LEASE_DURATION_SECS / 3)).await;
+        assert!(!leader.is_leader());
+        take_over(&fake, renewal);
+    }
     assert!(!shutdown.is_triggered(), "losing the lease ends nothing");
     assert_eq!(
         holder(&fake).as_deref(),
         Some("pod-b"),
-        "the new holder is left alone while its lease holds"
+        "the new holder is left alone while it renews"
     );
 
-    // The other replica lets go: this one takes over without a restart.
-    fake.modify::<Lease>("ebb", "ctl", |lease| {
-        if let Some(spec) = lease.spec.as_mut() {
-            spec.holder_identity = None;
-            spec.renew_time = None;
-        }
-    });
+    // pod-b stops renewing: this replica takes over without a restart, a Lease's duration after
+    // the last change it saw.
+    let last_change = tokio::time::Instant::now();
     assert!(
         tokio::time::timeout(PATIENCE, leader.wait_until_leader())
             .await
             .unwrap()
     );
+    let waited = last_change.elapsed();
+    assert!(
+        waited >= Duration::from_secs(LEASE_DURATION_SECS)
+            && waited < Duration::from_secs(LEASE_DURATION_SECS + 1),
+        "took over {waited:?} after the last renewal it saw"
+    );
     assert_eq!(holder(&fake).as_deref(), Some("pod-a"));
+}
+
+/// A take-over the leader's watch does not show (its watch of the Lease fails): its next
+/// renewal, conditional on the version it holds, meets a 409 and stops its writing; it never
+/// overwrites the new holder's claim.
+#[tokio::test(start_paused = true)]
+async fn a_renewal_never_overwrites_a_take_over() {
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let leader = elected(&fake, &shutdown).await;
+    fake.inject(Matcher::watch("leases"), Fault::Status(500), usize::MAX);
+    pass(Duration::from_secs(1)).await;
+    let taken = fake.modify::<Lease>("ebb", "ctl", |lease| {
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.holder_identity = Some("pod-b".into());
+        }
+    });
+    let start = tokio::time::Instant::now();
+    while leader.is_leader() {
+        pass(Duration::from_millis(50)).await;
+    }
+    assert!(
+        start.elapsed() <= RENEW_EVERY + Duration::from_millis(100),
+        "wrote {:?} after the take-over",
+        start.elapsed()
+    );
+    let lease = fake.get::<Lease>("ebb", "ctl").unwrap();
+    assert_eq!(
+        lease.spec, taken.spec,
+        "the take-over stands as pod-b wrote it"
+    );
+}
+
+/// Two replicas, the leader cut off from renewing and from its watch of the Lease, the standby's
+/// wall clock an hour ahead: never do both write, and the standby takes over at least
+/// `WRITE_MARGIN` after the old leader stopped.
+#[tokio::test(start_paused = true)]
+async fn two_replicas_never_write_at_once_whatever_their_clocks_say() {
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let a = LeaderElection::start(
+        fake.client_as(0),
+        "ebb",
+        "ctl",
+        "pod-a",
+        &contact(),
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        tokio::time::timeout(PATIENCE, a.wait_until_leader())
+            .await
+            .unwrap()
+    );
+    let ahead = ManualClock::new(jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1));
+    let b = LeaderElection::start(
+        fake.client_as(1),
+        "ebb",
+        "ctl",
+        "pod-b",
+        &ApiContact::new(Arc::new(ahead)),
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
+    pass(Duration::from_secs(2 * LEASE_DURATION_SECS)).await;
+    assert!(
+        a.is_leader() && !b.is_leader(),
+        "pod-b waits while pod-a renews"
+    );
+
+    fake.inject(
+        Matcher::put("leases").of_actor(0),
+        Fault::Status(503),
+        usize::MAX,
+    );
+    fake.inject(
+        Matcher::watch("leases").of_actor(0),
+        Fault::Status(500),
+        usize::MAX,
+    );
+    let start = tokio::time::Instant::now();
+    let (mut a_last, mut b_first) = (None, None);
+    while start.elapsed() < Duration::from_secs(3 * LEASE_DURATION_SECS) {
+        pass(Duration::from_millis(50)).await;
+        let now = tokio::time::Instant::now();
+        assert!(
+            !(a.is_leader() && b.is_leader()),
+            "two writers at {:?}",
+            now - start
+        );
+        if a.is_leader() {
+            a_last = Some(now);
+        }
+        if b.is_leader() && b_first.is_none() {
+            b_first = Some(now);
+        }
+    }
+    let (a_last, b_first) = (a_last.unwrap(), b_first.expect("pod-b took over"));
+    assert!(
+        b_first - a_last >= WRITE_MARGIN,
+        "pod-b began {:?} after pod-a stopped",
+        b_first - a_last
+    );
+    assert_eq!(holder(&fake).as_deref(), Some("pod-b"));
 }
 
 /// A leader cut off from the API server cannot renew: it stops writing before its Lease could
