@@ -562,7 +562,9 @@ fn deployment(name: &str, replicas: i32) -> serde_json::Value {
 /// A hibernating range: the Deployment's replicas are recorded in the status and it is scaled
 /// to 0 through `/scale` with the chart's RBAC; the controller is killed (`kill -9`) in the
 /// middle of the hibernation; a new process wakes the Deployment to the recorded count at the
-/// range's end, and the record goes. Then deleting the ServiceScaler mid-hibernation wakes it.
+/// range's end, and the record goes. Then deleting the ServiceScaler mid-hibernation wakes it;
+/// so does deleting one whose finalizer was removed by hand, while the controller runs and while
+/// it is down (the install's hibernation ledger keeps the count).
 #[tokio::test]
 async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end() {
     use k8s_openapi::api::apps::v1::Deployment;
@@ -649,7 +651,7 @@ async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end(
     let mut again = hibernating.clone();
     again["spec"]["timeRangeSpec"][0]["to"] =
         json!((Timestamp::now() + SignedDuration::from_hours(1)).to_string());
-    setup.apply(again).await.unwrap();
+    setup.apply(again.clone()).await.unwrap();
     eventually(Duration::from_secs(15), || async {
         (replicas().await == Some(0) && recorded().await == Some(3)).then_some(())
     })
@@ -664,7 +666,72 @@ async fn hibernation_survives_a_kill_and_wakes_the_deployment_at_the_ranges_end(
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: not woken on deletion:\n{}", second.log_tail()));
-    second.stop().await;
+
+    // Deleted without ebb's finalizer (removed by hand), while ebb runs and while it is down: the
+    // count is in the install's hibernation ledger, a ConfigMap beside the Lease, and the
+    // Deployment gets it back.
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(setup.admin.clone(), &setup.identity.namespace);
+    let ledger_name = format!("{}-hibernation", setup.identity.release);
+    let key = format!("{ns}.web");
+    let in_ledger = || async {
+        maps.get(&ledger_name)
+            .await
+            .ok()
+            .and_then(|m| m.data?.get(&key).cloned())
+    };
+    let mut running = second;
+    for down in [false, true] {
+        setup.apply(again.clone()).await.unwrap();
+        eventually(Duration::from_secs(15), || async {
+            (replicas().await == Some(0) && recorded().await == Some(3)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: not hibernated:\n{}", running.log_tail()));
+        let entry = in_ledger().await.expect("the hibernation is in the ledger");
+        assert!(entry.contains("\"replicas\":3"), "{entry}");
+        if down {
+            running.kill().unwrap();
+        }
+        scalers
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .unwrap();
+        scalers
+            .delete("web", &DeleteParams::default())
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(10), || async {
+            scalers.get_opt("web").await.ok()?.is_none().then_some(())
+        })
+        .await
+        .unwrap();
+        if down {
+            running = Controller::ready("service-scaler", &setup.identity, "ssh-2", &args).await;
+        }
+        let woken = eventually(Duration::from_secs(15), || async {
+            (replicas().await == Some(3) && in_ledger().await.is_none()).then_some(())
+        })
+        .await;
+        if woken.is_err() {
+            println!(
+                "not woken: replicas {:?}, entry {:?}",
+                replicas().await,
+                in_ledger().await
+            );
+        }
+        woken.unwrap_or_else(|e| {
+            panic!(
+                "{e}: not woken from the ledger (ebb down: {down}):\n{}",
+                running.log_tail()
+            )
+        });
+    }
+    running.stop().await;
 }
 
 /// An HPA labelled `tier`, 2..10 with cpu at 60%, scaling the Deployment of its name.

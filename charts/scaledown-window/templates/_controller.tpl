@@ -95,6 +95,10 @@ template names, and a name defined by two charts would keep one definition for b
 {{- end }}
 {{- end -}}
 
+{{/* The release namespace: nothing of its own. */}}
+{{- define "scaledown-window.rules.release" -}}
+{{- end -}}
+
 {{/* Metrics: controllers/scaledown-window/src/metrics.rs. */}}
 {{- define "scaledown-window.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}

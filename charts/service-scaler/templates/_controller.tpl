@@ -54,6 +54,19 @@ template names, and a name defined by two charts would keep one definition for b
   verbs: ["list", "watch"]
 {{- end -}}
 
+{{/* The release namespace: the hibernation ledger (controllers/service-scaler/src/ledger.rs), a
+     ConfigMap named after the Lease: made once (RBAC cannot limit a create to a name), then read and
+     patched, one entry per hibernating ServiceScaler; `cleanup` deletes it. */}}
+{{- define "service-scaler.rules.release" -}}
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  resourceNames: [{{ printf "%s-hibernation" (include "ebb.leaseName" .) | quote }}]
+  verbs: ["get", "patch"{{ if .Values.cleanupOnUninstall.enabled }}, "delete"{{ end }}]
+{{- end -}}
+
 {{/* Metrics: controllers/service-scaler/src/metrics.rs. */}}
 {{- define "service-scaler.alerts" -}}
 {{- include "ebb.alert" (dict "ctx" . "name" "ServiceScalerInvalid" "cfg" .Values.prometheusRule.alerts.invalid

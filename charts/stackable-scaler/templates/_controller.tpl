@@ -80,6 +80,10 @@ template names, and a name defined by two charts would keep one definition for b
 {{- define "stackable-scaler.rules.cluster" -}}
 {{- end -}}
 
+{{/* The release namespace: nothing of its own. */}}
+{{- define "stackable-scaler.rules.release" -}}
+{{- end -}}
+
 {{/* Metrics: controllers/stackable-scaler/src/metrics.rs. */}}
 {{- define "stackable-scaler.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}

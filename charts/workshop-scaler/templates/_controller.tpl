@@ -43,6 +43,10 @@ template names, and a name defined by two charts would keep one definition for b
 {{- define "workshop-scaler.rules.cluster" -}}
 {{- end -}}
 
+{{/* The release namespace: nothing of its own. */}}
+{{- define "workshop-scaler.rules.release" -}}
+{{- end -}}
+
 {{/* Metrics: controllers/workshop-scaler/src/metrics.rs. */}}
 {{- define "workshop-scaler.alerts" -}}
 {{- $alerts := .Values.prometheusRule.alerts }}

@@ -22,6 +22,7 @@ pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
 pub use service_scaler_decide as decide;
 pub use service_scaler_decide::lead;
 pub mod fleet;
+pub mod ledger;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;
@@ -99,6 +100,8 @@ pub async fn clean(
     let own = Own {
         metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
         calendars: CalendarCache::default(),
+        // Only an existing ledger is written (an install from before it has none).
+        ledger: ledger::existing(&shared.client, ledger_of(&args.common)).await?,
     };
     let ctx = frame::Context::new(shared.clone(), own);
     let mut lines = Vec::new();
@@ -173,6 +176,12 @@ pub async fn clean(
             ));
         }
     }
+    // The hibernation ledger: the workloads of ServiceScalers deleted without ebb's finalizer
+    // woken, then the ledger deleted.
+    ledger::settle(&ctx, None, false).await?;
+    if let Some(gone) = ledger::remove(&ctx).await? {
+        lines.push(gone);
+    }
     Ok(lines)
 }
 
@@ -216,6 +225,14 @@ async fn remove_finalizer(
     Ok(vec!["removed its finalizers".to_owned()])
 }
 
+/// The hibernation ledger of the install the common flags describe: beside its Lease.
+fn ledger_of(common: &ebb_runtime::CommonArgs) -> ebb_core::plan::Target {
+    decide::ledger::ledger_target(
+        &common.lease_namespace,
+        &common.lease_name_or(CONTROLLER_NAME),
+    )
+}
+
 /// ServiceScalers reconciled and their HPAs watched, in every scope of `wiring.common`, until
 /// the shutdown: what the binary runs once its process edges are up, and what the simulator runs
 /// on virtual time. The flags (`RunArgs`) are the common ones, which `wiring` holds.
@@ -234,7 +251,10 @@ pub fn controllers(
     let ctx = wiring.context(Own {
         metrics: metrics.clone(),
         calendars: calendars.clone(),
+        ledger: Some(ledger_of(&wiring.common)),
     });
+    // ServiceScalers deleted without ebb's finalizer: their hibernated workloads woken.
+    let (gone, deleted) = tokio::sync::mpsc::unbounded_channel();
 
     // One controller per watched namespace (kube's Controller takes one Api).
     let scopes = wiring
@@ -259,6 +279,7 @@ pub fn controllers(
         let store = controller.store();
         let token = wiring.shutdown.token();
         let metrics = metrics.clone();
+        let gone = gone.clone();
         let naming = store.clone();
         let controller = controller
             .reconcile_on(
@@ -275,8 +296,13 @@ pub fn controllers(
                 move |hpa| scaler_of(&store, &hpa),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
-        controllers
-            .push(frame::run(controller, ctx.clone(), move |key| metrics.forget(key)).boxed());
+        controllers.push(
+            frame::run(controller, ctx.clone(), move |key| {
+                metrics.forget(key);
+                let _ = gone.send(key.to_owned());
+            })
+            .boxed(),
+        );
     }
     // FleetSchedules, beside: one schedule for every HPA a selector matches.
     for scope in ebb_runtime::app::scopes(&wiring.common) {
@@ -285,6 +311,7 @@ pub fn controllers(
         );
     }
     controllers.push(watch_calendars.boxed());
+    controllers.push(ledger::upkeep(ctx, deleted).boxed());
     futures::future::join_all(controllers).map(drop)
 }
 

@@ -39,6 +39,8 @@ pub struct Own {
     pub metrics: Metrics,
     /// The HolidayCalendars ranges name, as the process's one watch of them holds them.
     pub calendars: CalendarCache,
+    /// The install's hibernation ledger ([`decide::ledger`]); `None` keeps none.
+    pub ledger: Option<ebb_core::plan::Target>,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -177,6 +179,7 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
         scale: scale.as_ref(),
         calendars: &calendars,
         dry_run: ctx.dry_run,
+        ledger: ctx.own.ledger.as_ref(),
     };
     execute(decide::decide(&observed, now), ctx).await
 }
@@ -201,6 +204,7 @@ pub async fn release(
         scale: scale.as_ref(),
         calendars: &calendars,
         dry_run: ctx.dry_run,
+        ledger: ctx.own.ledger.as_ref(),
     };
     let mut plan = decide::release_plan(&observed, now, keep_settings);
     // A dry run decides the rest as an Event says (no write); the finalizers stay too.

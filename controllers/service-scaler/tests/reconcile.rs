@@ -22,7 +22,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use service_scaler::decide::{FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
+use service_scaler::decide::{self, FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
 use service_scaler::metrics::Metrics;
 use service_scaler::reconcile::{Context, Error, Own};
 
@@ -91,7 +91,15 @@ impl Harness {
         let kit = ebb_testkit::Harness::new(now, "service-scaler");
         let metrics = kit.register(Metrics::new);
         let (calendars, feed) = CalendarCache::fed();
-        let ctx = kit.context(dry_run, Own { metrics, calendars });
+        let ledger = Some(decide::ledger::ledger_target(LEDGER_NS, "service-scaler"));
+        let ctx = kit.context(
+            dry_run,
+            Own {
+                metrics,
+                calendars,
+                ledger,
+            },
+        );
         Self {
             kit,
             ctx,
@@ -416,7 +424,11 @@ async fn a_follower_writes_nothing_and_looks_again() {
     let (calendars, feed) = CalendarCache::fed();
     let ctx = Arc::new(Context::new(
         kit.shared_with(false, ebb_runtime::Leader::following()),
-        Own { metrics, calendars },
+        Own {
+            metrics,
+            calendars,
+            ledger: None,
+        },
     ));
     let h = Harness {
         kit,
@@ -1723,6 +1735,8 @@ async fn fault_matrix_deleting_a_scaler_restores_its_adopted_hpa() {
 // ----- hibernation ------------------------------------------------------------------------------
 
 const DEPLOYMENT_PATH: &str = "/deployments/web";
+/// The release namespace: the hibernation ledger's.
+const LEDGER_NS: &str = "ebb";
 
 /// Defaults 2..10; 20:00-06:00Z hibernates; `leadTime` 30m.
 fn nightly_spec() -> Value {
@@ -1737,7 +1751,18 @@ fn nightly_spec() -> Value {
 }
 
 impl Harness {
+    /// The Deployment `web` hibernation scales, and the install's (empty) hibernation ledger.
     fn deployment(&self, replicas: i32) {
+        if self
+            .fake
+            .get_json("v1", "ConfigMap", LEDGER_NS, "service-scaler-hibernation")
+            .is_none()
+        {
+            self.fake.insert(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "service-scaler-hibernation", "namespace": LEDGER_NS},
+            }));
+        }
         self.fake.insert(json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": NAME, "namespace": NS},
@@ -1797,6 +1822,7 @@ async fn a_hibernating_range_records_then_scales_to_zero_and_the_lead_wakes_it()
             "PATCH servicescalers/web",
             "POST horizontalpodautoscalers",
             "PATCH servicescalers/web/status",
+            "PATCH /api/v1/namespaces/ebb/configmaps/service-scaler-hibernation",
             "PATCH deployments/web/scale",
             "PATCH servicescalers/web/status",
         ],
@@ -1896,6 +1922,78 @@ async fn deleting_the_scaler_mid_hibernation_wakes_the_deployment() {
         h.stored_scaler().is_none(),
         "the finalizer went after the wake"
     );
+}
+
+impl Harness {
+    /// The hibernation ledger's entry of the test's ServiceScaler.
+    fn ledger_entry(&self) -> Option<decide::ledger::LedgerEntry> {
+        let map = self
+            .fake
+            .get_json("v1", "ConfigMap", LEDGER_NS, "service-scaler-hibernation")
+            .unwrap();
+        let text = map["data"][format!("{NS}.{NAME}")].as_str()?.to_owned();
+        Some(serde_json::from_str(&text).unwrap())
+    }
+}
+
+/// The count to return to is kept where deletion cannot lose it: the install's hibernation
+/// ledger holds it from before the scale to 0 until the wake. A ServiceScaler deleted without
+/// ebb's finalizer (removed by hand) still gets its workload back, with an Event on it, and its
+/// entry goes; one that wakes by itself clears its entry.
+#[tokio::test]
+async fn a_scaler_deleted_without_its_finalizer_still_gives_its_workload_back() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(3);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    let entry = h.ledger_entry().expect("the hibernation is in the ledger");
+    assert_eq!(
+        (entry.replicas, entry.scale_target_ref.name.as_str()),
+        (3, NAME)
+    );
+    assert_eq!(
+        Some(entry.uid.clone()),
+        h.stored_scaler().unwrap().metadata.uid
+    );
+
+    // The finalizer removed by hand, then the ServiceScaler deleted: status and all are gone.
+    h.fake
+        .modify_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME, |s| {
+            s["metadata"]["finalizers"] = json!([]);
+        });
+    assert!(
+        h.fake
+            .remove_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+    );
+    service_scaler::ledger::settle(&h.ctx, Some(&format!("{NS}.{NAME}")), true)
+        .await
+        .unwrap();
+    assert_eq!(h.replicas(), 3, "woken from the ledger");
+    assert_eq!(h.ledger_entry(), None, "the entry went with the wake");
+    assert!(
+        h.events.events().iter().any(|e| e.reason == "Woken"
+            && e.note
+                .contains("ServiceScaler shop/web, which hibernated it, was deleted")),
+        "{:?}",
+        h.events.events()
+    );
+    // Settled once: nothing more to do, nothing written.
+    h.fake.clear_requests();
+    service_scaler::ledger::settle(&h.ctx, None, true)
+        .await
+        .unwrap();
+    assert_eq!(h.fake.write_count(), 0);
+
+    // A ServiceScaler of the same name but another uid is another one: the entry of the old one
+    // is settled even though a ServiceScaler of that name exists.
+    h.scaler(nightly_spec());
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    h.clock.set(ebb_testkit::utc("2026-05-05T06:00:00Z"));
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 3, "the morning wakes it");
+    assert_eq!(h.ledger_entry(), None, "the wake clears the entry");
 }
 
 #[tokio::test]

@@ -202,6 +202,13 @@ impl Write {
         Self::new(target, Verb::Merge(patch), category)
     }
 
+    /// A merge patch of `patch` on whatever version is stored: only for fields no one else writes
+    /// (one ServiceScaler's entry in its install's hibernation ledger), where a concurrent change
+    /// of other fields must not fail the write.
+    pub fn merge_any(target: Target, patch: Value, category: Category) -> Self {
+        Self::new(target, Verb::Merge(patch), category)
+    }
+
     /// A merge patch of the status subresource, with `metadata.resourceVersion` set as by
     /// [`Self::merge`].
     pub fn merge_status(

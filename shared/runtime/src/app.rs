@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures::StreamExt;
-use kube::runtime::reflector::{self, reflector};
+use kube::runtime::reflector::{self, ObjectRef, reflector};
 use kube::runtime::{Controller, WatchStreamExt};
 use serde::de::DeserializeOwned;
 
@@ -447,10 +447,14 @@ where
         &K::kind(&K::DynamicType::default()),
     )
     .modify(slim);
-    let events = reflector(writer, slimmed).inspect(move |event| {
-        if matches!(event, Ok(watcher::Event::InitDone)) {
-            listed();
+    let queue = Queue::default();
+    let deletions = queue.clone();
+    let events = reflector(writer, slimmed).inspect(move |event| match event {
+        Ok(watcher::Event::InitDone) => listed(),
+        Ok(watcher::Event::Delete(object)) => {
+            deletions.deleted(&crate::queue::ref_key(&ObjectRef::from_obj(object)));
         }
+        _ => {}
     });
     let trigger = match changes_only {
         Some(changed) => crate::triggers::spec_changes_of(events)
@@ -466,7 +470,6 @@ where
         Some(own) => own.skip(trigger).boxed(),
         None => trigger.boxed(),
     };
-    let queue = Queue::default();
     let controller = Controller::for_stream(Queued::note(&queue, trigger), reader)
         .with_config(controller_config())
         .trigger_backoff(crate::contact::NoPause);

@@ -615,15 +615,18 @@ fn noted(queue: &Queue, key: String, requeue: Requeue) -> Action {
 }
 
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
-/// `namespace/name` of each object that was deleted before its reconcile ran (to drop its
-/// gauges, say).
+/// `namespace/name` of each object that is gone: deleted as the watch reports it, or before its
+/// reconcile ran (to drop its gauges, say; it may be told twice).
 pub async fn run<K, R, F>(controller: Queued<Guarded<K>>, ctx: Arc<Context<R>>, gone: F)
 where
     K: Object,
     R: Reconciler<K>,
-    F: Fn(&str) + Send,
+    F: Fn(&str) + Send + Sync + 'static,
 {
     let (controller, queue) = controller.into_parts();
+    let gone = Arc::new(gone);
+    let told = gone.clone();
+    queue.on_deleted(move |key| told(key));
     let wait = ctx.metrics.watch_queue(&K::kind(&()), &queue);
     let started = queue.clone();
     let failed = queue.clone();

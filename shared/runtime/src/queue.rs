@@ -37,6 +37,20 @@ use tokio::time::Instant;
 #[derive(Clone, Debug, Default)]
 pub struct Queue {
     ledger: Arc<Mutex<Ledger>>,
+    deleted: Deleted,
+}
+
+/// What is told the `namespace/name` of an object the watch reports deleted.
+type Tell = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Who is told of each object the watch reports deleted ([`Queue::on_deleted`]).
+#[derive(Clone, Default)]
+struct Deleted(Arc<Mutex<Option<Tell>>>);
+
+impl Debug for Deleted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deleted")
+    }
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +95,30 @@ impl Queue {
     /// `key` was gone when its turn came: the entry is dropped unreconciled.
     pub fn gone(&self, key: &str) {
         self.lock().due.remove(key);
+    }
+
+    /// Calls `tell` with the `namespace/name` of each object the watch reports deleted (kube's
+    /// controller runs no reconcile for a deletion: the object is no longer there to pass).
+    pub fn on_deleted(&self, tell: impl Fn(&str) + Send + Sync + 'static) {
+        *self
+            .deleted
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(tell));
+    }
+
+    /// The watch reported `key` deleted.
+    pub fn deleted(&self, key: &str) {
+        self.gone(key);
+        let tell = self
+            .deleted
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(tell) = tell {
+            tell(key);
+        }
     }
 
     /// The entries due now that no reconcile has taken yet (those of objects whose reconcile runs
@@ -274,6 +312,20 @@ mod tests {
 
     fn key(name: &str) -> String {
         format!("ns/{name}")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deletion_drops_the_entry_and_is_told() {
+        let queue = Queue::default();
+        queue.deleted(&key("early"));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let record = told.clone();
+        queue.on_deleted(move |key| record.lock().unwrap().push(key.to_owned()));
+        queue.asked(key("web"));
+        assert_eq!(queue.depth(), 1);
+        queue.deleted(&key("web"));
+        assert_eq!(queue.depth(), 0);
+        assert_eq!(*told.lock().unwrap(), [key("web")]);
     }
 
     #[tokio::test(start_paused = true)]

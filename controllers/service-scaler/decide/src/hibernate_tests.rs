@@ -74,6 +74,7 @@ fn decide_at(
             hpa,
             scale,
             dry_run: false,
+            ledger: None,
         },
         utc(now),
     )
@@ -198,6 +199,7 @@ fn a_hibernating_workload_at_zero_is_left_and_the_pass_writes_nothing() {
         hpa: Some(&h),
         scale: Some(&scale_of(0)),
         dry_run: false,
+        ledger: None,
     };
     if let Some(status) = decide_scaling(&observed, utc(now)).status {
         s.status = Some(status);
@@ -449,6 +451,25 @@ fn deleting_the_scaler_mid_hibernation_wakes_the_workload_before_the_finalizer_g
             .any(|n| n.reason == "NotWoken" && n.note.contains("deletionPolicy Orphan")),
         "{notices:?}"
     );
+    // ... and its entry leaves the install's hibernation ledger, so that nothing wakes it later.
+    let ledger = crate::ledger::ledger_target("ebb", "service-scaler");
+    let plan = decide(
+        &Observed {
+            calendars: &Calendars::new(),
+            scaler: &s,
+            hpa: Some(&h),
+            scale: Some(&scale_of(0)),
+            dry_run: false,
+            ledger: Some(&ledger),
+        },
+        utc(now),
+    );
+    assert!(
+        plan.writes.iter().any(|w| w.target == ledger
+            && matches!(&w.verb, Verb::Merge(p) if p["data"][format!("{}.web", s.namespace().unwrap())].is_null())),
+        "{plan:?}"
+    );
+    assert!(shape(&plan).iter().all(|w| !w.starts_with("patch scale")));
 }
 
 #[test]
@@ -464,6 +485,7 @@ fn a_dry_run_scales_nothing_and_says_what_it_would_have_done() {
             hpa: Some(&h),
             scale: Some(&scale_of(3)),
             dry_run: true,
+            ledger: None,
         },
         utc(now),
     );

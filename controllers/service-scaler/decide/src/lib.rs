@@ -90,6 +90,7 @@ mod fleet;
 mod hibernate;
 mod hpa;
 pub mod lead;
+pub mod ledger;
 mod ramp;
 mod schedule;
 mod spec;
@@ -165,6 +166,8 @@ pub struct Observed<'a> {
     pub calendars: &'a Calendars,
     /// `--dry-run`: decide and report, write nothing but status.
     pub dry_run: bool,
+    /// The install's hibernation ledger ([`ledger`]); `None` keeps none (`plan`, tests).
+    pub ledger: Option<&'a ebb_core::plan::Target>,
 }
 
 /// Why the HPA is written (the `reason` label of the transitions counter).

@@ -23,6 +23,7 @@ fn decide_at(s: &ServiceScaler, hpa: Option<&HorizontalPodAutoscaler>, now: &str
             hpa,
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc(now),
     )
@@ -444,6 +445,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
             hpa: Some(&h),
             scale: None,
             dry_run: true,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -465,6 +467,7 @@ fn deletion_leaves_a_paused_hpa_as_it_is() {
         hpa: Some(&adopted),
         scale: None,
         dry_run: false,
+        ledger: None,
     };
     let plan = decide_deletion(&observed, utc("2026-05-04T09:00:00Z"));
     assert_eq!((plan.restore, plan.remove_finalizer), (None, true));
@@ -531,6 +534,7 @@ fn a_holiday_calendar_excludes_its_dates_and_a_missing_one_leaves_the_hpa() {
                 hpa: Some(&h),
                 scale: None,
                 dry_run: false,
+                ledger: None,
             },
             utc(now),
         )
@@ -606,6 +610,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
             hpa: Some(&h),
             scale: None,
             dry_run: true,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -634,6 +639,7 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
             hpa: Some(&h),
             scale: None,
             dry_run: true,
+            ledger: None,
         },
         utc("2026-05-04T09:10:00Z"),
     );
@@ -678,6 +684,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&adopted),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -696,6 +703,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&restored),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -709,6 +717,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&owned),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -725,6 +734,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&killed),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -736,6 +746,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&adopted),
             scale: None,
             dry_run: true,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -750,6 +761,7 @@ fn deletion_restores_an_adopted_hpa_to_the_defaults_then_drops_the_finalizer() {
             hpa: Some(&adopted),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -778,6 +790,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
                 hpa: Some(&h),
                 scale: None,
                 dry_run: false,
+                ledger: None,
             },
             now,
         );
@@ -845,6 +858,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
                 hpa: Some(&h),
                 scale: None,
                 dry_run: false,
+                ledger: None,
             },
             now,
         );
@@ -1231,6 +1245,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
                 hpa: Some(&hpa),
                 scale: None,
                 dry_run: false,
+                ledger: None,
             },
             utc("2026-05-04T09:00:00Z"),
         );
@@ -1249,6 +1264,7 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
                 hpa: Some(&hpa),
                 scale: None,
                 dry_run: true,
+                ledger: None,
             },
             utc("2026-05-04T09:00:00Z"),
         );
@@ -1273,6 +1289,7 @@ fn deletion_notices_name_what_was_done_and_skipped() {
                 hpa: Some(hpa),
                 scale: None,
                 dry_run: false,
+                ledger: None,
             },
             utc("2026-05-04T09:00:00Z"),
         )
@@ -1335,6 +1352,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
             hpa: Some(&udaans),
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );
@@ -1347,6 +1365,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
             hpa: None,
             scale: None,
             dry_run: false,
+            ledger: None,
         },
         utc("2026-05-04T09:00:00Z"),
     );

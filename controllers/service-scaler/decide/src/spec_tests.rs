@@ -301,6 +301,6 @@ proptest! {
                 }
             }
         }
-        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, scale: None, calendars: &Calendars::new(), dry_run: false }, now);
+        let _ = decide_scaling(&Observed { scaler: &s, hpa: None, scale: None, calendars: &Calendars::new(), dry_run: false, ledger: None }, now);
     }
 }

@@ -145,14 +145,28 @@ fn live_plan(observed: &Observed<'_>, decision: Decision) -> Plan {
 
 /// The writes of a hibernation's step: to sleep, the record in the status (naming the
 /// resourceVersion read, so after the finalizer's write in this plan, on the object as that
-/// left it) and then the workload's `/scale` to 0; to wake, its `/scale` back (the record goes
-/// with the plan's closing status). Each scale write names the Scale's resourceVersion read.
+/// left it), the same in the install's ledger ([`super::ledger`]), and then the workload's
+/// `/scale` to 0; to wake, its `/scale` back, then the ledger's entry cleared (the status record
+/// goes with the plan's closing status); to forget, the ledger's entry cleared. Each scale write
+/// names the Scale's resourceVersion read.
 fn scale_writes(
     observed: &Observed<'_>,
     hibernation: &Hibernation,
     notice: Option<Notice>,
 ) -> Vec<Write> {
     let scaler = observed.scaler;
+    let forget = || {
+        observed.ledger.map(|ledger| {
+            super::ledger::forget_write(
+                ledger,
+                &scaler.namespace().unwrap_or_default(),
+                &scaler.name_any(),
+            )
+        })
+    };
+    if *hibernation == Hibernation::Forget {
+        return forget().into_iter().collect();
+    }
     let workload = super::hibernation_target(scaler, observed.hpa);
     let (Some(target), Some(scale)) = (scale_write_target(scaler, &workload), observed.scale)
     else {
@@ -167,16 +181,28 @@ fn scale_writes(
                 json!({ "status": { "hibernation": record } }),
                 Category::Status,
             );
+            let ledger = observed
+                .ledger
+                .map(|ledger| super::ledger::record_write(ledger, scaler, record));
             let sleep = Write::scale(target, version, 0, Category::Target)
                 .reason(WriteReason::Hibernate.as_str())
                 .notices(notice);
-            vec![recorded, sleep]
+            [Some(recorded), ledger, Some(sleep)]
+                .into_iter()
+                .flatten()
+                .collect()
         }
-        Hibernation::Wake { replicas } => vec![
-            Write::scale(target, version, *replicas, Category::Target)
-                .reason(WriteReason::Wake.as_str())
-                .notices(notice),
-        ],
+        Hibernation::Wake { replicas } => [
+            Some(
+                Write::scale(target, version, *replicas, Category::Target)
+                    .reason(WriteReason::Wake.as_str())
+                    .notices(notice),
+            ),
+            forget(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         _ => Vec::new(),
     }
 }
@@ -211,6 +237,17 @@ fn deletion_plan(observed: &Observed<'_>, deletion: DeletionPlan) -> Plan {
     };
     plan.writes
         .extend(scale_writes(observed, &wake, deletion.wake_notice));
+    // Not woken (`deletionPolicy: Orphan`, a pause): the ledger's entry goes all the same, or
+    // the deletion would wake the workload after all.
+    if deletion.wake.is_none()
+        && scaler
+            .status
+            .as_ref()
+            .is_some_and(|s| s.hibernation.is_some())
+    {
+        plan.writes
+            .extend(scale_writes(observed, &Hibernation::Forget, None));
+    }
     let target = hpa_target(scaler);
     let mut hpa_writes = Vec::new();
     if let Some(hpa) = observed.hpa {

@@ -22,6 +22,7 @@ fn observed<'a>(
         hpa,
         scale: None,
         dry_run: false,
+        ledger: None,
     }
 }
 

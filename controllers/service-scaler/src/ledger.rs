@@ -1,0 +1,200 @@
+//! The hibernation ledger's upkeep ([`decide::ledger`]): its ConfigMap made when this replica
+//! starts to lead, and the workload of every ServiceScaler deleted without ebb's finalizer woken:
+//! at each start of leading (those deleted while no replica led), then for each deletion the
+//! watch reports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::decide;
+use ebb_core::plan::Target;
+use ebb_crds::service_scaler::ServiceScaler;
+use ebb_runtime::frame;
+use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
+use tokio::sync::mpsc;
+
+use crate::reconcile::{Context, Error};
+
+/// How long after a failed look the upkeep looks again.
+const RETRY: Duration = Duration::from_secs(5);
+/// How often a leader checks it still leads between deletions.
+const LEADING_CHECK: Duration = Duration::from_secs(1);
+
+/// Runs until shutdown: while this replica leads, settles the whole ledger once, then the entry of
+/// each ServiceScaler `gone` names (`namespace/name`).
+pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>) {
+    if ctx.own.ledger.is_none() {
+        return;
+    }
+    loop {
+        if !ctx.leader.wait_until_leader().await {
+            return;
+        }
+        if let Err(error) = settle(&ctx, None, true).await {
+            tracing::warn!(%error, "cannot settle the hibernation ledger; trying again");
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        while ctx.leader.is_leader() {
+            tokio::select! {
+                key = gone.recv() => {
+                    let Some(key) = key else { return };
+                    let key = key.replacen('/', ".", 1);
+                    if let Err(error) = settle(&ctx, Some(&key), true).await {
+                        tracing::warn!(%error, %key, "cannot settle a hibernation ledger entry");
+                        // Settled with the whole ledger at the next look.
+                        tokio::time::sleep(RETRY).await;
+                        break;
+                    }
+                }
+                () = tokio::time::sleep(LEADING_CHECK) => {}
+            }
+        }
+    }
+}
+
+/// Wakes the workloads of the ledger's entries (all, or `only`) whose ServiceScaler is gone, and
+/// clears those entries; makes the ledger if it is missing and `make_missing`.
+///
+/// # Errors
+/// A read or write failed.
+pub async fn settle(ctx: &Context, only: Option<&str>, make_missing: bool) -> Result<(), Error> {
+    let Some(ledger) = &ctx.own.ledger else {
+        return Ok(());
+    };
+    let namespace = ledger.namespace.as_deref().unwrap_or_default();
+    let describe = || format!("ConfigMap {namespace}/{}", ledger.name);
+    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(map) = maps
+        .get_opt(&ledger.name)
+        .await
+        .map_err(frame::ReadError::of(describe()))?
+    else {
+        if make_missing && !ctx.dry_run {
+            make(&maps, &ledger.name)
+                .await
+                .map_err(frame::WriteError::of("create", describe()))?;
+        }
+        return Ok(());
+    };
+    let entries = map.data.unwrap_or_default();
+    for (key, value) in entries.iter().filter(|(k, _)| only.is_none_or(|o| o == *k)) {
+        let Some((scaler_namespace, name)) = decide::ledger::key_parts(key) else {
+            continue;
+        };
+        let entry: decide::ledger::LedgerEntry = match serde_json::from_str(value) {
+            Ok(entry) => entry,
+            Err(error) => {
+                tracing::warn!(%key, %error, "an entry of the hibernation ledger does not read; left as it is");
+                continue;
+            }
+        };
+        let scalers: Api<ServiceScaler> = Api::namespaced(ctx.client.clone(), scaler_namespace);
+        let present = scalers
+            .get_opt(name)
+            .await
+            .map_err(frame::ReadError::of(format!(
+                "ServiceScaler {scaler_namespace}/{name}"
+            )))?;
+        if present.is_some_and(|s| s.uid().as_deref() == Some(entry.uid.as_str())) {
+            continue;
+        }
+        let scale = workload_scale(ctx, scaler_namespace, &entry).await?;
+        let plan = decide::ledger::orphan_plan(ledger, key, &entry, scale.as_ref());
+        for note in plan.notes() {
+            tracing::info!(%key, "ServiceScaler gone: {note}");
+        }
+        ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &ctx.own).await?;
+    }
+    Ok(())
+}
+
+/// Deletes the ledger (`cleanup`, once every workload is given back); says so, or what a dry run
+/// would have done. `None` when there was none.
+///
+/// # Errors
+/// The delete failed.
+pub async fn remove(ctx: &Context) -> Result<Option<String>, Error> {
+    let Some(ledger) = &ctx.own.ledger else {
+        return Ok(None);
+    };
+    let namespace = ledger.namespace.as_deref().unwrap_or_default();
+    let described = format!("ConfigMap {namespace}/{} (hibernation ledger)", ledger.name);
+    if ctx.dry_run {
+        return Ok(Some(format!("{described}: dry run: would have deleted it")));
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    match maps.delete(&ledger.name, &Default::default()).await {
+        Ok(_) => Ok(Some(format!("{described}: deleted"))),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(frame::WriteError::of("delete", described)(error).into()),
+    }
+}
+
+/// `ledger` if it exists.
+///
+/// # Errors
+/// It cannot be read.
+pub async fn existing(
+    client: &kube::Client,
+    ledger: Target,
+) -> Result<Option<Target>, frame::Failure> {
+    let namespace = ledger.namespace.clone().unwrap_or_default();
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let found = maps
+        .get_opt(&ledger.name)
+        .await
+        .map_err(frame::ReadError::of(format!(
+            "ConfigMap {namespace}/{}",
+            ledger.name
+        )))?;
+    Ok(found.map(|_| ledger))
+}
+
+/// The ledger, empty (another replica may have made it first).
+async fn make(maps: &Api<ConfigMap>, name: &str) -> Result<(), kube::Error> {
+    let map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(
+                [(
+                    "app.kubernetes.io/managed-by".to_owned(),
+                    "ebb-service-scaler".to_owned(),
+                )]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    match maps.create(&PostParams::default(), &map).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// The Scale of the workload `entry` names, `None` when it is gone or of a kind not scaled.
+async fn workload_scale(
+    ctx: &Context,
+    namespace: &str,
+    entry: &decide::ledger::LedgerEntry,
+) -> Result<Option<Scale>, Error> {
+    let workload = &entry.scale_target_ref;
+    let Some(resource) = decide::scale_resource(workload) else {
+        return Ok(None);
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+    match api.get_scale(&workload.name).await {
+        Ok(scale) => Ok(Some(scale)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(frame::ReadError::of(format!(
+            "the scale of {} {namespace}/{}",
+            workload.kind, workload.name
+        ))(error)
+        .into()),
+    }
+}
