@@ -367,12 +367,15 @@ async fn scale_up_exactly_once(config: Config) {
     .unwrap_or_else(|e| panic!("the flag stuck on gone claims: {e}\n{}", again.log_tail()));
     let message = released.message.unwrap_or_default();
     assert!(message.contains("are gone"), "{message}");
-    let next = eventually(Duration::from_secs(15), || async {
+    // The status (from 3) and the count (4) are two writes: wait for both, then for no third.
+    eventually(Duration::from_secs(15), || async {
         let p = provisions.get("wp").await.ok()?;
-        (p.data["status"]["autoScalingFromCount"] == json!(3)).then_some(p)
+        (p.data["status"]["autoScalingFromCount"] == json!(3) && count(&p) == Some(4)).then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("no scale-up after the release: {e}\n{}", again.log_tail()));
-    assert_eq!(count(&next), Some(4), "one increase from 3, not two");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let settled = provisions.get("wp").await.unwrap();
+    assert_eq!(count(&settled), Some(4), "one increase from 3, not two");
     again.stop().await;
 }
