@@ -27,7 +27,10 @@
 //! - for a while after such a return, a pass reads its object from the server, not the cache
 //!   ([`crate::contact::ApiContact::reads_fresh`]);
 //! - the queue: each start, requeue and error policy is noted in the controller's [`Queue`],
-//!   exported as `ebb_<controller>_queue_depth{kind}` and `_queue_wait_seconds{kind}`.
+//!   exported as `ebb_<controller>_queue_depth{kind}` and `_queue_wait_seconds{kind}`;
+//! - a pass's `Requeue::After` counts from when the pass started (its `now`), not from when it
+//!   ended: a pass that waited seconds on a slow or frozen server before deciding "the window
+//!   opens in 2 s" comes back at that edge, not 2 s after it ended.
 
 use std::any::TypeId;
 use std::fmt::Debug;
@@ -602,12 +605,20 @@ pub fn error_policy<K: Object, R: Reconciler<K>>(
     Requeue::After(retry_after(error).map_or(backoff, |asked| asked.max(backoff)))
 }
 
-/// kube's `Action` for `requeue`, at the end of `key`'s reconcile: noted in `queue`.
-fn noted(queue: &Queue, key: String, requeue: Requeue) -> Action {
+/// When a pass that took `took` and asked to come back `after` its start is due, counted from
+/// its end (kube's `Action::requeue` counts from there): at once if that time has passed.
+fn due_in(after: Duration, took: Duration) -> Duration {
+    after.saturating_sub(took)
+}
+
+/// kube's `Action` for `requeue`, at the end of `key`'s reconcile, which took `took`: noted in
+/// `queue`.
+fn noted(queue: &Queue, key: String, requeue: Requeue, took: Duration) -> Action {
     queue.finished(&key);
     match requeue {
         Requeue::AwaitChange => Action::await_change(),
-        Requeue::After(wait) => {
+        Requeue::After(after) => {
+            let wait = due_in(after, took);
             queue.requeued(key, wait);
             Action::requeue(wait)
         }
@@ -638,11 +649,19 @@ where
                     wait.observe(waited.as_secs_f64());
                 }
                 let queue = started.clone();
-                reconcile(object, ctx).map_ok(move |requeue| noted(&queue, key, requeue))
+                let start = tokio::time::Instant::now();
+                reconcile(object, ctx)
+                    .map_ok(move |requeue| noted(&queue, key, requeue, start.elapsed()))
             },
             move |object, error, ctx| {
+                // A backoff counts from the failure.
                 let requeue = error_policy(&object, error, &ctx);
-                noted(&failed, object_key(object.as_ref()), requeue)
+                noted(
+                    &failed,
+                    object_key(object.as_ref()),
+                    requeue,
+                    Duration::ZERO,
+                )
             },
             ctx,
         )

@@ -51,8 +51,11 @@ const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest an election request may take, retries included (kube's client retries a 503 for
 /// minutes): a renewal that lands later is no use, and shutdown must not wait for it.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Pause after a failed election step (the server is away): short, so the first step after it
-/// answers again comes within a second of its return.
+/// Pause after a failed election step (the server is slow or refused): short, so the first step
+/// after it answers again comes within a second. While the server is lost (a request found no
+/// server: [`ApiContact::is_lost`]) the step waits for its return instead, which the process's one
+/// probe announces, or [`crate::contact::LOST_RETRY`] at most: one knock for the process, not one
+/// per task.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
 
 /// Why leader election could not start.
@@ -515,10 +518,19 @@ impl Election {
                     } else {
                         tracing::debug!(%lease, %error, "leader election step failed again");
                     }
+                    // Subscribed before asking whether the server is lost: a return in between
+                    // still wakes this step.
+                    let mut returns = std::pin::pin!(self.contact.wake_ups());
+                    let pause = if self.contact.is_lost() {
+                        crate::contact::LOST_RETRY
+                    } else {
+                        ERROR_PAUSE
+                    };
                     tokio::select! {
                         biased;
                         () = shutdown.cancelled() => break,
-                        () = tokio::time::sleep(ERROR_PAUSE) => {}
+                        _ = returns.next() => {}
+                        () = tokio::time::sleep(pause) => {}
                     }
                     continue;
                 }

@@ -441,3 +441,60 @@ async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
     assert_eq!(sample(&text, waited), Some(objects as f64), "{text}");
     run.abort();
 }
+
+/// A controller whose first pass decides at once that it is due again in 1 s, then takes 2 s to
+/// finish (a server frozen under its reads); it records when each pass starts.
+struct Slow {
+    starts: Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl Reconciler<ConfigMap> for Slow {
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Slow>) -> Result<Requeue, DemoError> {
+        let first = {
+            let mut starts = ctx.own.starts.lock().unwrap();
+            starts.push(tokio::time::Instant::now());
+            starts.len() == 1
+        };
+        if first {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok(Requeue::After(Duration::from_secs(1)))
+        } else {
+            Ok(Requeue::AwaitChange)
+        }
+    }
+}
+
+/// An edge a pass decided on counts from the pass's start: the pass that took 2 s to learn its
+/// object is due 1 s after it started runs again as soon as it ends, not 1 s later.
+#[tokio::test]
+async fn a_requeue_counts_from_the_start_of_a_slow_pass() {
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}}));
+    let ctx = h.context(
+        false,
+        Slow {
+            starts: Mutex::default(),
+        },
+    );
+    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
+    let controller =
+        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
+    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
+    eventually("a second pass", || {
+        ctx.own.starts.lock().unwrap().len() == 2
+    })
+    .await;
+    let starts = ctx.own.starts.lock().unwrap().clone();
+    let apart = starts[1] - starts[0];
+    assert!(
+        apart < Duration::from_millis(2500),
+        "the second pass started {apart:?} after the first, which ended after 2 s"
+    );
+    run.abort();
+}

@@ -302,3 +302,50 @@ async fn setup_errors_are_reported() {
         "{result:?}"
     );
 }
+
+/// While the server is lost the election does not knock on its own: it tries again on the
+/// process's return (which its one probe announces), or every `LOST_RETRY` at most.
+#[tokio::test(start_paused = true)]
+async fn while_the_server_is_lost_the_election_waits_for_its_return() {
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let contact = contact();
+    let leader = LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", &contact, shutdown)
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(PATIENCE, leader.wait_until_leader())
+            .await
+            .unwrap()
+    );
+    fake.inject(Matcher::put("/leases/ctl"), Fault::Timeout, usize::MAX);
+    contact.failed();
+    fake.clear_requests();
+    let away = Duration::from_secs(30);
+    pass(away).await;
+    let knocks = fake
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/leases/ctl") && r.method == http::Method::PUT)
+        .count();
+    let most = (away.as_secs() / ebb_runtime::contact::LOST_RETRY.as_secs()) as usize + 1;
+    assert!(
+        (1..=most).contains(&knocks),
+        "{knocks} renewals tried in {away:?} while the server was lost (at most {most})"
+    );
+    assert!(!leader.is_leader(), "no renewal went through");
+
+    fake.clear_faults();
+    let back = tokio::time::Instant::now();
+    contact.server_ready();
+    assert!(
+        tokio::time::timeout(PATIENCE, leader.wait_until_leader())
+            .await
+            .unwrap()
+    );
+    assert!(
+        back.elapsed() < Duration::from_millis(100),
+        "leads again {:?} after the return",
+        back.elapsed()
+    );
+}
