@@ -234,7 +234,7 @@ fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Ti
             );
         }
     }
-    if let Some(message) = schedule.overlap_message() {
+    if let Some(message) = schedule.overlap_message(&schedule.overlaps()) {
         let _ = writeln!(out, "  overlaps:   {message}");
     }
     let tzdata = ebb_schedule::tzdata();

@@ -195,6 +195,7 @@ fn evaluate_windows(windows: Vec<Window>) {
     }
     let first_match = FirstMatch::new(windows.clone());
     let any_open = AnyOpen::new(windows);
+    let _ = first_match.overlaps();
     for t in instants() {
         let _ = first_match.matched_at(t);
         let _ = first_match.next_transition(t);
@@ -210,7 +211,7 @@ fn evaluate_service_scaler_spec(spec: &ServiceScalerSpec, calendars: &Calendars)
     let Ok(schedule) = service_scaler::decide::Schedule::from_spec(spec, calendars) else {
         return;
     };
-    let _ = schedule.overlap_message();
+    let _ = schedule.overlap_message(&schedule.overlaps());
     for t in instants() {
         let _ = schedule.matched_at(t);
         let _ = schedule.effective_at(t);

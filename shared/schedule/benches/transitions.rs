@@ -167,7 +167,7 @@ fn main() {
     time(
         "FirstMatch 5 mixed windows: overlaps (reference year sweep)",
         20,
-        || mixed.overlaps(),
+        || mixed.overlaps().pairs,
     );
     time(
         "AnyOpen weekday nights + weekends + noon (Zurich): next_transition",
@@ -197,4 +197,38 @@ fn main() {
         20,
         || always.next_transition(now),
     );
+
+    adversarial(now);
+}
+
+/// The specs the CRDs admit that cost the most (issue 46): each question a pass asks, and the
+/// overlap check once per generation. Targets: 10 ms a question, 100 ms the overlap check.
+fn adversarial(now: Timestamp) {
+    println!();
+    println!(
+        "{:<72} {:>12}",
+        "adversarial specs (targets: 10 ms a question, 100 ms overlaps)", "per call"
+    );
+    for (name, schedule) in ebb_testkit::adversarial::first_matches() {
+        time(&format!("{name}: matched_at"), 20, || {
+            schedule.matched_at(now)
+        });
+        time(&format!("{name}: next_transition"), 5, || {
+            schedule.next_transition(now)
+        });
+        time(&format!("{name}: transitions(limit 10)"), 5, || {
+            schedule.transitions(now, 10, DEFAULT_HORIZON)
+        });
+        time(&format!("{name}: overlaps"), 1, || schedule.overlaps());
+        let (overlaps, steps) = ebb_schedule::work::counted(|| schedule.overlaps());
+        println!(
+            "{:<72} {:>12}",
+            format!(
+                "  {} pairs overlap, {} unsettled, in {steps} steps",
+                overlaps.pairs.len(),
+                overlaps.unsettled.len()
+            ),
+            ""
+        );
+    }
 }

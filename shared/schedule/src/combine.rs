@@ -145,26 +145,66 @@ impl FirstMatch {
         })
     }
 
-    /// Pairs `(i, j)`, `i < j`, of windows that can be open at the same instant.
+    /// Pairs `(i, j)`, `i < j`, of windows that can be open at the same instant, within a bounded
+    /// amount of work ([`OVERLAP_STEPS`]); pairs it could not settle in that budget are
+    /// [`Overlaps::unsettled`].
     ///
     /// Method: a one-off window against any other is exact (does the other window have an open
     /// period meeting `[from, to)`?). Two windows that are never open, or one that is always
-    /// open, are decided up front. Any other pair (daily and cron windows) is checked by sweeping
-    /// both windows' open periods over a reference year, 2028 (a leap year, with its weekdays and
-    /// the DST dates the bundled time zone database gives it), plus a week either side. That is
-    /// exact for daily windows; a cron pair that only meets in other years (weekday alignments of
-    /// a leap day, say) is missed.
-    pub fn overlaps(&self) -> Vec<(usize, usize)> {
-        let mut pairs = Vec::new();
-        for (i, a) in self.windows.iter().enumerate() {
-            for (j, b) in self.windows.iter().enumerate().skip(i + 1) {
-                if can_overlap(a, b) {
-                    pairs.push((i, j));
-                }
+    /// open, are decided up front. Two cron windows in one zone, each open less than a day at a
+    /// time, whose times of day never meet on the wall clock can only meet where the zone's
+    /// offset changes: only the hours around those changes are swept. Any other pair (daily and
+    /// cron windows) is checked by sweeping both windows' open periods over a reference year,
+    /// 2028 (a leap year, with its weekdays and the DST dates the bundled time zone database
+    /// gives it), plus a week either side. That is exact for daily windows; a cron pair that only
+    /// meets in other years (weekday alignments of a leap day, say) is missed.
+    pub fn overlaps(&self) -> Overlaps {
+        let mut out = Overlaps::default();
+        let pairs: Vec<(usize, usize)> = (0..self.windows.len())
+            .flat_map(|i| (i + 1..self.windows.len()).map(move |j| (i, j)))
+            .collect();
+        // First every pair gets an equal share of half the budget, which settles the pairs that
+        // meet early or are quickly told apart; then the pairs left share what remains, in list
+        // order.
+        let mut budget = OVERLAP_STEPS;
+        let share = OVERLAP_STEPS / 2 / u64::try_from(pairs.len().max(1)).unwrap_or(u64::MAX);
+        let mut left = Vec::new();
+        for (i, j) in pairs {
+            let mut allowance = share.min(budget);
+            let (answer, steps) = crate::work::counted(|| {
+                can_overlap(&self.windows[i], &self.windows[j], &mut allowance)
+            });
+            budget = budget.saturating_sub(steps);
+            match answer {
+                Some(true) => out.pairs.push((i, j)),
+                Some(false) => {}
+                None => left.push((i, j)),
             }
         }
-        pairs
+        for (i, j) in left {
+            match can_overlap(&self.windows[i], &self.windows[j], &mut budget) {
+                Some(true) => out.pairs.push((i, j)),
+                Some(false) => {}
+                None => out.unsettled.push((i, j)),
+            }
+        }
+        out.pairs.sort_unstable();
+        out
     }
+}
+
+/// The most steps ([`crate::work`]) [`FirstMatch::overlaps`] takes: under 0.1 s in a release build
+/// on one core of the machine ebb is built on (`cargo bench -p ebb-schedule`). The overlap check only advises (the first range in list order wins), so past it
+/// the pairs left are reported as unsettled rather than stall a controller.
+pub const OVERLAP_STEPS: u64 = 600_000;
+
+/// What [`FirstMatch::overlaps`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overlaps {
+    /// Pairs `(i, j)`, `i < j`, of windows that can be open at the same instant.
+    pub pairs: Vec<(usize, usize)>,
+    /// Pairs `(i, j)`, `i < j`, the check had no budget left to settle: they may overlap.
+    pub unsettled: Vec<(usize, usize)>,
 }
 
 impl AnyOpen {
@@ -291,49 +331,157 @@ fn next_change(
     None
 }
 
-/// Whether two windows can be open at the same instant (see [`FirstMatch::overlaps`]).
-fn can_overlap(a: &Window, b: &Window) -> bool {
+/// Whether two windows can be open at the same instant (see [`FirstMatch::overlaps`]); `None`
+/// when `budget` (steps) ran out first. The steps taken are taken off `budget`.
+fn can_overlap(a: &Window, b: &Window, budget: &mut u64) -> Option<bool> {
     if a.never_open() || b.never_open() {
-        return false;
+        return Some(false);
     }
     if a.always_open() || b.always_open() {
-        return true;
+        return Some(true);
     }
-    match (a, b) {
-        (Window::ZonedDateTime { from, to }, other)
-        | (other, Window::ZonedDateTime { from, to }) => other
-            .next_span(*from, *to)
-            .is_some_and(|span| span.start < *to),
-        _ => sweep_overlap(a, b),
+    if *budget == 0 {
+        return None;
     }
+    let (answer, steps) = crate::work::counted(|| {
+        let given = *budget;
+        match (a, b) {
+            (Window::ZonedDateTime { from, to }, other)
+            | (other, Window::ZonedDateTime { from, to }) => Some(
+                other
+                    .next_span(*from, *to)
+                    .is_some_and(|span| span.start < *to),
+            ),
+            _ => {
+                let (start, end) = (
+                    reference_instant(2027, 12, 25)?,
+                    reference_instant(2029, 1, 8)?,
+                );
+                // The wall-clock test costs a step per time of day of either window; without
+                // the budget for it, a sweep may still find the two open together early on.
+                let wall_test = [a, b].iter().map(|w| w.times_of_day_count()).sum::<u64>();
+                let mut left = given;
+                if let Some(after_test) = given.checked_sub(wall_test) {
+                    left = after_test;
+                    if let Some(reach) = apart_on_the_wall_clock(a, b) {
+                        return a.zone_changes(start, end).into_iter().try_fold(
+                            false,
+                            |met, change| {
+                                if met {
+                                    return Some(true);
+                                }
+                                let near = (
+                                    add_saturating(change, -reach).max(start),
+                                    add_saturating(change, reach).min(end),
+                                );
+                                sweep_overlap(a, b, near, &mut left)
+                            },
+                        );
+                    }
+                }
+                sweep_overlap(a, b, (start, end), &mut left)
+            }
+        }
+    });
+    *budget = budget.saturating_sub(steps);
+    answer
 }
 
-fn sweep_overlap(a: &Window, b: &Window) -> bool {
-    let (Some(start), Some(end)) = (
-        reference_instant(2027, 12, 25),
-        reference_instant(2029, 1, 8),
-    ) else {
+/// Two cron windows (excluded days aside) in one zone, each open less than a day from a fire
+/// time, whose times of day never meet on the wall clock: `Some(reach)`, how close to a change
+/// of the zone's offset any instant where both are open must lie. Away from such changes wall
+/// clock and elapsed time agree, so they could only meet where their times of day meet on every
+/// day. `None`: this cannot tell (their times of day meet, or they are not such windows).
+fn apart_on_the_wall_clock(a: &Window, b: &Window) -> Option<SignedDuration> {
+    let (
+        Window::Cron {
+            schedule: sa,
+            duration: da,
+        },
+        Window::Cron {
+            schedule: sb,
+            duration: db,
+        },
+    ) = (a.unexcluded(), b.unexcluded())
+    else {
+        return None;
+    };
+    let day = SignedDuration::from_hours(24);
+    if sa.zone() != sb.zone() || *da >= day || *db >= day {
+        return None;
+    }
+    let seconds = |times: &[civil::Time]| -> Vec<i64> {
+        times
+            .iter()
+            .map(|t| t.duration_since(civil::Time::midnight()).as_secs())
+            .collect()
+    };
+    let (ta, tb) = (seconds(sa.times_of_day()), seconds(sb.times_of_day()));
+    if meets(&ta, da.as_secs(), &tb) || meets(&tb, db.as_secs(), &ta) {
+        return None;
+    }
+    // Where both are open, the later of the two fire times falls inside the other's occurrence,
+    // less than the longer duration after it. Had the offset been the same at both, their
+    // wall-clock times would be as close and would meet: a change lies between the two, so the
+    // instant lies less than the longer duration after a change. An hour more, to spare.
+    Some((*da).max(*db) + SignedDuration::from_hours(1))
+}
+
+/// Whether some occurrence opening at a time of `from` (seconds into the day, sorted) and lasting
+/// `duration` seconds (less than a day) contains an opening time of `others`, on the 24-hour
+/// circle (an occurrence may run past midnight).
+fn meets(from: &[i64], duration: i64, others: &[i64]) -> bool {
+    const DAY: i64 = 86_400;
+    let Some(first) = others.first() else {
         return false;
     };
-    let mut span_a = a.next_span(start, end);
-    let mut span_b = b.next_span(start, end);
-    while let (Some(x), Some(y)) = (span_a, span_b) {
-        if x.start >= end || y.start >= end {
-            return false;
+    from.iter().any(|start| {
+        crate::work::step();
+        // The first opening of `others` at or after `start`, around midnight if none is later.
+        let index = others.partition_point(|t| t < start);
+        let next = others.get(index).map_or(first + DAY, |t| *t);
+        next - start < duration
+    })
+}
+
+/// Sweeps both windows' open periods over `[from, until)`: whether they meet there; `None` when
+/// `budget` ran out first.
+fn sweep_overlap(
+    a: &Window,
+    b: &Window,
+    (from, until): (Timestamp, Timestamp),
+    budget: &mut u64,
+) -> Option<bool> {
+    let before = crate::work::steps();
+    let spent = |budget: &u64| -> Option<()> {
+        let used = crate::work::steps().wrapping_sub(before);
+        (used <= *budget).then_some(())
+    };
+    let result = (|| {
+        let mut span_a = a.next_span(from, until);
+        let mut span_b = b.next_span(from, until);
+        while let (Some(x), Some(y)) = (span_a, span_b) {
+            spent(budget)?;
+            if x.start >= until || y.start >= until {
+                return Some(false);
+            }
+            let x_end = x.end.unwrap_or(Timestamp::MAX);
+            let y_end = y.end.unwrap_or(Timestamp::MAX);
+            if x.start < y_end && y.start < x_end {
+                return Some(true);
+            }
+            // Move past whichever period ends first.
+            if x_end <= y_end {
+                span_a = x.end.and_then(|e| a.next_span(e, until));
+            } else {
+                span_b = y.end.and_then(|e| b.next_span(e, until));
+            }
         }
-        let x_end = x.end.unwrap_or(Timestamp::MAX);
-        let y_end = y.end.unwrap_or(Timestamp::MAX);
-        if x.start < y_end && y.start < x_end {
-            return true;
-        }
-        // Move past whichever period ends first.
-        if x_end <= y_end {
-            span_a = x.end.and_then(|e| a.next_span(e, end));
-        } else {
-            span_b = y.end.and_then(|e| b.next_span(e, end));
-        }
-    }
-    false
+        Some(false)
+    })();
+    let used = crate::work::steps().wrapping_sub(before);
+    *budget = budget.saturating_sub(used);
+    result
 }
 
 fn reference_instant(year: i16, month: i8, day: i8) -> Option<Timestamp> {
@@ -341,4 +489,69 @@ fn reference_instant(year: i16, month: i8, day: i8) -> Option<Timestamp> {
         .to_zoned(jiff::tz::TimeZone::UTC)
         .ok()
         .map(|z| z.timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The wall-clock shortcut of the overlap check against the full sweep it replaces.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use proptest::prelude::*;
+
+    const ZONES: [&str; 5] = [
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "Europe/London",
+        "America/Sao_Paulo",
+        "UTC",
+    ];
+
+    fn cron_window() -> impl Strategy<Value = Window> {
+        (
+            prop::sample::select(vec!["7", "0,30", "*/20", "59", "*/7"]),
+            prop::sample::select(vec!["*", "1", "2", "0-3", "22-23", "*/5"]),
+            prop::sample::select(vec!["*", "1-5", "0", "6", "1"]),
+            prop::sample::select(vec!["30s", "1m", "10m", "59m", "61m", "3h", "23h"]),
+            prop::sample::select(ZONES.to_vec()),
+        )
+            .prop_map(|(minute, hour, dow, duration, zone)| {
+                Window::cron(&format!("{minute} {hour} * * {dow}"), duration, Some(zone)).unwrap()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn the_wall_clock_shortcut_answers_as_the_full_sweep(
+            a in cron_window(),
+            b in cron_window(),
+        ) {
+            let year = (
+                reference_instant(2027, 12, 25).unwrap(),
+                reference_instant(2029, 1, 8).unwrap(),
+            );
+            let full = sweep_overlap(&a, &b, year, &mut u64::MAX.clone());
+            let checked = can_overlap(&a, &b, &mut u64::MAX.clone());
+            prop_assert_eq!(checked, full, "{:?} and {:?}", a, b);
+        }
+    }
+
+    #[test]
+    fn crons_apart_on_the_wall_clock_are_swept_only_near_the_zones_changes() {
+        let cron = |expr: &str| Window::cron(expr, "1m", Some("America/New_York")).unwrap();
+        let steps_of = |a: &str, b: &str| {
+            crate::work::counted(|| can_overlap(&cron(a), &cron(b), &mut u64::MAX.clone()))
+        };
+        // Minutes 7 and 8 of every hour never meet on the wall clock, but the night New York
+        // springs forward both 02:07 and 02:08 fire at 03:00 (the end of the gap).
+        let (meet, steps) = steps_of("7 * * * *", "8 * * * *");
+        assert_eq!(meet, Some(true));
+        assert!(steps < 200, "{steps} steps");
+        // At noon they never meet; a sweep of the whole year takes 4 566 steps.
+        let (apart, steps) = steps_of("7 12 * * *", "8 12 * * *");
+        assert_eq!(apart, Some(false));
+        assert!(steps < 200, "{steps} steps");
+    }
 }

@@ -119,6 +119,7 @@ impl DayRule {
     fn next_after(&self, date: civil::Date) -> Option<civil::Date> {
         let mut day = date;
         for _ in 0..MAX_DAY_SCAN {
+            crate::work::step();
             let next = day.tomorrow().ok()?;
             if self.months & (1 << next.month()) == 0 {
                 // Skip the whole month: continue from its last day.
@@ -137,6 +138,7 @@ impl DayRule {
     fn prev_before(&self, date: civil::Date) -> Option<civil::Date> {
         let mut day = date;
         for _ in 0..MAX_DAY_SCAN {
+            crate::work::step();
             let prev = day.yesterday().ok()?;
             if self.months & (1 << prev.month()) == 0 {
                 day = prev.first_of_month();
@@ -179,6 +181,11 @@ impl CronSchedule {
     }
 
     /// The zone the schedule is read in.
+    /// The wall-clock times of day it fires at (on the days it fires), in order.
+    pub(crate) fn times_of_day(&self) -> &[civil::Time] {
+        &self.times
+    }
+
     pub(crate) fn zone(&self) -> &Zone {
         &self.tz
     }
@@ -319,6 +326,7 @@ impl CronSchedule {
 
     /// The first matching wall-clock time strictly after `local`.
     fn next_local_after(&self, local: civil::DateTime) -> Option<civil::DateTime> {
+        crate::work::step();
         let date = local.date();
         if self.days.matches(date) {
             let index = self.times.partition_point(|time| *time <= local.time());
@@ -332,6 +340,7 @@ impl CronSchedule {
 
     /// The last matching wall-clock time strictly before `local`.
     fn prev_local_before(&self, local: civil::DateTime) -> Option<civil::DateTime> {
+        crate::work::step();
         let date = local.date();
         if self.days.matches(date) {
             let index = self.times.partition_point(|time| *time < local.time());

@@ -88,9 +88,10 @@ mod excluded;
 pub mod tzdata;
 mod weekday;
 mod window;
+pub mod work;
 mod zone;
 
-pub use crate::combine::{AnyOpen, FirstMatch};
+pub use crate::combine::{AnyOpen, FirstMatch, OVERLAP_STEPS, Overlaps};
 pub use crate::cron::CronSchedule;
 pub use crate::duration::parse_duration;
 pub use crate::error::ScheduleError;

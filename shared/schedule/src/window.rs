@@ -339,6 +339,42 @@ impl Window {
         }
     }
 
+    /// The window under any excluded days.
+    pub(crate) fn unexcluded(&self) -> &Self {
+        match self {
+            Self::Excluding { window, .. } => window.unexcluded(),
+            other => other,
+        }
+    }
+
+    /// How many times of day a cron window (excluded days aside) fires at; 0 for other kinds.
+    pub(crate) fn times_of_day_count(&self) -> u64 {
+        match self.unexcluded() {
+            Self::Cron { schedule, .. } => {
+                u64::try_from(schedule.times_of_day().len()).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        }
+    }
+
+    /// The instants in `[from, until)` at which the offset of a cron window's zone changes (none
+    /// for other kinds).
+    pub(crate) fn zone_changes(&self, from: Timestamp, until: Timestamp) -> Vec<Timestamp> {
+        match self.unexcluded() {
+            Self::Cron { schedule, .. } => schedule
+                .zone()
+                .as_jiff()
+                .following(from)
+                .map(|change| {
+                    crate::work::step();
+                    change.timestamp()
+                })
+                .take_while(|at| *at < until)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether the window repeats every day or week for ever (its behaviour over any year repeats).
     pub(crate) fn is_daily(&self) -> bool {
         matches!(self, Self::ZonedTime { .. } | Self::LocalTime { .. })
@@ -348,6 +384,7 @@ impl Window {
     /// `until` (and past [`DEFAULT_HORIZON`] after `cursor`) without its end being found has
     /// `end: None`.
     pub(crate) fn next_span(&self, cursor: Timestamp, until: Timestamp) -> Option<Span> {
+        crate::work::step();
         if self.never_open() {
             return None;
         }
@@ -379,6 +416,7 @@ impl Window {
 
     /// The open interval of a daily window that starts on local day `day`, if it has one.
     fn daily_raw(&self, day: civil::Date) -> Option<Occurrence> {
+        crate::work::step();
         match self {
             Self::ZonedTime { from, to, offset } => {
                 let end_day = if to > from { day } else { day.tomorrow().ok()? };

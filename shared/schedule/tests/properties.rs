@@ -244,7 +244,7 @@ proptest! {
         let open: Vec<usize> = (0..ranges.windows().len())
             .filter(|i| ranges.windows()[*i].contains(t))
             .collect();
-        let overlaps = ranges.overlaps();
+        let overlaps = ranges.overlaps().pairs;
         for (a, i) in open.iter().enumerate() {
             for j in &open[a + 1..] {
                 let in_reference_year = matches!(ranges.windows()[*i], Window::ZonedDateTime { .. })

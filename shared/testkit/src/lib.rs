@@ -30,6 +30,7 @@
 //! [`Clock`]: ebb_runtime::Clock
 
 mod admission;
+pub mod adversarial;
 mod events;
 mod fake;
 mod harness;

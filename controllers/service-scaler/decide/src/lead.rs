@@ -27,7 +27,10 @@
 //! settings after `t` (the engine's own sweep, as for `status.nextTransitions`: up to a year ahead,
 //! and past quiet years to one-off and cron boundaries). A field that keeps its value through all
 //! of them is treated as not changing: only a schedule with more than [`MAX_SCAN`] transitions
-//! within one lead time could lose a step that way.
+//! within one lead time could lose a step that way. The sweep also stops at its work budget
+//! ([`crate::SCAN_STEPS`]): ranges that hand over to each other every minute with unchanged
+//! settings for longer than a lead time may hide a change the lead would have stepped towards
+//! (the schedule still applies it at its boundary).
 
 use ebb_crds::service_scaler::HpaSettings;
 use ebb_schedule::{ScheduleError, parse_duration};

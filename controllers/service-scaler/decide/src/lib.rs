@@ -115,7 +115,7 @@ pub use hpa::{
     new_hpa, owned_by, scale_target,
 };
 pub use ramp::{Ramp, resolve_ramp};
-pub use schedule::{Schedule, Transition, overlap_message};
+pub use schedule::{Coming, SCAN_STEPS, Schedule, Transition, overlap_message};
 pub use spec::{SpecError, SpecErrors, calendar_names, merge};
 pub use writes::{Gauge, Plan, decide, decide_unreadable, release_plan};
 
@@ -377,8 +377,9 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
         true => crate::lead::MAX_SCAN.max(PREVIEW_LEN),
         false => PREVIEW_LEN,
     };
-    let coming = schedule.transitions(now, scan);
+    let coming = schedule.coming(now, scan);
     let (matched, next_transition) = draft.schedule_at_now(&schedule, &coming);
+    let coming = coming.changes;
     if unmanaged {
         let finalizer = finalizer_plan(observed, true, recorded.is_some());
         return draft.unmanaged(finalizer, next_transition);
@@ -624,8 +625,9 @@ impl<'a> Draft<'a> {
     }
 
     /// **Ranges** that overlap: the `RangesOverlap` condition naming them (a Warning Event when
-    /// it turns true). Overlaps depend on the spec alone, and finding them sweeps a year per
-    /// pair of ranges: computed once per generation.
+    /// it turns true). Overlaps depend on the spec alone, and finding them may sweep a year per
+    /// pair of ranges: computed once per generation, within a budget of steps (reason
+    /// `MayOverlap` when only pairs it could not settle remain).
     fn overlaps(&mut self, schedule: &Schedule) {
         let overlaps_known = self.generation.is_some()
             && ebb_core::find_condition(&self.status.conditions, CONDITION_RANGES_OVERLAP)
@@ -633,10 +635,12 @@ impl<'a> Draft<'a> {
         if overlaps_known {
             return;
         }
-        let message = schedule.overlap_message();
+        let overlaps = schedule.overlaps();
+        let message = schedule.overlap_message(&overlaps);
         let (overlap, reason) = match &message {
-            Some(_) => (true, "Overlap"),
             None => (false, "NoOverlap"),
+            Some(_) if overlaps.pairs.is_empty() => (true, "MayOverlap"),
+            Some(_) => (true, "Overlap"),
         };
         let message = message.unwrap_or_default();
         let changed = self.condition(CONDITION_RANGES_OVERLAP, overlap, reason, &message);
@@ -652,11 +656,12 @@ impl<'a> Draft<'a> {
     fn schedule_at_now(
         &mut self,
         schedule: &Schedule,
-        coming: &[Transition],
+        coming: &Coming,
     ) -> (Option<usize>, Option<Timestamp>) {
         let matched = schedule.matched_at(self.now);
-        let preview = &coming[..coming.len().min(PREVIEW_LEN)];
-        let next_transition = preview.first().map(|t| t.at);
+        let preview = &coming.changes[..coming.changes.len().min(PREVIEW_LEN)];
+        // Where the scan stopped short, the pass looks again.
+        let next_transition = coming.next_look();
         self.status.time_range_match = matched.is_some();
         self.status.matched_range = matched.and_then(|i| i32::try_from(i).ok());
         self.status.next_transitions = preview

@@ -2,7 +2,7 @@
 //! coming changes of the effective settings.
 
 use ebb_crds::service_scaler::{HpaSettings, RangeSelection, ServiceScalerSpec, TimeRangeKind};
-use ebb_schedule::{Calendars, DEFAULT_HORIZON, FirstMatch, Window, parse_duration};
+use ebb_schedule::{Calendars, DEFAULT_HORIZON, FirstMatch, Overlaps, Window, parse_duration};
 use jiff::{SignedDuration, Timestamp};
 
 use super::spec::{SpecError, SpecErrors, build_window, check_override, defaults_settings, merge};
@@ -11,6 +11,32 @@ use super::spec::{SpecError, SpecErrors, build_window, check_override, defaults_
 const CHUNK: usize = 64;
 /// How often the scan jumps past a quiet year to the next one-off or cron boundary.
 const MAX_QUIET_JUMPS: usize = 8;
+/// The most engine steps ([`ebb_schedule::work`]) one scan for settings changes takes: a few
+/// milliseconds in a release build. Ranges that hand over to each other every minute with the
+/// same settings could otherwise make a pass sweep months of range changes.
+pub const SCAN_STEPS: u64 = 20_000;
+
+/// The coming changes of the effective settings, as far as one scan looked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coming {
+    /// The changes found, in order.
+    pub changes: Vec<Transition>,
+    /// Where the scan stopped for want of steps ([`SCAN_STEPS`]) before finding as many changes
+    /// as asked: nothing is known after it, so a pass looks again then. `None`: the scan
+    /// found them all, or every change there is.
+    pub cut: Option<Timestamp>,
+}
+
+impl Coming {
+    /// When a pass must look again: the first change, or where the scan stopped.
+    pub fn next_look(&self) -> Option<Timestamp> {
+        let first = self.changes.first().map(|t| t.at);
+        match (first, self.cut) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
 
 /// A coming change of the effective settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,16 +180,24 @@ impl Schedule {
         self.settings(self.matched_at(t))
     }
 
-    /// The next `limit` changes of the effective settings strictly after `now`.
+    /// The next `limit` changes of the effective settings strictly after `now`, as far as
+    /// [`Schedule::coming`] looks.
+    pub fn transitions(&self, now: Timestamp, limit: usize) -> Vec<Transition> {
+        self.coming(now, limit).changes
+    }
+
+    /// The next `limit` changes of the effective settings strictly after `now`, within
+    /// [`SCAN_STEPS`] of work ([`Coming::cut`] says where it stopped if it ran out).
     ///
     /// Looks a year ([`DEFAULT_HORIZON`]) ahead; after a year without a change only a one-off or
     /// cron range can bring one, so it jumps to the next boundary of those and looks again (a few
     /// times at most).
-    pub fn transitions(&self, now: Timestamp, limit: usize) -> Vec<Transition> {
+    pub fn coming(&self, now: Timestamp, limit: usize) -> Coming {
         let mut out = Vec::new();
         if limit == 0 {
-            return out;
+            return Coming::default();
         }
+        let start = ebb_schedule::work::steps();
         let mut current = self.effective_at(now).clone();
         let mut cursor = now;
         for _ in 0..=MAX_QUIET_JUMPS {
@@ -186,12 +220,21 @@ impl Schedule {
                             settings: current.clone(),
                         });
                         if out.len() >= limit {
-                            return out;
+                            return Coming {
+                                changes: out,
+                                cut: None,
+                            };
                         }
                     }
                 }
                 if changes.len() < CHUNK {
                     break;
+                }
+                if ebb_schedule::work::steps().wrapping_sub(start) > SCAN_STEPS {
+                    return Coming {
+                        changes: out,
+                        cut: Some(swept),
+                    };
                 }
             }
             // Daily ranges repeat within a year (a week, and the DST dates): what they could
@@ -207,13 +250,16 @@ impl Schedule {
                 None => break,
             }
         }
-        out
+        Coming {
+            changes: out,
+            cut: None,
+        }
     }
 
     /// The next instant strictly after `now` at which the effective settings change, or `None`
     /// when they never change again.
     pub fn next_transition(&self, now: Timestamp) -> Option<Timestamp> {
-        self.transitions(now, 1).first().map(|t| t.at)
+        self.coming(now, 1).next_look()
     }
 
     /// The last instant in `(since, now]` at which the effective `minReplicas` changed.
@@ -242,14 +288,15 @@ impl Schedule {
         }
     }
 
-    /// Pairs of ranges that can be in force at the same instant.
-    pub fn overlaps(&self) -> Vec<(usize, usize)> {
+    /// Pairs of ranges that can be in force at the same instant, and pairs the check had no
+    /// budget left to settle ([`ebb_schedule::OVERLAP_STEPS`]), in list order.
+    pub fn overlaps(&self) -> Overlaps {
         self.windows.overlaps()
     }
 
-    /// [`overlap_message`] for this schedule's overlaps, naming the range that wins.
-    pub fn overlap_message(&self) -> Option<String> {
-        let message = overlap_message(&self.overlaps())?;
+    /// [`overlap_message`] for `overlaps` (this schedule's), naming the range that wins.
+    pub fn overlap_message(&self, overlaps: &Overlaps) -> Option<String> {
+        let message = overlap_message(&overlaps.pairs, &overlaps.unsettled)?;
         Some(if self.windows.last {
             message.replace(
                 "the first in list order wins",
@@ -315,18 +362,23 @@ impl Ranked {
             .collect()
     }
 
-    fn overlaps(&self) -> Vec<(usize, usize)> {
-        let mut pairs: Vec<(usize, usize)> = self
-            .ranked
-            .overlaps()
-            .into_iter()
-            .map(|(a, b)| {
-                let (a, b) = (self.listed_index(a), self.listed_index(b));
-                (a.min(b), a.max(b))
-            })
-            .collect();
-        pairs.sort_unstable();
-        pairs
+    fn overlaps(&self) -> Overlaps {
+        let found = self.ranked.overlaps();
+        let listed = |pairs: Vec<(usize, usize)>| {
+            let mut pairs: Vec<(usize, usize)> = pairs
+                .into_iter()
+                .map(|(a, b)| {
+                    let (a, b) = (self.listed_index(a), self.listed_index(b));
+                    (a.min(b), a.max(b))
+                })
+                .collect();
+            pairs.sort_unstable();
+            pairs
+        };
+        Overlaps {
+            pairs: listed(found.pairs),
+            unsettled: listed(found.unsettled),
+        }
     }
 }
 
@@ -334,23 +386,38 @@ impl Ranked {
 const MAX_NAMED_OVERLAPS: usize = 10;
 
 /// `timeRangeSpec[0] and timeRangeSpec[2] overlap; the first in list order wins`, naming the
-/// first `MAX_NAMED_OVERLAPS` (10) pairs and counting the rest.
-pub fn overlap_message(pairs: &[(usize, usize)]) -> Option<String> {
-    if pairs.is_empty() {
+/// first `MAX_NAMED_OVERLAPS` (10) pairs and counting the rest; pairs the check could not settle
+/// within its budget (`unsettled`) are said to maybe overlap.
+pub fn overlap_message(pairs: &[(usize, usize)], unsettled: &[(usize, usize)]) -> Option<String> {
+    if pairs.is_empty() && unsettled.is_empty() {
         return None;
     }
-    let list: Vec<String> = pairs
-        .iter()
-        .take(MAX_NAMED_OVERLAPS)
-        .map(|(a, b)| format!("timeRangeSpec[{a}] and timeRangeSpec[{b}] overlap"))
-        .collect();
-    let more = match pairs.len().saturating_sub(MAX_NAMED_OVERLAPS) {
-        0 => String::new(),
-        n => format!(" (and {n} more pairs)"),
+    let named = |pairs: &[(usize, usize)], verb: &str| {
+        let list: Vec<String> = pairs
+            .iter()
+            .take(MAX_NAMED_OVERLAPS)
+            .map(|(a, b)| format!("timeRangeSpec[{a}] and timeRangeSpec[{b}] {verb}"))
+            .collect();
+        let more = match pairs.len().saturating_sub(MAX_NAMED_OVERLAPS) {
+            0 => String::new(),
+            n => format!(" (and {n} more pairs)"),
+        };
+        format!("{}{more}", list.join(", "))
     };
+    let mut parts = Vec::new();
+    if !pairs.is_empty() {
+        parts.push(named(pairs, "overlap"));
+    }
+    if !unsettled.is_empty() {
+        parts.push(format!(
+            "{} (the overlap check stops at its budget: {} pairs were not compared to the end)",
+            named(unsettled, "may overlap"),
+            unsettled.len()
+        ));
+    }
     Some(format!(
-        "{}{more}; the first in list order wins",
-        list.join(", ")
+        "{}; the first in list order wins",
+        parts.join("; ")
     ))
 }
 
