@@ -438,7 +438,8 @@ async fn a_follower_writes_nothing_and_looks_again() {
     h.scaler(office_spec());
     assert_eq!(
         h.reconcile().await.unwrap(),
-        Requeue::After(frame::FOLLOWER_REQUEUE)
+        Requeue::AwaitChange,
+        "a standby sets no timer: it reconciles everything when it starts to lead"
     );
     assert_eq!(h.fake.write_count(), 0);
     assert!(h.stored_hpa().is_none());

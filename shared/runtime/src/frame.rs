@@ -9,8 +9,9 @@
 //!
 //! - a tracing span per object (`controller`, `namespace`, `name`);
 //! - the reconcile metrics ([`ControllerMetrics`]: count, duration, errors by category);
-//! - followers write nothing: a replica that does not hold the Lease looks again after
-//!   [`FOLLOWER_REQUEUE`];
+//! - followers write nothing and do no per-object work: a replica that does not hold the Lease
+//!   sets no timer, and reconciles every object once when it starts to write
+//!   ([`Leader::wake_on_writing`]);
 //! - an object without `metadata.name` (or, of a namespaced kind, `metadata.namespace`) is never
 //!   handed to the controller ([`Error::MissingMetadata`], not retried): a `Reconciler` may take
 //!   both as given ([`name_of`], [`namespace_of`]);
@@ -52,8 +53,6 @@ use crate::queue::{Queue, Queued};
 use crate::{ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
 pub use ebb_core::Requeue;
 
-/// When a replica that does not lead looks again (the lease duration).
-pub const FOLLOWER_REQUEUE: Duration = Duration::from_secs(15);
 /// How many passes one reconcile makes when each meets a conflict, before it fails (and backs
 /// off).
 pub const MAX_ATTEMPTS: usize = 4;
@@ -493,8 +492,9 @@ async fn passes<K: Object, R: Reconciler<K>>(
     ctx: &Context<R>,
 ) -> Result<Requeue, Error<R::Error>> {
     if !ctx.leader.is_leader() {
-        // Followers keep their caches warm and write nothing.
-        return Ok(Requeue::After(FOLLOWER_REQUEUE));
+        // Followers keep their caches warm, write nothing and set no timer: when this replica
+        // starts to write, every object is reconciled at once (Leader::wake_on_writing).
+        return Ok(Requeue::AwaitChange);
     }
     if let Some(field) = missing_metadata::<K>(&meta) {
         return Err(Error::MissingMetadata {

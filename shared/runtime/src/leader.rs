@@ -155,6 +155,28 @@ impl Leader {
         }
     }
 
+    /// Until `shutdown`: each time this replica starts to write (it took the Lease, or an
+    /// overlapping install went away), asks every controller to reconcile everything once
+    /// ([`ApiContact::wake_all`]). What it reconciled while it did not write, it decided on and
+    /// left: a follower's pass does no per-object work and sets no timer.
+    pub fn wake_on_writing(&self, contact: ApiContact, shutdown: Shutdown) {
+        let mut status = self.status.subscribe();
+        let mut writing = status.borrow_and_update().writes();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    changed = status.changed() => if changed.is_err() { break },
+                }
+                let now = status.borrow_and_update().writes();
+                if now && !writing {
+                    contact.wake_all();
+                }
+                writing = now;
+            }
+        });
+    }
+
     /// Waits for the election to end (after a shutdown, with the lease released). With election
     /// disabled there is nothing to wait for and this returns at once.
     pub async fn join(&self) {
@@ -183,7 +205,10 @@ impl LeaderElection {
     ) -> Result<Leader, LeaderError> {
         if !args.leader_election {
             tracing::info!("leader election disabled: acting as leader");
-            return Ok(Leader::disabled());
+            let leader = Leader::disabled();
+            // It may still stand down for an overlapping install, and resume.
+            leader.wake_on_writing(contact.clone(), shutdown);
+            return Ok(leader);
         }
         let identity = identity_from_env()?;
         let lease_name = args.lease_name_or(controller);
@@ -226,6 +251,7 @@ impl LeaderElection {
                 source,
             })?;
         let leader = Leader::following();
+        leader.wake_on_writing(contact.clone(), shutdown.clone());
         tracing::info!(%lease, %identity, "joined leader election");
         // The Lease as the server last showed it, by watch. It only ever makes the election look
         // again sooner: a standby reads a released Lease at once (controller-runtime's
@@ -260,7 +286,6 @@ impl LeaderElection {
         });
         let (fence, fence_rx) = watch::channel(None);
         tokio::spawn(gate(
-            contact.clone(),
             fence_rx,
             lease,
             leader.status.clone(),
@@ -610,7 +635,6 @@ async fn within<T>(
 
 /// Whether this replica writes: until the fence its last renewal set (none: not leading).
 async fn gate(
-    contact: ApiContact,
     mut fence: watch::Receiver<Option<Instant>>,
     lease: String,
     status: Arc<watch::Sender<Status>>,
@@ -625,9 +649,8 @@ async fn gate(
                 return false;
             }
             if writes {
+                // Leader::wake_on_writing makes every controller look at everything again.
                 tracing::info!(%lease, "leading: writing");
-                // What was reconciled while following wrote nothing: look at everything again.
-                contact.wake_all();
             } else {
                 tracing::warn!(%lease, "not leading (lease not held or not renewed): writing nothing");
             }

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use ebb_runtime::Leader;
 use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{
-    self, Context, FOLLOWER_REQUEUE, MAX_ATTEMPTS, ReconcileError, Reconciler,
-};
+use ebb_runtime::frame::{self, Context, MAX_ATTEMPTS, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
 use ebb_testkit::{Harness, Matcher};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -261,7 +259,7 @@ async fn a_429_comes_back_no_sooner_than_the_server_asked() {
 }
 
 #[tokio::test]
-async fn a_follower_writes_nothing_and_looks_again_later() {
+async fn a_follower_writes_nothing_and_sets_no_timer() {
     let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
     h.fake
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -272,7 +270,7 @@ async fn a_follower_writes_nothing_and_looks_again_later() {
     ));
     h.fake.clear_requests();
     let action = frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
-    assert_eq!(action, Requeue::After(FOLLOWER_REQUEUE));
+    assert_eq!(action, Requeue::AwaitChange);
     assert!(ctx.own.passes.lock().unwrap().is_empty());
     assert_eq!(h.fake.write_count(), 0);
 }

@@ -349,3 +349,37 @@ async fn while_the_server_is_lost_the_election_waits_for_its_return() {
         back.elapsed()
     );
 }
+
+/// A replica that starts to write asks every controller to reconcile everything, once: after
+/// taking the Lease, and after an overlapping install it stood down for went away. A follower's
+/// passes set no timer, so this is what brings them back.
+#[tokio::test(start_paused = true)]
+async fn starting_to_write_wakes_every_controller_once() {
+    use futures::StreamExt;
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let contact = contact();
+    let mut wakes = Box::pin(contact.wake_ups());
+    let leader = LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", &contact, shutdown)
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(PATIENCE, leader.wait_until_leader())
+            .await
+            .unwrap()
+    );
+    let woken = tokio::time::timeout(Duration::from_secs(1), wakes.next()).await;
+    assert!(woken.is_ok(), "taking the Lease wakes the controllers");
+    pass(RENEW_EVERY * 3).await;
+    let again = tokio::time::timeout(Duration::from_millis(10), wakes.next()).await;
+    assert!(again.is_err(), "renewals wake nothing");
+
+    leader.stand_down(true);
+    pass(Duration::from_millis(10)).await;
+    leader.stand_down(false);
+    let woken = tokio::time::timeout(Duration::from_secs(1), wakes.next()).await;
+    assert!(
+        woken.is_ok(),
+        "resuming after a stand-down wakes the controllers"
+    );
+}
