@@ -61,10 +61,23 @@ impl ErrorBackoff {
 
     /// Forgets the failures of `key` after a successful reconcile.
     pub fn succeeded(&self, key: &str) {
+        self.forget(key);
+    }
+
+    /// Forgets the failures of `key`, an object that is gone.
+    pub fn forget(&self, key: &str) {
         self.schedules
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(key);
+    }
+
+    /// How many objects have failures on record.
+    pub fn tracked(&self) -> usize {
+        self.schedules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 

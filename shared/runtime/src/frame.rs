@@ -635,7 +635,12 @@ where
     F: Fn(&str) + Send + Sync + 'static,
 {
     let (controller, queue) = controller.into_parts();
-    let gone = Arc::new(gone);
+    // An object that is gone leaves nothing behind: its backoff goes with it.
+    let forget = ctx.clone();
+    let gone = Arc::new(move |key: &str| {
+        forget.backoff.forget(key);
+        gone(key);
+    });
     let told = gone.clone();
     queue.on_deleted(move |key| told(key));
     let wait = ctx.metrics.watch_queue(&K::kind(&()), &queue);

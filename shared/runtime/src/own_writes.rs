@@ -31,6 +31,12 @@ use tokio::sync::Notify;
 /// object at most a few times; an event that never comes is forgotten after this many more).
 const PER_OBJECT: usize = 8;
 
+/// How long a write's version is remembered: its event comes within milliseconds, or never (the
+/// object was deleted, or a watch relisted past it, or the object lies in a namespace only some
+/// of the kind's watches cover). Past it the version is forgotten: an event that still comes
+/// runs one pass that finds nothing to do, and nothing outlives its object.
+pub const REMEMBER: Duration = Duration::from_secs(60);
+
 /// The longest an event of an object waits for the answer of a write to it in flight: past
 /// it the event is passed on (and runs a pass), never held back for good.
 pub const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
@@ -83,6 +89,28 @@ struct Inner {
     versions: HashMap<Key, VecDeque<(String, usize)>>,
     /// How many writes to each object are sent and not yet answered.
     in_flight: HashMap<Key, usize>,
+    /// Every version remembered, oldest first, with when: forgotten after [`REMEMBER`].
+    recorded: VecDeque<(tokio::time::Instant, Key, String)>,
+}
+
+impl Inner {
+    /// Forgets the versions recorded more than [`REMEMBER`] before `now`.
+    fn expire(&mut self, now: tokio::time::Instant) {
+        while let Some((at, _, _)) = self.recorded.front() {
+            if now.duration_since(*at) < REMEMBER {
+                break;
+            }
+            let Some((_, key, version)) = self.recorded.pop_front() else {
+                break;
+            };
+            if let Some(versions) = self.versions.get_mut(&key) {
+                versions.retain(|(v, _)| *v != version);
+                if versions.is_empty() {
+                    self.versions.remove(&key);
+                }
+            }
+        }
+    }
 }
 
 /// The versions of this process's own writes, shared by the executor (which records them) and
@@ -169,6 +197,11 @@ impl OwnWrites {
         let Some(&watches) = inner.kinds.get(&key.kind()) else {
             return;
         };
+        let now = tokio::time::Instant::now();
+        inner.expire(now);
+        inner
+            .recorded
+            .push_back((now, key.clone(), version.to_owned()));
         let versions = inner.versions.entry(key).or_default();
         if versions.len() == PER_OBJECT {
             versions.pop_front();
@@ -265,9 +298,12 @@ impl OwnWrites {
         })
     }
 
-    /// How many objects have writes awaiting their events (for tests).
+    /// How many objects have writes awaiting their events (for tests), once those older than
+    /// [`REMEMBER`] are forgotten.
     pub fn pending(&self) -> usize {
-        self.lock().versions.len()
+        let mut inner = self.lock();
+        inner.expire(tokio::time::Instant::now());
+        inner.versions.len()
     }
 }
 

@@ -146,3 +146,23 @@ async fn an_unanswered_write_holds_an_event_back_for_a_bounded_time() {
     assert_eq!(next.metadata.resource_version.as_deref(), Some("7"));
     assert_eq!(started.elapsed(), IN_FLIGHT_WAIT);
 }
+
+/// A write whose event never comes (the object was deleted first, or another watch covers its
+/// namespace) is forgotten after [`REMEMBER`]: nothing outlives its object.
+#[tokio::test(start_paused = true)]
+async fn a_version_whose_event_never_comes_is_forgotten() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    own.watch::<HorizontalPodAutoscaler>();
+    for i in 0..100 {
+        own.record(&target(&format!("gone-{i}")), "7");
+    }
+    own.record(&target("web"), "8");
+    assert!(own.is_own(&hpa("web", "8")), "one of two watches saw it");
+    assert_eq!(own.pending(), 101);
+    tokio::time::advance(REMEMBER).await;
+    assert_eq!(own.pending(), 0);
+    // A version recorded since is still remembered.
+    own.record(&target("web"), "9");
+    assert!(own.is_own(&hpa("web", "9")));
+}

@@ -7,7 +7,7 @@
 //! new, when its `generation`, labels or annotations changed, and when it is deleted; a change of
 //! its status alone is dropped. Hand the stream to `Controller::watches_stream`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use futures::{Stream, StreamExt};
@@ -62,6 +62,9 @@ where
 {
     // By `namespace/name/uid`: an object deleted and made again is new.
     let mut seen: HashMap<String, u64> = HashMap::new();
+    // The objects a (re)list has shown so far: at its end, what it did not show is gone (a
+    // relist after a watch's history expired reports no deletions).
+    let mut listed: Option<HashSet<String>> = None;
     events.filter_map(move |event| {
         let key = |o: &K| {
             let m = o.meta();
@@ -69,15 +72,32 @@ where
             format!("{}/{}/{}", part(&m.namespace), part(&m.name), part(&m.uid))
         };
         let passed = match event {
-            Ok(Event::Apply(object) | Event::InitApply(object)) => {
+            Ok(Event::Apply(object)) => {
                 let print = fingerprint(&object);
                 (seen.insert(key(&object), print) != Some(print)).then_some(Ok(object))
+            }
+            Ok(Event::InitApply(object)) => {
+                let key = key(&object);
+                let print = fingerprint(&object);
+                if let Some(listed) = listed.as_mut() {
+                    listed.insert(key.clone());
+                }
+                (seen.insert(key, print) != Some(print)).then_some(Ok(object))
             }
             Ok(Event::Delete(object)) => {
                 seen.remove(&key(&object));
                 Some(Ok(object))
             }
-            Ok(Event::Init | Event::InitDone) => None,
+            Ok(Event::Init) => {
+                listed = Some(HashSet::new());
+                None
+            }
+            Ok(Event::InitDone) => {
+                if let Some(listed) = listed.take() {
+                    seen.retain(|key, _| listed.contains(key));
+                }
+                None
+            }
             Err(error) => Some(Err(error)),
         };
         std::future::ready(passed)

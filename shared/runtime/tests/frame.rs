@@ -496,3 +496,37 @@ async fn a_requeue_counts_from_the_start_of_a_slow_pass() {
     );
     run.abort();
 }
+
+/// A controller whose every pass fails, as for want of the server.
+struct Failing;
+
+impl Reconciler<ConfigMap> for Failing {
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(_: Arc<ConfigMap>, _: &Context<Failing>) -> Result<Requeue, DemoError> {
+        Err(server_error(kube::Error::Service(
+            std::io::Error::other("the server is away").into(),
+        )))
+    }
+}
+
+/// Nothing outlives its object: the backoff of an object that kept failing goes when it is
+/// deleted.
+#[tokio::test]
+async fn a_deleted_object_leaves_no_backoff_behind() {
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}}));
+    let ctx = h.context(false, Failing);
+    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
+    let controller =
+        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
+    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
+    eventually("a failure on record", || ctx.backoff.tracked() == 1).await;
+    assert!(h.fake.remove::<ConfigMap>("ns", "cm"));
+    eventually("the failures forgotten", || ctx.backoff.tracked() == 0).await;
+    run.abort();
+}

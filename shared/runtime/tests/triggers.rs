@@ -73,3 +73,38 @@ async fn only_new_spec_metadata_and_deleted_objects_pass() {
     assert_eq!(next_name(&mut stream).await.as_deref(), Some("policy g2"));
     assert_eq!(next_name(&mut stream).await, None);
 }
+
+/// A relist reports no deletions: what it did not show is forgotten at its end (nothing
+/// outlives its object), so the same object shown again later passes as new.
+#[tokio::test]
+async fn a_relist_forgets_what_it_did_not_show() {
+    use kube::runtime::watcher::Event;
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns",
+            "uid": format!("uid-{name}"), "generation": 1}}))
+        .unwrap()
+    };
+    let events = vec![
+        Event::Init,
+        Event::InitApply(cm("a")),
+        Event::InitApply(cm("b")),
+        Event::InitDone,
+        // The watch's history expired and b was deleted meanwhile: the relist shows a alone.
+        Event::Init,
+        Event::InitApply(cm("a")),
+        Event::InitDone,
+        Event::Apply(cm("a")),
+        Event::Apply(cm("b")),
+    ];
+    let passed: Vec<String> = ebb_runtime::triggers::spec_changes_of(futures::stream::iter(
+        events.into_iter().map(Ok::<_, watcher::Error>),
+    ))
+    .map(|cm| cm.unwrap().metadata.name.unwrap())
+    .collect()
+    .await;
+    assert_eq!(
+        passed,
+        ["a", "b", "b"],
+        "a unchanged passes once; b, forgotten, again"
+    );
+}
