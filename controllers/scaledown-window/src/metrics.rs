@@ -103,12 +103,19 @@ impl Metrics {
             .inc();
     }
 
-    /// Drops a deleted schedule's gauges.
+    /// Drops a deleted schedule's series, its flip counts included: no series outlives its
+    /// object (a rate over a counter that goes away reads as its last value's end).
     pub fn forget(&self, schedule: &str) {
         let labels = Self::schedule(schedule);
         self.enabled.remove(&labels);
         self.invalid.remove(&labels);
         self.conflict.remove(&labels);
         self.api_missing.remove(&labels);
+        for enabled in [true, false] {
+            self.flips.remove(&FlipLabels {
+                name: schedule.to_owned(),
+                scale_down_enabled: enabled.to_string(),
+            });
+        }
     }
 }

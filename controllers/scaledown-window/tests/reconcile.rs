@@ -1407,6 +1407,17 @@ async fn deleting_a_node_schedule_releases_what_it_set() {
     ));
     t.fake.insert(schedule(ME, node_target(), nights()));
     t.reconcile(ME).await.unwrap();
+    // The window opens at 20:00 Zurich and closes at 07:00: two flips, counted.
+    t.set("2026-03-27T19:30:00Z");
+    t.reconcile(ME).await.unwrap();
+    t.set("2026-03-28T06:30:00Z");
+    t.reconcile(ME).await.unwrap();
+    assert!(
+        t.metrics()
+            .contains("flips_total{controller=\"scaledown-window\",name=\"workday-nights\""),
+        "{}",
+        t.metrics()
+    );
     t.fake.modify::<ScaleDownSchedule>("", ME, |s| {
         s.metadata.deletion_timestamp = Some(ebb_runtime::to_k8s_time(utc(FRIDAY_NOON)));
     });
@@ -1421,10 +1432,11 @@ async fn deleting_a_node_schedule_releases_what_it_set() {
         "finalizer removed"
     );
     assert!(t.events.reasons().contains(&"Released".to_owned()));
-    // Gauges dropped (the flips counter keeps its series: it has more labels).
+    // Every series of the schedule dropped, its flip counts too.
     assert!(
-        !t.metrics().contains("name=\"workday-nights\"} "),
-        "gauges dropped"
+        !t.metrics().contains("name=\"workday-nights\""),
+        "series dropped: {}",
+        t.metrics()
     );
 }
 

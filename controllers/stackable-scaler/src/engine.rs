@@ -184,17 +184,28 @@ struct Operation {
 
 /// Answers hooks gave (`Done` or an error), per scaler and operation, so a hook whose answer could
 /// not be persisted is not asked again within this process. Keeps only each scaler's current
-/// operation. Share one ledger across all passes (it is `Sync`).
+/// operation, by `namespace/name` (so a scaler's deletion, seen by name, forgets it) and for its
+/// uid (a scaler made again under the name starts afresh). Share one ledger across all passes
+/// (it is `Sync`).
 #[derive(Debug, Default)]
 pub struct HookLedger {
-    answers: Mutex<HashMap<String, Answers>>,
+    answers: Mutex<HashMap<String, (String, Answers)>>,
     /// Per scaler, the hook whose start this process wrote (or tried to write: the answer may
     /// have been lost) and has not asked since: its next ask may still start it.
-    starting: Mutex<HashMap<String, (Operation, HookKind)>>,
+    starting: Mutex<HashMap<String, (String, Operation, HookKind)>>,
 }
 
 /// One scaler's current operation and the answers its hooks gave.
 type Answers = (Operation, HashMap<HookKind, HookResult>);
+
+/// A scaler as the ledger knows it: `namespace/name` and uid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalerId {
+    /// `namespace/name`.
+    pub key: String,
+    /// `metadata.uid`.
+    pub uid: String,
+}
 
 impl HookLedger {
     /// An empty ledger.
@@ -202,53 +213,65 @@ impl HookLedger {
         Self::default()
     }
 
-    fn get(&self, uid: &str, op: &Operation, hook: HookKind) -> Option<HookResult> {
+    fn get(&self, id: &ScalerId, op: &Operation, hook: HookKind) -> Option<HookResult> {
         let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         answers
-            .get(uid)
-            .filter(|(o, _)| o == op)
-            .and_then(|(_, by_hook)| by_hook.get(&hook).cloned())
+            .get(&id.key)
+            .filter(|(uid, (o, _))| *uid == id.uid && o == op)
+            .and_then(|(_, (_, by_hook))| by_hook.get(&hook).cloned())
     }
 
-    fn put(&self, uid: &str, op: Operation, hook: HookKind, answer: HookResult) {
+    fn put(&self, id: &ScalerId, op: Operation, hook: HookKind, answer: HookResult) {
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = answers
-            .entry(uid.to_owned())
-            .or_insert_with(|| (op.clone(), HashMap::new()));
-        if entry.0 != op {
-            *entry = (op, HashMap::new());
+            .entry(id.key.clone())
+            .or_insert_with(|| (id.uid.clone(), (op.clone(), HashMap::new())));
+        if entry.0 != id.uid || entry.1.0 != op {
+            *entry = (id.uid.clone(), (op, HashMap::new()));
         }
-        entry.1.insert(hook, answer);
+        entry.1.1.insert(hook, answer);
     }
 
     /// Notes that this process is writing the start of `hook` of operation `op`.
-    fn mark_starting(&self, uid: &str, op: Operation, hook: HookKind) {
+    fn mark_starting(&self, id: &ScalerId, op: Operation, hook: HookKind) {
         self.starting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(uid.to_owned(), (op, hook));
+            .insert(id.key.clone(), (id.uid.clone(), op, hook));
     }
 
     /// Whether this process wrote the start of `hook` of `op` and has not asked it since; the
     /// note is used up.
-    fn take_starting(&self, uid: &str, op: &Operation, hook: HookKind) -> bool {
+    fn take_starting(&self, id: &ScalerId, op: &Operation, hook: HookKind) -> bool {
         let mut starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
-        match starting.get(uid) {
-            Some((o, h)) if o == op && *h == hook => starting.remove(uid).is_some(),
+        match starting.get(&id.key) {
+            Some((uid, o, h)) if *uid == id.uid && o == op && *h == hook => {
+                starting.remove(&id.key).is_some()
+            }
             _ => false,
         }
     }
 
-    /// Forgets a scaler (call when it is deleted).
-    pub fn forget(&self, uid: &str) {
+    /// Forgets the scaler `namespace/name` (call when it is deleted or gone).
+    pub fn forget(&self, key: &str) {
         self.answers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(uid);
+            .remove(key);
         self.starting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(uid);
+            .remove(key);
+    }
+
+    /// How many scalers it holds anything for (for tests).
+    pub fn scalers(&self) -> usize {
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        let starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        answers
+            .keys()
+            .chain(starting.keys().filter(|k| !answers.contains_key(*k)))
+            .count()
     }
 }
 
@@ -323,11 +346,18 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
     let uid = scaler
         .metadata
         .uid
-        .as_deref()
+        .clone()
         .ok_or(ScalerError::Metadata("uid"))?;
-    if scaler.metadata.name.is_none() {
+    let Some(name) = scaler.metadata.name.as_deref() else {
         return Err(ScalerError::Metadata("name"));
-    }
+    };
+    let id = ScalerId {
+        key: format!(
+            "{}/{name}",
+            scaler.metadata.namespace.as_deref().unwrap_or_default()
+        ),
+        uid,
+    };
     let workload = target.observe().await.map_err(ScalerError::Observe)?;
     let client: Client = api.clone().into();
     let mut cluster = Cluster {
@@ -335,7 +365,7 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
         hooks,
         target,
         ledger,
-        uid,
+        id,
         current: scaler.clone(),
         fresh: None,
         hook_calls: Vec::new(),
@@ -404,7 +434,7 @@ struct Cluster<'a, H, T> {
     hooks: &'a H,
     target: &'a T,
     ledger: &'a HookLedger,
-    uid: &'a str,
+    id: ScalerId,
     /// The scaler as last read or written.
     current: StackableScaler,
     /// An InProgress answer is not kept in the ledger (the hook is polled), but it is the answer
@@ -423,7 +453,7 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
 
     fn answer(&self, hook: HookKind) -> Option<HookResult> {
         let op = operation_of(self.current.status.as_ref());
-        self.ledger.get(self.uid, &op, hook).or_else(|| {
+        self.ledger.get(&self.id, &op, hook).or_else(|| {
             self.fresh
                 .as_ref()
                 .filter(|(o, h, _)| *o == op && *h == hook)
@@ -437,7 +467,7 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
                 scale_event: record.scale_event,
                 attempt: record.attempt,
             };
-            self.ledger.mark_starting(self.uid, op, hook);
+            self.ledger.mark_starting(&self.id, op, hook);
         }
     }
 
@@ -446,7 +476,7 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
             scale_event: context.scale_event,
             attempt: context.attempt,
         };
-        self.ledger.take_starting(self.uid, &op, hook)
+        self.ledger.take_starting(&self.id, &op, hook)
     }
 
     async fn write(&mut self, writes: &[ebb_core::Write]) -> Result<(), Halt> {
@@ -461,7 +491,7 @@ impl<H: ScalingHooks, T: ScaleTarget> World for Cluster<'_, H, T> {
         let answer = call_hook(self.hooks, hook, context).await;
         self.hook_calls.push((hook, answer.clone()));
         if answer != Ok(HookOutcome::InProgress) {
-            self.ledger.put(self.uid, op.clone(), hook, answer.clone());
+            self.ledger.put(&self.id, op.clone(), hook, answer.clone());
         }
         self.fresh = Some((op, hook, answer));
         Ok(true)

@@ -227,13 +227,15 @@ pub fn controllers(
                 let stop = wiring.shutdown.clone();
                 async move { stop.cancelled().await }
             });
-        // A scaler deleted before its reconcile ran: drop its stage series.
+        // A scaler deleted (without its reconcile seeing it go): drop its stage series and
+        // the hook answers kept for it.
         let gone = {
             let ctx = ctx.clone();
             move |key: &str| {
                 if let Some((namespace, name)) = key.split_once('/') {
                     ctx.own.metrics.forget(namespace, name);
                 }
+                ctx.own.ledger.forget(key);
             }
         };
         controllers.push(frame::run(controller, ctx.clone(), gone).boxed());

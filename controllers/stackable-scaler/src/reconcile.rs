@@ -155,9 +155,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
     let api: Api<StackableScaler> = Api::namespaced(ctx.client.clone(), &namespace);
     if scaler.metadata.deletion_timestamp.is_some() {
         ctx.own.metrics.forget(&namespace, &name);
-        if let Some(uid) = scaler.uid() {
-            ctx.own.ledger.forget(&uid);
-        }
+        ctx.own.ledger.forget(&format!("{namespace}/{name}"));
         return Ok(Requeue::AwaitChange);
     }
 

@@ -120,7 +120,7 @@ pub fn controllers(
             let ctx = ctx.clone();
             move |key: &str| {
                 if let Some((namespace, provision)) = key.split_once('/') {
-                    ctx.own.metrics.forget(&ProvisionLabels {
+                    ctx.own.metrics.gone(&ProvisionLabels {
                         namespace: namespace.to_owned(),
                         name: provision.to_owned(),
                     });

@@ -1,8 +1,9 @@
 //! workshop-scaler's own metrics, registered as `ebb_workshop_scaler_*` next to the shared
 //! reconcile metrics.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ebb_runtime::metrics::{Keep, ObjectRows};
 
@@ -36,11 +37,16 @@ pub struct ProvisionLabels {
 pub struct Metrics {
     utilization: Arc<ObjectRows<f64>>,
     provisions: Arc<ObjectRows<ProvisionRow>>,
+    /// How many provisions last observed each workshop (`namespace`, `name`): its
+    /// utilization goes when the last of them is gone.
+    users: Arc<Mutex<HashMap<(String, String), usize>>>,
 }
 
 /// What is exported of one provision.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct ProvisionRow {
+    /// The workshop it last observed.
+    workshop: Option<(String, String)>,
     /// The last observation, while auto-scaling is enabled on the provision.
     observed: Option<Observation>,
     /// Scale-ups applied to its `spec.count` (kept after the gauges go).
@@ -120,11 +126,55 @@ impl Metrics {
                     None => Keep::Drop,
                 }
             });
+        let workshop = (workshop.namespace.clone(), workshop.name.clone());
+        let mut was = None;
         self.provisions
             .update(&provision.namespace, &provision.name, |row| {
                 row.observed = Some(o);
+                if row.workshop.as_ref() != Some(&workshop) {
+                    was = Some(row.workshop.replace(workshop.clone()));
+                }
                 Keep::Row
             });
+        if let Some(was) = was {
+            let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+            *users.entry(workshop).or_default() += 1;
+            if let Some(was) = was {
+                self.leave(&mut users, was);
+            }
+        }
+    }
+
+    /// One provision fewer observes `workshop`: its utilization goes with the last.
+    fn leave(&self, users: &mut HashMap<(String, String), usize>, workshop: (String, String)) {
+        if let Some(count) = users.get_mut(&workshop) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                users.remove(&workshop);
+                self.utilization.remove(&workshop.0, &workshop.1);
+            }
+        }
+    }
+
+    /// A provision is gone (deleted): every series of it goes, its scale-up counter too, and
+    /// its workshop's utilization once no other provision observes that workshop. No series
+    /// outlives its object.
+    pub fn gone(&self, provision: &ProvisionLabels) {
+        let mut workshop = None;
+        self.provisions
+            .update(&provision.namespace, &provision.name, |row| {
+                workshop = row.workshop.take();
+                Keep::Drop
+            });
+        if let Some(workshop) = workshop {
+            let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+            self.leave(&mut users, workshop);
+        }
+    }
+
+    /// How many workshops and provisions have series (for tests).
+    pub fn rows(&self) -> (usize, usize) {
+        (self.utilization.len(), self.provisions.len())
     }
 
     /// Counts one applied scale-up.

@@ -55,3 +55,46 @@ fn series_are_named_and_labelled() {
     // Counters survive: a scale-up happened, whatever became of the provision since.
     assert!(text.contains("scale_ups_total{"), "{text}");
 }
+
+/// A deleted provision leaves no series: its gauges and counter go, and its workshop's
+/// utilization once no other provision observes that workshop.
+#[test]
+fn nothing_outlives_a_deleted_provision() {
+    let mut registry = Registry::default();
+    let m = Metrics::new(&mut registry);
+    let w = |name: &str| WorkshopLabels {
+        namespace: "ops".into(),
+        name: name.into(),
+    };
+    let p = |name: &str| ProvisionLabels {
+        namespace: "ops".into(),
+        name: name.into(),
+    };
+    let seen = Observation {
+        utilization: Some(0.5),
+        count: 2,
+        desired_count: 2,
+        active: false,
+        at_max: false,
+        at_max_with_demand: false,
+    };
+    m.observe(&w("shared"), &p("a"), seen);
+    m.observe(&w("shared"), &p("b"), seen);
+    m.scaled_up(&p("a"));
+    m.observe(&w("own"), &p("c"), seen);
+    // c moves to the shared workshop: its old one has no provision left.
+    m.observe(&w("shared"), &p("c"), seen);
+    assert_eq!(m.rows(), (1, 3));
+    m.gone(&p("a"));
+    assert_eq!(
+        m.rows(),
+        (1, 2),
+        "b and c still observe the shared workshop"
+    );
+    m.gone(&p("b"));
+    m.gone(&p("c"));
+    assert_eq!(m.rows(), (0, 0));
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    assert!(!text.contains("name=\""), "{text}");
+}

@@ -363,6 +363,19 @@ impl<R: Default> ObjectRows<R> {
 }
 
 impl<R> ObjectRows<R> {
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        self.rows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Removes the row of `namespace/name`.
     pub fn remove(&self, namespace: &str, name: &str) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
