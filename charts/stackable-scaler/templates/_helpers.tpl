@@ -130,6 +130,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.dryRun }}
 - "--dry-run"
 {{- end }}
+- {{ printf "--concurrent-reconciles=%v" (int .Values.concurrentReconciles) | quote }}
+{{- with .Values.kubeApi }}
+{{- if .qps }}
+- {{ printf "--kube-api-qps=%v" (int .qps) | quote }}
+{{- end }}
+{{- if .burst }}
+- {{ printf "--kube-api-burst=%v" (int .burst) | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* One alert of the PrometheusRule: (dict "ctx" $ "name" "Alert" "cfg" .Values.prometheusRule.alerts.x "expr" "..." "summary" "..." "description" "...").

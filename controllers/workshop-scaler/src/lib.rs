@@ -98,7 +98,7 @@ pub fn controllers(
             own_policies,
             workshops_seen,
             &wiring.shutdown,
-            wiring.warm_up.contact(),
+            &wiring.warm_up,
         );
         controllers.push(frame::run(statuses, policy_ctx.clone(), |_| {}).boxed());
         let controller = controller(
@@ -282,12 +282,12 @@ pub fn policy_controller(
     policies: Api<Guarded<WorkshopScalingPolicy>>,
     workshops_seen: impl Stream<Item = PartialObjectMeta<Workshop>> + Send + 'static,
     shutdown: &Shutdown,
-    contact: &ApiContact,
+    warm_up: &WarmUp,
 ) -> Queued<Guarded<WorkshopScalingPolicy>> {
     let controller = ebb_runtime::app::controller_outside_readiness(
         policies,
         watcher::Config::default().any_semantic(),
-        contact,
+        warm_up,
     );
     let store = controller.store();
     let token = shutdown.token();

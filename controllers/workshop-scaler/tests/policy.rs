@@ -505,7 +505,10 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
         Api::namespaced(h.fake.client(), NS),
         workshops_seen,
         &shutdown,
-        &ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
+        &WarmUp::new(
+            Health::new(),
+            ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone())),
+        ),
     );
     let runs = [
         tokio::spawn(frame::run(provisions, ctx.clone(), |_| {})),

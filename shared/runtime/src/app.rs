@@ -196,13 +196,17 @@ async fn start(
         .config_for(controller)
         .await
         .map_err(|e| AppError::Client(e.to_string()))?;
-    let client = crate::contact::client(config, &contact)
+    // The Lease, the probe and /metrics' reviews go around the client-side limit: a renewal
+    // that waits behind a mass change would cost the Lease.
+    let unlimited = crate::contact::client(config.clone(), &contact, None)
+        .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+    let client = crate::contact::client(config, &contact, common.api_rate())
         .map_err(|e| AppError::Client(innermost_summary(&e)))?;
     let health = Health::new();
     let mut server = MetricsServer::bind(common.metrics_addr).await?;
     if common.metrics_auth {
         server = server.with_auth(Arc::new(KubeAuth::new(
-            client.clone(),
+            unlimited.clone(),
             std::time::Duration::from_secs(common.metrics_auth_cache_ttl),
         )));
     }
@@ -213,15 +217,10 @@ async fn start(
         server = server.with_probes_on(addr).await?;
     }
     let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
-    tokio::spawn(contact.clone().probe(client.clone(), shutdown.clone()));
-    let leader = LeaderElection::from_args(
-        &common,
-        client.clone(),
-        controller,
-        &contact,
-        shutdown.clone(),
-    )
-    .await?;
+    tokio::spawn(contact.clone().probe(unlimited.clone(), shutdown.clone()));
+    let leader =
+        LeaderElection::from_args(&common, unlimited, controller, &contact, shutdown.clone())
+            .await?;
     tracing::info!(
         controller,
         namespaces = ?common.watched_namespaces(),
@@ -240,7 +239,7 @@ async fn start(
             leader,
             own_writes: crate::own_writes::OwnWrites::new(),
         },
-        warm_up: WarmUp::new(health, contact),
+        warm_up: WarmUp::new(health, contact).with_concurrency(common.concurrent_reconciles),
         shutdown,
         common,
         retry_jitter: true,
@@ -280,16 +279,27 @@ pub struct WarmUp {
     health: Health,
     pending: Arc<AtomicUsize>,
     contact: ApiContact,
+    concurrency: u16,
 }
 
 impl WarmUp {
     /// Nothing registered yet; `health` turns ready when every registered cache is warm.
+    /// Controllers run [`CONCURRENT_RECONCILES`] reconciles at once.
     pub fn new(health: Health, contact: ApiContact) -> Self {
         Self {
             health,
             pending: Arc::new(AtomicUsize::new(0)),
             contact,
+            concurrency: CONCURRENT_RECONCILES,
         }
+    }
+
+    /// Controllers built from here run at most `concurrency` reconciles at once
+    /// (`--concurrent-reconciles`; at least 1).
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: u16) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
     }
 
     /// The link to the API server every watch reports to and waits through
@@ -341,7 +351,7 @@ where
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
-    built(api, config, warm_up.contact(), None, move || cache.warm())
+    built(api, config, warm_up, None, move || cache.warm())
 }
 
 /// [`controller`] that passes over the events of this process's own writes to its objects
@@ -359,9 +369,7 @@ where
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
-    built(api, config, warm_up.contact(), Some(own), move || {
-        cache.warm()
-    })
+    built(api, config, warm_up, Some(own), move || cache.warm())
 }
 
 /// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
@@ -390,7 +398,7 @@ where
     built_with(
         api,
         config,
-        warm_up.contact(),
+        warm_up,
         Some(own),
         listed,
         Some(Box::new(changed)),
@@ -402,19 +410,19 @@ where
 pub fn controller_outside_readiness<K>(
     api: Api<K>,
     config: watcher::Config,
-    contact: &ApiContact,
+    warm_up: &WarmUp,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    built(api, config, contact, None, || {})
+    built(api, config, warm_up, None, || {})
 }
 
 fn built<K>(
     api: Api<K>,
     config: watcher::Config,
-    contact: &ApiContact,
+    warm_up: &WarmUp,
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
 ) -> Queued<K>
@@ -422,7 +430,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    built_with(api, config, contact, own, listed, None)
+    built_with(api, config, warm_up, own, listed, None)
 }
 
 /// Sees each object a changes-only trigger passes on ([`controller_on_changes`]).
@@ -431,7 +439,7 @@ type Changed<K> = Box<dyn Fn(&K) + Send + Sync>;
 fn built_with<K>(
     api: Api<K>,
     config: watcher::Config,
-    contact: &ApiContact,
+    warm_up: &WarmUp,
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
@@ -440,6 +448,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
+    let contact = warm_up.contact();
     let (reader, writer) = reflector::store();
     let slimmed = crate::contact::resilient(
         move || watcher(api.clone(), config.clone()),
@@ -471,7 +480,7 @@ where
         None => trigger.boxed(),
     };
     let controller = Controller::for_stream(Queued::note(&queue, trigger), reader)
-        .with_config(controller_config())
+        .with_config(controller_config(warm_up.concurrency))
         .trigger_backoff(crate::contact::NoPause);
     // The server's return, and this replica starting to lead, reconcile everything once: an edge
     // that passed while the server was away, or a reconcile that failed on the outage or ran as
@@ -488,9 +497,10 @@ where
 /// rest wait in its queue, merged per object.
 pub const CONCURRENT_RECONCILES: u16 = 8;
 
-/// The configuration of every controller ebb runs ([`CONCURRENT_RECONCILES`]).
-pub fn controller_config() -> kube::runtime::controller::Config {
-    kube::runtime::controller::Config::default().concurrency(CONCURRENT_RECONCILES)
+/// The configuration of every controller ebb runs: at most `concurrency` reconciles at once
+/// (`--concurrent-reconciles`, default [`CONCURRENT_RECONCILES`]).
+pub fn controller_config(concurrency: u16) -> kube::runtime::controller::Config {
+    kube::runtime::controller::Config::default().concurrency(concurrency)
 }
 
 /// The annotation `kubectl apply` keeps a whole copy of the object in.

@@ -172,6 +172,34 @@ pub struct CommonArgs {
     )]
     pub dry_run: bool,
 
+    /// How many objects a controller reconciles at once; each makes its requests in order.
+    #[arg(
+        help_heading = WRITES,
+        long,
+        env = "EBB_CONCURRENT_RECONCILES",
+        default_value_t = crate::app::CONCURRENT_RECONCILES,
+        value_parser = clap::value_parser!(u16).range(1..),
+        value_name = "N"
+    )]
+    pub concurrent_reconciles: u16,
+
+    /// Most requests a second to the API server, on average (client-side). 0: no client-side
+    /// limit, the API server's priority and fairness alone (controller-runtime's default since
+    /// v0.21, on SIG API Machinery's advice).
+    #[arg(
+        help_heading = CLUSTER,
+        long,
+        env = "EBB_KUBE_API_QPS",
+        default_value_t = 0,
+        value_name = "QPS"
+    )]
+    pub kube_api_qps: u32,
+
+    /// With --kube-api-qps: how many requests may go at once after a quiet spell [default: twice
+    /// the QPS].
+    #[arg(help_heading = CLUSTER, long, env = "EBB_KUBE_API_BURST", value_name = "N")]
+    pub kube_api_burst: Option<u32>,
+
     /// Where time zones are read from (see [`crate::tz`]).
     #[command(flatten)]
     pub tz: crate::tz::TzArgs,
@@ -192,6 +220,12 @@ impl AsRef<CommonArgs> for CommonOnly {
 }
 
 impl CommonArgs {
+    /// The client-side limit on requests to the API server, if any (`--kube-api-qps`,
+    /// `--kube-api-burst`).
+    pub fn api_rate(&self) -> Option<crate::contact::ApiRate> {
+        crate::contact::ApiRate::new(self.kube_api_qps, self.kube_api_burst)
+    }
+
     /// The namespaces to watch, trimmed, without blanks or duplicates; empty means cluster-wide.
     pub fn watched_namespaces(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

@@ -422,17 +422,58 @@ async fn ready(client: &kube::Client) -> Ready {
     }
 }
 
+/// A client-side limit on requests to the API server: `burst` requests per window of
+/// `burst / qps` seconds (tower's `RateLimit`), so `qps` a second on average and at most `burst`
+/// at once after a quiet spell. Requests past it wait their turn, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiRate {
+    /// Requests a second, on average.
+    pub qps: u32,
+    /// Requests one window allows.
+    pub burst: u32,
+}
+
+impl ApiRate {
+    /// `qps` requests a second with bursts of `burst` (default twice `qps`); `None` when `qps`
+    /// is 0 (no client-side limit).
+    pub fn new(qps: u32, burst: Option<u32>) -> Option<Self> {
+        (qps > 0).then(|| Self {
+            qps,
+            burst: burst.unwrap_or(qps.saturating_mul(2)).max(1),
+        })
+    }
+
+    /// The window one burst of requests is spread over.
+    pub fn window(&self) -> Duration {
+        Duration::from_secs_f64(f64::from(self.burst) / f64::from(self.qps))
+    }
+}
+
 /// A client for `config` whose every answer and failure `contact` records, and whose requests
-/// it counts and times ([`crate::requests`]).
+/// it counts and times ([`crate::requests`]); with `rate`, no faster than it allows.
 ///
 /// # Errors
 /// The configuration cannot make a client (its TLS settings, say).
-pub fn client(config: kube::Config, contact: &ApiContact) -> Result<kube::Client, kube::Error> {
+pub fn client(
+    config: kube::Config,
+    contact: &ApiContact,
+    rate: Option<ApiRate>,
+) -> Result<kube::Client, kube::Error> {
     let layer = tower::util::MapResultLayer::new(contact.observer());
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&layer)
         .with_layer(&contact.inner.requests.layer())
+        .with_layer(&rate_layer(rate))
         .build())
+}
+
+/// The layer that holds requests to `rate` (none: passes them on at once).
+pub fn rate_layer(
+    rate: Option<ApiRate>,
+) -> tower::util::Either<tower::limit::RateLimitLayer, tower::layer::util::Identity> {
+    tower::util::option_layer(
+        rate.map(|r| tower::limit::RateLimitLayer::new(u64::from(r.burst), r.window())),
+    )
 }
 
 /// Whether `error` (or an error in its chain of sources) says the API server could not be

@@ -225,7 +225,12 @@ impl Default for State {
 }
 
 /// The body of every response: JSON in one piece, or a watch's stream of events.
-type ResponseBody = Either<Full<Bytes>, WatchBody>;
+/// The body of the fake's answers: whole, or a watch's stream.
+pub type ResponseBody = Either<Full<Bytes>, WatchBody>;
+
+/// The fake as a service, for [`FakeApi::client_with`]'s layer to wrap.
+pub type FakeService =
+    tower::util::BoxService<Request<Body>, Response<ResponseBody>, InjectedTimeout>;
 
 /// What a request produced: a JSON answer, or a watch to stream.
 enum Answer {
@@ -339,6 +344,27 @@ impl FakeApi {
     /// Without an exploration under way it is [`Self::client`].
     pub fn client_as(&self, actor: usize) -> Client {
         self.client_of(Some(actor))
+    }
+
+    /// A client talking to this fake through `layer` (a client-side limit, say).
+    pub fn client_with<L>(&self, layer: &L) -> Client
+    where
+        L: tower::Layer<FakeService>,
+        L::Service: tower::Service<
+                Request<Body>,
+                Response = Response<ResponseBody>,
+                Error = InjectedTimeout,
+            > + Send
+            + 'static,
+        <L::Service as tower::Service<Request<Body>>>::Future: Send + 'static,
+    {
+        let api = self.clone();
+        let service =
+            tower::util::BoxService::new(tower::service_fn(move |request: Request<Body>| {
+                let api = api.clone();
+                async move { api.handle(request, None).await }
+            }));
+        Client::new(layer.layer(service), "default")
     }
 
     fn client_of(&self, actor: Option<usize>) -> Client {

@@ -350,3 +350,39 @@ async fn a_controller_reconciles_on_changes_to_owners_and_owned_objects() {
         "a stopped controller leaves no watch open"
     );
 }
+
+/// `--kube-api-qps 5 --kube-api-burst 2`: two requests go at once, the rest wait their turn at
+/// five a second on average; no limit (`--kube-api-qps 0`) holds nothing back.
+#[tokio::test(start_paused = true)]
+async fn the_client_side_limit_holds_requests_to_its_rate() {
+    use ebb_runtime::contact::{ApiRate, rate_layer};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let fake = FakeApi::new();
+    fake.insert(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns"}}));
+    let rate = ApiRate::new(5, Some(2)).unwrap();
+    assert_eq!(rate.window(), std::time::Duration::from_millis(400));
+    assert_eq!(ApiRate::new(5, None).unwrap().burst, 10, "twice the QPS");
+    assert_eq!(ApiRate::new(0, Some(10)), None, "0: no limit");
+
+    let timed = |client: kube::Client| async move {
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(client, "ns");
+        let start = tokio::time::Instant::now();
+        for _ in 0..10 {
+            api.get("cm").await.unwrap();
+        }
+        start.elapsed()
+    };
+    let limited = timed(fake.client_with(&rate_layer(Some(rate)))).await;
+    // Ten requests, two a window of 0.4 s: the tenth goes in the fifth window.
+    assert!(
+        limited >= std::time::Duration::from_millis(1600),
+        "ten requests took {limited:?}"
+    );
+    assert!(
+        limited < std::time::Duration::from_millis(2000),
+        "{limited:?}"
+    );
+    let free = timed(fake.client_with(&rate_layer(None))).await;
+    assert!(free < std::time::Duration::from_millis(10), "{free:?}");
+}
