@@ -35,7 +35,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 use crate::decide::{self, Claim, Reach};
@@ -313,11 +313,13 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let events = reflector::reflector(writer, events).inspect(move |event| {
-        if matches!(event, Ok(watcher::Event::InitDone)) {
-            listed.store(true, Ordering::Release);
-        }
-    });
+    // What no pass reads (managedFields, kubectl's last-applied copy) stays out of the cache.
+    let events =
+        reflector::reflector(writer, events.modify(ebb_runtime::app::slim)).inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                listed.store(true, Ordering::Release);
+            }
+        });
     (reader, ebb_runtime::triggers::spec_changes_of(events))
 }
 
