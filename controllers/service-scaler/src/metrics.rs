@@ -65,18 +65,24 @@ impl Metrics {
         metrics
     }
 
-    /// Records the state of ServiceScaler `key` (`namespace/name`).
+    /// Records the state of ServiceScaler `key` (`namespace/name`): the gauges move by one, no
+    /// scan of every object.
     pub fn observe(&self, key: &str, state: ManagedState) {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        states.insert(key.to_owned(), state);
-        self.publish(&states);
+        let was = states.insert(key.to_owned(), state);
+        if was != Some(state) {
+            if let Some(was) = was {
+                self.gauge(was).dec();
+            }
+            self.gauge(state).inc();
+        }
     }
 
     /// Forgets ServiceScaler `key` (deleted, or no longer selected).
     pub fn forget(&self, key: &str) {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        if states.remove(key).is_some() {
-            self.publish(&states);
+        if let Some(was) = states.remove(key) {
+            self.gauge(was).dec();
         }
     }
 
@@ -92,15 +98,12 @@ impl Metrics {
             .inc();
     }
 
-    fn publish(&self, states: &HashMap<String, ManagedState>) {
-        for state in STATES {
-            let n = states.values().filter(|s| **s == state).count();
-            self.managed
-                .get_or_create(&StateLabels {
-                    state: state.as_str(),
-                })
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
+    fn gauge(&self, state: ManagedState) -> Gauge {
+        self.managed
+            .get_or_create(&StateLabels {
+                state: state.as_str(),
+            })
+            .clone()
     }
 }
 

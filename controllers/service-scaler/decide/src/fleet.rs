@@ -173,12 +173,33 @@ pub fn fleet_key(fleet: &FleetSchedule) -> String {
 
 /// `fleet`'s selector, or why it is not one.
 pub fn selector_of(fleet: &FleetSchedule) -> Result<Selector, String> {
+    SELECTOR_PARSES.with(|n| n.set(n.get().wrapping_add(1)));
     Selector::try_from(fleet.spec.selector.clone()).map_err(|e| format!("spec.selector: {e}"))
+}
+
+thread_local! {
+    static SELECTOR_PARSES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many selectors [`selector_of`] parsed on this thread so far: tests hold a pass's parses
+/// to the number of FleetSchedules, whatever the number of HPAs.
+pub fn selector_parses() -> u64 {
+    SELECTOR_PARSES.with(std::cell::Cell::get)
 }
 
 /// Whether `fleet` matches the HPA of `meta` (its namespace reached, its labels selected). A
 /// FleetSchedule being deleted matches nothing.
 pub fn selects(fleet: &FleetSchedule, meta: &ObjectMeta, reach: Reach<'_>) -> bool {
+    selects_with(fleet, selector_of(fleet).ok().as_ref(), meta, reach)
+}
+
+/// [`selects`] with `fleet`'s selector parsed already (`None`: it does not parse).
+fn selects_with(
+    fleet: &FleetSchedule,
+    selector: Option<&Selector>,
+    meta: &ObjectMeta,
+    reach: Reach<'_>,
+) -> bool {
     if fleet.metadata.deletion_timestamp.is_some() {
         return false;
     }
@@ -187,7 +208,50 @@ pub fn selects(fleet: &FleetSchedule, meta: &ObjectMeta, reach: Reach<'_>) -> bo
         return false;
     }
     let empty = BTreeMap::new();
-    selector_of(fleet).is_ok_and(|s| s.matches(meta.labels.as_ref().unwrap_or(&empty)))
+    selector.is_some_and(|s| s.matches(meta.labels.as_ref().unwrap_or(&empty)))
+}
+
+/// FleetSchedules with their selectors parsed once, to match many HPAs against.
+#[derive(Debug)]
+pub struct Fleets<'a> {
+    parsed: Vec<(&'a FleetSchedule, Option<Selector>)>,
+}
+
+impl<'a> Fleets<'a> {
+    /// `fleets`, each selector parsed.
+    pub fn new(fleets: impl IntoIterator<Item = &'a FleetSchedule>) -> Self {
+        Self {
+            parsed: fleets
+                .into_iter()
+                .map(|fleet| (fleet, selector_of(fleet).ok()))
+                .collect(),
+        }
+    }
+
+    /// Who schedules the HPA of `meta` (see [`claim`]).
+    pub fn claim(&self, meta: &ObjectMeta, service_scaler: bool, reach: Reach<'_>) -> Claim<'a> {
+        let mut matching: Vec<&'a FleetSchedule> = self
+            .parsed
+            .iter()
+            .filter(|(fleet, selector)| selects_with(fleet, selector.as_ref(), meta, reach))
+            .map(|(fleet, _)| *fleet)
+            .collect();
+        if matching.is_empty() {
+            return Claim::Nobody;
+        }
+        if service_scaler {
+            return Claim::ServiceScaler;
+        }
+        if opted_out(meta) {
+            return Claim::OptedOut;
+        }
+        matching.sort_by_key(|f| seniority(f));
+        let winner = matching.remove(0);
+        Claim::Fleet {
+            winner,
+            rivals: matching,
+        }
+    }
 }
 
 /// Whether the HPA of `meta` carries [`OPT_OUT_ANNOTATION`]` = "true"`.
@@ -232,25 +296,7 @@ pub fn claim<'a>(
     service_scaler: bool,
     reach: Reach<'_>,
 ) -> Claim<'a> {
-    let mut matching: Vec<&FleetSchedule> = fleets
-        .into_iter()
-        .filter(|f| selects(f, meta, reach))
-        .collect();
-    if matching.is_empty() {
-        return Claim::Nobody;
-    }
-    if service_scaler {
-        return Claim::ServiceScaler;
-    }
-    if opted_out(meta) {
-        return Claim::OptedOut;
-    }
-    matching.sort_by_key(|f| seniority(f));
-    let winner = matching.remove(0);
-    Claim::Fleet {
-        winner,
-        rivals: matching,
-    }
+    Fleets::new(fleets).claim(meta, service_scaler, reach)
 }
 
 /// Whether a pass over the HPA of `meta` needs the HPA itself: it is a member, or carries a
@@ -710,20 +756,25 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
             now,
         )
     };
+    // Each selector is parsed once and the schedule built once, whatever the number of HPAs.
+    let own_selector = selector_of(fleet);
+    let schedule = fleet_schedule(fleet, observed.calendars);
     let invalid = [
-        selector_of(fleet).err(),
+        own_selector.as_ref().err().cloned(),
         observed.reach.refusal(fleet),
-        fleet_schedule(fleet, observed.calendars).err(),
+        schedule.as_ref().err().cloned(),
     ]
     .into_iter()
     .flatten()
     .collect::<Vec<_>>();
+    let own_selector = own_selector.ok();
+    let all = Fleets::new(observed.fleets.iter().copied());
     let key = fleet_key(fleet);
     let mut members = 0;
     // Per rival: the older of the two, how many HPAs both match, one of them.
     let mut rivals: BTreeMap<String, (bool, usize, String)> = BTreeMap::new();
     for meta in observed.hpas {
-        if !selects(fleet, meta, observed.reach) {
+        if !selects_with(fleet, own_selector.as_ref(), meta, observed.reach) {
             continue;
         }
         let hpa_key = format!(
@@ -734,12 +785,8 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
         if let Claim::Fleet {
             winner,
             rivals: others,
-        } = claim(
-            meta,
-            observed.fleets.iter().copied(),
-            (observed.service_scaler)(meta),
-            observed.reach,
-        ) {
+        } = all.claim(meta, (observed.service_scaler)(meta), observed.reach)
+        {
             members += usize::from(fleet_key(winner) == key);
             for other in std::iter::once(winner).chain(others) {
                 let other_key = fleet_key(other);
@@ -755,7 +802,7 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
         }
     }
     status.members = i32::try_from(members).unwrap_or(i32::MAX);
-    let schedule = fleet_schedule(fleet, observed.calendars).ok();
+    let schedule = schedule.ok();
     status.matched_range = schedule
         .as_ref()
         .and_then(|s| s.matched_at(now))

@@ -713,3 +713,43 @@ fn a_dry_run_writes_nothing_and_says_what_it_would_have_done() {
         plan.notices[0].note
     );
 }
+
+/// A FleetSchedule's pass over N HPAs parses each fleet's selector once, and builds its
+/// schedule once: the work per HPA is a match, not a parse (issue 46's quadratic path).
+#[test]
+fn a_fleet_pass_parses_each_selector_once_whatever_the_number_of_hpas() {
+    let web = office("web");
+    let older = fleet("shop", "older", "2025-01-01T00:00:00Z", json!({}));
+    let no_scalers = |_: &ObjectMeta| false;
+    let parses_for = |n: usize| {
+        let metas: Vec<ObjectMeta> = (0..n)
+            .map(|i| {
+                let mut meta = hpa(json!({})).metadata;
+                meta.name = Some(format!("web-{i}"));
+                meta
+            })
+            .collect();
+        let hpas: Vec<&ObjectMeta> = metas.iter().collect();
+        let before = selector_parses();
+        let plan = decide_fleet(
+            &FleetObserved {
+                calendars: &Calendars::new(),
+                fleet: &web,
+                fleets: &[&web, &older],
+                hpas: &hpas,
+                service_scaler: &no_scalers,
+                reach: Reach::default(),
+            },
+            utc("2026-12-23T09:00:00Z"),
+        );
+        let status = plan.status.unwrap().patch["status"].clone();
+        assert_eq!(condition(&status, "Conflict")["status"], "True", "{n} HPAs");
+        selector_parses() - before
+    };
+    let (at_n, at_2n) = (parses_for(100), parses_for(200));
+    assert_eq!(
+        at_n, at_2n,
+        "parses grow with the HPAs: {at_n} at 100, {at_2n} at 200"
+    );
+    assert!(at_n <= 3, "{at_n} parses for two fleets");
+}

@@ -100,10 +100,10 @@ mod writes;
 mod fixtures;
 
 pub use fleet::{
-    CONDITION_CONFLICT, Claim, FLEET_ANNOTATION, FleetObserved, MemberObserved, OPT_OUT_ANNOTATION,
-    RECORD_ANNOTATION, Reach, Record, claim, decide_fleet, decide_member, fleet_key,
-    fleet_schedule, member_reads_scale, member_target, needs_pass, opted_out, record_of,
-    selector_of, selects,
+    CONDITION_CONFLICT, Claim, FLEET_ANNOTATION, FleetObserved, Fleets, MemberObserved,
+    OPT_OUT_ANNOTATION, RECORD_ANNOTATION, Reach, Record, claim, decide_fleet, decide_member,
+    fleet_key, fleet_schedule, member_reads_scale, member_target, needs_pass, opted_out, record_of,
+    selector_of, selector_parses, selects,
 };
 pub use hibernate::{
     Hibernation, SCALABLE, describe_workload, hibernation, hibernation_target, reads_scale,
