@@ -54,12 +54,63 @@ pub struct Own {
 /// The policies are read from their cache once it has listed; their CRD is optional, and a cache
 /// of a kind that is not served never answers, so until then they are listed per reconcile
 /// ([`policies_in`]).
-#[derive(Clone, Default)]
+///
+/// Seats are looked up by workshop and claims by provision ([`Cache::by_key`]): a reconcile costs
+/// the seats and claims of its own provision, not a scan of every one of the namespace.
+#[derive(Clone)]
 pub struct Caches {
     pub workshops: Cache<Guarded<Workshop>>,
     pub assignments: Cache<Guarded<WorkshopUserAssignment>>,
     pub claims: Cache<Guarded<ResourceClaim>>,
     pub policies: Cache<Guarded<WorkshopScalingPolicy>>,
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self {
+            workshops: Cache::default(),
+            assignments: Cache::indexed(seat_keys),
+            claims: Cache::indexed(claim_keys),
+            policies: Cache::default(),
+        }
+    }
+}
+
+/// `namespace/workshop` of a seat that deserializes (a malformed seat is not counted).
+fn seat_keys(seat: &Guarded<WorkshopUserAssignment>) -> Vec<String> {
+    match &seat.0 {
+        Ok(seat) => vec![format!(
+            "{}/{}",
+            seat.namespace().unwrap_or_default(),
+            seat.spec.workshop_name
+        )],
+        Err(_) => Vec::new(),
+    }
+}
+
+/// `namespace/provision` for each provision a claim may belong to ([`claim_belongs_to`]): its
+/// Babylon label, and each WorkshopProvision owner reference by name.
+fn claim_keys(claim: &Guarded<ResourceClaim>) -> Vec<String> {
+    let namespace = claim.namespace().unwrap_or_default();
+    let mut names: Vec<&str> = claim
+        .labels()
+        .get(WORKSHOP_PROVISION_LABEL)
+        .map(String::as_str)
+        .into_iter()
+        .chain(
+            claim
+                .owner_references()
+                .iter()
+                .filter(|o| o.kind == "WorkshopProvision")
+                .map(|o| o.name.as_str()),
+        )
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| format!("{namespace}/{name}"))
+        .collect()
 }
 
 /// What fills one scope of the [`Caches`].
@@ -325,17 +376,12 @@ pub fn lifespan_end(lifespan: Option<&Value>) -> Option<Timestamp> {
 
 fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {
     let mut seats = Seats::default();
-    for assignment in ctx.own.caches.assignments.in_namespace(namespace)? {
-        // A seat that does not deserialize cannot be counted; it must not stop the others.
-        let assignment = match &assignment.0 {
-            Ok(a) => a,
-            Err(invalid) => {
-                tracing::warn!(
-                    assignment = %assignment.name_any(), %namespace, error = %invalid,
-                    "WorkshopUserAssignment does not deserialize; not counted"
-                );
-                continue;
-            }
+    // The seats of this workshop alone (a seat that does not deserialize has no key: it is not
+    // counted, and does not stop the others).
+    let key = format!("{namespace}/{workshop}");
+    for assignment in ctx.own.caches.assignments.by_key(&key)? {
+        let Ok(assignment) = &assignment.0 else {
+            continue;
         };
         if assignment.spec.workshop_name != workshop {
             continue;
@@ -370,8 +416,14 @@ fn observe_claims(
     namespace: &str,
     provision: &WorkshopProvision,
 ) -> Result<Vec<Claim>, Error> {
-    // Every claim of the namespace: claims linked only by owner reference count too.
-    let mut claims = ctx.own.caches.claims.in_namespace(namespace)?;
+    // The claims linked to this provision by label or by owner reference (the name; the uid is
+    // checked below).
+    let name = provision.metadata.name.as_deref().unwrap_or_default();
+    let mut claims = ctx
+        .own
+        .caches
+        .claims
+        .by_key(&format!("{namespace}/{name}"))?;
     // The cache holds no order; the decision reports claims by name.
     claims.sort_by_key(|c| c.name_any());
     Ok(claims

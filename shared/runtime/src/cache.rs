@@ -12,10 +12,11 @@
 //! One cache spans every scope (`--namespace`) of a controller: each scope's watch feeds its own
 //! store through a [`Feed`], and the cache reads them all.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
@@ -49,6 +50,7 @@ where
     K::DynamicType: Hash + Eq,
 {
     scopes: Vec<Scope<K>>,
+    index: Option<Arc<Index<K>>>,
 }
 
 impl<K> Default for Cache<K>
@@ -57,7 +59,111 @@ where
     K::DynamicType: Hash + Eq,
 {
     fn default() -> Self {
-        Self { scopes: Vec::new() }
+        Self {
+            scopes: Vec::new(),
+            index: None,
+        }
+    }
+}
+
+/// The keys an object is looked up by ([`Cache::indexed`]): its workshop, say.
+pub type Keys<K> = Box<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// Which objects each key names, kept as the watches see them: a lookup costs the objects it
+/// finds, not a scan of the cache.
+struct Index<K: Resource + 'static>
+where
+    K::DynamicType: Hash + Eq,
+{
+    keys: Keys<K>,
+    state: Mutex<IndexState<K>>,
+}
+
+struct IndexState<K: Resource + 'static>
+where
+    K::DynamicType: Hash + Eq,
+{
+    by_key: HashMap<String, HashSet<ObjectRef<K>>>,
+    /// Each object's scope and keys.
+    of: HashMap<ObjectRef<K>, (usize, Vec<String>)>,
+    /// Per scope, the objects its relist has shown so far (while one runs).
+    relisted: HashMap<usize, HashSet<ObjectRef<K>>>,
+}
+
+impl<K> Index<K>
+where
+    K: Resource + 'static,
+    K::DynamicType: Default + Hash + Eq + Clone,
+{
+    fn lock(&self) -> std::sync::MutexGuard<'_, IndexState<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes in one event of scope `scope`'s watch.
+    fn take_in(&self, scope: usize, event: &Event<K>) {
+        let mut state = self.lock();
+        match event {
+            Event::Init => {
+                state.relisted.insert(scope, HashSet::new());
+            }
+            Event::InitApply(object) => {
+                let reference = ObjectRef::from_obj(object);
+                if let Some(seen) = state.relisted.get_mut(&scope) {
+                    seen.insert(reference.clone());
+                }
+                state.put(scope, reference, (self.keys)(object));
+            }
+            Event::Apply(object) => {
+                state.put(scope, ObjectRef::from_obj(object), (self.keys)(object));
+            }
+            Event::Delete(object) => state.remove(&ObjectRef::from_obj(object)),
+            Event::InitDone => {
+                // What the relist did not show is gone (a relist reports no deletions).
+                let Some(seen) = state.relisted.remove(&scope) else {
+                    return;
+                };
+                let gone: Vec<ObjectRef<K>> = state
+                    .of
+                    .iter()
+                    .filter(|(r, (s, _))| *s == scope && !seen.contains(*r))
+                    .map(|(r, _)| r.clone())
+                    .collect();
+                for reference in gone {
+                    state.remove(&reference);
+                }
+            }
+        }
+    }
+}
+
+impl<K> IndexState<K>
+where
+    K: Resource + 'static,
+    K::DynamicType: Default + Hash + Eq + Clone,
+{
+    fn put(&mut self, scope: usize, reference: ObjectRef<K>, keys: Vec<String>) {
+        self.remove(&reference);
+        for key in &keys {
+            self.by_key
+                .entry(key.clone())
+                .or_default()
+                .insert(reference.clone());
+        }
+        self.of.insert(reference, (scope, keys));
+    }
+
+    fn remove(&mut self, reference: &ObjectRef<K>) {
+        let Some((_, keys)) = self.of.remove(reference) else {
+            return;
+        };
+        for key in keys {
+            if let Some(named) = self.by_key.get_mut(&key) {
+                named.remove(reference);
+                if named.is_empty() {
+                    self.by_key.remove(&key);
+                }
+            }
+        }
     }
 }
 
@@ -71,11 +177,55 @@ where
     pub fn scope(&mut self) -> Feed<K> {
         let (store, writer) = reflector::store();
         let warm = Arc::new(AtomicBool::new(false));
+        let scope = self.scopes.len();
         self.scopes.push(Scope {
             store,
             warm: warm.clone(),
         });
-        Feed { writer, warm }
+        Feed {
+            writer,
+            warm,
+            index: self.index.clone().map(|index| (scope, index)),
+        }
+    }
+
+    /// An empty cache whose objects can be looked up by the keys `keys` gives each
+    /// ([`Cache::by_key`]).
+    pub fn indexed(keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) -> Self {
+        Self {
+            scopes: Vec::new(),
+            index: Some(Arc::new(Index {
+                keys: Box::new(keys),
+                state: Mutex::new(IndexState {
+                    by_key: HashMap::new(),
+                    of: HashMap::new(),
+                    relisted: HashMap::new(),
+                }),
+            })),
+        }
+    }
+
+    /// The objects whose keys include `key`, in no particular order: as many as there are, not
+    /// a scan of the cache. Empty for a cache made without keys ([`Cache::indexed`]).
+    ///
+    /// # Errors
+    /// [`Cold`] until every scope's watch has listed in full.
+    pub fn by_key(&self, key: &str) -> Result<Vec<Arc<K>>, Cold> {
+        let scopes = self.warm()?;
+        let Some(index) = &self.index else {
+            return Ok(Vec::new());
+        };
+        let state = index.lock();
+        let Some(named) = state.by_key.get(key) else {
+            return Ok(Vec::new());
+        };
+        Ok(named
+            .iter()
+            .filter_map(|reference| {
+                let (scope, _) = state.of.get(reference)?;
+                scopes.get(*scope)?.store.get(reference)
+            })
+            .collect())
     }
 
     fn warm(&self) -> Result<&[Scope<K>], Cold> {
@@ -127,6 +277,8 @@ where
 {
     writer: reflector::store::Writer<K>,
     warm: Arc<AtomicBool>,
+    /// The cache's index and this scope's place in it.
+    index: Option<(usize, Arc<Index<K>>)>,
 }
 
 impl<K> Feed<K>
@@ -169,7 +321,15 @@ where
             crate::app::slim(object);
             trim(object);
         });
-        reflector(self.writer, trimmed).inspect(move |event| {
+        // The index takes each event in before the store does, so a reconcile the event
+        // triggers finds the object by its keys.
+        let index = self.index;
+        let indexed = trimmed.inspect(move |event| {
+            if let (Ok(event), Some((scope, index))) = (event, &index) {
+                index.take_in(*scope, event);
+            }
+        });
+        reflector(self.writer, indexed).inspect(move |event| {
             if matches!(event, Ok(Event::InitDone)) {
                 warm.store(true, Ordering::Release);
             }
@@ -179,11 +339,15 @@ where
     /// Replaces what this scope holds with `objects` at once, as a relist does, and marks it
     /// warm: for tests and anything else that holds the objects already.
     pub fn fill(&mut self, objects: impl IntoIterator<Item = K>) {
-        self.writer.apply_watcher_event(&Event::Init);
-        for object in objects {
-            self.writer.apply_watcher_event(&Event::InitApply(object));
+        let events = std::iter::once(Event::Init)
+            .chain(objects.into_iter().map(Event::InitApply))
+            .chain(std::iter::once(Event::InitDone));
+        for event in events {
+            if let Some((scope, index)) = &self.index {
+                index.take_in(*scope, &event);
+            }
+            self.writer.apply_watcher_event(&event);
         }
-        self.writer.apply_watcher_event(&Event::InitDone);
         self.warm.store(true, Ordering::Release);
     }
 }
@@ -219,6 +383,64 @@ mod tests {
         assert!(cache.get("a", "one").unwrap().is_some());
         assert!(cache.get("b", "one").unwrap().is_none());
         assert_eq!(cache.in_namespace("b").unwrap().len(), 2);
+    }
+
+    /// A lookup by key finds the objects with that key, kept as objects come, change, go and
+    /// are relisted, across scopes.
+    #[test]
+    fn objects_are_found_by_their_keys() {
+        let mut cache = Cache::<ConfigMap>::indexed(|o| {
+            o.data
+                .as_ref()
+                .and_then(|d| d.get("group"))
+                .map(|g| vec![format!("{}/{g}", o.namespace().unwrap_or_default())])
+                .unwrap_or_default()
+        });
+        let grouped = |namespace: &str, name: &str, group: &str| {
+            let mut o = map(namespace, name);
+            o.data = Some([("group".to_owned(), group.to_owned())].into());
+            o
+        };
+        let names = |cache: &Cache<ConfigMap>, key: &str| {
+            let mut names: Vec<String> = cache
+                .by_key(key)
+                .unwrap()
+                .iter()
+                .map(|o| o.name_any())
+                .collect();
+            names.sort();
+            names
+        };
+        let mut a = cache.scope();
+        let mut b = cache.scope();
+        a.fill([
+            grouped("a", "one", "x"),
+            grouped("a", "two", "y"),
+            map("a", "three"),
+        ]);
+        b.fill([grouped("b", "four", "x")]);
+        assert_eq!(names(&cache, "a/x"), ["one"]);
+        assert_eq!(names(&cache, "b/x"), ["four"]);
+        // A change of key moves the object; a deletion drops it.
+        let index = a.index.clone().unwrap();
+        index
+            .1
+            .take_in(index.0, &Event::Apply(grouped("a", "two", "x")));
+        a.writer
+            .apply_watcher_event(&Event::Apply(grouped("a", "two", "x")));
+        assert_eq!(names(&cache, "a/x"), ["one", "two"]);
+        assert!(names(&cache, "a/y").is_empty());
+        index
+            .1
+            .take_in(index.0, &Event::Delete(grouped("a", "one", "x")));
+        a.writer
+            .apply_watcher_event(&Event::Delete(grouped("a", "one", "x")));
+        assert_eq!(names(&cache, "a/x"), ["two"]);
+        // A relist of one scope drops what it no longer shows there, not elsewhere.
+        a.fill([grouped("a", "five", "x")]);
+        assert_eq!(names(&cache, "a/x"), ["five"]);
+        assert_eq!(names(&cache, "b/x"), ["four"]);
+        assert_eq!(index.1.lock().of.len(), 2, "nothing outlives its object");
     }
 
     /// A refill is a relist: what is gone from it is gone from the cache.
