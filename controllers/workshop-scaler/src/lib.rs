@@ -37,6 +37,7 @@ use ebb_crds::babylon::{
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
+use ebb_runtime::cache::Lookup;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::queue::Queued;
@@ -163,14 +164,33 @@ pub fn controller(
     warm_up: &WarmUp,
 ) -> Queued<Guarded<WorkshopProvision>> {
     // /readyz turns green once every provision cache holds its first full list.
-    let controller = ebb_runtime::app::controller(provisions, provisions_wc, warm_up);
-    relate(controller, related, shutdown, warm_up.contact())
+    let (controller, lookup) = ebb_runtime::app::controller_with_lookup(
+        provisions,
+        provisions_wc,
+        warm_up,
+        provision_keys,
+    );
+    relate(controller, &lookup, related, shutdown, warm_up.contact())
+}
+
+/// `namespace/workshop` of a provision that deserializes: what seat and Workshop events are
+/// mapped by ([`provisions_of`]).
+pub fn provision_keys(provision: &Guarded<WorkshopProvision>) -> Vec<String> {
+    match &provision.0 {
+        Ok(p) => vec![format!(
+            "{}/{}",
+            p.namespace().unwrap_or_default(),
+            p.spec.workshop_name
+        )],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Adds to `controller` (over WorkshopProvisions) the watches of the related kinds and graceful
 /// shutdown.
 pub fn relate(
     controller: Queued<Guarded<WorkshopProvision>>,
+    lookup: &Lookup<Guarded<WorkshopProvision>>,
     related: Related,
     shutdown: &Shutdown,
     contact: &ApiContact,
@@ -183,10 +203,9 @@ pub fn relate(
         feeds,
         seen,
     } = related;
-    let store = controller.store();
-    let by_assignment = store.clone();
-    let by_policy = store.clone();
-    let by_workshop = store;
+    let by_policy = controller.store();
+    let by_assignment = lookup.clone();
+    let by_workshop = lookup.clone();
     let token = shutdown.token();
     // The related kinds are not label-selected: the selector is about the provisions. Every
     // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
@@ -256,21 +275,14 @@ pub fn relate(
         .graceful_shutdown_on(async move { token.cancelled().await })
 }
 
-/// The provisions of workshop `namespace/workshop`, from the controller's cache.
+/// The provisions of workshop `namespace/workshop`, from the controller's lookup: as many as
+/// there are, not a scan of every provision.
 pub fn provisions_of(
-    store: &Store<Guarded<WorkshopProvision>>,
+    lookup: &Lookup<Guarded<WorkshopProvision>>,
     namespace: &str,
     workshop: &str,
 ) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
-    store
-        .state()
-        .iter()
-        .filter(|p| {
-            p.namespace().as_deref() == Some(namespace)
-                && p.0.as_ref().is_ok_and(|p| p.spec.workshop_name == workshop)
-        })
-        .map(|p| ObjectRef::from_obj(p.as_ref()))
-        .collect()
+    lookup.refs(&format!("{namespace}/{workshop}"))
 }
 
 /// The controller of WorkshopScalingPolicy statuses for one scope: a Workshop the cache has

@@ -25,13 +25,18 @@ fn claim(metadata: serde_json::Value) -> ResourceClaim {
 #[test]
 fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
     let (store, mut writer) = reflector::store::<Guarded<WorkshopProvision>>();
+    let lookup = Lookup::new(provision_keys);
+    let mut apply = |event: Event<Guarded<WorkshopProvision>>| {
+        lookup.take_in(&event);
+        writer.apply_watcher_event(&event);
+    };
     for p in [
         provision("a", "p1", "w"),
         provision("a", "p2", "w"),
         provision("a", "p3", "other"),
         provision("b", "p4", "w"),
     ] {
-        writer.apply_watcher_event(&Event::Apply(Guarded(Ok(p))));
+        apply(Event::Apply(Guarded(Ok(p))));
     }
     // A provision that does not deserialize belongs to no workshop we can know of.
     let malformed: Guarded<WorkshopProvision> = serde_json::from_value(json!({
@@ -40,14 +45,14 @@ fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
     }))
     .unwrap();
     assert!(malformed.0.is_err());
-    writer.apply_watcher_event(&Event::Apply(malformed));
-    let mut names: Vec<String> = provisions_of(&store, "a", "w")
+    apply(Event::Apply(malformed));
+    let mut names: Vec<String> = provisions_of(&lookup, "a", "w")
         .into_iter()
         .map(|r| r.name)
         .collect();
     names.sort();
     assert_eq!(names, ["p1", "p2"]);
-    assert!(provisions_of(&store, "c", "w").is_empty());
+    assert!(provisions_of(&lookup, "c", "w").is_empty());
     // A policy maps to every provision of its namespace, malformed ones included.
     let mut in_a: Vec<String> = provisions_in(&store, "a")
         .into_iter()
@@ -56,6 +61,11 @@ fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
     in_a.sort();
     assert_eq!(in_a, ["broken", "p1", "p2", "p3"]);
     assert!(provisions_in(&store, "c").is_empty());
+    // A provision moved to another workshop, and one deleted, map no more.
+    apply(Event::Apply(Guarded(Ok(provision("a", "p2", "other")))));
+    apply(Event::Delete(Guarded(Ok(provision("a", "p1", "w")))));
+    assert!(provisions_of(&lookup, "a", "w").is_empty());
+    assert_eq!(provisions_of(&lookup, "a", "other").len(), 2);
 }
 
 #[test]

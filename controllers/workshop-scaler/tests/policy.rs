@@ -366,12 +366,15 @@ fn provisions_controller(
     let client = h.fake.client();
     let contact = ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone()));
     let warm_up = WarmUp::new(Health::new(), contact);
+    let (controller, lookup) = ebb_runtime::app::controller_with_lookup(
+        Api::namespaced(client.clone(), NS),
+        watcher::Config::default(),
+        &warm_up,
+        workshop_scaler::provision_keys,
+    );
     relate(
-        ebb_runtime::app::controller(
-            Api::namespaced(client.clone(), NS),
-            watcher::Config::default(),
-            &warm_up,
-        ),
+        controller,
+        &lookup,
         Related {
             assignments: Api::namespaced(client.clone(), NS),
             workshops: Api::namespaced(client.clone(), NS),

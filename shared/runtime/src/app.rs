@@ -354,6 +354,33 @@ where
     built(api, config, warm_up, None, move || cache.warm())
 }
 
+/// [`controller`] that keeps a [`Lookup`](crate::cache::Lookup) of its objects by the keys
+/// `keys` gives each: related objects map onto the objects of their key without scanning the
+/// cache.
+pub fn controller_with_lookup<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    warm_up: &WarmUp,
+    keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+) -> (Queued<K>, crate::cache::Lookup<K>)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
+{
+    let cache = warm_up.cache();
+    let lookup = crate::cache::Lookup::new(keys);
+    let controller = built_with(
+        api,
+        config,
+        warm_up,
+        None,
+        move || cache.warm(),
+        None,
+        Some(lookup.clone()),
+    );
+    (controller, lookup)
+}
+
 /// [`controller`] that passes over the events of this process's own writes to its objects
 /// ([`OwnWrites::skip`](crate::own_writes::OwnWrites::skip)): its own status write does not run
 /// the pass again. For a controller whose pass never waits on its own write's event (every rule
@@ -402,6 +429,7 @@ where
         Some(own),
         listed,
         Some(Box::new(changed)),
+        None,
     )
 }
 
@@ -430,7 +458,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    built_with(api, config, warm_up, own, listed, None)
+    built_with(api, config, warm_up, own, listed, None, None)
 }
 
 /// Sees each object a changes-only trigger passes on ([`controller_on_changes`]).
@@ -443,6 +471,7 @@ fn built_with<K>(
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
+    lookup: Option<crate::cache::Lookup<K>>,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -455,7 +484,13 @@ where
         contact,
         &K::kind(&K::DynamicType::default()),
     )
-    .modify(slim);
+    .modify(slim)
+    .inspect(move |event| {
+        // Before the store: a reconcile the event triggers finds the object by its keys.
+        if let (Ok(event), Some(lookup)) = (event, &lookup) {
+            lookup.take_in(event);
+        }
+    });
     let queue = Queue::default();
     let deletions = queue.clone();
     let events = reflector(writer, slimmed).inspect(move |event| match event {

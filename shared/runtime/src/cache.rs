@@ -66,6 +66,55 @@ where
     }
 }
 
+/// Which objects of a controller's own watch each key names ([`crate::app::controller_with_lookup`]):
+/// mapping a related object onto the objects of its key costs those objects, not a scan of the
+/// controller's cache. Clones share it.
+pub struct Lookup<K: Resource + 'static>
+where
+    K::DynamicType: Hash + Eq,
+{
+    index: Arc<Index<K>>,
+}
+
+impl<K: Resource + 'static> Clone for Lookup<K>
+where
+    K::DynamicType: Hash + Eq,
+{
+    fn clone(&self) -> Self {
+        Self {
+            index: self.index.clone(),
+        }
+    }
+}
+
+impl<K> Lookup<K>
+where
+    K: Resource + 'static,
+    K::DynamicType: Default + Hash + Eq + Clone,
+{
+    /// Empty; `keys` gives each object's keys.
+    pub fn new(keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) -> Self {
+        Self {
+            index: Arc::new(Index::new(Box::new(keys))),
+        }
+    }
+
+    /// The objects whose keys include `key`, as the watch last showed them.
+    pub fn refs(&self, key: &str) -> Vec<ObjectRef<K>> {
+        self.index
+            .lock()
+            .by_key
+            .get(key)
+            .map(|named| named.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Takes in one event of the watch.
+    pub fn take_in(&self, event: &Event<K>) {
+        self.index.take_in(0, event);
+    }
+}
+
 /// The keys an object is looked up by ([`Cache::indexed`]): its workshop, say.
 pub type Keys<K> = Box<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
@@ -95,6 +144,17 @@ where
     K: Resource + 'static,
     K::DynamicType: Default + Hash + Eq + Clone,
 {
+    fn new(keys: Keys<K>) -> Self {
+        Self {
+            keys,
+            state: Mutex::new(IndexState {
+                by_key: HashMap::new(),
+                of: HashMap::new(),
+                relisted: HashMap::new(),
+            }),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, IndexState<K>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -194,14 +254,7 @@ where
     pub fn indexed(keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) -> Self {
         Self {
             scopes: Vec::new(),
-            index: Some(Arc::new(Index {
-                keys: Box::new(keys),
-                state: Mutex::new(IndexState {
-                    by_key: HashMap::new(),
-                    of: HashMap::new(),
-                    relisted: HashMap::new(),
-                }),
-            })),
+            index: Some(Arc::new(Index::new(Box::new(keys)))),
         }
     }
 
