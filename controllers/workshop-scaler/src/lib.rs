@@ -173,14 +173,13 @@ pub fn controller(
     relate(controller, &lookup, related, shutdown, warm_up.contact())
 }
 
-/// `namespace/workshop` of a provision that deserializes: what seat and Workshop events are
-/// mapped by ([`provisions_of`]).
+/// [`reconcile::workshop_key`] of a provision that deserializes: what seat and Workshop events
+/// are mapped by ([`provisions_of`]).
 pub fn provision_keys(provision: &Guarded<WorkshopProvision>) -> Vec<String> {
     match &provision.0 {
-        Ok(p) => vec![format!(
-            "{}/{}",
-            p.namespace().unwrap_or_default(),
-            p.spec.workshop_name
+        Ok(p) => vec![reconcile::workshop_key(
+            &p.namespace().unwrap_or_default(),
+            &p.spec.workshop_name,
         )],
         Err(_) => Vec::new(),
     }
@@ -282,7 +281,7 @@ pub fn provisions_of(
     namespace: &str,
     workshop: &str,
 ) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
-    lookup.refs(&format!("{namespace}/{workshop}"))
+    lookup.refs(&reconcile::workshop_key(namespace, workshop))
 }
 
 /// The controller of WorkshopScalingPolicy statuses for one scope: a Workshop the cache has

@@ -76,13 +76,17 @@ impl Default for Caches {
     }
 }
 
-/// `namespace/workshop` of a seat that deserializes (a malformed seat is not counted).
+/// The key seats and provisions are looked up by: `namespace/workshop`.
+pub fn workshop_key(namespace: &str, workshop: &str) -> String {
+    format!("{namespace}/{workshop}")
+}
+
+/// [`workshop_key`] of a seat that deserializes (a malformed seat is not counted).
 fn seat_keys(seat: &Guarded<WorkshopUserAssignment>) -> Vec<String> {
     match &seat.0 {
-        Ok(seat) => vec![format!(
-            "{}/{}",
-            seat.namespace().unwrap_or_default(),
-            seat.spec.workshop_name
+        Ok(seat) => vec![workshop_key(
+            &seat.namespace().unwrap_or_default(),
+            &seat.spec.workshop_name,
         )],
         Err(_) => Vec::new(),
     }
@@ -378,7 +382,7 @@ fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats
     let mut seats = Seats::default();
     // The seats of this workshop alone (a seat that does not deserialize has no key: it is not
     // counted, and does not stop the others).
-    let key = format!("{namespace}/{workshop}");
+    let key = workshop_key(namespace, workshop);
     for assignment in ctx.own.caches.assignments.by_key(&key)? {
         let Ok(assignment) = &assignment.0 else {
             continue;

@@ -393,9 +393,22 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .and_then(|value| value.parse().ok())
 }
 
+/// Runs controller `R` in the frame over the ConfigMaps of namespace `ns` on `h`'s fake, as
+/// `app` wires a controller; abort the task to stop it.
+fn spawn_controller<R>(h: &Harness, ctx: &Arc<Context<R>>) -> tokio::task::JoinHandle<()>
+where
+    R: Reconciler<ConfigMap> + Send + Sync + 'static,
+{
+    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
+    let controller =
+        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
+    tokio::spawn(frame::run(controller, ctx.clone(), |_| {}))
+}
+
 #[tokio::test]
 async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
-    use ebb_runtime::app::{self, CONCURRENT_RECONCILES, WarmUp};
+    use ebb_runtime::app::CONCURRENT_RECONCILES;
     use std::sync::atomic::Ordering;
     let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
     let objects = 3 * usize::from(CONCURRENT_RECONCILES);
@@ -415,10 +428,7 @@ async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
     let depth = "ebb_demo_scaler_queue_depth{controller=\"demo-scaler\",kind=\"ConfigMap\"}";
     let waited =
         "ebb_demo_scaler_queue_wait_seconds_count{controller=\"demo-scaler\",kind=\"ConfigMap\"}";
-    let warm_up = WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
-    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
-    let controller = app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
-    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
+    let run = spawn_controller(&h, &ctx);
     let started = || ctx.own.started.load(Ordering::SeqCst);
     let concurrent = usize::from(CONCURRENT_RECONCILES);
     eventually("every slot busy", || started() == concurrent).await;
@@ -479,11 +489,7 @@ async fn a_requeue_counts_from_the_start_of_a_slow_pass() {
             starts: Mutex::default(),
         },
     );
-    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
-    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
-    let controller =
-        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
-    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
+    let run = spawn_controller(&h, &ctx);
     eventually("a second pass", || {
         ctx.own.starts.lock().unwrap().len() == 2
     })
@@ -520,11 +526,7 @@ async fn a_deleted_object_leaves_no_backoff_behind() {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "cm", "namespace": "ns"}}));
     let ctx = h.context(false, Failing);
-    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
-    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
-    let controller =
-        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
-    let run = tokio::spawn(frame::run(controller, ctx.clone(), |_| {}));
+    let run = spawn_controller(&h, &ctx);
     eventually("a failure on record", || ctx.backoff.tracked() == 1).await;
     assert!(h.fake.remove::<ConfigMap>("ns", "cm"));
     eventually("the failures forgotten", || ctx.backoff.tracked() == 0).await;

@@ -27,12 +27,17 @@ fn contact() -> ApiContact {
 }
 
 async fn elected(fake: &FakeApi, shutdown: &Shutdown) -> Leader {
+    elected_with(fake, &contact(), shutdown).await
+}
+
+/// `pod-a` elected on `fake`, its election reporting to `contact`.
+async fn elected_with(fake: &FakeApi, contact: &ApiContact, shutdown: &Shutdown) -> Leader {
     let leader = LeaderElection::start(
         fake.client(),
         "ebb",
         "ctl",
         "pod-a",
-        &contact(),
+        contact,
         shutdown.clone(),
     )
     .await
@@ -310,14 +315,7 @@ async fn while_the_server_is_lost_the_election_waits_for_its_return() {
     let fake = FakeApi::new();
     let shutdown = Shutdown::new();
     let contact = contact();
-    let leader = LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", &contact, shutdown)
-        .await
-        .unwrap();
-    assert!(
-        tokio::time::timeout(PATIENCE, leader.wait_until_leader())
-            .await
-            .unwrap()
-    );
+    let leader = elected_with(&fake, &contact, &shutdown).await;
     fake.inject(Matcher::put("/leases/ctl"), Fault::Timeout, usize::MAX);
     contact.failed();
     fake.clear_requests();
@@ -360,14 +358,7 @@ async fn starting_to_write_wakes_every_controller_once() {
     let shutdown = Shutdown::new();
     let contact = contact();
     let mut wakes = Box::pin(contact.wake_ups());
-    let leader = LeaderElection::start(fake.client(), "ebb", "ctl", "pod-a", &contact, shutdown)
-        .await
-        .unwrap();
-    assert!(
-        tokio::time::timeout(PATIENCE, leader.wait_until_leader())
-            .await
-            .unwrap()
-    );
+    let leader = elected_with(&fake, &contact, &shutdown).await;
     let woken = tokio::time::timeout(Duration::from_secs(1), wakes.next()).await;
     assert!(woken.is_ok(), "taking the Lease wakes the controllers");
     pass(RENEW_EVERY * 3).await;
