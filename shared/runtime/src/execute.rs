@@ -43,6 +43,7 @@
 use std::collections::HashMap;
 
 use ebb_core::plan::{Category, Plan, Requeue, Target, Verb, Write};
+use futures::StreamExt;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::Value;
@@ -62,6 +63,10 @@ pub trait Hooks<G>: Send + Sync {
 /// Hooks that do nothing.
 impl<G> Hooks<G> for () {}
 
+/// How many writes of one run of [`Write::independent`] writes are in flight at once (as many
+/// as the default `--concurrent-reconciles`; `--kube-api-qps`, when set, still holds them).
+pub const IN_FLIGHT: usize = 8;
+
 /// Carries out `plan` on the API server of `shared` as `field_manager` (see the module doc).
 ///
 /// # Errors
@@ -75,31 +80,60 @@ pub async fn execute<G>(
 ) -> Result<Requeue, Failure> {
     let mut writer = Writer::new(&shared.client, field_manager).recording(&shared.own_writes);
     let mut first_failure: Option<Failure> = None;
-    for write in &plan.writes {
-        if first_failure.is_some() && !write.independent {
-            break;
-        }
-        if shared.dry_run && write.category == Category::Target {
+    let skipped = |write: &Write| {
+        let skip = shared.dry_run && write.category == Category::Target;
+        if skip {
             tracing::info!(
                 object = %write.target.describe(),
                 verb = write.verb.as_str(),
                 "dry run: not written"
             );
-            continue;
         }
-        match writer.write(write).await {
-            Ok(_) => {}
-            Err(failure) if write.independent => {
-                tracing::warn!(object = %write.target.describe(), error = %failure, "write failed");
-                first_failure.get_or_insert(failure);
+        skip
+    };
+    let mut rest = &plan.writes[..];
+    while let Some(write) = rest.first() {
+        if !write.independent {
+            if first_failure.is_some() {
+                break;
+            }
+            rest = &rest[1..];
+            if skipped(write) {
                 continue;
             }
-            Err(failure) => return Err(failure),
-        }
-        hooks.written(write);
-        if first_failure.is_none() {
+            writer.write(write).await?;
+            hooks.written(write);
             for notice in &write.notices {
                 shared.events.notify(&plan.subject, notice).await;
+            }
+            continue;
+        }
+        // A run of independent writes, to separate objects: sent IN_FLIGHT at a time, each
+        // outcome taken in the plan's order.
+        let length = rest.iter().take_while(|w| w.independent).count();
+        let (run, after) = rest.split_at(length);
+        rest = after;
+        let sent: Vec<_> = run
+            .iter()
+            .filter(|write| !skipped(write))
+            .map(|write| send_one(write, writer.for_one(&write.target)))
+            .collect();
+        let mut outcomes = futures::stream::iter(sent).buffered(IN_FLIGHT);
+        while let Some((write, result, written)) = outcomes.next().await {
+            writer.written.extend(written);
+            match result {
+                Ok(_) => {
+                    hooks.written(write);
+                    if first_failure.is_none() {
+                        for notice in &write.notices {
+                            shared.events.notify(&plan.subject, notice).await;
+                        }
+                    }
+                }
+                Err(failure) => {
+                    tracing::warn!(object = %write.target.describe(), error = %failure, "write failed");
+                    first_failure.get_or_insert(failure);
+                }
             }
         }
     }
@@ -118,6 +152,19 @@ pub async fn execute<G>(
         return Err(Failure::Invalid { object, message });
     }
     Ok(plan.requeue)
+}
+
+/// One write of a run, by a writer of its own: the write, its outcome, and the version it left.
+async fn send_one<'a>(
+    write: &'a Write,
+    mut writer: Writer<'a>,
+) -> (
+    &'a Write,
+    Result<Option<DynamicObject>, Failure>,
+    HashMap<TargetKey, String>,
+) {
+    let result = writer.write(write).await;
+    (write, result, writer.written)
 }
 
 /// A 404 on a write to an object that was read: it is gone since (or its kind is no longer
@@ -215,6 +262,22 @@ impl<'a> Writer<'a> {
     pub fn recording(mut self, own: &'a OwnWrites) -> Self {
         self.own = Some(own);
         self
+    }
+
+    /// A writer of its own for one write to `target`, in a run sent at once: it knows this
+    /// writer's last version of `target`, and records as this one does.
+    fn for_one(&self, target: &Target) -> Writer<'a> {
+        let key = TargetKey::of(target);
+        Writer {
+            client: self.client,
+            field_manager: self.field_manager,
+            written: self
+                .written
+                .get(&key)
+                .map(|version| HashMap::from([(key, version.clone())]))
+                .unwrap_or_default(),
+            own: self.own,
+        }
     }
 
     /// Sends `write`: the object as the API server answered (`None` for a delete).

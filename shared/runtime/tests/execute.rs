@@ -446,3 +446,88 @@ async fn a_write_to_an_object_gone_since_the_read_decides_again() {
         .unwrap_err();
     assert!(error.is_conflict(), "{error:?}");
 }
+
+/// A service in front of the fake that answers each request 20 ms late and counts how many
+/// are in flight at once.
+struct Slow {
+    inner: ebb_testkit::FakeService,
+    now: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    most: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for Slow {
+    type Response = http::Response<ebb_testkit::ResponseBody>;
+    type Error = ebb_testkit::InjectedTimeout;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        use std::sync::atomic::Ordering;
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let answer = self.inner.call(request);
+        let in_flight = self.now.clone();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let answer = answer.await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            answer
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_run_of_independent_writes_is_sent_several_at_a_time_in_the_plans_order() {
+    use ebb_runtime::execute::IN_FLIGHT;
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let names: Vec<String> = (0..3 * IN_FLIGHT).map(|i| format!("node-{i:02}")).collect();
+    for name in &names {
+        h.fake.insert(config_map(name, "1"));
+    }
+    let mut plan = Plan::new(subject(), 0);
+    for name in &names {
+        plan.writes.push(
+            Write::merge(
+                target(name),
+                Some(&version(&h, name)),
+                json!({"data": {"v": "2"}}),
+                Category::Target,
+            )
+            .independent()
+            .notice(Notice::normal("Updated", "Update", name)),
+        );
+    }
+    let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let layer = {
+        let most = most.clone();
+        tower::layer::layer_fn(move |inner| Slow {
+            inner,
+            now: Default::default(),
+            most: most.clone(),
+        })
+    };
+    let mut shared = h.shared(false);
+    shared.client = h.fake.client_with(&layer);
+    let hooks = Recorded::default();
+
+    execute(plan, &shared, MANAGER, &hooks).await.unwrap();
+
+    assert_eq!(
+        most.load(std::sync::atomic::Ordering::SeqCst),
+        IN_FLIGHT,
+        "as many in flight as allowed, no more"
+    );
+    let v = |name: &str| stored(&h, name).unwrap().data.unwrap()["v"].clone();
+    assert!(names.iter().all(|name| v(name) == "2"));
+    assert_eq!(hooks.written.lock().unwrap().len(), names.len());
+    let noted: Vec<String> = h.events.events().into_iter().map(|e| e.note).collect();
+    assert_eq!(noted, names, "outcomes taken in the plan's order");
+}

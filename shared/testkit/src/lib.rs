@@ -45,8 +45,8 @@ pub mod zones;
 
 pub use events::{RecordedEvent, RecordingEvents};
 pub use fake::{
-    FAKE_EPOCH_SECONDS, FakeApi, Fault, InjectedTimeout, Matcher, RETRY_AFTER_SECONDS,
-    RecordedRequest,
+    FAKE_EPOCH_SECONDS, FakeApi, FakeService, Fault, InjectedTimeout, Matcher, RETRY_AFTER_SECONDS,
+    RecordedRequest, ResponseBody,
 };
 pub use harness::{Harness, Replica, utc};
 pub use store::{PatchKind, ScalePaths};
