@@ -158,28 +158,23 @@ pub fn controllers(
     let warm_up = wiring.warm_up.clone();
     for scope in scopes(common) {
         let scope = scope.as_deref();
-        // Guarded: one scaler that does not deserialize cannot stall the watch.
-        let controller = ebb_runtime::app::controller(
+        // Guarded: one scaler that does not deserialize cannot stall the watch. The workload
+        // owns the scaler, not the other way round: the scalers are looked up by the uids their
+        // owner references name, so a workload maps to its scalers without a scan of them all.
+        let (controller, owned) = ebb_runtime::app::controller_with_lookup(
             scoped_api::<Guarded<StackableScaler>>(&client, scope),
             config.clone(),
             &warm_up,
+            owner_uids,
         );
-        let store = controller.store();
-        // The workload owns the scaler, not the other way round: map a workload to the scalers
-        // whose owner references name it. Every change of the workload counts (no predicate), so
-        // its pause annotations reach the scaler as soon as they are set or removed.
+        // Every change of the workload counts (no predicate), so its pause annotations reach
+        // the scaler as soon as they are set or removed.
         let by_owner = move |uid: Option<String>| {
-            let store = store.clone();
+            let owned = owned.clone();
             move || -> Vec<ObjectRef<Guarded<StackableScaler>>> {
-                let Some(uid) = uid.clone() else {
-                    return Vec::new();
-                };
-                store
-                    .state()
-                    .iter()
-                    .filter(|s| s.owner_references().iter().any(|o| o.uid == uid))
-                    .map(|s| ObjectRef::from_obj(s.as_ref()))
-                    .collect()
+                uid.as_deref()
+                    .map(|uid| owned.refs(uid))
+                    .unwrap_or_default()
             }
         };
         let sts_map = by_owner.clone();
@@ -243,6 +238,15 @@ pub fn controllers(
     futures::future::join_all(controllers).map(|_| ())
 }
 
+/// The uids a scaler's owner references name: the workloads whose events run it.
+pub fn owner_uids(scaler: &Guarded<StackableScaler>) -> Vec<String> {
+    scaler
+        .owner_references()
+        .iter()
+        .map(|o| o.uid.clone())
+        .collect()
+}
+
 ebb_runtime::controller! {
     /// stackable-scaler as ebb runs it: the binary's one `main` and the simulator's `World::run`.
     pub struct StackableScalerController;
@@ -256,3 +260,7 @@ ebb_runtime::controller! {
     // Its webhook's port is bound (and its certificate read) before anything starts.
     run: run,
 }
+
+#[cfg(test)]
+#[path = "lib_tests.rs"]
+mod tests;

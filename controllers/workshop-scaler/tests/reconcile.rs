@@ -1287,3 +1287,31 @@ async fn a_malformed_workshop_is_reported_in_the_status_and_nothing_scales() {
     h.reconcile(P).await.unwrap();
     assert_eq!(h.fake.write_count(), 0, "disabled: nothing written");
 }
+
+/// A reconcile looks at the seats and claims of its own provision only: the cached objects it
+/// passes over stay the same with N and 2N seats and claims of other workshops and provisions.
+#[tokio::test]
+async fn a_reconcile_looks_at_its_own_seats_and_claims_only() {
+    async fn visited_with(others: usize) -> usize {
+        let h = demand();
+        h.claims(P, "mine", 2, ready());
+        for i in 0..others {
+            h.foreign_seat(&format!("other-seat-{i:04}"), true);
+            h.claim("other-provision", &format!("other-claim-{i:04}"), ready());
+        }
+        let ctx = h.replica.ctx();
+        let caches = &ctx.own.caches;
+        let visited = || {
+            caches.workshops.visited()
+                + caches.assignments.visited()
+                + caches.claims.visited()
+                + caches.policies.visited()
+        };
+        let before = visited();
+        h.reconcile(P).await.unwrap();
+        visited() - before
+    }
+    let (n, twice) = (visited_with(200).await, visited_with(400).await);
+    assert!(n >= 20, "the provision's own 20 seats are read: {n}");
+    assert_eq!(n, twice, "200 others: {n} visited; 400 others: {twice}");
+}

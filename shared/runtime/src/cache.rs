@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{Stream, StreamExt};
@@ -51,6 +51,8 @@ where
 {
     scopes: Vec<Scope<K>>,
     index: Option<Arc<Index<K>>>,
+    /// Objects its reads have looked at ([`Cache::visited`]); clones share it.
+    visited: Arc<AtomicUsize>,
 }
 
 impl<K> Default for Cache<K>
@@ -62,6 +64,7 @@ where
         Self {
             scopes: Vec::new(),
             index: None,
+            visited: Arc::default(),
         }
     }
 }
@@ -253,9 +256,20 @@ where
     /// ([`Cache::by_key`]).
     pub fn indexed(keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) -> Self {
         Self {
-            scopes: Vec::new(),
             index: Some(Arc::new(Index::new(Box::new(keys)))),
+            ..Self::default()
         }
+    }
+
+    /// How many objects this cache's reads (and its clones') have looked at so far: a scan
+    /// counts every object it passed over, a lookup only what it found. Tests hold a pass's
+    /// reads to the objects it concerns with it, whatever else the cache holds.
+    pub fn visited(&self) -> usize {
+        self.visited.load(Ordering::Relaxed)
+    }
+
+    fn visit(&self, objects: usize) {
+        self.visited.fetch_add(objects, Ordering::Relaxed);
     }
 
     /// The objects whose keys include `key`, in no particular order: as many as there are, not
@@ -272,6 +286,7 @@ where
         let Some(named) = state.by_key.get(key) else {
             return Ok(Vec::new());
         };
+        self.visit(named.len());
         Ok(named
             .iter()
             .filter_map(|reference| {
@@ -296,7 +311,9 @@ where
     /// [`Cold`] until every scope's watch has listed in full.
     pub fn get(&self, namespace: &str, name: &str) -> Result<Option<Arc<K>>, Cold> {
         let key = ObjectRef::new(name).within(namespace);
-        Ok(self.warm()?.iter().find_map(|s| s.store.get(&key)))
+        let found = self.warm()?.iter().find_map(|s| s.store.get(&key));
+        self.visit(usize::from(found.is_some()));
+        Ok(found)
     }
 
     /// Every object the cache holds (of a cluster-scoped kind, say), in no particular order.
@@ -304,7 +321,9 @@ where
     /// # Errors
     /// [`Cold`] until every scope's watch has listed in full.
     pub fn all(&self) -> Result<Vec<Arc<K>>, Cold> {
-        Ok(self.warm()?.iter().flat_map(|s| s.store.state()).collect())
+        let all: Vec<Arc<K>> = self.warm()?.iter().flat_map(|s| s.store.state()).collect();
+        self.visit(all.len());
+        Ok(all)
     }
 
     /// Every object of `namespace` the cache holds, in no particular order.
@@ -312,8 +331,10 @@ where
     /// # Errors
     /// [`Cold`] until every scope's watch has listed in full.
     pub fn in_namespace(&self, namespace: &str) -> Result<Vec<Arc<K>>, Cold> {
-        Ok(self
-            .warm()?
+        let scopes = self.warm()?;
+        // A store has no index by namespace: the filter passes over every object.
+        self.visit(scopes.iter().map(|s| s.store.len()).sum());
+        Ok(scopes
             .iter()
             .flat_map(|s| {
                 s.store
