@@ -169,8 +169,9 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) CARGO="$(CARGO)" fuzz/run $(FUZZ_TARGETS)
 
 ## bench: benchmarks that print figures (not timed tests): the schedule engine's questions per
-## call, then each release binary against the real control plane (memory, reconcile latency and
-## rate, API requests from the audit log) with EBB_BENCH_SIZES objects (default 1000,10000).
+## call, then each release binary against the real control plane (memory, startup, churn, series,
+## reconcile latency and rate, CPU per pass, API requests from the audit log, each mass change
+## beside a baseline client's) with EBB_BENCH_SIZES objects (default 1000,10000).
 bench: cluster-bin
 	$(CARGO) bench -p ebb-schedule --bench transitions
 	$(CARGO) build --release --quiet --bins -p workshop-scaler -p service-scaler -p scaledown-window -p stackable-scaler

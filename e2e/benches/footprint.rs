@@ -1,10 +1,14 @@
 //! What a controller costs a cluster, measured on the binary against the real control plane
-//! (`make bench`; the figures, not timed tests): resident memory idle and holding N objects,
-//! reconcile latency and rate, and the API requests it makes per steady reconcile, per
-//! transition and per idle minute, counted per ServiceAccount from the API server's audit log.
+//! (`make bench`; the figures, not timed tests): resident memory idle, holding N objects and
+//! after two churns of 5 000 objects, /metrics series likewise, startup with N objects present,
+//! reconcile latency and rate, CPU per 1 000 passes, and the API requests it makes per steady
+//! reconcile, per mass change (by verb) and per idle minute, counted per ServiceAccount from the
+//! API server's audit log. Beside each mass change a baseline client makes the same requests per
+//! object with ebb's defaults (8 objects at a time, no QPS limit) and ebb's time is printed as a
+//! multiple of it; a client saturating the server is a figure beside.
 //!
-//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`; from 100 000 on, memory and the idle
-//! minute only), `EBB_BENCH_CONTROLLERS` (a comma list
+//! Environment: `EBB_BENCH_SIZES` (default `1000,10000`; from 100 000 on, memory, startup and
+//! the idle minute only), `EBB_BENCH_CONTROLLERS` (a comma list
 //! of controllers and `idle`; default all), `EBB_BIN_DIR` (the binaries measured; `make bench`
 //! builds and passes `target/release`), `EBB_CLUSTER_BIN` as for the suite.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -65,6 +69,10 @@ struct Requests {
     writes: usize,
     events: usize,
     lease: usize,
+    /// Requests beside the Lease's by `verb resource[/subresource]`.
+    verbs: std::collections::BTreeMap<String, usize>,
+    /// The last of them received.
+    last: Option<Timestamp>,
 }
 
 impl Requests {
@@ -75,6 +83,16 @@ impl Requests {
             .filter(|e| e.request_received_timestamp >= from && e.request_received_timestamp < to)
         {
             let resource = e.object_ref.as_ref().map(|o| o.resource.as_str());
+            if !e.is_lease() {
+                let o = e.object_ref.clone().unwrap_or_default();
+                let sub = o.subresource.map(|s| format!("/{s}")).unwrap_or_default();
+                *r.verbs
+                    .entry(format!("{} {}{sub}", e.verb, o.resource))
+                    .or_default() += 1;
+                if e.is_write() {
+                    r.last = r.last.max(Some(e.request_received_timestamp));
+                }
+            }
             if e.is_lease() {
                 r.lease += 1;
             } else if resource == Some("events") {
@@ -98,6 +116,26 @@ impl Requests {
             self.writes as f64 / n,
             self.events as f64 / n
         )
+    }
+
+    /// Requests beside the Lease's by verb and resource, per `n` objects.
+    fn by_verb(&self, n: usize) -> String {
+        if self.verbs.is_empty() {
+            return "none".into();
+        }
+        let n = n.max(1) as f64;
+        let per = |count: usize| {
+            if n == 1.0 {
+                count.to_string()
+            } else {
+                format!("{:.2}", count as f64 / n)
+            }
+        };
+        self.verbs
+            .iter()
+            .map(|(what, count)| format!("{what} {}", per(*count)))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -174,8 +212,10 @@ async fn create_all(docs: Vec<Value>, admin: &kube::Client) -> Result<Duration> 
 /// What every controller is measured for. The controller starts first and takes its Lease; then
 /// `seed` (`n` objects, `what`) is created, and the figures are: creation to converged (each of the
 /// objects of `touch` reconciled once more than before, then 5 s without a write), reconcile
-/// latency, requests per object to converge, resident memory and requests in an idle minute, and
-/// requests per steady reconcile (an annotation nobody reads changed on each object of `touch`).
+/// latency, requests per object to converge, resident memory, series and requests in an idle
+/// minute, startup (a second process over the same objects, [`startup`]), then requests and CPU
+/// per steady reconcile (an annotation nobody reads changed on each object of `touch`). Returns
+/// the second process.
 async fn common(
     figures: &mut Figures,
     c: &'static str,
@@ -268,10 +308,17 @@ async fn common(
         ),
     );
 
+    figures.add(
+        c,
+        format!("{n} objects: /metrics series"),
+        series(&controller)?.to_string(),
+    );
+    let controller = startup(figures, (c, n), setup, args, controller, objects).await?;
     if memory_only(n) {
         return Ok(controller);
     }
     let before = controller.metric(&reconciles, &[])?;
+    let cpu_before = controller.cpu_time()?;
     let touched = Timestamp::now();
     let (api, names) = touch;
     stream::iter(names)
@@ -291,6 +338,16 @@ async fn common(
         (done >= before + objects as f64).then_some(())
     })
     .await?;
+    let passes = controller.metric(&reconciles, &[])? - before;
+    let cpu = controller.cpu_time()?.saturating_sub(cpu_before);
+    figures.add(
+        c,
+        format!("{n} objects: CPU per 1 000 steady passes"),
+        format!(
+            "{:.2} s ({passes:.0} passes in {cpu:.1?})",
+            cpu.as_secs_f64() * 1000.0 / passes.max(1.0)
+        ),
+    );
     quiet(&user, Duration::from_secs(3)).await?;
     let steady = Requests::of(
         &audit::entries(audit_log()?, &user, touched)?,
@@ -306,16 +363,17 @@ async fn common(
 }
 
 /// The transition at `opens` (a window opening): waits for it, then until `done`, and reports the
-/// requests per object from then until the controller is quiet again.
+/// requests per object from then until the controller is quiet again. Returns the time ebb took
+/// (see [`changed_since`]), if it was measured.
 async fn transition(
     figures: &mut Figures,
     (c, n, user): (&'static str, usize, &str),
     opens: Timestamp,
     what: &str,
     done: impl AsyncFn() -> Option<()>,
-) -> Result<()> {
+) -> Result<Option<Duration>> {
     if memory_only(n) {
-        return Ok(());
+        return Ok(None);
     }
     if Timestamp::now() >= opens {
         figures.add(
@@ -323,7 +381,7 @@ async fn transition(
             format!("{n} objects: requests per transition"),
             "not measured: the window opened before the steady reconciles ended",
         );
-        return Ok(());
+        return Ok(None);
     }
     tokio::time::sleep(std::time::Duration::try_from(
         opens.duration_since(Timestamp::now()),
@@ -337,31 +395,45 @@ async fn transition(
         done,
     )
     .await
+    .map(Some)
 }
 
 /// A transition that began at `from` (`cause`): waits until `done`, and reports the requests
-/// per changed object from `from` until the controller is quiet again.
+/// per changed object from `from` until the controller is quiet again, by verb, and the time
+/// from `from` to the controller's last write (from the audit log), which it returns.
 async fn changed_since(
     figures: &mut Figures,
     (c, n, user): (&'static str, usize, &str),
     from: Timestamp,
     (cause, what): (&str, &str),
     done: impl AsyncFn() -> Option<()>,
-) -> Result<()> {
+) -> Result<Duration> {
     eventually(Duration::from_secs(900), || done()).await?;
-    let took = std::time::Duration::try_from(Timestamp::now().duration_since(from))?;
     quiet(user, Duration::from_secs(3)).await?;
     let flip = Requests::of(
         &audit::entries(audit_log()?, user, from)?,
         from,
         Timestamp::now(),
     );
+    let took = flip
+        .last
+        .and_then(|last| std::time::Duration::try_from(last.duration_since(from)).ok())
+        .unwrap_or_default();
     figures.add(
         c,
         format!("{n} objects: requests per transition ({cause}), per changed object"),
-        format!("{} ({what} within {took:.1?})", flip.per(n)),
+        format!(
+            "{} ({what}: the last write {took:.1?} after, {:.2} ms per object)",
+            flip.per(n),
+            took.as_secs_f64() * 1000.0 / n.max(1) as f64
+        ),
     );
-    Ok(())
+    figures.add(
+        c,
+        format!("{n} objects: requests per transition by verb, per changed object"),
+        flip.by_verb(n),
+    );
+    Ok(took)
 }
 
 /// Waits until `user` has written nothing for `quiet_for`.
@@ -376,6 +448,234 @@ async fn quiet(user: &str, quiet_for: Duration) -> Result<()> {
             .then_some(())
     })
     .await
+}
+
+// ----- baselines, startup, churn ------------------------------------------------------------------
+
+/// What a baseline runs with, ebb's defaults: objects at once (`--concurrent-reconciles`) and no
+/// client-side limit (`--kube-api-qps 0`).
+const EBB_IN_FLIGHT: usize = 8;
+/// The in-flight requests of a client that saturates the server (a figure, no target).
+const SATURATING: usize = 64;
+/// Objects created and deleted per churn round.
+const CHURN: usize = 5_000;
+
+/// One object's requests in a baseline, made one after another.
+type Requested = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>>;
+
+/// The baseline beside one of ebb's mass changes (which took `ebb`): a plain client making the
+/// same requests per object (`requests(i, round)`, each round changing something) to the same
+/// objects, first with ebb's in-flight cap and QPS, then saturating the server. Runs with the
+/// controller stopped, so nothing answers its writes.
+async fn baseline(
+    figures: &mut Figures,
+    (c, n): (&'static str, usize),
+    ebb: Duration,
+    requests: impl Fn(usize, usize) -> Requested,
+) -> Result<()> {
+    let requests = &requests;
+    let run = async |round: usize, in_flight: usize| -> Result<Duration> {
+        let start = Instant::now();
+        stream::iter(0..n)
+            .map(|i| requests(i, round))
+            .buffer_unordered(in_flight)
+            .try_collect::<Vec<_>>()
+            .await?;
+        Ok(start.elapsed())
+    };
+    let same = run(1, EBB_IN_FLIGHT).await?;
+    figures.add(
+        c,
+        format!(
+            "{n} objects: baseline (the same requests, {EBB_IN_FLIGHT} objects at a time, no QPS limit)"
+        ),
+        format!(
+            "{same:.1?}; ebb {ebb:.1?} = {:.2} × the baseline",
+            ebb.as_secs_f64() / same.as_secs_f64()
+        ),
+    );
+    let saturating = run(2, SATURATING).await?;
+    figures.add(
+        c,
+        format!("{n} objects: a client saturating the server ({SATURATING} objects at a time)"),
+        format!(
+            "{saturating:.1?}; ebb = {:.2} × it",
+            ebb.as_secs_f64() / saturating.as_secs_f64()
+        ),
+    );
+    Ok(())
+}
+
+/// An Event about `object` (events.k8s.io/v1, as kube's `Recorder` publishes), for baselines.
+async fn event_about(
+    admin: &kube::Client,
+    ns: &str,
+    (api_version, kind): (&str, &str),
+    name: &str,
+) -> Result<()> {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    let event = Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}-")),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(Timestamp::now())),
+        reporting_controller: Some("bench.ebb.dev/baseline".into()),
+        reporting_instance: Some("bench".into()),
+        action: Some("Scaling".into()),
+        reason: Some("Baseline".into()),
+        type_: Some("Normal".into()),
+        note: Some("the bench's baseline".into()),
+        regarding: Some(ObjectReference {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        }),
+        ..Event::default()
+    };
+    events
+        .create(&kube::api::PostParams::default(), &event)
+        .await?;
+    Ok(())
+}
+
+/// The series `/metrics` exposes (sample lines).
+fn series(controller: &Controller) -> Result<usize> {
+    let (_, body) = controller.get("/metrics")?;
+    Ok(body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count())
+}
+
+/// Passes started over `c`'s own kind so far (its queue's wait histogram counts them; the
+/// reconcile counter also counts FleetSchedule members and WorkshopScalingPolicies).
+fn passes(controller: &Controller, c: &str) -> Option<f64> {
+    let kind = match c {
+        "service-scaler" => "ServiceScaler",
+        "workshop-scaler" => "WorkshopProvision",
+        "scaledown-window" => "ScaleDownSchedule",
+        _ => "StackableScaler",
+    };
+    let name = format!("ebb_{}_queue_wait_seconds", c.replace('-', "_"));
+    controller.histogram_count(&name, &[("kind", kind)]).ok()
+}
+
+/// Stops `controller` and starts another over the same objects: from its start until each of
+/// `objects` was checked (reconciled once), and the requests that took beyond its lists.
+async fn startup(
+    figures: &mut Figures,
+    (c, n): (&'static str, usize),
+    setup: &Setup,
+    args: &[&str],
+    controller: Controller,
+    objects: usize,
+) -> Result<Controller> {
+    controller.stop().await;
+    let user = setup.identity.username();
+    let started = Timestamp::now();
+    let clock = Instant::now();
+    let mut controller = Controller::start(c, &setup.identity, "bench-1", args)?;
+    controller
+        .wait_ready(Duration::from_secs(600))
+        .await
+        .with_context(|| controller.log_tail())?;
+    let ready = clock.elapsed();
+    eventually_every(
+        Duration::from_secs(1800 + n as u64 / 20),
+        SCRAPE_EVERY,
+        || async { (passes(&controller, c)? >= objects as f64).then_some(()) },
+    )
+    .await?;
+    let checked = clock.elapsed();
+    let checked_at = Timestamp::now();
+    quiet(&user, Duration::from_secs(3)).await?;
+    let requests = Requests::of(
+        &audit::entries(audit_log()?, &user, started)?,
+        started,
+        checked_at,
+    );
+    figures.add(
+        c,
+        format!("{n} objects present: start to every object checked"),
+        format!(
+            "{checked:.1?} (ready at {ready:.1?}); requests: {}",
+            requests.by_verb(1)
+        ),
+    );
+    Ok(controller)
+}
+
+/// Two rounds of [`CHURN`] objects (`docs(round)`, labelled `bench.ebb.dev/churn=<round>`)
+/// created, checked and deleted: resident memory and series before and after each, and what
+/// the second round added (target: ≤ 5 % memory, 0 series).
+async fn churn(
+    figures: &mut Figures,
+    (c, n): (&'static str, usize),
+    setup: &Setup,
+    controller: &Controller,
+    (api, docs): (&Api<DynamicObject>, impl Fn(usize) -> Vec<Value>),
+    per_object: bool,
+) -> Result<()> {
+    let user = setup.identity.username();
+    let mut after = vec![(controller.rss_kib()?, series(controller)?)];
+    for round in 1..=2 {
+        let before = passes(controller, c).unwrap_or(0.0);
+        create_all(docs(round), &setup.admin).await?;
+        if per_object {
+            eventually_every(Duration::from_secs(1800), SCRAPE_EVERY, || async {
+                (passes(controller, c)? >= before + CHURN as f64).then_some(())
+            })
+            .await?;
+        }
+        quiet(&user, Duration::from_secs(3)).await?;
+        let selector = format!("bench.ebb.dev/churn={round}");
+        api.delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels(&selector),
+        )
+        .await?;
+        eventually(Duration::from_secs(900), || async {
+            let left = api
+                .list_metadata(&ListParams::default().labels(&selector).limit(1))
+                .await
+                .ok()?;
+            left.items.is_empty().then_some(())
+        })
+        .await?;
+        quiet(&user, Duration::from_secs(5)).await?;
+        after.push((controller.rss_kib()?, series(controller)?));
+    }
+    let [(rss0, series0), (rss1, series1), (rss2, series2)] = after[..] else {
+        bail!("three measures expected");
+    };
+    figures.add(
+        c,
+        format!(
+            "{n} objects, then two churns of {CHURN} (created, checked, deleted): resident memory"
+        ),
+        format!(
+            "{} → {} → {} (the second churn: {:+.1} %)",
+            mib(rss0),
+            mib(rss1),
+            mib(rss2),
+            (rss2 as f64 / rss1 as f64 - 1.0) * 100.0
+        ),
+    );
+    figures.add(
+        c,
+        format!("{n} objects, then two churns of {CHURN}: /metrics series"),
+        format!(
+            "{series0} → {series1} → {series2} (the second churn: {:+})",
+            series2 as i64 - series1 as i64
+        ),
+    );
+    Ok(())
 }
 
 // ----- service-scaler ---------------------------------------------------------------------------
@@ -398,6 +698,12 @@ fn service_scaler_doc(name: &str, opens: Timestamp) -> Value {
     })
 }
 
+/// Seconds from the bench's start until a window opens over `n` objects: enough to create them,
+/// converge, watch an idle minute, restart the controller and touch every object.
+fn measured_by(n: usize) -> i64 {
+    180 + (n as i64) * 55 / 1000 + IDLE.as_secs() as i64
+}
+
 async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     const C: &str = "service-scaler";
     let setup = Setup::new(C, "bench-ss", true, &[]).await?;
@@ -406,28 +712,26 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(setup.admin.clone(), &ns);
     // The window opens once everything has converged and was measured.
     let opens = ebb_runtime::time::whole_second(
-        Timestamp::now()
-            + SignedDuration::from_secs(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64),
+        Timestamp::now() + SignedDuration::from_secs(measured_by(n)),
     );
     let names: Vec<String> = (0..n).map(|i| format!("web-{i:05}")).collect();
-    let docs = names
-        .iter()
-        .map(|name| {
-            let mut d = service_scaler_doc(name, opens);
-            d["metadata"]["namespace"] = json!(ns);
-            d
-        })
-        .collect();
+    let doc = |name: &str| {
+        let mut d = service_scaler_doc(name, opens);
+        d["metadata"]["namespace"] = json!(ns);
+        d
+    };
+    let docs = names.iter().map(|name| doc(name)).collect();
     let scalers = setup
         .dynamic("scaler.udaan.io", "v1", "ServiceScaler")
         .await?;
+    let args = ["--namespace", ns.as_str()];
     let controller = common(
         figures,
         C,
         &setup,
         (n, docs, "ServiceScalers"),
-        &["--namespace", &ns],
-        (&scalers, names),
+        &args,
+        (&scalers, names.clone()),
     )
     .await?;
 
@@ -440,9 +744,45 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
             .all(|h| h.spec.as_ref().and_then(|s| s.min_replicas) == Some(5))
             .then_some(())
     };
-    transition(figures, (C, n, &user), opens, "every HPA written", opened).await?;
+    let took = transition(figures, (C, n, &user), opens, "every HPA written", opened).await?;
+    let churned = |round: usize| {
+        (0..CHURN)
+            .map(|i| {
+                let mut d = doc(&format!("churn-{round}-{i:05}"));
+                d["metadata"]["labels"] = json!({"bench.ebb.dev/churn": round.to_string()});
+                d
+            })
+            .collect()
+    };
+    churn(
+        figures,
+        (C, n),
+        &setup,
+        &controller,
+        (&scalers, churned),
+        true,
+    )
+    .await?;
     controller.stop().await;
-    Ok(())
+
+    // The baseline: per scaler its HPA, its status and an Event.
+    let Some(took) = took else { return Ok(()) };
+    let (admin, hpas, names) = (setup.admin.clone(), hpas.clone(), names.clone());
+    baseline(figures, (C, n), took, move |i, round| {
+        let (admin, ns, name) = (admin.clone(), ns.clone(), names[i].clone());
+        let (hpas, scalers) = (hpas.clone(), scalers.clone());
+        Box::pin(async move {
+            let spec = json!({"spec": {"minReplicas": 5 + round}});
+            hpas.patch(&name, &PatchParams::default(), &Patch::Merge(spec))
+                .await?;
+            let status = json!({"status": {"lastUpdatedTime": Timestamp::now().to_string()}});
+            scalers
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                .await?;
+            event_about(&admin, &ns, ("scaler.udaan.io/v1", "ServiceScaler"), &name).await
+        })
+    })
+    .await
 }
 
 // ----- service-scaler's FleetSchedules ------------------------------------------------------------
@@ -524,7 +864,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
             })
             .then_some(())
     };
-    transition(
+    let took = transition(
         figures,
         (C, n, &user),
         opens,
@@ -532,12 +872,16 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
         async || all_at(5, true).await,
     )
     .await?;
+    if memory_only(n) {
+        // Members are not written at this size: the fleet is held and decided, no more.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    }
     figures.add(
         C,
         format!("{n} HPAs in a FleetSchedule: resident memory"),
         mib(controller.rss_kib()?),
     );
-    if Timestamp::now() < closes {
+    if !memory_only(n) && Timestamp::now() < closes {
         tokio::time::sleep(std::time::Duration::try_from(
             closes.duration_since(Timestamp::now()),
         )?)
@@ -552,7 +896,27 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
         .await?;
     }
     controller.stop().await;
-    Ok(())
+
+    // The baseline of the opening: per member one write (its settings and its own values'
+    // record) and an Event.
+    let Some(took) = took else { return Ok(()) };
+    let (admin, hpas) = (setup.admin.clone(), hpas.clone());
+    baseline(figures, (C, n), took, move |i, round| {
+        let (admin, ns, hpas) = (admin.clone(), ns.clone(), hpas.clone());
+        Box::pin(async move {
+            let change = json!({
+                "metadata": {"annotations": {"scaling.ebb.dev/fleet-record":
+                    format!("{{\"fleet\":\"office-hours\",\"round\":{round}}}")}},
+                "spec": {"minReplicas": 5 + round}
+            });
+            let name = format!("web-{i:05}");
+            hpas.patch(&name, &PatchParams::default(), &Patch::Merge(change))
+                .await?;
+            let kind = ("autoscaling/v2", "HorizontalPodAutoscaler");
+            event_about(&admin, &ns, kind, &name).await
+        })
+    })
+    .await
 }
 
 // ----- scaledown-window (Nodes, metadata-only watches) -------------------------------------------
@@ -579,9 +943,8 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
                    "metadata": {"name": format!("{pool}-{i:06}"), "labels": {"bench-pool": pool}}})
         })
         .collect();
-    let opens = (Timestamp::now()
-        + SignedDuration::from_secs(150 + (n as i64) * 40 / 1000 + IDLE.as_secs() as i64))
-    .duration_round_up_minute();
+    let opens =
+        (Timestamp::now() + SignedDuration::from_secs(measured_by(n))).duration_round_up_minute();
     let name = format!("{pool}-nodes");
     let schedule = json!({
         "apiVersion": "scaling.ebb.dev/v1alpha1",
@@ -636,7 +999,7 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
     };
     eventually(Duration::from_secs(60), || annotated(true)).await?;
     let released = async || annotated(false).await;
-    transition(
+    let took = transition(
         figures,
         (C, n, &user),
         opens,
@@ -644,7 +1007,46 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
         released,
     )
     .await?;
+    let churned = |round: usize| {
+        (0..CHURN)
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"name": format!("{pool}-churn-{round}-{i:05}"),
+                                    "labels": {"bench-pool": pool,
+                                               "bench.ebb.dev/churn": round.to_string()}}})
+            })
+            .collect()
+    };
+    let node_api: Api<DynamicObject> = Api::all_with(
+        setup.admin.clone(),
+        &kube::discovery::ApiResource::erase::<Node>(&()),
+    );
+    churn(
+        figures,
+        (C, n),
+        &setup,
+        &controller,
+        (&node_api, churned),
+        false,
+    )
+    .await?;
     controller.stop().await;
+    // The baseline of the opening: per Node one write (the annotation back).
+    if let Some(took) = took {
+        let (nodes, pool) = (nodes.clone(), pool.clone());
+        baseline(figures, (C, n), took, move |i, round| {
+            let (nodes, name) = (nodes.clone(), format!("{pool}-{i:06}"));
+            Box::pin(async move {
+                let change = json!({"metadata": {"annotations": {
+                    "cluster-autoscaler.kubernetes.io/scale-down-disabled": round.to_string()}}});
+                nodes
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(change))
+                    .await?;
+                Ok(())
+            })
+        })
+        .await?;
+    }
     // Nodes are cluster-wide: the next size's controller would watch these too. Deleting
     // 100 000 outlives the request's timeout, and the server goes on deleting them.
     let deleted = nodes
@@ -705,8 +1107,17 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         controller.stop().await;
         return Ok(());
     }
-    // The transition: one seat per Workshop, taken (1 of 1, over the policy's 0.8): every
-    // provision scales 2 -> 3, once.
+    // The transition, a demand step on every provision at once: one seat per Workshop taken
+    // (1 of 1, over the policy's 0.8) while the policy's auto-scaling is off, then turned on:
+    // every provision scales 2 -> 3, once.
+    let policy = |enabled: bool| {
+        json!({"apiVersion": "scaling.ebb.dev/v1alpha1", "kind": "WorkshopScalingPolicy",
+            "metadata": {"name": "standard", "namespace": ns},
+            "spec": {"workshopSelector": {"matchLabels": {"bench": "yes"}},
+                     "autoScaling": {"enabled": enabled, "threshold": 0.8, "scaleFactor": 1.5,
+                                     "maxProvisions": 60}}})
+    };
+    apply(&setup.admin, &policy(false)).await?;
     let seats = names
         .iter()
         .map(|name| {
@@ -716,8 +1127,11 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
                          "assignment": {"email": "user@example.com"}}})
         })
         .collect();
-    let from = Timestamp::now();
+    let user = setup.identity.username();
     create_all(seats, &setup.admin).await?;
+    quiet(&user, Duration::from_secs(5)).await?;
+    let from = Timestamp::now();
+    apply(&setup.admin, &policy(true)).await?;
     let scaled = async || {
         let list = provisions.list(&ListParams::default()).await.ok()?;
         (list.items.len() == n
@@ -727,14 +1141,55 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
                 .all(|p| p.data["spec"]["count"] == json!(3)))
         .then_some(())
     };
-    let user = setup.identity.username();
     let cause = (
-        "a seat taken on every Workshop",
+        "auto-scaling turned on over a seat taken on every Workshop",
         "every provision scaled 2 -> 3",
     );
-    changed_since(figures, (C, n, &user), from, cause, scaled).await?;
+    let took = changed_since(figures, (C, n, &user), from, cause, scaled).await?;
+    let churned = |round: usize| {
+        let mut docs = Vec::new();
+        for i in 0..CHURN {
+            let name = format!("churn-{round}-{i:05}");
+            let labels = json!({"bench": "yes", "bench.ebb.dev/churn": round.to_string()});
+            docs.push(
+                json!({"apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"catalogItem": {"name": "lab", "namespace": "catalog"}, "count": 2,
+                         "workshopName": name}}),
+            );
+        }
+        docs
+    };
+    churn(
+        figures,
+        (C, n),
+        &setup,
+        &controller,
+        (&provisions, churned),
+        true,
+    )
+    .await?;
     controller.stop().await;
-    Ok(())
+
+    // The baseline: per provision its status, its count and an Event.
+    let (admin, provisions, names) = (setup.admin.clone(), provisions.clone(), names.clone());
+    baseline(figures, (C, n), took, move |i, round| {
+        let (admin, ns, name) = (admin.clone(), ns.clone(), names[i].clone());
+        let provisions = provisions.clone();
+        Box::pin(async move {
+            let status = json!({"status": {"autoScalingTargetCount": 3 + round}});
+            provisions
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                .await?;
+            let change = json!({"spec": {"count": 3 + round}});
+            provisions
+                .patch(&name, &PatchParams::default(), &Patch::Merge(change))
+                .await?;
+            let kind = ("babylon.gpte.redhat.com/v1", "WorkshopProvision");
+            event_about(&admin, &ns, kind, &name).await
+        })
+    })
+    .await
 }
 
 // ----- stackable-scaler (StatefulSets and their scalers) -------------------------------------------
@@ -852,6 +1307,18 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         "every StatefulSet resized, the scalers Idle",
     );
     changed_since(figures, (C, n, &user), from, cause, idle_at_one).await?;
+    // Churned scalers have no workload: each is checked and says so in its status.
+    let churned = |round: usize| {
+        (0..CHURN)
+            .map(|i| {
+                json!({"apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
+                    "metadata": {"name": format!("churn-{round}-{i:05}"), "namespace": ns,
+                                 "labels": {"bench.ebb.dev/churn": round.to_string()}},
+                    "spec": {"replicas": 0}})
+            })
+            .collect()
+    };
+    churn(figures, (C, n), &setup, &controller, (api, churned), true).await?;
     controller.stop().await;
     Ok(())
 }
@@ -912,6 +1379,7 @@ async fn idle(figures: &mut Figures) -> Result<()> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let mut figures = Figures::default();
+    let bench = Instant::now();
     println!(
         "bench: binaries from {}",
         ebb_e2e::process::bin_dir().display()
@@ -925,8 +1393,7 @@ async fn main() -> Result<()> {
         if runs("service-scaler") {
             service_scaler(&mut figures, n).await?;
         }
-        // FleetSchedules at the first size only (1000 HPAs by default).
-        if runs("fleet") && Some(n) == sizes().first().copied() {
+        if runs("fleet") {
             fleet(&mut figures, n).await?;
         }
         if runs("scaledown-window") {
@@ -945,5 +1412,11 @@ async fn main() -> Result<()> {
     for f in &figures.0 {
         println!("| {} | {} | {} |", f.controller, f.name, f.value);
     }
+    println!();
+    println!(
+        "bench: sizes {:?} took {:.1} minutes",
+        sizes(),
+        bench.elapsed().as_secs_f64() / 60.0
+    );
     Ok(())
 }

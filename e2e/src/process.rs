@@ -270,6 +270,30 @@ impl Controller {
         Ok(sum)
     }
 
+    /// The count of a histogram's samples whose labels include all of `labels` (summed), as
+    /// [`Controller::metric`] parses only that metric's lines.
+    pub fn histogram_count(&self, name: &str, labels: &[(&str, &str)]) -> Result<f64> {
+        let scrape = self.metrics_where(|l| {
+            l.starts_with('#')
+                || l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(['_', '{', ' ']))
+        })?;
+        let mut sum = 0.0;
+        let mut found = false;
+        for sample in scrape.samples.iter().filter(|s| s.metric == name) {
+            if let prometheus_parse::Value::Histogram(buckets) = &sample.value
+                && labels.iter().all(|(k, v)| sample.labels.get(k) == Some(*v))
+            {
+                found = true;
+                sum += buckets.last().map_or(0.0, |b| b.count);
+            }
+        }
+        if !found {
+            bail!("no histogram {name} with {labels:?}");
+        }
+        Ok(sum)
+    }
+
     /// Sends SIGTERM (a graceful stop: the Lease is released).
     pub fn terminate(&self) -> Result<()> {
         kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM)?;
