@@ -76,6 +76,21 @@ struct Requests {
 }
 
 impl Requests {
+    /// `user`'s requests from `from` to `to`, read from the audit log.
+    fn between(user: &str, from: Timestamp, to: Timestamp) -> Result<Self> {
+        Ok(Self::of(
+            &audit::entries(audit_log()?, user, from)?,
+            from,
+            to,
+        ))
+    }
+
+    /// `user`'s requests from `from` until now, the log read first.
+    fn since(user: &str, from: Timestamp) -> Result<Self> {
+        let entries = audit::entries(audit_log()?, user, from)?;
+        Ok(Self::of(&entries, from, Timestamp::now()))
+    }
+
     fn of(entries: &[Entry], from: Timestamp, to: Timestamp) -> Self {
         let mut r = Requests::default();
         for e in entries
@@ -275,11 +290,7 @@ async fn common(
         format!("{n} objects: reconcile latency p50 / p99 ({count:.0} reconciles)"),
         format!("{} / {}", ms(p50), ms(p99)),
     );
-    let sync = Requests::of(
-        &audit::entries(audit_log()?, &user, started)?,
-        started,
-        Timestamp::now(),
-    );
+    let sync = Requests::since(&user, started)?;
     figures.add(
         c,
         format!("{n} objects: requests per object to converge"),
@@ -294,11 +305,7 @@ async fn common(
         format!("{n} objects: resident memory converged"),
         mib(controller.rss_kib()?),
     );
-    let idle = Requests::of(
-        &audit::entries(audit_log()?, &user, idle_from)?,
-        idle_from,
-        idle_to,
-    );
+    let idle = Requests::between(&user, idle_from, idle_to)?;
     figures.add(
         c,
         format!("{n} objects: requests in an idle minute"),
@@ -349,11 +356,7 @@ async fn common(
         ),
     );
     quiet(&user, Duration::from_secs(3)).await?;
-    let steady = Requests::of(
-        &audit::entries(audit_log()?, &user, touched)?,
-        touched,
-        Timestamp::now(),
-    );
+    let steady = Requests::since(&user, touched)?;
     figures.add(
         c,
         format!("{n} objects: requests per steady reconcile"),
@@ -410,11 +413,7 @@ async fn changed_since(
 ) -> Result<Duration> {
     eventually(Duration::from_secs(900), || done()).await?;
     quiet(user, Duration::from_secs(3)).await?;
-    let flip = Requests::of(
-        &audit::entries(audit_log()?, user, from)?,
-        from,
-        Timestamp::now(),
-    );
+    let flip = Requests::since(user, from)?;
     let took = flip
         .last
         .and_then(|last| std::time::Duration::try_from(last.duration_since(from)).ok())
@@ -595,11 +594,7 @@ async fn startup(
     let checked = clock.elapsed();
     let checked_at = Timestamp::now();
     quiet(&user, Duration::from_secs(3)).await?;
-    let requests = Requests::of(
-        &audit::entries(audit_log()?, &user, started)?,
-        started,
-        checked_at,
-    );
+    let requests = Requests::between(&user, started, checked_at)?;
     figures.add(
         c,
         format!("{n} objects present: start to every object checked"),
@@ -822,11 +817,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
     let started = Timestamp::now();
     let created = create_all(docs, &setup.admin).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let unmatched = Requests::of(
-        &audit::entries(audit_log()?, &user, started)?,
-        started,
-        Timestamp::now(),
-    );
+    let unmatched = Requests::since(&user, started)?;
     figures.add(
         C,
         format!("{n} HPAs no FleetSchedule matches (created in {created:.1?}): requests per HPA"),

@@ -378,18 +378,16 @@ async fn an_invalid_plan_writes_its_status_then_ends_as_invalid() {
     assert_eq!(h.events.reasons(), ["InvalidSpec"]);
 }
 
-#[tokio::test]
-async fn independent_writes_are_each_tried_and_the_first_failure_ends_the_pass_after_them() {
-    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
-    for name in ["a", "b", "c"] {
-        h.fake.insert(config_map(name, "1"));
-    }
+/// ConfigMaps `names` at `v: 1`, and a plan of one independent write each setting `v: 2`, an
+/// Event noting the name with it.
+fn independent_updates(h: &Harness, names: &[impl AsRef<str>]) -> Plan<u32> {
     let mut plan = Plan::new(subject(), 0);
-    for name in ["a", "b", "c"] {
+    for name in names.iter().map(AsRef::as_ref) {
+        h.fake.insert(config_map(name, "1"));
         plan.writes.push(
             Write::merge(
                 target(name),
-                Some(&version(&h, name)),
+                Some(&version(h, name)),
                 json!({"data": {"v": "2"}}),
                 Category::Target,
             )
@@ -397,6 +395,13 @@ async fn independent_writes_are_each_tried_and_the_first_failure_ends_the_pass_a
             .notice(Notice::normal("Updated", "Update", name)),
         );
     }
+    plan
+}
+
+#[tokio::test]
+async fn independent_writes_are_each_tried_and_the_first_failure_ends_the_pass_after_them() {
+    let h = Harness::new("2026-05-04T09:00:00Z", "demo");
+    let mut plan = independent_updates(&h, &["a", "b", "c"]);
     plan.writes.push(Write::merge(
         target("a"),
         Some(&version(&h, "a")),
@@ -489,22 +494,7 @@ async fn a_run_of_independent_writes_is_sent_several_at_a_time_in_the_plans_orde
     use ebb_runtime::execute::IN_FLIGHT;
     let h = Harness::new("2026-05-04T09:00:00Z", "demo");
     let names: Vec<String> = (0..3 * IN_FLIGHT).map(|i| format!("node-{i:02}")).collect();
-    for name in &names {
-        h.fake.insert(config_map(name, "1"));
-    }
-    let mut plan = Plan::new(subject(), 0);
-    for name in &names {
-        plan.writes.push(
-            Write::merge(
-                target(name),
-                Some(&version(&h, name)),
-                json!({"data": {"v": "2"}}),
-                Category::Target,
-            )
-            .independent()
-            .notice(Notice::normal("Updated", "Update", name)),
-        );
-    }
+    let plan = independent_updates(&h, &names);
     let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let layer = {
         let most = most.clone();
