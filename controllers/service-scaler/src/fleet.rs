@@ -2,13 +2,15 @@
 //!
 //! - the members, keyed by HPA ([`Own`]'s `Reconciler<HpaMeta>`): an HPA's pass finds, in memory,
 //!   who schedules it ([`decide::claim`]); only a member, or an HPA carrying a record to act on
-//!   ([`decide::needs_pass`]), is read (one GET, and its target's Scale when a hibernation concerns
-//!   it), decided ([`decide::decide_member`]) and handed to the executor. Its trigger is a
-//!   metadata-only cache of the HPAs that passes on new HPAs and changes of their generation,
-//!   labels or annotations (the HPA controller's status writes run nothing, nor do the events of
-//!   this process's own writes), plus every change of a FleetSchedule (mapped to the HPAs it
-//!   matches or marked) and of a ServiceScaler (mapped to the HPA of its name). Each trigger's
-//!   cache is updated before its event runs a pass.
+//!   ([`decide::needs_pass`]), is decided ([`decide::decide_member`]) on the HPA as the cache
+//!   holds it (after a conflict, as the frame read it again; its target's Scale is read when a
+//!   hibernation concerns it) and handed to the executor. Its trigger is the process's one cache of the HPAs of the scope, which keeps
+//!   their metadata and spec but not their status ([`HpaMeta`]), and passes on new HPAs and
+//!   changes of their generation, labels or annotations (the HPA controller's status writes run
+//!   nothing, nor do the events of this process's own writes), plus every change of a
+//!   FleetSchedule (mapped to the HPAs it matches or marked) and of a ServiceScaler (mapped to the
+//!   HPA of its name). Each trigger's cache is updated before its event runs a pass. The
+//!   ServiceScalers' passes read their HPAs from the same cache ([`HpaCache`]).
 //! - the fleets, keyed by FleetSchedule ([`Own`]'s `Reconciler<FleetSchedule>`): its status
 //!   (members, the range in force, `SpecValid`, `Conflict`, `Ready`) from the same caches, with no
 //!   read; run again when an HPA of a namespace it reaches changes, and at its next transition.
@@ -23,7 +25,8 @@ use std::time::Duration;
 use ebb_core::plan::Write;
 use ebb_crds::fleet::FleetSchedule;
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::app::{Wiring, controller, controller_on_changes, watcher_config};
+use ebb_runtime::app::{OnChanges, Wiring, controller, controller_on_changes, watcher_config};
+use ebb_runtime::cache::Names;
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
@@ -42,13 +45,67 @@ use crate::decide::{self, Claim, Reach};
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-/// An HPA as the members' cache holds it: its metadata.
-pub type HpaMeta = PartialObjectMeta<HorizontalPodAutoscaler>;
+/// An HPA as the process's cache of them holds it: its metadata (slimmed) and spec, no status
+/// ([`without_status`]). Every rule reads the spec (its settings, its target); none reads the
+/// status, which the HPA controller rewrites on every change of the metrics.
+pub type HpaMeta = HorizontalPodAutoscaler;
 
-/// The caches of one scope: FleetSchedules, ServiceScalers (metadata), HPAs (metadata).
+/// Drops what no rule reads from a cached HPA: its status.
+pub fn without_status(hpa: &mut Guarded<HpaMeta>) {
+    if let Ok(hpa) = &mut hpa.0 {
+        hpa.status = None;
+    }
+}
+
+/// One scope's cache of HPAs ([`HpaMeta`]), and whether it holds its first full list: what a
+/// ServiceScaler's pass reads its HPA from.
+#[derive(Clone)]
+pub struct HpaCache {
+    /// The namespace the cache covers, `None` for all.
+    pub scope: Option<String>,
+    /// The HPAs.
+    pub store: Store<Guarded<HpaMeta>>,
+    /// Whether it holds its first full list.
+    pub listed: Arc<AtomicBool>,
+}
+
+/// The process's HPA caches, one per scope ([`HpaCache`]); none where a pass reads by GET (the
+/// cleanup, tests).
+#[derive(Clone, Default)]
+pub struct HpaCaches(pub Vec<HpaCache>);
+
+/// How long a pass waits for the HPA cache of its scope to hold its first full list (a process
+/// starting): past it the pass reads its HPA by GET.
+const LIST_WAIT: Duration = Duration::from_secs(30);
+
+impl HpaCaches {
+    /// HPA `namespace/name` as the cache of its scope holds it, once that cache holds its first
+    /// full list (waiting at most [`LIST_WAIT`]): `Some(None)` when it has none; `None` when no
+    /// cache covers the namespace, or it was not listed in time (read it by GET).
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Option<HorizontalPodAutoscaler>> {
+        let cache = self
+            .0
+            .iter()
+            .find(|c| c.scope.as_deref().is_none_or(|scope| scope == namespace))?;
+        let waited = tokio::time::timeout(LIST_WAIT, async {
+            while !cache.listed.load(Ordering::Acquire) {
+                tokio::time::sleep(NOT_LISTED_YET / 10).await;
+            }
+        });
+        waited.await.ok()?;
+        let cached = cache.store.get(&ObjectRef::new(name).within(namespace));
+        Some(cached.and_then(|g| g.0.as_ref().ok().cloned()))
+    }
+}
+
+/// The caches of one scope: FleetSchedules, ServiceScalers (their names), HPAs (no status).
 pub type Caches = (
     Store<Guarded<FleetSchedule>>,
-    Store<PartialObjectMeta<ServiceScaler>>,
+    Names,
     Store<Guarded<HpaMeta>>,
 );
 
@@ -61,10 +118,10 @@ pub struct Own {
     pub metrics: Metrics,
     /// The FleetSchedules of the scope.
     pub fleets: Store<Guarded<FleetSchedule>>,
-    /// The HPAs of the scope, metadata only.
+    /// The HPAs of the scope, without their status.
     pub hpas: Store<Guarded<HpaMeta>>,
-    /// The ServiceScalers of the scope, metadata only.
-    pub scalers: Store<PartialObjectMeta<ServiceScaler>>,
+    /// The names of the ServiceScalers of the scope.
+    pub scalers: Names,
     /// Whether each of the three caches holds its first full list.
     listed: [Arc<AtomicBool>; 3],
     /// ebb's own namespace (the Lease's).
@@ -117,9 +174,7 @@ impl Own {
         let (Some(name), Some(namespace)) = (&meta.name, &meta.namespace) else {
             return false;
         };
-        self.scalers
-            .get(&ObjectRef::new(name).within(namespace))
-            .is_some()
+        self.scalers.contains(namespace, name)
     }
 }
 
@@ -159,33 +214,17 @@ impl frame::Reconciler<HpaMeta> for Own {
         if !decide::needs_pass(&meta.metadata, &claim) {
             return Ok(Requeue::AwaitChange);
         }
-        let namespace = frame::namespace_of(meta.as_ref());
-        let name = frame::name_of(meta.as_ref());
-        let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-        let Some(hpa) = hpas
-            .get_opt(name)
-            .await
-            .map_err(frame::ReadError::of(format!(
-                "HorizontalPodAutoscaler {namespace}/{name}"
-            )))?
-        else {
-            return Ok(Requeue::AwaitChange);
-        };
-        // Decided on the HPA as read, which may be newer than the cache.
-        let claim = decide::claim(
-            &hpa.metadata,
-            fleets.iter().copied(),
-            ctx.own.has_scaler(&hpa.metadata),
-            reach,
-        );
-        let scale = read_scale(&hpa, &claim, ctx).await?;
+        // Decided on the HPA as cached; after a 409 the frame has read it again (it is this
+        // reconciler's own object).
+        let hpa = meta.as_ref();
+        let scale = read_scale(hpa, &claim, ctx).await?;
         let names = match &claim {
             Claim::Fleet { winner, .. } => decide::calendar_names(&winner.spec.time_range_spec),
             _ => Vec::new(),
         };
         let calendars = ctx.own.calendars.resolve(names)?;
         let observed = decide::MemberObserved {
-            hpa: &hpa,
+            hpa,
             claim: &claim,
             scale: scale.as_ref(),
             calendars: &calendars,
@@ -357,13 +396,18 @@ fn hpas_of(
 }
 
 /// The FleetSchedule controllers of one scope (`scope`: a namespace, or `None` for all): the
-/// members' and the FleetSchedules' status, until the shutdown.
+/// members' and the FleetSchedules' status, until the shutdown; and the scope's HPA cache they
+/// keep. `changed` sees each HPA whose generation, labels or annotations someone else changed
+/// (not this process's own writes): the ServiceScalers' trigger.
 pub fn controllers(
     wiring: &Wiring,
     scope: Option<&str>,
-    metrics: Metrics,
-    calendars: &CalendarCache,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
+    (metrics, calendars): (Metrics, &CalendarCache),
+    changed: impl Fn(&Guarded<HpaMeta>) + Send + Sync + 'static,
+) -> (
+    impl std::future::Future<Output = ()> + Send + 'static,
+    HpaCache,
+) {
     let client = wiring.client.clone();
     let contact = wiring.warm_up.contact().clone();
     let listed: [Arc<AtomicBool>; 3] = Default::default();
@@ -378,7 +422,8 @@ pub fn controllers(
         "FleetSchedule",
     );
     let (fleets, fleet_changes) = cached_changes(fleet_events, listed[0].clone());
-    // ServiceScalers, metadata only: one of an HPA's name takes it over.
+    // ServiceScalers, by name only (their metadata is all the server sends; the names are all
+    // that is kept): one of an HPA's name takes it over.
     let scaler_api: Api<PartialObjectMeta<ServiceScaler>> =
         ebb_runtime::app::scoped_api(&client, scope);
     let scaler_events = ebb_runtime::contact::resilient(
@@ -391,7 +436,17 @@ pub fn controllers(
         &contact,
         "ServiceScaler",
     );
-    let (scalers, scaler_changes) = cached_changes(scaler_events, listed[1].clone());
+    let scalers = Names::default();
+    let (names, scalers_listed) = (scalers.clone(), listed[1].clone());
+    let scaler_changes =
+        ebb_runtime::triggers::spec_changes_of(scaler_events.inspect(move |event| {
+            if let Ok(event) = event {
+                names.take_in(event);
+                if matches!(event, watcher::Event::InitDone) {
+                    scalers_listed.store(true, Ordering::Release);
+                }
+            }
+        }));
 
     // The members: a changed HPA also runs the status of the FleetSchedules of its namespace.
     let (namespaces, changed_namespaces) = futures::channel::mpsc::unbounded::<String>();
@@ -401,17 +456,26 @@ pub fn controllers(
         watcher::Config::default().any_semantic(),
         &wiring.warm_up,
         &wiring.own_writes,
-        move || hpa_listed.store(true, Ordering::Release),
-        move |hpa: &Guarded<HpaMeta>| {
-            let _ = namespaces.unbounded_send(
-                kube::Resource::meta(hpa)
-                    .namespace
-                    .clone()
-                    .unwrap_or_default(),
-            );
+        OnChanges {
+            listed: Box::new(move || hpa_listed.store(true, Ordering::Release)),
+            changed: Box::new(move |hpa: &Guarded<HpaMeta>| {
+                let _ = namespaces.unbounded_send(
+                    kube::Resource::meta(hpa)
+                        .namespace
+                        .clone()
+                        .unwrap_or_default(),
+                );
+            }),
+            changed_by_others: Box::new(changed),
+            project: without_status,
         },
     );
     let hpas = members.store();
+    let cache = HpaCache {
+        scope: scope.map(str::to_owned),
+        store: hpas.clone(),
+        listed: listed[2].clone(),
+    };
     let status = controller(
         ebb_runtime::app::scoped_api::<Guarded<FleetSchedule>>(&client, scope),
         watcher_config(&wiring.common),
@@ -489,7 +553,8 @@ pub fn controllers(
         .graceful_shutdown_on(async move { token.cancelled().await });
     let members = frame::run(members, ctx.clone(), |_| {});
     let status = frame::run(status, ctx, |_| {});
-    async move {
+    let run = async move {
         futures::join!(members, status);
-    }
+    };
+    (run, cache)
 }

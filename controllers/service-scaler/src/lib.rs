@@ -35,13 +35,11 @@ use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::cleanup::Leave;
 use ebb_runtime::frame;
 use ebb_runtime::guard::Guarded;
-use ebb_runtime::triggers::spec_changes;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::Metrics;
@@ -100,6 +98,8 @@ pub async fn clean(
     let own = Own {
         metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
         calendars: CalendarCache::default(),
+        // No cache: each HPA is read by GET.
+        hpas: fleet::HpaCaches::default(),
         // Only an existing ledger is written (an install from before it has none).
         ledger: ledger::existing(&shared.client, ledger_of(&args.common)).await?,
     };
@@ -248,10 +248,32 @@ pub fn controllers(
         &wiring.shutdown,
         &wiring.metrics,
     );
+    // The HPAs: one cache per scope, kept by the FleetSchedule members' controller of that scope;
+    // a change someone else made to an HPA (its generation, labels or annotations: drift, the
+    // kill-switch, the pause annotations) runs the ServiceScaler of the same name too. The
+    // events of this process's own writes run nothing.
+    let mut controllers = Vec::new();
+    let mut hpa_caches = Vec::new();
+    let mut hpa_changes = Vec::new();
+    for scope in ebb_runtime::app::scopes(&wiring.common) {
+        let (changed, changes) = futures::channel::mpsc::unbounded();
+        let (fleets, cache) = fleet::controllers(
+            &wiring,
+            scope.as_deref(),
+            (metrics.clone(), &calendars),
+            move |hpa: &Guarded<fleet::HpaMeta>| {
+                let _ = changed.unbounded_send(hpa.clone());
+            },
+        );
+        controllers.push(fleets.boxed());
+        hpa_caches.push(cache);
+        hpa_changes.push(changes);
+    }
     let ctx = wiring.context(Own {
         metrics: metrics.clone(),
         calendars: calendars.clone(),
         ledger: Some(ledger_of(&wiring.common)),
+        hpas: fleet::HpaCaches(hpa_caches),
     });
     // ServiceScalers deleted without ebb's finalizer: their hibernated workloads woken.
     let (gone, deleted) = tokio::sync::mpsc::unbounded_channel();
@@ -260,15 +282,13 @@ pub fn controllers(
     let scopes = wiring
         .scoped::<Guarded<ServiceScaler>>()
         .into_iter()
-        .zip(wiring.scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>());
-    let mut controllers = Vec::new();
-    for (scalers, hpas) in scopes {
+        .zip(hpa_changes);
+    for (scalers, hpa_changes) in scopes {
         // `--label-selector` selects ServiceScalers; every HPA is watched, so drift (its
         // generation moves), the kill-switch and the pause annotations reach the ServiceScaler of
-        // the same name. Metadata only, and not its status: the HPA controller rewrites that
-        // every sync, and the reconcile reads the HPA itself. Neither watch runs a pass for the
-        // event of the pass's own write (its status, its HPA write): the pass decided on what it
-        // wrote, and its requeue is the next look.
+        // the same name. Neither watch runs a pass for the event of the pass's own write (its
+        // status, its HPA write): the pass decided on what it wrote, and its requeue is the next
+        // look.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
         let controller = ebb_runtime::app::controller_skipping_own(
             scalers,
@@ -287,13 +307,8 @@ pub fn controllers(
                     .changes()
                     .flat_map(move |name| futures::stream::iter(scalers_naming(&naming, &name))),
             )
-            .watches_stream(
-                wiring.own_writes.skip(spec_changes(
-                    hpas,
-                    watcher::Config::default().any_semantic(),
-                    wiring.warm_up.contact(),
-                )),
-                move |hpa| scaler_of(&store, &hpa),
+            .reconcile_on(
+                hpa_changes.filter_map(move |hpa| futures::future::ready(scaler_of(&store, &hpa))),
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
         controllers.push(
@@ -302,12 +317,6 @@ pub fn controllers(
                 let _ = gone.send(key.to_owned());
             })
             .boxed(),
-        );
-    }
-    // FleetSchedules, beside: one schedule for every HPA a selector matches.
-    for scope in ebb_runtime::app::scopes(&wiring.common) {
-        controllers.push(
-            fleet::controllers(&wiring, scope.as_deref(), metrics.clone(), &calendars).boxed(),
         );
     }
     controllers.push(watch_calendars.boxed());

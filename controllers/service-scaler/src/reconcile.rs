@@ -1,13 +1,14 @@
-//! The reconciler: takes the ServiceScaler from the watch's cache, reads the HPA of the same name
-//! (one GET: the HPA watch is metadata-only) and the HolidayCalendars its ranges name (from the
-//! calendars' cache), calls [`decide`] with the pass's one `now`, and
+//! The reconciler: takes the ServiceScaler from the watch's cache, the HPA of the same name from
+//! the process's cache of HPAs (read by GET only when the pass runs again after a conflict) and
+//! the HolidayCalendars its ranges name (from the calendars' cache), calls [`decide`] with the
+//! pass's one `now`, and
 //! hands the plan (the writes in order, the status, the Events, the gauge: see `decide::writes`)
 //! to the runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server
 //! itself.
 //!
 //! The pass runs in the shared reconcile frame ([`Own`]'s `Reconciler<ServiceScaler>`, `ebb_runtime::frame`): a 409 at
 //! any write ends the pass with [`frame::Failure::Conflict`], and the frame reads the
-//! ServiceScaler again and runs it again, which reads the HPA again and decides again. A
+//! ServiceScaler again and runs it again, which reads the HPA by GET and decides again. A
 //! ServiceScaler whose status does not deserialize (udaan's own timestamp format) reaches
 //! the reconciler's `malformed` and is read by GET, its status leniently.
 //!
@@ -30,6 +31,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::decide::{self, Gauge, Observed};
+use crate::fleet::HpaCaches;
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
@@ -41,6 +43,9 @@ pub struct Own {
     pub calendars: CalendarCache,
     /// The install's hibernation ledger ([`decide::ledger`]); `None` keeps none.
     pub ledger: Option<ebb_core::plan::Target>,
+    /// The HPAs, as the process's one cache of them per scope holds them: a pass reads its HPA
+    /// there, and by GET only where no cache covers it or the pass runs again after a conflict.
+    pub hpas: HpaCaches,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -146,7 +151,8 @@ pub fn typed(
     }))
 }
 
-/// The HPA of `scaler` and, when a hibernation concerns it, its workload's Scale.
+/// The HPA of `scaler` (from the cache, or read: [`HpaCaches`]) and, when a hibernation
+/// concerns it, its workload's Scale (read).
 async fn read_targets(
     scaler: &ServiceScaler,
     ctx: &Context,
@@ -154,13 +160,21 @@ async fn read_targets(
     // The frame (or the cleanup's list) has checked both.
     let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
     let name = scaler.metadata.name.as_deref().unwrap_or_default();
-    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let hpa = hpas
-        .get_opt(name)
-        .await
-        .map_err(frame::ReadError::of(format!(
-            "HorizontalPodAutoscaler {namespace}/{name}"
-        )))?;
+    let cached = match frame::reads_fresh() {
+        true => None,
+        false => ctx.own.hpas.get(namespace, name).await,
+    };
+    let hpa = match cached {
+        Some(cached) => cached,
+        None => {
+            let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+            hpas.get_opt(name)
+                .await
+                .map_err(frame::ReadError::of(format!(
+                    "HorizontalPodAutoscaler {namespace}/{name}"
+                )))?
+        }
+    };
     let scale = read_scale(scaler, hpa.as_ref(), ctx).await?;
     Ok((hpa, scale))
 }

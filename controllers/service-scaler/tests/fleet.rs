@@ -1,7 +1,8 @@
 //! FleetSchedule members against an in-memory API server (`ebb_testkit::FakeApi`): a conflict
 //! and a lost answer on the member's first write record the HPA's own values once, never the
-//! values ebb wrote; an HPA left without metrics (the server defaults cpu to 80%) is in sync; a
-//! pass over an HPA no FleetSchedule concerns reads nothing.
+//! values ebb wrote (the HPA read by GET only after the 409: before, as cached); an HPA left
+//! without metrics (the server defaults cpu to 80%) is in sync; a pass over an HPA no
+//! FleetSchedule concerns reads nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ebb_runtime::calendars::CalendarCache;
@@ -80,7 +81,11 @@ impl Harness {
         let listed = [(); 3].map(|()| Arc::new(AtomicBool::new(true)));
         let own = Own::new(
             metrics,
-            (store(fleets), store(Vec::new()), store(hpas)),
+            (
+                store(fleets),
+                ebb_runtime::cache::Names::default(),
+                store(hpas),
+            ),
             listed,
             ("ebb-system".into(), true),
             CalendarCache::default(),
@@ -131,6 +136,10 @@ async fn a_conflict_on_the_first_write_is_read_again_and_records_the_own_values_
     h.kit.fake.fail_next(Matcher::patch(HPA_PATH), 409);
     h.reconcile().await.unwrap();
     assert_eq!(h.hpa_writes(), [Some(409), Some(200)]);
+    // The first decision is on the HPA as cached; only the 409 makes the pass read it.
+    let reads: Vec<String> = h.kit.fake.reads().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert!(reads[0].ends_with(HPA_PATH), "{reads:?}");
     assert_eq!(min(&h), Some(5));
     assert_eq!(h.record().unwrap().min_replicas, Some(2));
     // In sync: the next pass writes nothing.

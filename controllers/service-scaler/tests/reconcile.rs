@@ -20,11 +20,15 @@ use ebb_testkit::{Fault, Matcher, utc};
 use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DeleteParams;
+use kube::runtime::reflector;
+use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use service_scaler::decide::{self, FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
+use service_scaler::fleet::{HpaCache, HpaCaches, HpaMeta, without_status};
 use service_scaler::metrics::Metrics;
 use service_scaler::reconcile::{Context, Error, Own};
+use std::sync::atomic::AtomicBool;
 
 const NS: &str = "shop";
 const NAME: &str = "web";
@@ -59,6 +63,9 @@ struct Harness {
     /// What the HolidayCalendar watch would have put in the context's cache by now: the
     /// calendars the fake holds at each reconcile.
     calendars: std::sync::Mutex<Feed<Guarded<HolidayCalendar>>>,
+    /// What the HPA watch would have put in the context's cache by now (`None`: no cache, each
+    /// pass reads its HPA by GET, as the cleanup does).
+    hpas: Option<std::sync::Mutex<reflector::store::Writer<Guarded<HpaMeta>>>>,
 }
 
 impl std::ops::Deref for Harness {
@@ -87,24 +94,54 @@ fn error_policy(
 }
 
 impl Harness {
+    /// A pass reads its HPA from a cache the harness fills from the fake before each reconcile.
     fn new(now: &str, dry_run: bool) -> Self {
+        Self::with_cache(now, dry_run, true)
+    }
+
+    /// [`Harness::new`]; without `cached`, every pass reads its HPA by GET.
+    fn with_cache(now: &str, dry_run: bool, cached: bool) -> Self {
         let kit = ebb_testkit::Harness::new(now, "service-scaler");
         let metrics = kit.register(Metrics::new);
         let (calendars, feed) = CalendarCache::fed();
         let ledger = Some(decide::ledger::ledger_target(LEDGER_NS, "service-scaler"));
+        let (store, writer) = reflector::store();
+        let hpas = match cached {
+            true => HpaCaches(vec![HpaCache {
+                scope: None,
+                store,
+                listed: Arc::new(AtomicBool::new(true)),
+            }]),
+            false => HpaCaches::default(),
+        };
         let ctx = kit.context(
             dry_run,
             Own {
                 metrics,
                 calendars,
                 ledger,
+                hpas,
             },
         );
         Self {
             kit,
             ctx,
             calendars: std::sync::Mutex::new(feed),
+            hpas: cached.then(|| std::sync::Mutex::new(writer)),
         }
+    }
+
+    /// The HPA cache as a watch would hold it now: every HPA the fake stores, without status.
+    fn fill_hpas(&self) {
+        let Some(writer) = &self.hpas else { return };
+        let mut writer = writer.lock().unwrap();
+        writer.apply_watcher_event(&Event::Init);
+        for mut hpa in self.fake.list::<Guarded<HpaMeta>>() {
+            ebb_runtime::app::slim(&mut hpa);
+            without_status(&mut hpa);
+            writer.apply_watcher_event(&Event::InitApply(hpa));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
     }
 
     fn scaler(&self, spec: Value) -> ServiceScaler {
@@ -156,6 +193,7 @@ impl Harness {
             .lock()
             .unwrap()
             .fill(self.fake.list::<Guarded<HolidayCalendar>>());
+        self.fill_hpas();
         let stored = self
             .fake
             .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
@@ -299,8 +337,12 @@ async fn a_boundary_applies_exactly_the_owned_fields_with_server_side_apply() {
     h.clock.set(utc("2026-05-04T12:00:00Z"));
     h.reconcile().await.unwrap();
 
+    // Issue 46: the edge reads nothing (the HPA comes from the process's cache of HPAs), writes
+    // the HPA once and the status once, and records one Event.
+    assert_eq!(h.fake.reads(), [], "the HPA is read from the cache");
     let writes = h.hpa_writes();
     assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(h.fake.write_count(), 2, "{:#?}", h.fake.writes());
     let apply = &writes[0];
     assert_eq!(apply.method.as_str(), "PATCH");
     assert_eq!(apply.patch, Some(ebb_testkit::PatchKind::Apply));
@@ -428,12 +470,14 @@ async fn a_follower_writes_nothing_and_looks_again() {
             metrics,
             calendars,
             ledger: None,
+            hpas: HpaCaches::default(),
         },
     ));
     let h = Harness {
         kit,
         ctx,
         calendars: std::sync::Mutex::new(feed),
+        hpas: None,
     };
     h.scaler(office_spec());
     assert_eq!(
@@ -1598,6 +1642,49 @@ async fn a_metric_added_between_read_and_write_is_kept() {
     assert_eq!(types, ["Resource", "Resource", "External"], "{metrics}");
 }
 
+/// Without a cache of HPAs (the cleanup's passes), the same edge reads the HPA by GET; with one,
+/// a cache that lags the server (the HPA changed since) costs a 409 and one GET, never a write
+/// decided on the stale copy.
+#[tokio::test]
+async fn the_hpa_is_read_by_get_without_a_cache_and_after_a_stale_one() {
+    let h = Harness::with_cache("2026-05-04T12:00:00Z", false, false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
+    h.reconcile().await.unwrap();
+    let gets: Vec<String> = h.fake.reads().iter().map(|r| r.path.clone()).collect();
+    assert!(gets.iter().any(|p| p.ends_with(HPA_PATH)), "{gets:?}");
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+
+    let h = Harness::new("2026-05-04T12:00:00Z", false);
+    let scaler = h.scaler(office_spec());
+    h.hpa(5, 10, Some(60), Some(80), Some(&scaler), json!({}));
+    h.fill_hpas();
+    // Someone raises maxReplicas after the cache saw the HPA; the cache has not seen it yet.
+    h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
+        hpa.spec.as_mut().unwrap().max_replicas = 12;
+    });
+    let cached = serde_json::from_value(
+        h.fake
+            .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+            .unwrap(),
+    )
+    .unwrap();
+    reconcile(Arc::new(cached), h.ctx.clone()).await.unwrap();
+    let statuses: Vec<Option<u16>> = h.hpa_writes().iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [Some(409), Some(200)],
+        "decided again on the HPA as read"
+    );
+    let gets: Vec<String> = h.fake.reads().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        gets.iter().filter(|p| p.ends_with(HPA_PATH)).count(),
+        1,
+        "{gets:?}"
+    );
+    assert_eq!(hpa_settings(&h.stored_hpa().unwrap()).0, 2);
+}
+
 /// The HPA is deleted between ebb's read and its write: server-side apply would make it again
 /// from the owned fields alone. The write names the uid read, so it is refused; ebb reads again
 /// and creates a whole HPA, owned by the scaler, once.
@@ -1660,7 +1747,8 @@ async fn fault_matrix_of(
     let rows = matrix::fault_matrix(
         scenario,
         async || {
-            let h = Harness::new(now, false);
+            // Every read is a GET here, so the table shows each read's faults too.
+            let h = Harness::with_cache(now, false, false);
             setup(&h).await;
             let fake = h.fake.clone();
             (h, fake)

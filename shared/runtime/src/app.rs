@@ -376,7 +376,7 @@ where
         None,
         move || cache.warm(),
         None,
-        Some(lookup.clone()),
+        (Some(lookup.clone()), |_| {}),
     );
     (controller, lookup)
 }
@@ -399,25 +399,55 @@ where
     built(api, config, warm_up, Some(own), move || cache.warm())
 }
 
+/// What a changes-only controller ([`controller_on_changes`]) does beside its own queue.
+pub struct OnChanges<K> {
+    /// Called, beside readiness, whenever the cache holds a full list.
+    pub listed: Box<dyn Fn() + Send>,
+    /// Sees each object that triggers a reconcile, the events of this process's own writes
+    /// included (to feed another controller's trigger).
+    pub changed: Box<dyn Fn(&K) + Send + Sync>,
+    /// Sees each object that triggers a reconcile and is not as one of this process's own
+    /// writes left it (to feed the trigger of another controller that writes the same kind).
+    pub changed_by_others: Box<dyn Fn(&K) + Send + Sync>,
+    /// Drops, beside [`slim`], what no pass reads before the cache holds the object (an HPA's
+    /// status, say): the cache holds a projection of the kind.
+    pub project: fn(&mut K),
+}
+
+impl<K> Default for OnChanges<K> {
+    fn default() -> Self {
+        Self {
+            listed: Box::new(|| {}),
+            changed: Box::new(|_| {}),
+            changed_by_others: Box::new(|_| {}),
+            project: |_| {},
+        }
+    }
+}
+
 /// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
 /// in generation, labels or annotations ([`crate::triggers::spec_changes_of`]): a change of
 /// their status alone, which another controller writes all the time (an HPA's), runs nothing.
-/// `changed` sees each object that does trigger one (to feed another controller's trigger);
-/// `listed` is called, beside readiness, whenever the cache holds a full list. The events of
-/// this process's own writes are passed over ([`controller_skipping_own`]).
+/// `on` says what else sees the changes and what the cache keeps ([`OnChanges`]). The events of
+/// this process's own writes run no reconcile ([`controller_skipping_own`]).
 pub fn controller_on_changes<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
     own: &crate::own_writes::OwnWrites,
-    listed: impl Fn() + Send + 'static,
-    changed: impl Fn(&K) + Send + Sync + 'static,
+    on: OnChanges<K>,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
+    let OnChanges {
+        listed,
+        changed,
+        changed_by_others,
+        project,
+    } = on;
     let listed = move || {
         cache.warm();
         listed();
@@ -428,8 +458,8 @@ where
         warm_up,
         Some(own),
         listed,
-        Some(Box::new(changed)),
-        None,
+        Some((changed, changed_by_others)),
+        (None, project),
     )
 }
 
@@ -458,11 +488,12 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    built_with(api, config, warm_up, own, listed, None, None)
+    built_with(api, config, warm_up, own, listed, None, (None, |_| {}))
 }
 
-/// Sees each object a changes-only trigger passes on ([`controller_on_changes`]).
-type Changed<K> = Box<dyn Fn(&K) + Send + Sync>;
+/// See each object a changes-only trigger passes on ([`controller_on_changes`]): all, and those
+/// not of this process's own writes.
+type Changed<K> = (Box<dyn Fn(&K) + Send + Sync>, Box<dyn Fn(&K) + Send + Sync>);
 
 fn built_with<K>(
     api: Api<K>,
@@ -471,7 +502,7 @@ fn built_with<K>(
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
-    lookup: Option<crate::cache::Lookup<K>>,
+    (lookup, project): (Option<crate::cache::Lookup<K>>, fn(&mut K)),
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -484,7 +515,10 @@ where
         contact,
         &K::kind(&K::DynamicType::default()),
     )
-    .modify(slim)
+    .modify(move |object| {
+        slim(object);
+        project(object);
+    })
     .inspect(move |event| {
         // Before the store: a reconcile the event triggers finds the object by its keys.
         if let (Ok(event), Some(lookup)) = (event, &lookup) {
@@ -500,19 +534,32 @@ where
         }
         _ => {}
     });
-    let trigger = match changes_only {
-        Some(changed) => crate::triggers::spec_changes_of(events)
-            .inspect(move |object| {
-                if let Ok(object) = object {
-                    changed(object);
-                }
-            })
-            .boxed(),
-        None => events.applied_objects().boxed(),
+    let (trigger, by_others) = match changes_only {
+        Some((changed, by_others)) => (
+            crate::triggers::spec_changes_of(events)
+                .inspect(move |object| {
+                    if let Ok(object) = object {
+                        changed(object);
+                    }
+                })
+                .boxed(),
+            Some(by_others),
+        ),
+        None => (events.applied_objects().boxed(), None),
     };
     let trigger = match own {
         Some(own) => own.skip(trigger).boxed(),
         None => trigger.boxed(),
+    };
+    let trigger = match by_others {
+        Some(by_others) => trigger
+            .inspect(move |object| {
+                if let Ok(object) = object {
+                    by_others(object);
+                }
+            })
+            .boxed(),
+        None => trigger,
     };
     let controller = Controller::for_stream(Queued::note(&queue, trigger), reader)
         .with_config(controller_config(warm_up.concurrency))

@@ -69,6 +69,76 @@ where
     }
 }
 
+/// The keys (`namespace/name`) of the objects a watch holds, and nothing else of them: what a rule
+/// that asks only whether an object of a name exists needs (a ServiceScaler of an HPA's name takes
+/// the HPA over from its FleetSchedule). An entry costs its key, where a cached object costs its
+/// whole metadata. Clones share it.
+#[derive(Clone, Default)]
+pub struct Names {
+    inner: Arc<Mutex<NamesInner>>,
+}
+
+#[derive(Default)]
+struct NamesInner {
+    /// The keys as of the last full list and the events since.
+    current: HashSet<String>,
+    /// A relist in progress: replaces `current` when it is complete.
+    listing: Option<HashSet<String>>,
+}
+
+impl Names {
+    fn key<K: Resource>(object: &K) -> String {
+        format!(
+            "{}/{}",
+            object.meta().namespace.as_deref().unwrap_or_default(),
+            object.name_any()
+        )
+    }
+
+    /// Whether an object `namespace/name` exists, as the watch last saw.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.lock().current.contains(&format!("{namespace}/{name}"))
+    }
+
+    /// How many objects the watch holds.
+    pub fn len(&self) -> usize {
+        self.lock().current.len()
+    }
+
+    /// Whether the watch holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes in one of its watch's events; a relist replaces the keys once it is complete, as a
+    /// reflector's store does.
+    pub fn take_in<K: Resource>(&self, event: &Event<K>) {
+        let mut inner = self.lock();
+        match event {
+            Event::Apply(object) => {
+                inner.current.insert(Self::key(object));
+            }
+            Event::Delete(object) => {
+                inner.current.remove(&Self::key(object));
+            }
+            Event::Init => inner.listing = Some(HashSet::new()),
+            Event::InitApply(object) => {
+                let key = Self::key(object);
+                inner.listing.get_or_insert_default().insert(key);
+            }
+            Event::InitDone => {
+                let mut listed = inner.listing.take().unwrap_or_default();
+                listed.shrink_to_fit();
+                inner.current = listed;
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, NamesInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Which objects of a controller's own watch each key names ([`crate::app::controller_with_lookup`]):
 /// mapping a related object onto the objects of its key costs those objects, not a scan of the
 /// controller's cache. Clones share it.
@@ -438,6 +508,29 @@ mod tests {
         object.metadata.namespace = Some(namespace.into());
         object.metadata.name = Some(name.into());
         object
+    }
+
+    /// A set of names follows its watch: objects come and go, and a relist replaces the set once
+    /// it is complete (until then the old one answers).
+    #[test]
+    fn names_follow_their_watch_and_a_relist_replaces_them_whole() {
+        let names = Names::default();
+        names.take_in(&Event::<ConfigMap>::Init);
+        names.take_in(&Event::InitApply(map("a", "one")));
+        names.take_in(&Event::InitApply(map("b", "two")));
+        assert!(names.is_empty(), "not before the list is complete");
+        names.take_in(&Event::<ConfigMap>::InitDone);
+        assert!(names.contains("a", "one") && names.contains("b", "two"));
+        assert!(!names.contains("a", "two"));
+        names.take_in(&Event::Apply(map("a", "three")));
+        names.take_in(&Event::Delete(map("a", "one")));
+        assert!(names.contains("a", "three") && !names.contains("a", "one"));
+        names.take_in(&Event::<ConfigMap>::Init);
+        names.take_in(&Event::InitApply(map("c", "four")));
+        assert_eq!(names.len(), 2, "the old set answers during a relist");
+        names.take_in(&Event::<ConfigMap>::InitDone);
+        assert_eq!(names.len(), 1);
+        assert!(names.contains("c", "four"));
     }
 
     /// Deciding on a cache that has not listed would see no seats, no Workshop: it says so.

@@ -105,6 +105,20 @@ pub struct Shared {
     pub own_writes: crate::own_writes::OwnWrites,
 }
 
+tokio::task_local! {
+    /// Whether the pass running reads what it decides on from the API server rather than from a
+    /// cache: it runs again after a conflict, or just after the server came back.
+    static READ_FRESH: bool;
+}
+
+/// Whether the pass running must read what it decides on from the API server: it runs again
+/// after a 409 (what a cache held was stale) or just after the server came back
+/// ([`crate::contact::FRESH_READS`]). A pass that reads related objects from a cache reads them by
+/// GET then. False outside a frame's pass.
+pub fn reads_fresh() -> bool {
+    READ_FRESH.try_with(|fresh| *fresh).unwrap_or(false)
+}
+
 impl<T> Context<T> {
     /// A context of `shared` and the controller's own part, with no failures recorded.
     pub fn new(shared: Shared, own: T) -> Self {
@@ -518,10 +532,13 @@ async fn passes<K: Object, R: Reconciler<K>>(
                 None => return Ok(Requeue::AwaitChange),
             }
         }
-        let result = match &seen {
-            Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
-            Seen::Malformed(meta, error) => R::malformed(meta, error, ctx).await,
+        let pass = async {
+            match &seen {
+                Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
+                Seen::Malformed(meta, error) => R::malformed(meta, error, ctx).await,
+            }
         };
+        let result = READ_FRESH.scope(read_first, pass).await;
         match result {
             Err(e) if e.is_conflict() => {
                 tracing::debug!(attempt, error = %e, "conflict; reading again");

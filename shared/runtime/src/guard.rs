@@ -92,6 +92,11 @@ impl<K: Resource> Resource for Guarded<K> {
         K::plural(dt)
     }
 
+    /// As `K`'s: an `Api` of a guarded `PartialObjectMeta` asks the server for metadata only.
+    fn metadata_api() -> bool {
+        K::metadata_api()
+    }
+
     fn meta(&self) -> &ObjectMeta {
         match &self.0 {
             Ok(object) => object.meta(),
@@ -118,6 +123,15 @@ mod tests {
 
     fn guarded<K: DeserializeOwned + Resource>(object: serde_json::Value) -> Guarded<K> {
         serde_json::from_value(object).unwrap()
+    }
+
+    /// A watch of guarded metadata asks for metadata only, as one of the bare type does (the
+    /// server then sends no spec or status to decode and drop).
+    #[test]
+    fn guarded_metadata_is_asked_for_as_metadata() {
+        use kube::core::PartialObjectMeta;
+        assert!(Guarded::<PartialObjectMeta<Deployment>>::metadata_api());
+        assert!(!Guarded::<Deployment>::metadata_api());
     }
 
     #[test]
