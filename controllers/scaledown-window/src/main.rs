@@ -1,6 +1,3 @@
 //! `scaledown-window`: run the controller, `plan` a decision offline, or `cleanup` before an uninstall.
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    ebb_runtime::controller::main::<scaledown_window::ScaledownWindowController>().await
-}
+ebb_runtime::main!(scaledown_window::ScaledownWindowController);

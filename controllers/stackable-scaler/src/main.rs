@@ -1,6 +1,3 @@
 //! `stackable-scaler`: run the controller, `plan` a decision offline, or `cleanup` before an uninstall.
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    ebb_runtime::controller::main::<stackable_scaler::StackableScalerController>().await
-}
+ebb_runtime::main!(stackable_scaler::StackableScalerController);

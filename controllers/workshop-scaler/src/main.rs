@@ -1,6 +1,3 @@
 //! `workshop-scaler`: run the controller, `plan` a decision offline, or `cleanup` before an uninstall.
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    ebb_runtime::controller::main::<workshop_scaler::WorkshopScalerController>().await
-}
+ebb_runtime::main!(workshop_scaler::WorkshopScalerController);

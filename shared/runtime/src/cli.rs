@@ -1,15 +1,11 @@
 //! The command line every controller binary has: no subcommand runs the controller (its flags
 //! `R`), `plan` decides for one manifest offline (flags `P`), `cleanup` undoes what the
 //! controller set on others' objects before an uninstall ([`crate::cleanup`]). A controller's
-//! `main.rs` is one call:
+//! `main.rs` is one line, [`main!`](crate::main!), which reaches [`main`] through
+//! [`crate::controller::main`]:
 //!
 //! ```ignore
-//! #[tokio::main]
-//! async fn main() -> std::process::ExitCode {
-//!     let run = |args| app::run(CONTROLLER_NAME, KIND, args, Metrics::new, controllers);
-//!     let cleanup = |args| cleanup::run(CONTROLLER_NAME, args, clean);
-//!     cli::main::<RunArgs, PlanArgs, _, _, _, _, _>(ABOUT, run, plan, cleanup).await
-//! }
+//! ebb_runtime::main!(service_scaler::ServiceScalerController);
 //! ```
 
 use std::fmt::Display;
