@@ -45,3 +45,39 @@ fn label_selector_limits_the_scalers_watched() {
     let cli = Cli::try_parse_from(["service-scaler", "--dry-run"]).unwrap();
     assert!(cli.run.common.dry_run);
 }
+
+/// A pass finds its HPA in the cache of its namespace's scope, once that cache has listed; where
+/// no cache covers the namespace, or the cache has not listed within `LIST_WAIT` (30 s), it is
+/// told to read by GET.
+#[tokio::test(start_paused = true)]
+async fn a_pass_takes_its_hpa_from_the_cache_of_its_scope_once_listed() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (store, mut writer) = reflector::store::<Guarded<fleet::HpaMeta>>();
+    let hpa: Guarded<fleet::HpaMeta> = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "a"},
+        "spec": {"maxReplicas": 3, "scaleTargetRef": {"kind": "Deployment", "name": "web"}}
+    }))
+    .unwrap();
+    writer.apply_watcher_event(&Event::Apply(hpa));
+    let listed = Arc::new(AtomicBool::new(false));
+    let caches = fleet::HpaCaches(vec![fleet::HpaCache {
+        scope: Some("a".into()),
+        store,
+        listed: listed.clone(),
+    }]);
+    assert_eq!(caches.get("b", "web").await, None, "no cache covers b");
+    let started = tokio::time::Instant::now();
+    assert_eq!(caches.get("a", "web").await, None, "not listed in time");
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
+
+    listed.store(true, Ordering::Release);
+    let cached = caches.get("a", "web").await.unwrap().unwrap();
+    assert_eq!(cached.spec.unwrap().max_replicas, 3);
+    assert_eq!(
+        caches.get("a", "api").await,
+        Some(None),
+        "listed, and none of that name"
+    );
+}

@@ -179,7 +179,7 @@ async fn read_targets(
     Ok((hpa, scale))
 }
 
-/// One pass: read the HPA of `scaler`, decide, hand the plan to the executor.
+/// One pass: take the HPA of `scaler` (cached, or read), decide, hand the plan to the executor.
 async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
     let (hpa, scale) = read_targets(scaler, ctx).await?;
