@@ -4,13 +4,14 @@
 //!   who schedules it ([`decide::claim`]); only a member, or an HPA carrying a record to act on
 //!   ([`decide::needs_pass`]), is decided ([`decide::decide_member`]) on the HPA as the cache
 //!   holds it (after a conflict, as the frame read it again; its target's Scale is read when a
-//!   hibernation concerns it) and handed to the executor. Its trigger is the process's one cache of the HPAs of the scope, which keeps
-//!   their metadata and spec but not their status ([`HpaMeta`]), and passes on new HPAs and
-//!   changes of their generation, labels or annotations (the HPA controller's status writes run
-//!   nothing, nor do the events of this process's own writes), plus every change of a
-//!   FleetSchedule (mapped to the HPAs it matches or marked) and of a ServiceScaler (mapped to the
-//!   HPA of its name). Each trigger's cache is updated before its event runs a pass. The
-//!   ServiceScalers' passes read their HPAs from the same cache ([`HpaCache`]).
+//!   hibernation concerns it) and handed to the executor. Its trigger is the process's one cache
+//!   of the HPAs of the scope, which keeps their metadata and spec but not their status
+//!   ([`HpaMeta`]), and passes on new HPAs and changes of their generation, labels or
+//!   annotations (the HPA controller's status writes run nothing, nor do the events of this
+//!   process's own writes), plus every change of a FleetSchedule (mapped to the HPAs it matches
+//!   or marked) and of a ServiceScaler (mapped to the HPA of its name). Each trigger's cache is
+//!   updated before its event runs a pass. The ServiceScalers' passes read their HPAs from the
+//!   same cache ([`HpaCache`]).
 //! - the fleets, keyed by FleetSchedule ([`Own`]'s `Reconciler<FleetSchedule>`): its status
 //!   (members, the range in force, `SpecValid`, `Conflict`, `Ready`) from the same caches, with no
 //!   read; run again when an HPA of a namespace it reaches changes, and at its next transition.

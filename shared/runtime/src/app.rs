@@ -414,17 +414,6 @@ pub struct OnChanges<K> {
     pub project: fn(&mut K),
 }
 
-impl<K> Default for OnChanges<K> {
-    fn default() -> Self {
-        Self {
-            listed: Box::new(|| {}),
-            changed: Box::new(|_| {}),
-            changed_by_others: Box::new(|_| {}),
-            project: |_| {},
-        }
-    }
-}
-
 /// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
 /// in generation, labels or annotations ([`crate::triggers::spec_changes_of`]): a change of
 /// their status alone, which another controller writes all the time (an HPA's), runs nothing.
