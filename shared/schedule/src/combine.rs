@@ -346,10 +346,14 @@ fn can_overlap(a: &Window, b: &Window, budget: &mut u64) -> Option<bool> {
     let (answer, steps) = crate::work::counted(|| {
         let given = *budget;
         match (a, b) {
+            // The other window's first open period ending after `from` meets `[from, to)` when
+            // it starts before `to`; where it ends does not matter, so it is looked for up to
+            // `from`'s horizon, not `to` (a period that chains for ever would be walked to a
+            // `to` in 9999).
             (Window::ZonedDateTime { from, to }, other)
             | (other, Window::ZonedDateTime { from, to }) => Some(
                 other
-                    .next_span(*from, *to)
+                    .next_span(*from, *from)
                     .is_some_and(|span| span.start < *to),
             ),
             _ => {

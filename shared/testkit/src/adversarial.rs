@@ -60,6 +60,15 @@ pub fn first_matches() -> Vec<(&'static str, FirstMatch)> {
             .excluding(dates.clone()),
         cron("*/2 * * * *", "1m", "America/Sao_Paulo").excluding(dates),
     ];
+    // A one-off range that ends in 9999 beside a cron window whose occurrences chain (51 hours
+    // from midnight, six days a week: open for ever). Whether the two meet needs the chaining
+    // window's first open period after the range's start, not where that period ends (found by
+    // the fuzzer: 0.3 s in a release build when the overlap check walked the chain to 9999).
+    let forever = vec![
+        cron("1 0 * * 0-5", "51h", "Europe/Zurich"),
+        Window::zoned_date_time("2026-03-25T09:50:11Z", "9999-03-28T01:01:11Z")
+            .expect("a one-off window parses"),
+    ];
     vec![
         (
             "64 weekday minute crons (New York)",
@@ -72,5 +81,9 @@ pub fn first_matches() -> Vec<(&'static str, FirstMatch)> {
         ("minute crons on rare days", FirstMatch::new(rare_days)),
         ("minutely crons that chain", FirstMatch::new(chained)),
         ("two years excluded day by day", FirstMatch::new(excluded)),
+        (
+            "a one-off range to 9999 beside a chaining cron",
+            FirstMatch::new(forever),
+        ),
     ]
 }
