@@ -180,6 +180,15 @@ impl CronSchedule {
             .map(|transition| transition.timestamp())
     }
 
+    /// The last instant before `t` at which the zone's UTC offset changed, if any.
+    pub(crate) fn previous_offset_change_before(&self, t: Timestamp) -> Option<Timestamp> {
+        self.tz
+            .as_jiff()
+            .preceding(t)
+            .next()
+            .map(|transition| transition.timestamp())
+    }
+
     /// The zone the schedule is read in.
     /// The wall-clock times of day it fires at (on the days it fires), in order.
     pub(crate) fn times_of_day(&self) -> &[civil::Time] {

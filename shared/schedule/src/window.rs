@@ -567,9 +567,27 @@ impl Window {
             }
             Self::Cron { schedule, duration } => {
                 let mut start = schedule.last_fire_at_or_before(t)?;
+                // As `cron_next_span` does forwards: a schedule firing every day that never waits
+                // longer than `duration` chains every occurrence since the last change of the
+                // zone's offset, so the walk jumps there (a minutely window would take half a
+                // million steps back to `since`) and steps across the change.
+                let chained = schedule
+                    .longest_daily_gap()
+                    .is_some_and(|gap| gap <= *duration);
                 // Walk back over occurrences that reach (or touch) the current start, jumping to
                 // the earliest one within `duration` before it.
                 loop {
+                    if chained {
+                        let stop = schedule
+                            .previous_offset_change_before(start)
+                            .map_or(since, |change| change.max(since));
+                        if let Some(jumped) = schedule
+                            .first_fire_at_or_after(stop)
+                            .filter(|jumped| *jumped < start)
+                        {
+                            start = jumped;
+                        }
+                    }
                     let reach = start.checked_sub(*duration).ok()?;
                     match schedule.first_fire_at_or_after(reach) {
                         Some(earlier) if earlier < start => {

@@ -41,6 +41,20 @@ fn every_question_on_the_costliest_specs_stays_within_its_budget() {
                 steps <= QUESTION_STEPS,
                 "{name}: 10 transitions took {steps} steps"
             );
+            // One window's questions, as the fuzzer asks them (the open period around `now`
+            // of a window that chains: found by the fuzzer, a year walked back minute by minute).
+            for (i, window) in schedule.windows().iter().enumerate() {
+                let (_, steps) = counted(|| window.interval_containing(now));
+                assert!(
+                    steps <= QUESTION_STEPS,
+                    "{name}: window {i}: interval_containing took {steps} steps"
+                );
+                let (_, steps) = counted(|| window.next_boundary_after(now));
+                assert!(
+                    steps <= QUESTION_STEPS,
+                    "{name}: window {i}: next_boundary_after took {steps} steps"
+                );
+            }
         }
     }
 }
