@@ -26,37 +26,31 @@ fn every_question_on_the_costliest_specs_stays_within_its_budget() {
         utc("2028-02-29T23:59:00Z"),
     ] {
         for (name, schedule) in first_matches() {
-            let (_, steps) = counted(|| schedule.matched_at(now));
-            assert!(
-                steps <= QUESTION_STEPS,
-                "{name}: matched_at took {steps} steps"
-            );
-            let (_, steps) = counted(|| schedule.next_transition(now));
-            assert!(
-                steps <= QUESTION_STEPS,
-                "{name}: next_transition took {steps} steps"
-            );
-            let (_, steps) = counted(|| schedule.transitions(now, 10, DEFAULT_HORIZON));
-            assert!(
-                steps <= QUESTION_STEPS,
-                "{name}: 10 transitions took {steps} steps"
-            );
+            within_budget(&format!("{name}: matched_at"), || schedule.matched_at(now));
+            within_budget(&format!("{name}: next_transition"), || {
+                schedule.next_transition(now)
+            });
+            within_budget(&format!("{name}: 10 transitions"), || {
+                schedule.transitions(now, 10, DEFAULT_HORIZON)
+            });
             // One window's questions, as the fuzzer asks them (the open period around `now`
             // of a window that chains: found by the fuzzer, a year walked back minute by minute).
             for (i, window) in schedule.windows().iter().enumerate() {
-                let (_, steps) = counted(|| window.interval_containing(now));
-                assert!(
-                    steps <= QUESTION_STEPS,
-                    "{name}: window {i}: interval_containing took {steps} steps"
-                );
-                let (_, steps) = counted(|| window.next_boundary_after(now));
-                assert!(
-                    steps <= QUESTION_STEPS,
-                    "{name}: window {i}: next_boundary_after took {steps} steps"
-                );
+                within_budget(&format!("{name}: window {i}: interval_containing"), || {
+                    window.interval_containing(now)
+                });
+                within_budget(&format!("{name}: window {i}: next_boundary_after"), || {
+                    window.next_boundary_after(now)
+                });
             }
         }
     }
+}
+
+/// Asks `question` and fails, naming it `what`, if it took more than [`QUESTION_STEPS`].
+fn within_budget<T>(what: &str, question: impl FnOnce() -> T) {
+    let (_, steps) = counted(question);
+    assert!(steps <= QUESTION_STEPS, "{what} took {steps} steps");
 }
 
 #[test]
