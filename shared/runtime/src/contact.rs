@@ -743,9 +743,11 @@ mod tests {
     #[test]
     fn the_schedule_is_short_capped_and_jittered() {
         let delays: Vec<Duration> = schedule().take(20).collect();
-        assert!(delays[0] >= RETRY_FIRST && delays[0] < RETRY_FIRST * 2);
+        // Up to as much again: backon's jitter multiplies in f32, so a draw just below 1 can
+        // round to the whole delay again.
+        assert!(delays[0] >= RETRY_FIRST && delays[0] <= RETRY_FIRST * 2);
         for delay in &delays[2..] {
-            assert!(*delay >= RETRY_CAP && *delay < RETRY_CAP * 2, "{delay:?}");
+            assert!(*delay >= RETRY_CAP && *delay <= RETRY_CAP * 2, "{delay:?}");
         }
         // Jitter: twenty waits at the cap are not all the same.
         assert!(delays[2..].windows(2).any(|w| w[0] != w[1]));
@@ -836,7 +838,7 @@ mod tests {
         assert!(stream.next().await.unwrap().is_err());
         let waited = start.elapsed();
         assert!(
-            waited >= RETRY_FIRST && waited < RETRY_FIRST * 2,
+            waited >= RETRY_FIRST && waited <= RETRY_FIRST * 2,
             "{waited:?}"
         );
         assert_eq!(contact.watches(), (1, 0));
