@@ -434,7 +434,7 @@ async fn error_policy_backs_off_and_conflicts_rerun_then_back_off() {
             .into(),
         ))
     };
-    let policy = |e: &frame::Error<Error>| frame::error_policy(&obj, e, &t.ctx());
+    let policy = |e: &frame::Error<Error>| frame::error_policy(&*obj, e, &t.ctx());
     assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(1)));
     assert_eq!(policy(&apply()), Requeue::After(Duration::from_secs(2)));
     let conflict = Error::Write(frame::Failure::stale("x"));

@@ -5,8 +5,8 @@
 //!   ([`decide::needs_pass`]), is decided ([`decide::decide_member`]) on the HPA as the cache
 //!   holds it (after a conflict, as the frame read it again; its target's Scale is read when a
 //!   hibernation concerns it) and handed to the executor. Its trigger is the process's one cache
-//!   of the HPAs of the scope, which keeps their metadata and spec but not their status
-//!   ([`HpaMeta`]), and passes on new HPAs and changes of their generation, labels or
+//!   of the HPAs of the scope, which keeps their metadata and, packed, their spec but not their
+//!   status ([`CachedHpa`]), and passes on new HPAs and changes of their generation, labels or
 //!   annotations (the HPA controller's status writes run nothing, nor do the events of this
 //!   process's own writes), plus every change of a FleetSchedule (mapped to the HPAs it matches
 //!   or marked) and of a ServiceScaler (mapped to the HPA of its name). Each trigger's cache is
@@ -33,6 +33,7 @@ use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::guard::Guarded;
+use ebb_runtime::packed::{Packed, Projection};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -46,26 +47,32 @@ use crate::decide::{self, Claim, Reach};
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-/// An HPA as the process's cache of them holds it: its metadata (slimmed) and spec, no status
-/// ([`without_status`]). Every rule reads the spec (its settings, its target); none reads the
-/// status, which the HPA controller rewrites on every change of the metrics.
+/// An HPA as a pass decides on it: as cached, its metadata (slimmed) and spec, no status.
 pub type HpaMeta = HorizontalPodAutoscaler;
 
-/// Drops what no rule reads from a cached HPA: its status.
-pub fn without_status(hpa: &mut Guarded<HpaMeta>) {
-    if let Ok(hpa) = &mut hpa.0 {
+/// An HPA as the process's cache of them holds it: its metadata (slimmed) and, packed, its spec
+/// ([`NoStatus`]). Every rule reads the spec (its settings, its target); none reads the status,
+/// which the HPA controller rewrites on every change of the metrics.
+pub type CachedHpa = Packed<HpaMeta, NoStatus>;
+
+/// What the HPA cache drops: the status.
+#[derive(Debug)]
+pub enum NoStatus {}
+
+impl Projection<HpaMeta> for NoStatus {
+    fn project(hpa: &mut HpaMeta) {
         hpa.status = None;
     }
 }
 
-/// One scope's cache of HPAs ([`HpaMeta`]), and whether it holds its first full list: what a
+/// One scope's cache of HPAs ([`CachedHpa`]), and whether it holds its first full list: what a
 /// ServiceScaler's pass reads its HPA from.
 #[derive(Clone)]
 pub struct HpaCache {
     /// The namespace the cache covers, `None` for all.
     pub scope: Option<String>,
     /// The HPAs.
-    pub store: Store<Guarded<HpaMeta>>,
+    pub store: Store<CachedHpa>,
     /// Whether it holds its first full list.
     pub listed: Arc<AtomicBool>,
 }
@@ -99,16 +106,12 @@ impl HpaCaches {
         });
         waited.await.ok()?;
         let cached = cache.store.get(&ObjectRef::new(name).within(namespace));
-        Some(cached.and_then(|g| g.0.as_ref().ok().cloned()))
+        Some(cached.and_then(|hpa| hpa.unpack().ok()))
     }
 }
 
 /// The caches of one scope: FleetSchedules, ServiceScalers (their names), HPAs (no status).
-pub type Caches = (
-    Store<Guarded<FleetSchedule>>,
-    Names,
-    Store<Guarded<HpaMeta>>,
-);
+pub type Caches = (Store<Guarded<FleetSchedule>>, Names, Store<CachedHpa>);
 
 /// How soon a pass that found a cache not yet listed looks again.
 const NOT_LISTED_YET: Duration = Duration::from_secs(1);
@@ -120,7 +123,7 @@ pub struct Own {
     /// The FleetSchedules of the scope.
     pub fleets: Store<Guarded<FleetSchedule>>,
     /// The HPAs of the scope, without their status.
-    pub hpas: Store<Guarded<HpaMeta>>,
+    pub hpas: Store<CachedHpa>,
     /// The names of the ServiceScalers of the scope.
     pub scalers: Names,
     /// Whether each of the three caches holds its first full list.
@@ -320,8 +323,8 @@ impl frame::Reconciler<FleetSchedule> for Own {
             let hpas = ctx.own.hpas.state();
             let metas: Vec<&ObjectMeta> = hpas
                 .iter()
-                .filter_map(|g| g.0.as_ref().ok())
-                .map(|m| &m.metadata)
+                .filter(|hpa| hpa.fits())
+                .map(|hpa| kube::Resource::meta(hpa.as_ref()))
                 .collect();
             let has_scaler = |meta: &ObjectMeta| ctx.own.has_scaler(meta);
             let observed = decide::FleetObserved {
@@ -378,21 +381,21 @@ fn fleets_naming(fleets: &Store<Guarded<FleetSchedule>>, name: &str) -> Vec<Flee
 /// as scheduled by it.
 fn hpas_of(
     fleet: &FleetSchedule,
-    hpas: &Store<Guarded<HpaMeta>>,
+    hpas: &Store<CachedHpa>,
     reach: Reach<'_>,
-) -> Vec<ObjectRef<Guarded<HpaMeta>>> {
+) -> Vec<ObjectRef<CachedHpa>> {
     let key = decide::fleet_key(fleet);
     // A deleted FleetSchedule still names what it matched: those are passed too.
     let mut alive = fleet.clone();
     alive.metadata.deletion_timestamp = None;
     hpas.state()
         .iter()
-        .filter_map(|g| g.0.as_ref().ok())
+        .filter(|hpa| hpa.fits())
         .filter(|hpa| {
             let marked = hpa.annotations().get(decide::FLEET_ANNOTATION) == Some(&key);
-            marked || decide::selects(&alive, &hpa.metadata, reach)
+            marked || decide::selects(&alive, kube::Resource::meta(hpa.as_ref()), reach)
         })
-        .map(|hpa| ObjectRef::new(&hpa.name_any()).within(&hpa.namespace().unwrap_or_default()))
+        .map(|hpa| ObjectRef::from_obj(hpa.as_ref()))
         .collect()
 }
 
@@ -404,7 +407,7 @@ pub fn controllers(
     wiring: &Wiring,
     scope: Option<&str>,
     (metrics, calendars): (Metrics, &CalendarCache),
-    changed: impl Fn(&Guarded<HpaMeta>) + Send + Sync + 'static,
+    changed: impl Fn(&CachedHpa) + Send + Sync + 'static,
 ) -> (
     impl std::future::Future<Output = ()> + Send + 'static,
     HpaCache,
@@ -453,13 +456,13 @@ pub fn controllers(
     let (namespaces, changed_namespaces) = futures::channel::mpsc::unbounded::<String>();
     let hpa_listed = listed[2].clone();
     let members = controller_on_changes(
-        ebb_runtime::app::scoped_api::<Guarded<HpaMeta>>(&client, scope),
+        ebb_runtime::app::scoped_api::<CachedHpa>(&client, scope),
         watcher::Config::default().any_semantic(),
         &wiring.warm_up,
         &wiring.own_writes,
         OnChanges {
             listed: Box::new(move || hpa_listed.store(true, Ordering::Release)),
-            changed: Box::new(move |hpa: &Guarded<HpaMeta>| {
+            changed: Box::new(move |hpa: &CachedHpa| {
                 let _ = namespaces.unbounded_send(
                     kube::Resource::meta(hpa)
                         .namespace
@@ -468,7 +471,6 @@ pub fn controllers(
                 );
             }),
             changed_by_others: Box::new(changed),
-            project: without_status,
         },
     );
     let hpas = members.store();

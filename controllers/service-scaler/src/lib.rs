@@ -34,7 +34,7 @@ use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::cleanup::Leave;
 use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::packed::{Packed, Unlabelled};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DynamicObject;
@@ -49,25 +49,26 @@ use crate::reconcile::Own;
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
 pub type RunArgs = ebb_runtime::args::CommonOnly;
 
+/// A ServiceScaler as the controller's cache holds it: its metadata but its labels (no rule reads
+/// them; `--label-selector` is the API server's to apply) and, packed, the rest.
+pub type CachedScaler = Packed<ServiceScaler, Unlabelled>;
+
 /// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
 pub fn scaler_of<K: Resource>(
-    store: &Store<Guarded<ServiceScaler>>,
+    store: &Store<CachedScaler>,
     hpa: &K,
-) -> Option<ObjectRef<Guarded<ServiceScaler>>> {
+) -> Option<ObjectRef<CachedScaler>> {
     let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
     store.get(&reference).map(|_| reference)
 }
 
 /// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`.
-pub fn scalers_naming(
-    store: &Store<Guarded<ServiceScaler>>,
-    name: &str,
-) -> Vec<ObjectRef<Guarded<ServiceScaler>>> {
+pub fn scalers_naming(store: &Store<CachedScaler>, name: &str) -> Vec<ObjectRef<CachedScaler>> {
     store
         .state()
         .iter()
-        .filter(|g| {
-            g.0.as_ref().is_ok_and(|scaler| {
+        .filter(|cached| {
+            cached.unpack().is_ok_and(|scaler| {
                 decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
             })
         })
@@ -261,7 +262,7 @@ pub fn controllers(
             &wiring,
             scope.as_deref(),
             (metrics.clone(), &calendars),
-            move |hpa: &Guarded<fleet::HpaMeta>| {
+            move |hpa: &fleet::CachedHpa| {
                 let _ = changed.unbounded_send(hpa.clone());
             },
         );
@@ -279,10 +280,7 @@ pub fn controllers(
     let (gone, deleted) = tokio::sync::mpsc::unbounded_channel();
 
     // One controller per watched namespace (kube's Controller takes one Api).
-    let scopes = wiring
-        .scoped::<Guarded<ServiceScaler>>()
-        .into_iter()
-        .zip(hpa_changes);
+    let scopes = wiring.scoped::<CachedScaler>().into_iter().zip(hpa_changes);
     for (scalers, hpa_changes) in scopes {
         // `--label-selector` selects ServiceScalers; every HPA is watched, so drift (its
         // generation moves), the kill-switch and the pause annotations reach the ServiceScaler of

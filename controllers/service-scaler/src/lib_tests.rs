@@ -7,8 +7,8 @@ use serde_json::json;
 
 #[test]
 fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
-    let (store, mut writer) = reflector::store::<Guarded<ServiceScaler>>();
-    let scaler: Guarded<ServiceScaler> = serde_json::from_value(json!({
+    let (store, mut writer) = reflector::store::<CachedScaler>();
+    let scaler: CachedScaler = serde_json::from_value(json!({
         "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
         "metadata": {"name": "web", "namespace": "a"}, "spec": {"hpa": {"maxReplicas": 2}}
     }))
@@ -53,8 +53,8 @@ fn label_selector_limits_the_scalers_watched() {
 async fn a_pass_takes_its_hpa_from_the_cache_of_its_scope_once_listed() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (store, mut writer) = reflector::store::<Guarded<fleet::HpaMeta>>();
-    let hpa: Guarded<fleet::HpaMeta> = serde_json::from_value(json!({
+    let (store, mut writer) = reflector::store::<fleet::CachedHpa>();
+    let hpa: fleet::CachedHpa = serde_json::from_value(json!({
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "web", "namespace": "a"},
         "spec": {"maxReplicas": 3, "scaleTargetRef": {"kind": "Deployment", "name": "web"}}

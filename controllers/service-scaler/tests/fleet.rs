@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use serde_json::{Value, json};
 use service_scaler::decide::{RECORD_ANNOTATION, Record};
-use service_scaler::fleet::{Context, HpaMeta, Own};
+use service_scaler::fleet::{CachedHpa, Context, Own};
 use service_scaler::metrics::Metrics;
 
 const HPA_PATH: &str = "/horizontalpodautoscalers/web";
@@ -76,7 +76,7 @@ impl Harness {
                 serde_json::from_value(kit.fake.insert(other)).unwrap()
             }))
             .collect();
-        let hpas: Vec<Guarded<HpaMeta>> = vec![serde_json::from_value(hpa).unwrap()];
+        let hpas: Vec<CachedHpa> = vec![serde_json::from_value(hpa).unwrap()];
         let metrics = kit.register(Metrics::new);
         let listed = [(); 3].map(|()| Arc::new(AtomicBool::new(true)));
         let own = Own::new(
@@ -100,7 +100,7 @@ impl Harness {
             .fake
             .get_json("autoscaling/v2", "HorizontalPodAutoscaler", "shop", "web")
             .unwrap();
-        let cached: Guarded<HpaMeta> = serde_json::from_value(stored).unwrap();
+        let cached: CachedHpa = serde_json::from_value(stored).unwrap();
         frame::reconcile(Arc::new(cached), self.ctx.clone())
             .await
             .map(drop)

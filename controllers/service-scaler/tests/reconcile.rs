@@ -15,7 +15,7 @@ use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::find_condition;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::guard::{Guarded, Stored};
 use ebb_testkit::{Fault, Matcher, utc};
 use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -24,8 +24,9 @@ use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
+use service_scaler::CachedScaler;
 use service_scaler::decide::{self, FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
-use service_scaler::fleet::{HpaCache, HpaCaches, HpaMeta, without_status};
+use service_scaler::fleet::{CachedHpa, HpaCache, HpaCaches};
 use service_scaler::metrics::Metrics;
 use service_scaler::reconcile::{Context, Error, Own};
 use std::sync::atomic::AtomicBool;
@@ -65,7 +66,7 @@ struct Harness {
     calendars: std::sync::Mutex<Feed<Guarded<HolidayCalendar>>>,
     /// What the HPA watch would have put in the context's cache by now (`None`: no cache, each
     /// pass reads its HPA by GET, as the cleanup does).
-    hpas: Option<std::sync::Mutex<reflector::store::Writer<Guarded<HpaMeta>>>>,
+    hpas: Option<std::sync::Mutex<reflector::store::Writer<CachedHpa>>>,
 }
 
 impl std::ops::Deref for Harness {
@@ -77,20 +78,20 @@ impl std::ops::Deref for Harness {
 }
 
 /// The frame's reconcile of service-scaler.
-async fn reconcile(
-    scaler: Arc<Guarded<ServiceScaler>>,
+async fn reconcile<S: Stored<Object = ServiceScaler>>(
+    scaler: Arc<S>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, frame::Error<Error>> {
     frame::reconcile(scaler, ctx).await
 }
 
 /// The frame's error policy for service-scaler.
-fn error_policy(
-    scaler: Arc<Guarded<ServiceScaler>>,
+fn error_policy<S: Stored<Object = ServiceScaler>>(
+    scaler: Arc<S>,
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
 ) -> Requeue {
-    frame::error_policy(&scaler, error, &ctx)
+    frame::error_policy(&*scaler, error, &ctx)
 }
 
 impl Harness {
@@ -131,14 +132,13 @@ impl Harness {
         }
     }
 
-    /// The HPA cache as a watch would hold it now: every HPA the fake stores, without status.
+    /// The HPA cache as a watch would hold it now: every HPA the fake stores, packed without
+    /// status.
     fn fill_hpas(&self) {
         let Some(writer) = &self.hpas else { return };
         let mut writer = writer.lock().unwrap();
         writer.apply_watcher_event(&Event::Init);
-        for mut hpa in self.fake.list::<Guarded<HpaMeta>>() {
-            ebb_runtime::app::slim(&mut hpa);
-            without_status(&mut hpa);
+        for hpa in self.fake.list::<CachedHpa>() {
             writer.apply_watcher_event(&Event::InitApply(hpa));
         }
         writer.apply_watcher_event(&Event::InitDone);
@@ -203,10 +203,9 @@ impl Harness {
                     "metadata": {"name": NAME, "namespace": NS}, "spec": {"hpa": {"maxReplicas": 1}}
                 })
             });
-        // As the controller's cache holds it: whole, or (a status udaan wrote in its own
+        // As the controller's cache holds it: packed, or (a status udaan wrote in its own
         // format) as its metadata and why, which the frame hands to `malformed`.
-        let mut cached: Guarded<ServiceScaler> = serde_json::from_value(stored).unwrap();
-        ebb_runtime::app::slim(&mut cached);
+        let cached: CachedScaler = serde_json::from_value(stored).unwrap();
         reconcile(Arc::new(cached), self.ctx.clone()).await
     }
 
@@ -992,13 +991,13 @@ async fn udaans_unreadable_status_is_rewritten() {
                    "lastObservedGeneration": 1, "lastUpdatedTime": "2024-01-19T11:40Z+0530",
                    "timeRangeMatch": false},
     }));
-    // The controller's watch delivers it as an invalid object (Guarded).
+    // The controller's watch delivers it as an invalid object (its metadata and why).
     let raw = h
         .fake
         .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
         .unwrap();
-    let guard: Guarded<ServiceScaler> = serde_json::from_value(raw).unwrap();
-    assert!(guard.0.is_err());
+    let guard: CachedScaler = serde_json::from_value(raw).unwrap();
+    assert!(!guard.fits());
     reconcile(Arc::new(guard), h.ctx.clone()).await.unwrap();
     let status = h.stored_scaler().unwrap().status.unwrap();
     assert_eq!(status.last_known_config.unwrap().min_replicas, 5);
@@ -1021,7 +1020,7 @@ async fn unreadable_spec_is_reported_without_touching_anything_else() {
         .fake
         .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
         .unwrap();
-    let guard: Guarded<ServiceScaler> = serde_json::from_value(raw).unwrap();
+    let guard: CachedScaler = serde_json::from_value(raw).unwrap();
     let error = reconcile(Arc::new(guard), h.ctx.clone()).await.unwrap_err();
     assert_eq!(error.category(), "invalid");
     assert!(h.hpa_writes().is_empty());
@@ -1663,7 +1662,7 @@ async fn the_hpa_is_read_by_get_without_a_cache_and_after_a_stale_one() {
     h.fake.modify::<HorizontalPodAutoscaler>(NS, NAME, |hpa| {
         hpa.spec.as_mut().unwrap().max_replicas = 12;
     });
-    let cached = serde_json::from_value(
+    let cached: CachedScaler = serde_json::from_value(
         h.fake
             .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
             .unwrap(),

@@ -57,7 +57,7 @@ use ebb_runtime::CommonArgs;
 use ebb_runtime::app::{Wiring, scoped_api, scopes, watcher_config};
 use ebb_runtime::contact::resilient;
 use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::packed::Packed;
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -158,11 +158,12 @@ pub fn controllers(
     let warm_up = wiring.warm_up.clone();
     for scope in scopes(common) {
         let scope = scope.as_deref();
-        // Guarded: one scaler that does not deserialize cannot stall the watch. The workload
+        // Packed (as `Guarded`, one scaler that does not deserialize cannot stall the watch;
+        // its hook templates are held as compact JSON, decoded once per pass). The workload
         // owns the scaler, not the other way round: the scalers are looked up by the uids their
         // owner references name, so a workload maps to its scalers without a scan of them all.
         let (controller, owned) = ebb_runtime::app::controller_with_lookup(
-            scoped_api::<Guarded<StackableScaler>>(&client, scope),
+            scoped_api::<CachedScaler>(&client, scope),
             config.clone(),
             &warm_up,
             owner_uids,
@@ -171,7 +172,7 @@ pub fn controllers(
         // the scaler as soon as they are set or removed.
         let by_owner = move |uid: Option<String>| {
             let owned = owned.clone();
-            move || -> Vec<ObjectRef<Guarded<StackableScaler>>> {
+            move || -> Vec<ObjectRef<CachedScaler>> {
                 uid.as_deref()
                     .map(|uid| owned.refs(uid))
                     .unwrap_or_default()
@@ -238,8 +239,11 @@ pub fn controllers(
     futures::future::join_all(controllers).map(|_| ())
 }
 
+/// A StackableScaler as the controller's cache holds it: its metadata and, packed, the rest.
+pub type CachedScaler = Packed<StackableScaler>;
+
 /// The uids a scaler's owner references name: the workloads whose events run it.
-pub fn owner_uids(scaler: &Guarded<StackableScaler>) -> Vec<String> {
+pub fn owner_uids(scaler: &CachedScaler) -> Vec<String> {
     scaler
         .owner_references()
         .iter()

@@ -1,13 +1,11 @@
-use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::cache::Lookup;
-use ebb_runtime::guard::Guarded;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use serde_json::json;
 
-use super::owner_uids;
+use super::{CachedScaler, owner_uids};
 
-fn scaler(name: &str, owner_uid: &str) -> Guarded<StackableScaler> {
+fn scaler(name: &str, owner_uid: &str) -> CachedScaler {
     serde_json::from_value(json!({
         "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
         "metadata": {"name": name, "namespace": "db", "ownerReferences": [{

@@ -14,7 +14,6 @@ use ebb_runtime::conditions::find_condition;
 use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
-use ebb_runtime::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, Matcher};
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -24,7 +23,7 @@ use serde_json::{Value, json};
 use stackable_scaler::decide::{self, CONDITION_READY};
 use stackable_scaler::metrics::Metrics;
 use stackable_scaler::reconcile::{CONDITION_DRY_RUN, CONDITION_PAUSED, Context, Error, Own};
-use stackable_scaler::{CONTROLLER_NAME, HookLedger, jobs};
+use stackable_scaler::{CONTROLLER_NAME, CachedScaler, HookLedger, jobs};
 
 const START: &str = "2025-01-01T00:00:00Z";
 
@@ -110,8 +109,9 @@ fn stage(fake: &FakeApi) -> ScalerStage {
     decide::stage_of(scaler(fake).status.as_ref())
 }
 
-fn guard(scaler: Arc<StackableScaler>) -> Arc<Guarded<StackableScaler>> {
-    Arc::new(Guarded(Ok(scaler.as_ref().clone())))
+/// `scaler` as the controller's cache holds it: packed.
+fn guard(scaler: Arc<StackableScaler>) -> Arc<CachedScaler> {
+    Arc::new(CachedScaler::pack(scaler.as_ref().clone()))
 }
 
 /// One reconcile as the controller runs it: through the frame.
@@ -125,7 +125,7 @@ fn error_policy(
     error: &frame::Error<Error>,
     ctx: Arc<Context>,
 ) -> Requeue {
-    frame::error_policy(&guard(scaler), error, &ctx)
+    frame::error_policy(&*guard(scaler), error, &ctx)
 }
 
 fn finish_job(fake: &FakeApi, name: &str, type_: &str) {
@@ -171,12 +171,12 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
 #[tokio::test]
 async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     let e = env();
-    let guard: Guarded<StackableScaler> = serde_json::from_value(json!({
+    let guard: CachedScaler = serde_json::from_value(json!({
         "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
         "metadata": {"name": "broken", "namespace": "data"}, "spec": {"replicas": "three"},
     }))
     .unwrap();
-    assert!(guard.0.is_err());
+    assert!(!guard.fits());
     let action = frame::reconcile(Arc::new(guard), e.ctx.clone())
         .await
         .unwrap();

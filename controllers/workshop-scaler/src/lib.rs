@@ -31,9 +31,7 @@ pub mod reconcile;
 
 use std::future::Future;
 
-use ebb_crds::babylon::{
-    WORKSHOP_PROVISION_LABEL, Workshop, WorkshopProvision, WorkshopUserAssignment,
-};
+use ebb_crds::babylon::{WORKSHOP_PROVISION_LABEL, Workshop};
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
@@ -52,7 +50,7 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::{Metrics, ProvisionLabels};
-use crate::reconcile::{Caches, Feeds, Own};
+use crate::reconcile::{CachedProvision, CachedSeat, CachedWorkshop, Caches, Feeds, Own};
 
 /// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
@@ -72,10 +70,10 @@ pub fn controllers(
     // One controller per watched namespace (kube's Controller takes one Api); the related kinds
     // are watched in the same scope. `Wiring::scoped` orders every kind's list alike.
     let scopes: Vec<_> = wiring
-        .scoped::<Guarded<WorkshopProvision>>()
+        .scoped::<CachedProvision>()
         .into_iter()
-        .zip(wiring.scoped::<Guarded<WorkshopUserAssignment>>())
-        .zip(wiring.scoped::<Guarded<Workshop>>())
+        .zip(wiring.scoped::<CachedSeat>())
+        .zip(wiring.scoped::<CachedWorkshop>())
         .zip(wiring.scoped::<Guarded<ResourceClaim>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
         .zip(wiring.scoped::<Guarded<WorkshopScalingPolicy>>())
@@ -136,9 +134,9 @@ pub fn controllers(
 /// The APIs of one scope whose objects are mapped onto the reconciled WorkshopProvisions.
 pub struct Related {
     /// Seats: mapped to the provisions of their workshop.
-    pub assignments: Api<Guarded<WorkshopUserAssignment>>,
+    pub assignments: Api<CachedSeat>,
     /// Workshops: mapped to their provisions.
-    pub workshops: Api<Guarded<Workshop>>,
+    pub workshops: Api<CachedWorkshop>,
     /// ResourceClaims: mapped to their provision.
     pub claims: Api<Guarded<ResourceClaim>>,
     /// WorkshopScalingPolicies: mapped to every provision of their namespace.
@@ -157,12 +155,12 @@ pub type WorkshopsSeen = UnboundedSender<PartialObjectMeta<Workshop>>;
 /// The controller for one scope: WorkshopProvisions (selected by `--label-selector`) reconciled;
 /// assignments, Workshops, claims and policies mapped to the provisions they affect.
 pub fn controller(
-    provisions: Api<Guarded<WorkshopProvision>>,
+    provisions: Api<CachedProvision>,
     related: Related,
     provisions_wc: watcher::Config,
     shutdown: &Shutdown,
     warm_up: &WarmUp,
-) -> Queued<Guarded<WorkshopProvision>> {
+) -> Queued<CachedProvision> {
     // /readyz turns green once every provision cache holds its first full list.
     let (controller, lookup) = ebb_runtime::app::controller_with_lookup(
         provisions,
@@ -175,8 +173,8 @@ pub fn controller(
 
 /// [`reconcile::workshop_key`] of a provision that deserializes: what seat and Workshop events
 /// are mapped by ([`provisions_of`]).
-pub fn provision_keys(provision: &Guarded<WorkshopProvision>) -> Vec<String> {
-    match &provision.0 {
+pub fn provision_keys(provision: &CachedProvision) -> Vec<String> {
+    match provision.unpack() {
         Ok(p) => vec![reconcile::workshop_key(
             &p.namespace().unwrap_or_default(),
             &p.spec.workshop_name,
@@ -188,12 +186,12 @@ pub fn provision_keys(provision: &Guarded<WorkshopProvision>) -> Vec<String> {
 /// Adds to `controller` (over WorkshopProvisions) the watches of the related kinds and graceful
 /// shutdown.
 pub fn relate(
-    controller: Queued<Guarded<WorkshopProvision>>,
-    lookup: &Lookup<Guarded<WorkshopProvision>>,
+    controller: Queued<CachedProvision>,
+    lookup: &Lookup<CachedProvision>,
     related: Related,
     shutdown: &Shutdown,
     contact: &ApiContact,
-) -> Queued<Guarded<WorkshopProvision>> {
+) -> Queued<CachedProvision> {
     let Related {
         assignments,
         workshops,
@@ -210,18 +208,10 @@ pub fn relate(
     // watch is guarded, so one object that does not deserialize cannot stall a whole watch.
     let all = || watcher::Config::default().any_semantic();
     let assignments = feeds.assignments.watch(assignments, all(), contact, |_| {});
+    // Trimmed as they are packed (`reconcile::Trimmed`).
     let workshops = feeds
         .workshops
-        .watch(
-            workshops,
-            all(),
-            contact,
-            |workshop: &mut Guarded<Workshop>| {
-                if let Ok(workshop) = workshop.0.as_mut() {
-                    workshop.trim();
-                }
-            },
-        )
+        .watch(workshops, all(), contact, |_| {})
         .inspect(move |workshop| {
             if let (Some(seen), Ok(workshop)) = (&seen, workshop) {
                 let meta = ObjectMeta {
@@ -246,7 +236,7 @@ pub fn relate(
     controller
         .watches_stream(assignments, move |assignment| {
             // A malformed seat is not counted, so its changes concern no provision.
-            let Ok(assignment) = &assignment.0 else {
+            let Ok(assignment) = assignment.unpack() else {
                 return Vec::new();
             };
             let ns = assignment.namespace().unwrap_or_default();
@@ -277,10 +267,10 @@ pub fn relate(
 /// The provisions of workshop `namespace/workshop`, from the controller's lookup: as many as
 /// there are, not a scan of every provision.
 pub fn provisions_of(
-    lookup: &Lookup<Guarded<WorkshopProvision>>,
+    lookup: &Lookup<CachedProvision>,
     namespace: &str,
     workshop: &str,
-) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
+) -> Vec<ObjectRef<CachedProvision>> {
     lookup.refs(&reconcile::workshop_key(namespace, workshop))
 }
 
@@ -318,9 +308,9 @@ pub fn policy_controller(
 /// Every provision of `namespace`, from the controller's cache (malformed ones too: their
 /// reconcile reports them).
 pub fn provisions_in(
-    store: &Store<Guarded<WorkshopProvision>>,
+    store: &Store<CachedProvision>,
     namespace: &str,
-) -> Vec<ObjectRef<Guarded<WorkshopProvision>>> {
+) -> Vec<ObjectRef<CachedProvision>> {
     store
         .state()
         .iter()
@@ -331,7 +321,7 @@ pub fn provisions_in(
 
 /// The provision a claim belongs to: Babylon's label, else a WorkshopProvision owner reference.
 /// Metadata is enough, so this also maps a claim that does not deserialize.
-pub fn provision_of_claim<K: Resource>(claim: &K) -> Option<ObjectRef<Guarded<WorkshopProvision>>> {
+pub fn provision_of_claim<K: Resource>(claim: &K) -> Option<ObjectRef<CachedProvision>> {
     let ns = claim.namespace()?;
     let name = claim
         .labels()

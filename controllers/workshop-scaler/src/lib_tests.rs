@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use ebb_crds::babylon::WorkshopProvision;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use serde_json::json;
@@ -24,9 +25,9 @@ fn claim(metadata: serde_json::Value) -> ResourceClaim {
 
 #[test]
 fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
-    let (store, mut writer) = reflector::store::<Guarded<WorkshopProvision>>();
+    let (store, mut writer) = reflector::store::<CachedProvision>();
     let lookup = Lookup::new(provision_keys);
-    let mut apply = |event: Event<Guarded<WorkshopProvision>>| {
+    let mut apply = |event: Event<CachedProvision>| {
         lookup.take_in(&event);
         writer.apply_watcher_event(&event);
     };
@@ -36,15 +37,15 @@ fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
         provision("a", "p3", "other"),
         provision("b", "p4", "w"),
     ] {
-        apply(Event::Apply(Guarded(Ok(p))));
+        apply(Event::Apply(CachedProvision::pack(p)));
     }
     // A provision that does not deserialize belongs to no workshop we can know of.
-    let malformed: Guarded<WorkshopProvision> = serde_json::from_value(json!({
+    let malformed: CachedProvision = serde_json::from_value(json!({
         "apiVersion": "babylon.gpte.redhat.com/v1", "kind": "WorkshopProvision",
         "metadata": {"name": "broken", "namespace": "a"}, "spec": {"count": "many"}
     }))
     .unwrap();
-    assert!(malformed.0.is_err());
+    assert!(!malformed.fits());
     apply(Event::Apply(malformed));
     let mut names: Vec<String> = provisions_of(&lookup, "a", "w")
         .into_iter()
@@ -62,8 +63,12 @@ fn assignments_and_workshops_map_to_the_provisions_of_their_workshop() {
     assert_eq!(in_a, ["broken", "p1", "p2", "p3"]);
     assert!(provisions_in(&store, "c").is_empty());
     // A provision moved to another workshop, and one deleted, map no more.
-    apply(Event::Apply(Guarded(Ok(provision("a", "p2", "other")))));
-    apply(Event::Delete(Guarded(Ok(provision("a", "p1", "w")))));
+    apply(Event::Apply(CachedProvision::pack(provision(
+        "a", "p2", "other",
+    ))));
+    apply(Event::Delete(CachedProvision::pack(provision(
+        "a", "p1", "w",
+    ))));
     assert!(provisions_of(&lookup, "a", "w").is_empty());
     assert_eq!(provisions_of(&lookup, "a", "other").len(), 2);
 }

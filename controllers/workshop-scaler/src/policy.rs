@@ -55,7 +55,8 @@ async fn reconcile_policy(policy: &WorkshopScalingPolicy, ctx: &Context) -> Resu
         .filter_map(|p| p.0.ok())
         .collect();
 
-    let workshops: Vec<&Workshop> = workshops.iter().filter_map(|w| w.0.as_ref().ok()).collect();
+    let workshops: Vec<Workshop> = workshops.iter().filter_map(|w| w.unpack().ok()).collect();
+    let workshops: Vec<&Workshop> = workshops.iter().collect();
     let (report, unreadable) = decide::policy_report(policy, &workshops, &others);
     for message in unreadable {
         tracing::warn!(%namespace, "{message}");

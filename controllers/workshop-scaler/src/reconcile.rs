@@ -22,6 +22,7 @@ use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Reconciler};
 use ebb_runtime::from_k8s_time;
 use ebb_runtime::guard::Guarded;
+use ebb_runtime::packed::{Packed, Projection, Unlabelled};
 use ebb_runtime::pause::pause_report;
 use jiff::Timestamp;
 use kube::api::ListParams;
@@ -59,8 +60,8 @@ pub struct Own {
 /// the seats and claims of its own provision, not a scan of every one of the namespace.
 #[derive(Clone)]
 pub struct Caches {
-    pub workshops: Cache<Guarded<Workshop>>,
-    pub assignments: Cache<Guarded<WorkshopUserAssignment>>,
+    pub workshops: Cache<CachedWorkshop>,
+    pub assignments: Cache<CachedSeat>,
     pub claims: Cache<Guarded<ResourceClaim>>,
     pub policies: Cache<Guarded<WorkshopScalingPolicy>>,
 }
@@ -81,9 +82,30 @@ pub fn workshop_key(namespace: &str, workshop: &str) -> String {
     format!("{namespace}/{workshop}")
 }
 
+/// A WorkshopProvision as the controller's cache holds it: its metadata but its labels (no rule
+/// reads them; `--label-selector` is the API server's to apply) and, packed, the rest.
+pub type CachedProvision = Packed<WorkshopProvision, Unlabelled>;
+
+/// A Workshop as the cache holds it: what scaling reads of it ([`Trimmed`]), packed.
+pub type CachedWorkshop = Packed<Workshop, Trimmed>;
+
+/// A seat (WorkshopUserAssignment) as the cache holds it: packed, without its labels (no rule
+/// reads them).
+pub type CachedSeat = Packed<WorkshopUserAssignment, Unlabelled>;
+
+/// What the Workshop cache keeps: [`Workshop::trim`].
+#[derive(Debug)]
+pub enum Trimmed {}
+
+impl Projection<Workshop> for Trimmed {
+    fn project(workshop: &mut Workshop) {
+        workshop.trim();
+    }
+}
+
 /// [`workshop_key`] of a seat that deserializes (a malformed seat is not counted).
-fn seat_keys(seat: &Guarded<WorkshopUserAssignment>) -> Vec<String> {
-    match &seat.0 {
+fn seat_keys(seat: &CachedSeat) -> Vec<String> {
+    match seat.unpack() {
         Ok(seat) => vec![workshop_key(
             &seat.namespace().unwrap_or_default(),
             &seat.spec.workshop_name,
@@ -119,8 +141,8 @@ fn claim_keys(claim: &Guarded<ResourceClaim>) -> Vec<String> {
 
 /// What fills one scope of the [`Caches`].
 pub struct Feeds {
-    pub workshops: Feed<Guarded<Workshop>>,
-    pub assignments: Feed<Guarded<WorkshopUserAssignment>>,
+    pub workshops: Feed<CachedWorkshop>,
+    pub assignments: Feed<CachedSeat>,
     pub claims: Feed<Guarded<ResourceClaim>>,
     pub policies: Feed<Guarded<WorkshopScalingPolicy>>,
 }
@@ -180,11 +202,11 @@ async fn pass(
     let workshop_name = &provision.spec.workshop_name;
     let (workshop, unreadable) = match ctx.own.caches.workshops.get(namespace, workshop_name)? {
         None => (None, None),
-        Some(guarded) => match &guarded.0 {
-            Ok(workshop) => (Some(workshop.clone()), None),
+        Some(cached) => match cached.unpack() {
+            Ok(workshop) => (Some(workshop), None),
             // Reported in the provision's status; its watch maps a fixed Workshop onto this
             // provision, which is reconciled then.
-            Err(invalid) => (None, Some(invalid.error.clone())),
+            Err(error) => (None, Some(error.into_owned())),
         },
     };
     // Policies select Workshops: without the Workshop none applies.
@@ -384,7 +406,7 @@ fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats
     // counted, and does not stop the others).
     let key = workshop_key(namespace, workshop);
     for assignment in ctx.own.caches.assignments.by_key(&key)? {
-        let Ok(assignment) = &assignment.0 else {
+        let Ok(assignment) = assignment.unpack() else {
             continue;
         };
         if assignment.spec.workshop_name != workshop {

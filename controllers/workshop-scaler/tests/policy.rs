@@ -21,7 +21,7 @@ use jiff::SignedDuration;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use workshop_scaler::reconcile::Feeds;
+use workshop_scaler::reconcile::{CachedProvision, Feeds};
 use workshop_scaler::{Related, WorkshopsSeen, relate};
 
 const P: &str = "ansible-101-rhel";
@@ -362,7 +362,7 @@ fn provisions_controller(
     feeds: Feeds,
     seen: Option<WorkshopsSeen>,
     shutdown: &Shutdown,
-) -> Queued<Guarded<WorkshopProvision>> {
+) -> Queued<CachedProvision> {
     let client = h.fake.client();
     let contact = ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone()));
     let warm_up = WarmUp::new(Health::new(), contact);

@@ -12,12 +12,12 @@ use ebb_crds::babylon::WorkshopProvision;
 use ebb_runtime::Leader;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError};
-use ebb_runtime::guard::Guarded;
 use ebb_testkit::interleave::{Gated, explore};
 use ebb_testkit::{Fault, Matcher};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
 use workshop_scaler::reconcile;
+use workshop_scaler::reconcile::CachedProvision;
 
 const P: &str = "ansible-101-rhel";
 
@@ -707,9 +707,9 @@ async fn conflicts_that_never_end_give_up_with_an_error() {
     let err = h.reconcile(P).await.unwrap_err();
     assert_eq!(err.category(), "conflict");
     assert_eq!(h.count(P), 20);
-    let action = frame::error_policy(&guard(h.get(P)), &err, &h.replica.ctx());
+    let action = frame::error_policy(&*guard(h.get(P)), &err, &h.replica.ctx());
     assert_eq!(action, Requeue::After(Duration::from_secs(1)));
-    let action = frame::error_policy(&guard(h.get(P)), &err, &h.replica.ctx());
+    let action = frame::error_policy(&*guard(h.get(P)), &err, &h.replica.ctx());
     assert_eq!(action, Requeue::After(Duration::from_secs(2)));
 }
 
@@ -729,7 +729,7 @@ async fn an_object_without_a_namespace_is_invalid_not_retried() {
         }
     ));
     assert_eq!(
-        frame::error_policy(&guard(p), &err, &h.replica.ctx()),
+        frame::error_policy(&*guard(p), &err, &h.replica.ctx()),
         Requeue::AwaitChange
     );
 }
@@ -873,15 +873,15 @@ async fn a_provision_that_does_not_deserialize_is_left_alone_and_the_others_serv
     });
     h.fake.insert(broken.clone());
     h.fake.clear_requests();
-    let broken: Guarded<WorkshopProvision> = serde_json::from_value(broken).unwrap();
-    assert!(broken.0.is_err());
+    let broken: CachedProvision = serde_json::from_value(broken).unwrap();
+    assert!(!broken.fits());
     let action = frame::reconcile(Arc::new(broken), h.replica.ctx())
         .await
         .unwrap();
     assert_eq!(action, Requeue::AwaitChange);
     assert_eq!(h.fake.write_count(), 0);
 
-    let healthy = Guarded(Ok(h.get(P)));
+    let healthy = CachedProvision::pack(h.get(P));
     frame::reconcile(Arc::new(healthy), h.replica.ctx())
         .await
         .unwrap();

@@ -376,7 +376,7 @@ where
         None,
         move || cache.warm(),
         None,
-        (Some(lookup.clone()), |_| {}),
+        Some(lookup.clone()),
     );
     (controller, lookup)
 }
@@ -409,9 +409,6 @@ pub struct OnChanges<K> {
     /// Sees each object that triggers a reconcile and is not as one of this process's own
     /// writes left it (to feed the trigger of another controller that writes the same kind).
     pub changed_by_others: Box<dyn Fn(&K) + Send + Sync>,
-    /// Drops, beside [`slim`], what no pass reads before the cache holds the object (an HPA's
-    /// status, say): the cache holds a projection of the kind.
-    pub project: fn(&mut K),
 }
 
 /// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
@@ -435,7 +432,6 @@ where
         listed,
         changed,
         changed_by_others,
-        project,
     } = on;
     let listed = move || {
         cache.warm();
@@ -448,7 +444,7 @@ where
         Some(own),
         listed,
         Some((changed, changed_by_others)),
-        (None, project),
+        None,
     )
 }
 
@@ -477,7 +473,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    built_with(api, config, warm_up, own, listed, None, (None, |_| {}))
+    built_with(api, config, warm_up, own, listed, None, None)
 }
 
 /// See each object a changes-only trigger passes on ([`controller_on_changes`]): all, and those
@@ -491,7 +487,7 @@ fn built_with<K>(
     own: Option<&crate::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
-    (lookup, project): (Option<crate::cache::Lookup<K>>, fn(&mut K)),
+    lookup: Option<crate::cache::Lookup<K>>,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -504,10 +500,7 @@ where
         contact,
         &K::kind(&K::DynamicType::default()),
     )
-    .modify(move |object| {
-        slim(object);
-        project(object);
-    })
+    .modify(slim::<K>)
     .inspect(move |event| {
         // Before the store: a reconcile the event triggers finds the object by its keys.
         if let (Ok(event), Some(lookup)) = (event, &lookup) {

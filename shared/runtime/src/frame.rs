@@ -39,7 +39,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::guard::Guarded;
+use crate::guard::Stored;
 use futures::{StreamExt, TryFutureExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
@@ -466,20 +466,18 @@ enum Seen<K> {
     Malformed(Box<ObjectMeta>, String),
 }
 
-impl<K: Clone> Seen<K> {
-    fn of(guard: &Guarded<K>) -> Self {
-        match &guard.0 {
-            Ok(typed) => Self::Typed(Arc::new(typed.clone())),
-            Err(invalid) => {
-                Self::Malformed(Box::new(invalid.metadata.clone()), invalid.error.clone())
-            }
+impl<K> Seen<K> {
+    fn of<S: Stored<Object = K>>(stored: &S) -> Self {
+        match stored.typed() {
+            Ok(typed) => Self::Typed(Arc::new(typed)),
+            Err(error) => Self::Malformed(Box::new(stored.meta().clone()), error.into_owned()),
         }
     }
 }
 
 /// The frame's reconcile for controller `R`, as [`run`] runs it (see the module docs).
-pub async fn reconcile<K: Object, R: Reconciler<K>>(
-    object: Arc<Guarded<K>>,
+pub async fn reconcile<S: Stored, R: Reconciler<S::Object>>(
+    object: Arc<S>,
     ctx: Arc<Context<R>>,
 ) -> Result<Requeue, Error<R::Error>> {
     let meta = object.meta();
@@ -490,7 +488,7 @@ pub async fn reconcile<K: Object, R: Reconciler<K>>(
         name = meta.name.as_deref().unwrap_or_default(),
     );
     let key = object_key(object.as_ref());
-    let passes = passes::<K, R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
+    let passes = passes::<S::Object, R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
     let result = ControllerMetrics::instrument(&ctx.metrics, passes, ReconcileError::category)
         .instrument(span)
         .await;
@@ -602,8 +600,8 @@ pub fn retry_after(error: &(dyn std::error::Error + 'static)) -> Option<Duration
 /// The frame's error policy for controller `R`: an error retrying cannot fix waits for a change
 /// of the object; any other retries after the object's backoff delay, or after the server's
 /// `Retry-After` when a 429 asked for longer.
-pub fn error_policy<K: Object, R: Reconciler<K>>(
-    object: &Guarded<K>,
+pub fn error_policy<S: Stored, R: Reconciler<S::Object>>(
+    object: &S,
     error: &Error<R::Error>,
     ctx: &Context<R>,
 ) -> Requeue {
@@ -645,10 +643,10 @@ fn noted(queue: &Queue, key: String, requeue: Requeue, took: Duration) -> Action
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
 /// `namespace/name` of each object that is gone: deleted as the watch reports it, or before its
 /// reconcile ran (to drop its gauges, say; it may be told twice).
-pub async fn run<K, R, F>(controller: Queued<Guarded<K>>, ctx: Arc<Context<R>>, gone: F)
+pub async fn run<S, R, F>(controller: Queued<S>, ctx: Arc<Context<R>>, gone: F)
 where
-    K: Object,
-    R: Reconciler<K>,
+    S: Stored,
+    R: Reconciler<S::Object>,
     F: Fn(&str) + Send + Sync + 'static,
 {
     let (controller, queue) = controller.into_parts();
@@ -660,7 +658,7 @@ where
     });
     let told = gone.clone();
     queue.on_deleted(move |key| told(key));
-    let wait = ctx.metrics.watch_queue(&K::kind(&()), &queue);
+    let wait = ctx.metrics.watch_queue(&S::kind(&()), &queue);
     let started = queue.clone();
     let failed = queue.clone();
     controller
@@ -677,7 +675,7 @@ where
             },
             move |object, error, ctx| {
                 // A backoff counts from the failure.
-                let requeue = error_policy(&object, error, &ctx);
+                let requeue = error_policy(object.as_ref(), error, &ctx);
                 noted(
                     &failed,
                     object_key(object.as_ref()),

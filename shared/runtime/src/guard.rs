@@ -72,6 +72,39 @@ pub fn read<T: DeserializeOwned>(value: &serde_json::Value, at: &str) -> Result<
     }
 }
 
+/// How a watch holds the objects of a kind a controller reconciles: as decoded ([`Guarded`]) or
+/// packed ([`Packed`](crate::packed::Packed)). The frame takes the object from either the same
+/// way ([`Stored::typed`]).
+pub trait Stored:
+    Resource<DynamicType = (), Scope: 'static>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The kind a pass decides on.
+    type Object: crate::frame::Object;
+
+    /// The object, typed; or why it does not fit its type (the field named).
+    ///
+    /// # Errors
+    /// The object does not fit its type.
+    fn typed(&self) -> Result<Self::Object, Cow<'_, str>>;
+}
+
+impl<K: crate::frame::Object> Stored for Guarded<K> {
+    type Object = K;
+
+    fn typed(&self) -> Result<K, Cow<'_, str>> {
+        match &self.0 {
+            Ok(object) => Ok(object.clone()),
+            Err(invalid) => Err(Cow::Borrowed(&invalid.error)),
+        }
+    }
+}
+
 impl<K: Resource> Resource for Guarded<K> {
     type DynamicType = K::DynamicType;
     type Scope = K::Scope;

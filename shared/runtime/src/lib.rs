@@ -16,6 +16,7 @@
 //! - [`shutdown`]: graceful shutdown on SIGTERM/SIGINT ([`Shutdown`]).
 //! - [`guard`]: [`Guarded`](guard::Guarded) objects, so a malformed one cannot stall a watch and
 //!   says which field is wrong.
+//! - [`packed`]: [`Packed`](packed::Packed) objects, cached as their metadata and compact JSON.
 //! - [`leader`]: leader election on a Lease, gating writes ([`LeaderElection`], [`Leader`]).
 //! - [`clock`]: the injectable source of "now" ([`Clock`], [`SystemClock`], [`ManualClock`]).
 //! - [`triggers`]: watches of related kinds that trigger only on what a controller reads of them.
@@ -60,6 +61,7 @@ pub mod metrics;
 pub mod metrics_auth;
 pub mod overlap;
 pub mod own_writes;
+pub mod packed;
 pub mod plan;
 pub mod process_metrics;
 pub mod queue;

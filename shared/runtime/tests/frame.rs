@@ -210,7 +210,7 @@ async fn conflicts_on_every_pass_fail_and_back_off() {
     assert_eq!(ctx.own.passes.lock().unwrap().len(), MAX_ATTEMPTS);
     assert!(h.metrics_text().contains("category=\"conflict\"} 1"));
     // Transient: backs off per object, 1 s then 2 s; a success resets it.
-    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&guard(&h), e, &ctx);
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&*guard(&h), e, &ctx);
     assert_eq!(policy(&error), Requeue::After(Duration::from_secs(1)));
     assert_eq!(policy(&error), Requeue::After(Duration::from_secs(2)));
     frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
@@ -224,7 +224,7 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
     let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     assert!(matches!(error.inner(), Some(DemoError::Invalid { .. })));
     assert_eq!(
-        frame::error_policy(&guard(&h), &error, &ctx),
+        frame::error_policy(&*guard(&h), &error, &ctx),
         Requeue::AwaitChange
     );
     assert!(h.metrics_text().contains("category=\"invalid\"} 1"));
@@ -234,7 +234,7 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
     assert!(error.to_string().starts_with("writing ConfigMap ns/cm: "));
     assert!(h.metrics_text().contains("category=\"write_data\"} 1"));
     assert_eq!(
-        frame::error_policy(&guard(&h), &error, &ctx),
+        frame::error_policy(&*guard(&h), &error, &ctx),
         Requeue::After(Duration::from_secs(1))
     );
 }
@@ -242,7 +242,7 @@ async fn an_error_retrying_cannot_fix_waits_for_a_change() {
 #[tokio::test]
 async fn a_429_comes_back_no_sooner_than_the_server_asked() {
     let (h, ctx) = setup();
-    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&guard(&h), e, &ctx);
+    let policy = |e: &frame::Error<DemoError>| frame::error_policy(&*guard(&h), e, &ctx);
     h.fake.fail_next(Matcher::patch("/configmaps/cm"), 429);
     let error = frame::reconcile(guard(&h), ctx.clone()).await.unwrap_err();
     let asked = Duration::from_secs(ebb_testkit::RETRY_AFTER_SECONDS.into());
@@ -343,7 +343,7 @@ async fn an_object_without_name_or_namespace_never_reaches_the_controller() {
         assert_eq!(error.to_string(), format!("ConfigMap without {field}"));
         assert!(!error.is_transient());
         assert_eq!(
-            frame::error_policy(&object, &error, &ctx),
+            frame::error_policy(&*object, &error, &ctx),
             Requeue::AwaitChange
         );
     }

@@ -115,7 +115,7 @@ pub async fn settle_with<K: Object, R: Reconciler<K>>(
                 }
             }
             Err(error) => {
-                let requeue = frame::error_policy(&guard, &error, &ctx);
+                let requeue = frame::error_policy(guard.as_ref(), &error, &ctx);
                 trace.attempts.push(Attempt::Failed {
                     category: error.category(),
                     requeue,

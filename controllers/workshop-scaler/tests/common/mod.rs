@@ -5,9 +5,7 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use ebb_crds::babylon::{
-    Workshop, WorkshopProvision, WorkshopProvisionStatus, WorkshopUserAssignment,
-};
+use ebb_crds::babylon::{WorkshopProvision, WorkshopProvisionStatus};
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::frame;
@@ -19,7 +17,9 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 use workshop_scaler::CONTROLLER_NAME;
 use workshop_scaler::metrics::Metrics;
-use workshop_scaler::reconcile::{Caches, Context, Feeds, Own};
+use workshop_scaler::reconcile::{
+    CachedProvision, CachedSeat, CachedWorkshop, Caches, Context, Feeds, Own,
+};
 
 /// What a reconcile through the frame fails with.
 pub type Error = frame::Error<workshop_scaler::reconcile::Error>;
@@ -50,10 +50,8 @@ impl Replica {
     /// watches had caught up).
     pub fn ctx(&self) -> Arc<Context> {
         let mut feeds = self.feeds.lock().unwrap();
-        feeds.workshops.fill(self.fake.list::<Guarded<Workshop>>());
-        feeds
-            .assignments
-            .fill(self.fake.list::<Guarded<WorkshopUserAssignment>>());
+        feeds.workshops.fill(self.fake.list::<CachedWorkshop>());
+        feeds.assignments.fill(self.fake.list::<CachedSeat>());
         feeds
             .claims
             .fill(self.fake.list::<Guarded<ResourceClaim>>());
@@ -331,9 +329,9 @@ fn replica_of(fake: &FakeApi, process: ebb_testkit::Replica) -> Replica {
     }
 }
 
-/// `provision` as the controller's watch hands it over: deserialized.
-pub fn guard(provision: WorkshopProvision) -> Arc<Guarded<WorkshopProvision>> {
-    Arc::new(Guarded(Ok(provision)))
+/// `provision` as the controller's watch hands it over: packed.
+pub fn guard(provision: WorkshopProvision) -> Arc<CachedProvision> {
+    Arc::new(CachedProvision::pack(provision))
 }
 
 /// `status` of a claim that is ready.
