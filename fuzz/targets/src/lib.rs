@@ -218,7 +218,9 @@ fn evaluate_service_scaler_spec(spec: &ServiceScalerSpec, calendars: &Calendars)
         let _ = schedule.next_transition(t);
         let _ = schedule.transitions(t, 3);
         let _ = service_scaler::lead::lead_at(&schedule, t);
-        if let Ok(since) = t.checked_sub(SignedDuration::from_hours(24)) {
+        // As a pass asks it: over the spec's ramp, of any length (a day without one).
+        let ramp = schedule.ramp().unwrap_or(SignedDuration::from_hours(24));
+        if let Ok(since) = t.checked_sub(ramp) {
             let _ = schedule.last_min_change(since, t);
         }
     }

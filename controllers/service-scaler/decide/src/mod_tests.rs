@@ -1693,3 +1693,38 @@ fn no_admitted_scaler_stalls_a_pass() {
         "{message}"
     );
 }
+
+/// `spec.ramp` admits any duration, and a pass asks for the last change of `minReplicas` within
+/// it: walked forward from the ramp's start, a year of minute-level ranges took millions of steps
+/// on every pass. Looked for back from now, it costs a pass its scan budget at most, and the
+/// change seven hours ago (across 450 changes of range) is found however long the ramp.
+#[test]
+fn a_ramp_of_any_length_is_searched_within_the_scan_budget() {
+    // Range i holds minute i of each hour on weekdays (New York), with minReplicas 3: 3 all
+    // weekday, 2 at weekends. Monday began (midnight in New York) at 04:00Z.
+    let now = utc("2026-05-04T11:30:30Z");
+    let monday = Some(utc("2026-05-04T04:00:00Z"));
+    for (ramp, last_change) in [
+        ("10m", None),
+        ("8h", monday),
+        ("8760h", monday),
+        ("100000h", monday),
+    ] {
+        let mut s = minute_crons(|i| format!("{}/59 * * * 1-5", i % 60), "America/New_York");
+        s.spec.ramp = Some(ramp.into());
+        let schedule = Schedule::from_spec(&s.spec, &ebb_schedule::Calendars::new()).unwrap();
+        let since = now.checked_sub(schedule.ramp().unwrap()).unwrap();
+        let (last, steps) = ebb_schedule::work::counted(|| schedule.last_min_change(since, now));
+        assert!(steps <= SCAN_STEPS + 5_000, "ramp {ramp}: {steps} steps");
+        assert_eq!(last, last_change, "ramp {ramp}");
+    }
+    // Ranges that hand over every minute with the same minReplicas: no change for a year to
+    // find, and the search stops at its budget.
+    let mut s = minute_crons(|i| format!("{}/59 * * * *", i % 60), "America/New_York");
+    s.spec.ramp = Some("8760h".into());
+    let schedule = Schedule::from_spec(&s.spec, &ebb_schedule::Calendars::new()).unwrap();
+    let since = now.checked_sub(schedule.ramp().unwrap()).unwrap();
+    let (last, steps) = ebb_schedule::work::counted(|| schedule.last_min_change(since, now));
+    assert!(steps <= SCAN_STEPS + 5_000, "{steps} steps");
+    assert_eq!(last, None);
+}

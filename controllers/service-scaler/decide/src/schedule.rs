@@ -262,14 +262,49 @@ impl Schedule {
         self.coming(now, 1).next_look()
     }
 
-    /// The last instant in `(since, now]` at which the effective `minReplicas` changed.
+    /// The last instant in `(since, now]` at which the effective `minReplicas` changed, as far
+    /// as [`SCAN_STEPS`] of work can look back from `now`.
+    ///
+    /// `spec.ramp` is any duration, and `(since, now]` as long: walked forward whole, a year of
+    /// minute-level ranges took millions of steps on every pass. So the search looks back from
+    /// `now` over windows four times wider each time (a minute, four, sixteen ...) and stops at
+    /// the first that holds a change: the last change in it is the last of all. A change older
+    /// than the budget reaches counts as none (the ramp then starts at the pass, or not at
+    /// all): only a restart, or a first sight of the object, long after its last boundary
+    /// between ranges that hand over every minute with the same `minReplicas` gets there; a
+    /// ramp in progress is kept in `status.ramp` and needs no search.
     pub fn last_min_change(&self, since: Timestamp, now: Timestamp) -> Option<Timestamp> {
         if now <= since {
             return None;
         }
-        let mut min = self.effective_at(since).min_replicas;
+        let start = ebb_schedule::work::steps();
+        let spent = || ebb_schedule::work::steps().wrapping_sub(start) > SCAN_STEPS;
+        let mut width = SignedDuration::from_mins(1);
+        loop {
+            let from = now
+                .checked_sub(width)
+                .ok()
+                .filter(|from| *from > since)
+                .unwrap_or(since);
+            let (found, complete) = self.last_min_change_walk(from, now, &spent);
+            if found.is_some() || !complete || from == since {
+                return found;
+            }
+            width = width.checked_mul(4)?;
+        }
+    }
+
+    /// The last change of the effective `minReplicas` in `(from, now]`, walked forward from
+    /// `from`, and whether the walk got to `now` before `spent` said stop.
+    fn last_min_change_walk(
+        &self,
+        from: Timestamp,
+        now: Timestamp,
+        spent: &impl Fn() -> bool,
+    ) -> (Option<Timestamp>, bool) {
+        let mut min = self.effective_at(from).min_replicas;
         let mut last = None;
-        let mut swept = since;
+        let mut swept = from;
         loop {
             let changes = self
                 .windows
@@ -283,7 +318,10 @@ impl Schedule {
                 }
             }
             if changes.len() < CHUNK {
-                return last;
+                return (last, true);
+            }
+            if spent() {
+                return (last, false);
             }
         }
     }

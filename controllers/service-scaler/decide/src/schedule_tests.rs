@@ -208,6 +208,34 @@ proptest! {
         }
     }
 
+    /// The last change of minReplicas within a ramp is the last instant before which it was
+    /// different (found by probing every 15 minutes, the ranges' grain), however far back in
+    /// the ramp it lies.
+    #[test]
+    fn the_last_min_change_is_the_latest_boundary_where_min_moved(
+        ranges in zoned_ranges(), start in 0i64..(366 * 96), offset_s in 0i64..900,
+        ramp_q in 1i64..(3 * 96),
+    ) {
+        let s = schedule(zoned_spec(&ranges));
+        let now = utc("2026-01-01T00:00:00Z") + SignedDuration::from_mins(start * 15) + SignedDuration::from_secs(offset_s);
+        let since = now - SignedDuration::from_mins(ramp_q * 15);
+        let min_at = |t: Timestamp| s.effective_at(t).min_replicas;
+        // Boundaries fall on quarter hours: the latest one in (since, now] where min moved.
+        let mut expected = None;
+        let mut q = now.as_second().div_euclid(900) * 900;
+        while let Ok(t) = Timestamp::from_second(q) {
+            if t <= since {
+                break;
+            }
+            if min_at(t) != min_at(t - SignedDuration::from_millis(1)) {
+                expected = Some(t);
+                break;
+            }
+            q -= 900;
+        }
+        prop_assert_eq!(s.last_min_change(since, now), expected);
+    }
+
     /// Midnight wrap: a ZonedTime range whose `to` is at or before `from` is open from `from`
     /// until `to` the next day (`to == from`: all day); every range is half-open.
     #[test]
