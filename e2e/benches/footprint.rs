@@ -34,6 +34,10 @@ const CONCURRENCY: usize = 32;
 /// series costs the controller (at 100 000 objects, tens of MB encoded) and must not be what the
 /// bench measures.
 const SCRAPE_EVERY: Duration = Duration::from_secs(1);
+/// How often a starting controller's passes are read up to 10 000 objects: startup takes about a
+/// second at 1000, which a one-second scrape would round to whole seconds (beyond, per-object
+/// series make a scrape too costly to repeat that often).
+const STARTUP_SCRAPE_EVERY: Duration = Duration::from_millis(100);
 /// How long an idle controller is watched for its requests.
 const IDLE: Duration = Duration::from_secs(60);
 
@@ -259,7 +263,11 @@ async fn common(
     let objects = touch.1.len();
     eventually_every(
         Duration::from_secs(1800 + n as u64 / 20),
-        SCRAPE_EVERY,
+        if n <= 10_000 {
+            STARTUP_SCRAPE_EVERY
+        } else {
+            SCRAPE_EVERY
+        },
         || async {
             let done = controller.metric(&reconciles, &[]).ok()?;
             (done >= before + objects as f64).then_some(())
