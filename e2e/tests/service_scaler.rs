@@ -1137,17 +1137,14 @@ async fn a_holiday_calendar_takes_effect_as_it_is_created_edited_and_deleted() {
         )
         .await
         .unwrap();
-    let hpa = eventually(Duration::from_secs(15), || async {
-        hpas.get_opt("web")
-            .await
-            .ok()
-            .flatten()
-            .filter(|h| min_replicas(h) == Some(5))
+    // The HPA is written before the status in the same pass: wait for both.
+    eventually(Duration::from_secs(15), || async {
+        let hpa = hpas.get_opt("web").await.ok().flatten()?;
+        let valid = spec_valid().await?.0;
+        (min_replicas(&hpa) == Some(5) && valid == json!("True")).then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: the range not in force\n{}", controller.log_tail()));
-    assert_eq!(min_replicas(&hpa), Some(5));
-    assert_eq!(spec_valid().await.unwrap().0, json!("True"));
     let next = scalers.get("web").await.unwrap().data["status"]["nextTransitions"][0]["at"].clone();
     assert_eq!(
         next,
