@@ -228,6 +228,8 @@ async fn start(
         dry_run = common.dry_run,
         "started"
     );
+    let own_writes = crate::own_writes::OwnWrites::new();
+    tokio::spawn(own_writes.clone().forget_old_until(shutdown.clone()));
     let wiring = Wiring {
         shared: Shared {
             contact: contact.clone(),
@@ -237,7 +239,7 @@ async fn start(
             metrics,
             dry_run: common.dry_run,
             leader,
-            own_writes: crate::own_writes::OwnWrites::new(),
+            own_writes,
         },
         warm_up: WarmUp::new(health, contact).with_concurrency(common.concurrent_reconciles),
         shutdown,

@@ -94,8 +94,23 @@ struct Inner {
 }
 
 impl Inner {
-    /// Forgets the versions recorded more than [`REMEMBER`] before `now`.
+    /// Forgets the versions recorded more than [`REMEMBER`] before `now`, and gives back the
+    /// room a burst of writes (a mass change, a churn) grew the tables to once they are mostly
+    /// empty: a table keeps its largest size otherwise.
     fn expire(&mut self, now: tokio::time::Instant) {
+        self.forget(now);
+        if shrinkable(self.recorded.len(), self.recorded.capacity()) {
+            self.recorded.shrink_to(self.recorded.len() * 2);
+        }
+        if shrinkable(self.versions.len(), self.versions.capacity()) {
+            self.versions.shrink_to(self.versions.len() * 2);
+        }
+        if shrinkable(self.in_flight.len(), self.in_flight.capacity()) {
+            self.in_flight.shrink_to(self.in_flight.len() * 2);
+        }
+    }
+
+    fn forget(&mut self, now: tokio::time::Instant) {
         while let Some((at, _, _)) = self.recorded.front() {
             if now.duration_since(*at) < REMEMBER {
                 break;
@@ -111,6 +126,12 @@ impl Inner {
             }
         }
     }
+}
+
+/// Whether a table holding `len` entries in room for `capacity` is worth shrinking: it holds
+/// under a quarter of its room, and the room is more than a handful.
+fn shrinkable(len: usize, capacity: usize) -> bool {
+    capacity > 64 && len < capacity / 4
 }
 
 /// The versions of this process's own writes, shared by the executor (which records them) and
@@ -296,6 +317,19 @@ impl OwnWrites {
                 !skip
             }
         })
+    }
+
+    /// Forgets the versions older than [`REMEMBER`] every [`REMEMBER`] until `shutdown`: on a
+    /// quiet cluster no write comes to do it, and the versions of a churn's deleted objects
+    /// would stay until the next one.
+    pub async fn forget_old_until(self, shutdown: crate::Shutdown) {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(REMEMBER) => {}
+            }
+            self.lock().expire(tokio::time::Instant::now());
+        }
     }
 
     /// How many objects have writes awaiting their events (for tests), once those older than

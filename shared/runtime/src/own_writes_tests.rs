@@ -166,3 +166,31 @@ async fn a_version_whose_event_never_comes_is_forgotten() {
     own.record(&target("web"), "9");
     assert!(own.is_own(&hpa("web", "9")));
 }
+
+/// On a quiet cluster no write comes to forget the versions of deleted objects: the sweep does,
+/// after [`REMEMBER`], and gives back the room the burst grew the tables to.
+#[tokio::test(start_paused = true)]
+async fn a_quiet_process_forgets_old_versions_and_gives_back_their_room() {
+    let own = OwnWrites::new();
+    own.watch::<HorizontalPodAutoscaler>();
+    let shutdown = crate::Shutdown::new();
+    let sweep = tokio::spawn(own.clone().forget_old_until(shutdown.clone()));
+    for i in 0..5_000 {
+        own.record(&target(&format!("churned-{i}")), "7");
+    }
+    let grown = own.lock().recorded.capacity();
+    assert!(grown >= 5_000, "{grown}");
+    tokio::time::sleep(REMEMBER * 2).await;
+    {
+        let inner = own.lock();
+        assert_eq!((inner.recorded.len(), inner.versions.len()), (0, 0));
+        assert!(
+            inner.recorded.capacity() <= 64 && inner.versions.capacity() <= 64,
+            "room kept: {} versions, {} objects",
+            inner.recorded.capacity(),
+            inner.versions.capacity()
+        );
+    }
+    shutdown.trigger();
+    sweep.await.unwrap();
+}
