@@ -79,12 +79,9 @@ pub async fn run<C: Controller>(args: C::Args) -> Result<(), AppError> {
     app::run(C::ABOUT.name, C::KIND, args, C::metrics, C::controllers).await
 }
 
-/// The allocator of every controller binary ([`main!`](crate::main!)): mimalloc, which gives
-/// memory back where glibc's malloc kept a fifth more resident for the same heap (docs/decisions.md).
-pub use mimalloc::MiMalloc as Allocator;
-
-/// A controller binary's `main.rs`, whole: its allocator ([`Allocator`]) and a `main` that runs
-/// [`main`] for controller `$controller` on a multi-threaded tokio runtime.
+/// A controller binary's `main.rs`, whole: a `main` that runs [`main`] for controller
+/// `$controller` on a multi-threaded tokio runtime. The binaries keep the system allocator
+/// (docs/decisions.md, "Memory per object").
 ///
 /// ```ignore
 /// ebb_runtime::main!(service_scaler::ServiceScalerController);
@@ -92,9 +89,6 @@ pub use mimalloc::MiMalloc as Allocator;
 #[macro_export]
 macro_rules! main {
     ($controller:ty) => {
-        #[global_allocator]
-        static ALLOCATOR: $crate::controller::Allocator = $crate::controller::Allocator;
-
         fn main() -> ::std::process::ExitCode {
             $crate::controller::block_on::<$controller>()
         }
