@@ -62,15 +62,18 @@ pub fn scaler_of<K: Resource>(
     store.get(&reference).map(|_| reference)
 }
 
-/// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`.
+/// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`. Only those whose
+/// packed JSON holds the string `name` are decoded ([`Packed::may_hold_string`]): a calendar's
+/// change costs a byte scan of the cache, not a decode of every ServiceScaler in it.
 pub fn scalers_naming(store: &Store<CachedScaler>, name: &str) -> Vec<ObjectRef<CachedScaler>> {
     store
         .state()
         .iter()
         .filter(|cached| {
-            cached.unpack().is_ok_and(|scaler| {
-                decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
-            })
+            cached.may_hold_string(name)
+                && cached.unpack().is_ok_and(|scaler| {
+                    decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
+                })
         })
         .map(|g| ObjectRef::from_obj(g.as_ref()))
         .collect()

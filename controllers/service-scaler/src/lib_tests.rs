@@ -28,6 +28,39 @@ fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
     assert_eq!(scaler_of(&store, &hpa("a", "api")), None);
 }
 
+/// A HolidayCalendar's change runs the ServiceScalers whose ranges exclude it, and no other: not
+/// one whose other fields hold its name (here a time zone), nor one that does not fit its
+/// type.
+#[test]
+fn a_calendar_maps_to_the_scalers_whose_ranges_exclude_it() {
+    let (store, mut writer) = reflector::store::<CachedScaler>();
+    let mut add = |name: &str, range: serde_json::Value| {
+        let scaler: CachedScaler = serde_json::from_value(json!({
+            "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
+            "metadata": {"name": name, "namespace": "a"},
+            "spec": {"hpa": {"maxReplicas": 2}, "timeRangeSpec": [range]}
+        }))
+        .unwrap();
+        writer.apply_watcher_event(&Event::Apply(scaler));
+    };
+    let range = |calendars: &[&str], zone: &str| {
+        json!({"kind": "LocalTime", "from": "09:00", "to": "17:00", "timeZone": zone,
+               "excludeCalendars": calendars})
+    };
+    add("excludes", range(&["zurich", "ch"], "Europe/Zurich"));
+    add("also", range(&["zurich"], "UTC"));
+    add("zone-only", range(&["ch"], "zurich"));
+    add(
+        "unfit",
+        json!({"kind": "LocalTime", "from": 9, "excludeCalendars": ["zurich"]}),
+    );
+    let mut naming = scalers_naming(&store, "zurich");
+    naming.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = naming.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["also", "excludes"]);
+    assert!(scalers_naming(&store, "zur").is_empty());
+}
+
 #[derive(clap::Parser)]
 struct Cli {
     #[command(flatten)]

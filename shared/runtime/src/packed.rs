@@ -100,6 +100,17 @@ where
     pub fn fits(&self) -> bool {
         self.body.is_ok()
     }
+
+    /// Whether some string field of the object, outside its metadata, may be `value`: a search
+    /// of the packed JSON for `value` as a JSON string, without decoding the object. `false`
+    /// means none is; `true` means one may be ([`Packed::unpack`] to know which). Asking every
+    /// cached object costs a scan of bytes, where unpacking them all costs a decode each. An
+    /// object that does not fit `K` holds none.
+    pub fn may_hold_string(&self, value: &str) -> bool {
+        let Ok(body) = &self.body else { return false };
+        // serde_json wrote the body; the same writer quotes and escapes `value` alike.
+        serde_json::to_vec(value).is_ok_and(|quoted| memchr::memmem::find(body, &quoted).is_some())
+    }
 }
 
 impl<K, P> Clone for Packed<K, P> {
@@ -248,6 +259,28 @@ mod tests {
             serde_json::from_value(hpa(json!(2))).unwrap();
         assert!(unlabelled.meta().labels.is_none());
         assert!(unlabelled.unpack().unwrap().metadata.labels.is_none());
+    }
+
+    /// A string search of the packed JSON finds every string field's value outside the metadata,
+    /// whole and escaped as it was written, and nothing a decode would not find.
+    #[test]
+    fn a_string_search_finds_a_fields_whole_value_outside_the_metadata() {
+        let mut object = hpa(json!(2));
+        object["spec"]["scaleTargetRef"]["name"] = json!("say \"hi\"");
+        let packed: Packed<HorizontalPodAutoscaler, NoStatus> =
+            serde_json::from_value(object).unwrap();
+        assert!(packed.may_hold_string("cpu"));
+        assert!(packed.may_hold_string("Deployment"));
+        assert!(packed.may_hold_string("say \"hi\""));
+        // Part of a value, a value the object does not hold, the metadata's, a dropped status's.
+        assert!(!packed.may_hold_string("cp"));
+        assert!(!packed.may_hold_string("memory"));
+        assert!(!packed.may_hold_string("shop"));
+        assert!(!packed.may_hold_string("payments"));
+        // One that does not fit holds none.
+        let unfit: Packed<HorizontalPodAutoscaler, NoStatus> =
+            serde_json::from_value(hpa(json!("two"))).unwrap();
+        assert!(!unfit.may_hold_string("cpu"));
     }
 
     /// One that does not fit is its metadata and why, the field named, as [`Guarded`] keeps it.
