@@ -4,8 +4,9 @@
 //! reconcile latency and rate, CPU per 1 000 passes, and the API requests it makes per steady
 //! reconcile, per mass change (by verb) and per idle minute, counted per ServiceAccount from the
 //! API server's audit log. Beside each mass change a baseline client makes the same requests per
-//! object with ebb's defaults (8 objects at a time, no QPS limit) and ebb's time is printed as a
-//! multiple of it; a client saturating the server is a figure beside.
+//! object with ebb's defaults (8 objects at a time, no QPS limit), as ebb's ServiceAccount and
+//! with a follower of ebb watching, and ebb's time is printed as a multiple of it; a client
+//! saturating the server is a figure beside.
 //!
 //! Environment: `EBB_BENCH_SIZES` (default `1000,10000`; from 100 000 on, memory, startup and
 //! the idle minute only), `EBB_BENCH_CONTROLLERS` (a comma list
@@ -23,7 +24,9 @@ use ebb_e2e::{Controller, Setup, cluster, eventually, eventually_every};
 use futures::{StreamExt, TryStreamExt, stream};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -38,6 +41,16 @@ const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 /// second at 1000, which a one-second scrape would round to whole seconds (beyond, per-object
 /// series make a scrape too costly to repeat that often).
 const STARTUP_SCRAPE_EVERY: Duration = Duration::from_millis(100);
+/// How often a controller starting over `n` objects is scraped: every
+/// [`STARTUP_SCRAPE_EVERY`] up to 10 000, else every [`SCRAPE_EVERY`].
+fn startup_scrape_every(n: usize) -> Duration {
+    if n <= 10_000 {
+        STARTUP_SCRAPE_EVERY
+    } else {
+        SCRAPE_EVERY
+    }
+}
+
 /// How long an idle controller is watched for its requests.
 const IDLE: Duration = Duration::from_secs(60);
 
@@ -263,11 +276,7 @@ async fn common(
     let objects = touch.1.len();
     eventually_every(
         Duration::from_secs(1800 + n as u64 / 20),
-        if n <= 10_000 {
-            STARTUP_SCRAPE_EVERY
-        } else {
-            SCRAPE_EVERY
-        },
+        startup_scrape_every(n),
         || async {
             let done = controller.metric(&reconciles, &[]).ok()?;
             (done >= before + objects as f64).then_some(())
@@ -474,11 +483,15 @@ type Requested = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> 
 /// The baseline beside one of ebb's mass changes (which took `ebb`): a plain client making the
 /// same requests per object (`requests(i, round)`, each round changing something) to the same
 /// objects, first with ebb's in-flight cap and QPS, then saturating the server. Runs with the
-/// controller stopped, so nothing answers its writes.
+/// controller stopped, so nothing answers its writes, but a follower of it watching
+/// ([`watching`], stopped at the end), and as the controller's ServiceAccount ([`as_ebb`]), so
+/// the API server classifies and authorizes its requests as it did ebb's (as `system:masters`
+/// they were exempt from API Priority and Fairness).
 async fn baseline(
     figures: &mut Figures,
     (c, n): (&'static str, usize),
     ebb: Duration,
+    watcher: Watching,
     requests: impl Fn(usize, usize) -> Requested,
 ) -> Result<()> {
     let requests = &requests;
@@ -511,20 +524,76 @@ async fn baseline(
             ebb.as_secs_f64() / saturating.as_secs_f64()
         ),
     );
-    Ok(())
+    watcher.stop().await
+}
+
+/// A second process of controller binary `binary` (`args`) over the same objects that watches
+/// as ebb does and writes nothing: the bench holds its Lease for an hour first, so it stays a
+/// follower (the Lease is named after the release, as [`Controller::start`] sets it). While a
+/// baseline runs, its watches take the events of every write, as ebb's own watches took those of
+/// ebb's writes.
+async fn watching(binary: &str, setup: &Setup, args: &[&str]) -> Result<Watching> {
+    let lease: Api<Lease> = Api::namespaced(setup.admin.clone(), &setup.identity.namespace);
+    let held = json!({"spec": {"holderIdentity": "bench-baseline", "leaseDurationSeconds": 3600,
+        "renewTime": MicroTime(Timestamp::now())}});
+    let name = setup.identity.release.clone();
+    lease
+        .patch(&name, &PatchParams::default(), &Patch::Merge(held))
+        .await?;
+    let mut controller = Controller::start(binary, &setup.identity, "bench-watching", args)?;
+    controller
+        .wait_ready(Duration::from_secs(600))
+        .await
+        .with_context(|| controller.log_tail())?;
+    Ok(Watching {
+        controller,
+        lease: (lease, name),
+    })
+}
+
+/// A follower watching ([`watching`]) and the Lease the bench holds for it.
+struct Watching {
+    controller: Controller,
+    lease: (Api<Lease>, String),
+}
+
+impl Watching {
+    /// Stops the follower and lets the Lease go, for the next controller to take at once.
+    async fn stop(self) -> Result<()> {
+        self.controller.stop().await;
+        let (leases, name) = self.lease;
+        let free = json!({"spec": {"holderIdentity": null, "leaseDurationSeconds": null,
+            "renewTime": null}});
+        leases
+            .patch(&name, &PatchParams::default(), &Patch::Merge(free))
+            .await?;
+        Ok(())
+    }
+}
+
+/// Kind `group/version/kind` in namespace `ns` through `ebb`, the controller's own identity
+/// ([`ebb_e2e::rbac::Identity::client`]), for a baseline.
+async fn as_ebb(
+    ebb: &kube::Client,
+    setup: &Setup,
+    ns: &str,
+    (group, version, kind): (&str, &str, &str),
+) -> Result<Api<DynamicObject>> {
+    let resource = ebb_e2e::rbac::resource(&setup.admin, group, version, kind).await?;
+    Ok(Api::namespaced_with(ebb.clone(), ns, &resource))
 }
 
 /// An Event about `object` (events.k8s.io/v1, as kube's `Recorder` publishes), for baselines.
 async fn event_about(
-    admin: &kube::Client,
+    client: &kube::Client,
     ns: &str,
     (api_version, kind): (&str, &str),
     name: &str,
 ) -> Result<()> {
     use k8s_openapi::api::core::v1::ObjectReference;
     use k8s_openapi::api::events::v1::Event;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let event = Event {
         metadata: ObjectMeta {
             generate_name: Some(format!("{name}-")),
@@ -596,7 +665,7 @@ async fn startup(
     let ready = clock.elapsed();
     eventually_every(
         Duration::from_secs(1800 + n as u64 / 20),
-        SCRAPE_EVERY,
+        startup_scrape_every(n),
         || async { (passes(&controller, c)? >= objects as f64).then_some(()) },
     )
     .await?;
@@ -790,9 +859,19 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
 
     // The baseline: per scaler its HPA, its status and an Event.
     let Some(took) = took else { return Ok(()) };
-    let (admin, hpas, names) = (setup.admin.clone(), hpas.clone(), names.clone());
-    baseline(figures, (C, n), took, move |i, round| {
-        let (admin, ns, name) = (admin.clone(), ns.clone(), names[i].clone());
+    let client = setup.identity.client().await?;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let scalers = as_ebb(
+        &client,
+        &setup,
+        &ns,
+        ("scaler.udaan.io", "v1", "ServiceScaler"),
+    )
+    .await?;
+    let names = names.clone();
+    let watcher = watching(C, &setup, &args).await?;
+    baseline(figures, (C, n), took, watcher, move |i, round| {
+        let (client, ns, name) = (client.clone(), ns.clone(), names[i].clone());
         let (hpas, scalers) = (hpas.clone(), scalers.clone());
         Box::pin(async move {
             // A server-side apply of the same fields, as ebb's HPA write is (the server's
@@ -808,7 +887,7 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
             scalers
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
                 .await?;
-            event_about(&admin, &ns, ("scaler.udaan.io/v1", "ServiceScaler"), &name).await
+            event_about(&client, &ns, ("scaler.udaan.io/v1", "ServiceScaler"), &name).await
         })
     })
     .await
@@ -925,9 +1004,11 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
     // The baseline of the opening: per member one write (its settings and its own values'
     // record) and an Event.
     let Some(took) = took else { return Ok(()) };
-    let (admin, hpas) = (setup.admin.clone(), hpas.clone());
-    baseline(figures, (C, n), took, move |i, round| {
-        let (admin, ns, hpas) = (admin.clone(), ns.clone(), hpas.clone());
+    let client = setup.identity.client().await?;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &ns);
+    let watcher = watching("service-scaler", &setup, &["--namespace", &ns]).await?;
+    baseline(figures, (C, n), took, watcher, move |i, round| {
+        let (client, ns, hpas) = (client.clone(), ns.clone(), hpas.clone());
         Box::pin(async move {
             let change = json!({
                 "metadata": {"annotations": {"scaling.ebb.dev/fleet-record":
@@ -938,7 +1019,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
             hpas.patch(&name, &PatchParams::default(), &Patch::Merge(change))
                 .await?;
             let kind = ("autoscaling/v2", "HorizontalPodAutoscaler");
-            event_about(&admin, &ns, kind, &name).await
+            event_about(&client, &ns, kind, &name).await
         })
     })
     .await
@@ -993,16 +1074,17 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
     )
     .await?;
     let schedules: Api<DynamicObject> = Api::all_with(setup.admin.clone(), &resource);
+    let args = [
+        "--enable-cluster-autoscaler=false",
+        "--enable-node-annotation",
+        "--enable-cluster-version=false",
+    ];
     let controller = common(
         figures,
         C,
         &setup,
         (n, docs, "Nodes"),
-        &[
-            "--enable-cluster-autoscaler=false",
-            "--enable-node-annotation",
-            "--enable-cluster-version=false",
-        ],
+        &args,
         (&schedules, vec![name]),
     )
     .await?;
@@ -1058,8 +1140,10 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
     controller.stop().await;
     // The baseline of the opening: per Node one write (the annotation back).
     if let Some(took) = took {
-        let (nodes, pool) = (nodes.clone(), pool.clone());
-        baseline(figures, (C, n), took, move |i, round| {
+        let nodes: Api<Node> = Api::all(setup.identity.client().await?);
+        let pool = pool.clone();
+        let watcher = watching(C, &setup, &args).await?;
+        baseline(figures, (C, n), took, watcher, move |i, round| {
             let (nodes, name) = (nodes.clone(), format!("{pool}-{i:06}"));
             Box::pin(async move {
                 let change = json!({"metadata": {"annotations": {
@@ -1197,9 +1281,13 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     controller.stop().await;
 
     // The baseline: per provision its status, its count and an Event.
-    let (admin, provisions, names) = (setup.admin.clone(), provisions.clone(), names.clone());
-    baseline(figures, (C, n), took, move |i, round| {
-        let (admin, ns, name) = (admin.clone(), ns.clone(), names[i].clone());
+    let client = setup.identity.client().await?;
+    let kind = ("babylon.gpte.redhat.com", "v1", "WorkshopProvision");
+    let provisions = as_ebb(&client, &setup, &ns, kind).await?;
+    let names = names.clone();
+    let watcher = watching(C, &setup, &["--namespace", &ns]).await?;
+    baseline(figures, (C, n), took, watcher, move |i, round| {
+        let (client, ns, name) = (client.clone(), ns.clone(), names[i].clone());
         let provisions = provisions.clone();
         Box::pin(async move {
             let status = json!({"status": {"autoScalingTargetCount": 3 + round}});
@@ -1211,7 +1299,7 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
                 .patch(&name, &PatchParams::default(), &Patch::Merge(change))
                 .await?;
             let kind = ("babylon.gpte.redhat.com/v1", "WorkshopProvision");
-            event_about(&admin, &ns, kind, &name).await
+            event_about(&client, &ns, kind, &name).await
         })
     })
     .await

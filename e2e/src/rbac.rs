@@ -40,6 +40,17 @@ impl Identity {
     pub fn username(&self) -> String {
         format!("system:serviceaccount:{}:{}", self.namespace, self.release)
     }
+
+    /// A client with this identity's token: the API server classifies its requests (API
+    /// Priority and Fairness) and authorizes them as the controller's.
+    pub async fn client(&self) -> Result<Client> {
+        let file = Kubeconfig::read_from(&self.kubeconfig)
+            .with_context(|| format!("read {}", self.kubeconfig.display()))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await?;
+        Ok(Client::try_from(config)?)
+    }
 }
 
 /// The helm binary: `HELM`, else what `.ci/install-helm` provides, else `helm`.
