@@ -59,11 +59,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::Kubeconfig;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::cluster::{Cluster, cluster_binary};
+use crate::cluster::{Cluster, client_of, cluster_binary};
 use crate::work_dir;
 
 /// Whether the suite's cluster is one the harness started, whose API servers a test can
@@ -435,14 +435,6 @@ pub fn compact(cluster: &Cluster) -> Result<i64> {
 /// supervisor's 200 ms polling).
 pub fn restart_main(cluster: &Cluster) -> Result<Instant> {
     cluster.restart_apiserver(READY_TIMEOUT)
-}
-
-async fn client_of(kubeconfig: &Path) -> Result<Client> {
-    let config = Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("read {}", kubeconfig.display()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default()).await?;
-    Ok(Client::try_from(config)?)
 }
 
 /// Whether a request failed because nothing listened.

@@ -234,10 +234,20 @@ impl Cluster {
 
     /// The admin client configuration.
     pub async fn config(&self) -> Result<Config> {
-        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)
-            .with_context(|| format!("read {}", self.kubeconfig.display()))?;
-        Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+        config_of(&self.kubeconfig).await
     }
+}
+
+/// The client configuration of kubeconfig file `path` (its current context).
+pub async fn config_of(path: &Path) -> Result<Config> {
+    let kubeconfig =
+        Kubeconfig::read_from(path).with_context(|| format!("read {}", path.display()))?;
+    Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+}
+
+/// A client of kubeconfig file `path` ([`config_of`]).
+pub async fn client_of(path: &Path) -> Result<Client> {
+    Ok(Client::try_from(config_of(path).await?)?)
 }
 
 /// The CRD manifests the suite installs: ebb's own (`crds/`) and the third-party fixtures

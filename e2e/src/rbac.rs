@@ -44,12 +44,7 @@ impl Identity {
     /// A client with this identity's token: the API server classifies its requests (API
     /// Priority and Fairness) and authorizes them as the controller's.
     pub async fn client(&self) -> Result<Client> {
-        let file = Kubeconfig::read_from(&self.kubeconfig)
-            .with_context(|| format!("read {}", self.kubeconfig.display()))?;
-        let config =
-            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
-                .await?;
-        Ok(Client::try_from(config)?)
+        crate::cluster::client_of(&self.kubeconfig).await
     }
 }
 
