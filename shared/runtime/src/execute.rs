@@ -108,21 +108,35 @@ pub async fn execute<G>(
             }
             continue;
         }
-        // A run of independent writes, to separate objects: sent IN_FLIGHT at a time, each
-        // outcome taken in the plan's order.
+        // A run of independent writes, to separate objects: sent IN_FLIGHT at a time, the
+        // next as soon as any one is answered (a slow answer holds up no other write), and the
+        // outcomes taken in the plan's order once all are in.
         let length = rest.iter().take_while(|w| w.independent).count();
         let (run, after) = rest.split_at(length);
         rest = after;
         let sent: Vec<_> = run
             .iter()
             .filter(|write| !skipped(write))
-            .map(|write| send_one(write, writer.for_one(&write.target)))
+            .enumerate()
+            .map(|(at, write)| {
+                let one = send_one(write, writer.for_one(&write.target));
+                // The object the server answered with goes at once: a run over 10 000 Nodes
+                // kept them all until its end (40 MiB).
+                async move {
+                    let (write, result, written) = one.await;
+                    (at, (write, result.map(drop), written))
+                }
+            })
             .collect();
-        let mut outcomes = futures::stream::iter(sent).buffered(IN_FLIGHT);
-        while let Some((write, result, written)) = outcomes.next().await {
+        let mut outcomes: Vec<_> = futures::stream::iter(sent)
+            .buffer_unordered(IN_FLIGHT)
+            .collect()
+            .await;
+        outcomes.sort_unstable_by_key(|(at, _)| *at);
+        for (_, (write, result, written)) in outcomes {
             writer.written.extend(written);
             match result {
-                Ok(_) => {
+                Ok(()) => {
                     hooks.written(write);
                     if first_failure.is_none() {
                         for notice in &write.notices {
