@@ -6,9 +6,13 @@
 //! object it maps to on each of those writes. [`spec_changes`] passes an object on when it is
 //! new, when its `generation`, labels or annotations changed, and when it is deleted; a change of
 //! its status alone is dropped. Hand the stream to `Controller::watches_stream`.
+//!
+//! [`coalesced`] gathers a burst of triggers into one: for a pass that reads many objects (a
+//! FleetSchedule's status reads every member) asked for by each of them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::runtime::watcher::{self, Event};
@@ -102,4 +106,44 @@ where
         };
         std::future::ready(passed)
     })
+}
+
+/// `items`, each burst gathered: from an item on, what else comes within `period` joins it, and
+/// then each distinct item of the burst is passed on once, in the order it first came. A pass
+/// whose cost grows with the cluster (a FleetSchedule's status reads every member), asked for
+/// by every member's change, then runs once per `period` of a mass change (at 10 000 members,
+/// once per write otherwise, back to back) and at most `period` late.
+pub fn coalesced<S>(items: S, period: Duration) -> impl Stream<Item = S::Item> + Send
+where
+    S: Stream + Send,
+    S::Item: Eq + Hash + Clone + Send,
+{
+    let items = Box::pin(items.fuse());
+    futures::stream::unfold(
+        (items, VecDeque::new()),
+        move |(mut items, mut ready)| async move {
+            if ready.is_empty() {
+                let first = items.next().await?;
+                let mut seen = HashSet::from([first.clone()]);
+                ready.push_back(first);
+                let window = tokio::time::sleep(period);
+                tokio::pin!(window);
+                loop {
+                    tokio::select! {
+                        () = &mut window => break,
+                        next = items.next() => match next {
+                            Some(item) => {
+                                if seen.insert(item.clone()) {
+                                    ready.push_back(item);
+                                }
+                            }
+                            None => break,
+                        },
+                    }
+                }
+            }
+            let item = ready.pop_front()?;
+            Some((item, (items, ready)))
+        },
+    )
 }

@@ -108,3 +108,28 @@ async fn a_relist_forgets_what_it_did_not_show() {
         "a unchanged passes once; b, forgotten, again"
     );
 }
+
+/// A burst of triggers becomes one of each, passed on a period after the burst's first; a
+/// trigger after the burst starts one of its own.
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_triggers_passes_on_each_once_a_period_after_its_first() {
+    let (tx, rx) = futures::channel::mpsc::unbounded::<&str>();
+    let mut out = Box::pin(ebb_runtime::triggers::coalesced(rx, Duration::from_secs(1)));
+    let start = tokio::time::Instant::now();
+    for namespace in ["shop", "web", "shop", "shop", "web"] {
+        tx.unbounded_send(namespace).unwrap();
+    }
+    assert_eq!(out.next().await, Some("shop"));
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert_eq!(out.next().await, Some("web"));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), out.next())
+            .await
+            .is_err(),
+        "each once per burst"
+    );
+    tx.unbounded_send("shop").unwrap();
+    assert_eq!(out.next().await, Some("shop"));
+    drop(tx);
+    assert_eq!(out.next().await, None);
+}
