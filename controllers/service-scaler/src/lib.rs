@@ -34,7 +34,7 @@ use ebb_runtime::app::{Wiring, watcher_config};
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::cleanup::Leave;
 use ebb_runtime::frame;
-use ebb_runtime::packed::{Packed, Unlabelled};
+use ebb_runtime::packed::{JsonString, Packed, Unlabelled};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DynamicObject;
@@ -63,14 +63,15 @@ pub fn scaler_of<K: Resource>(
 }
 
 /// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`. Only those whose
-/// packed JSON holds the string `name` are decoded ([`Packed::may_hold_string`]): a calendar's
+/// packed JSON holds the string `name` are decoded ([`Packed::may_hold`]): a calendar's
 /// change costs a byte scan of the cache, not a decode of every ServiceScaler in it.
 pub fn scalers_naming(store: &Store<CachedScaler>, name: &str) -> Vec<ObjectRef<CachedScaler>> {
+    let quoted = JsonString::new(name);
     store
         .state()
         .iter()
         .filter(|cached| {
-            cached.may_hold_string(name)
+            cached.may_hold(&quoted)
                 && cached.unpack().is_ok_and(|scaler| {
                     decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
                 })

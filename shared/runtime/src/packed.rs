@@ -106,10 +106,28 @@ where
     /// means none is; `true` means one may be ([`Packed::unpack`] to know which). Asking every
     /// cached object costs a scan of bytes, where unpacking them all costs a decode each. An
     /// object that does not fit `K` holds none.
-    pub fn may_hold_string(&self, value: &str) -> bool {
+    pub fn may_hold(&self, value: &JsonString) -> bool {
         let Ok(body) = &self.body else { return false };
-        // serde_json wrote the body; the same writer quotes and escapes `value` alike.
-        serde_json::to_vec(value).is_ok_and(|quoted| memchr::memmem::find(body, &quoted).is_some())
+        value.finder.find(body).is_some()
+    }
+}
+
+/// A string as serde_json writes it inside a packed body (quoted, escaped), prepared once to be
+/// searched for in many ([`Packed::may_hold`]).
+#[derive(Clone, Debug)]
+pub struct JsonString {
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl JsonString {
+    /// `value`, quoted and escaped as serde_json wrote every packed body.
+    pub fn new(value: &str) -> Self {
+        // Writing a `&str` cannot fail; were it to, the empty needle would match every object,
+        // which a decode then sorts out.
+        let quoted = serde_json::to_vec(value).unwrap_or_default();
+        Self {
+            finder: memchr::memmem::Finder::new(&quoted).into_owned(),
+        }
     }
 }
 
@@ -269,18 +287,19 @@ mod tests {
         object["spec"]["scaleTargetRef"]["name"] = json!("say \"hi\"");
         let packed: Packed<HorizontalPodAutoscaler, NoStatus> =
             serde_json::from_value(object).unwrap();
-        assert!(packed.may_hold_string("cpu"));
-        assert!(packed.may_hold_string("Deployment"));
-        assert!(packed.may_hold_string("say \"hi\""));
+        let holds = |value: &str| packed.may_hold(&JsonString::new(value));
+        assert!(holds("cpu"));
+        assert!(holds("Deployment"));
+        assert!(holds("say \"hi\""));
         // Part of a value, a value the object does not hold, the metadata's, a dropped status's.
-        assert!(!packed.may_hold_string("cp"));
-        assert!(!packed.may_hold_string("memory"));
-        assert!(!packed.may_hold_string("shop"));
-        assert!(!packed.may_hold_string("payments"));
+        assert!(!holds("cp"));
+        assert!(!holds("memory"));
+        assert!(!holds("shop"));
+        assert!(!holds("payments"));
         // One that does not fit holds none.
         let unfit: Packed<HorizontalPodAutoscaler, NoStatus> =
             serde_json::from_value(hpa(json!("two"))).unwrap();
-        assert!(!unfit.may_hold_string("cpu"));
+        assert!(!unfit.may_hold(&JsonString::new("cpu")));
     }
 
     /// One that does not fit is its metadata and why, the field named, as [`Guarded`] keeps it.
