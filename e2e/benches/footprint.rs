@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use ebb_e2e::audit::{self, Entry};
+use ebb_e2e::process::cpu_time_of;
 use ebb_e2e::rbac::apply;
 use ebb_e2e::{Controller, Setup, cluster, eventually, eventually_every};
 use futures::{StreamExt, TryStreamExt, stream};
@@ -62,9 +63,34 @@ struct Figure {
 }
 
 #[derive(Default)]
-struct Figures(Vec<Figure>);
+struct Figures {
+    printed: Vec<Figure>,
+    /// Each mass change's time per changed object: controller, cause, objects, milliseconds.
+    per_object: Vec<(&'static str, String, usize, f64)>,
+}
 
 impl Figures {
+    /// How each mass change's time per object grew from one size to the next (issue 46: from
+    /// 10 000 to 20 000 objects, within 1.2 ×): a cost that grows faster than the cluster shows
+    /// here first.
+    fn growth(&mut self) {
+        let mut runs = self.per_object.clone();
+        runs.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        for pair in runs.windows(2) {
+            let [(c, cause, n, ms), (c2, cause2, n2, ms2)] = pair else {
+                continue;
+            };
+            if c != c2 || cause != cause2 || *ms <= 0.0 {
+                continue;
+            }
+            self.add(
+                c,
+                format!("time per object at {n2} over {n} objects ({cause})"),
+                format!("{ms2:.2} ms / {ms:.2} ms = {:.2} ×", ms2 / ms),
+            );
+        }
+    }
+
     fn add(&mut self, controller: &'static str, name: impl Into<String>, value: impl Into<String>) {
         let figure = Figure {
             controller,
@@ -75,7 +101,7 @@ impl Figures {
             "figure: {} | {} | {}",
             figure.controller, figure.name, figure.value
         );
-        self.0.push(figure);
+        self.printed.push(figure);
     }
 }
 
@@ -91,6 +117,9 @@ struct Requests {
     verbs: std::collections::BTreeMap<String, usize>,
     /// The last of them received.
     last: Option<Timestamp>,
+    /// The API server's time over them (received to response sent), watches and the Lease's
+    /// left out.
+    in_server: Duration,
 }
 
 impl Requests {
@@ -125,6 +154,9 @@ impl Requests {
                 if e.is_write() {
                     r.last = r.last.max(Some(e.request_received_timestamp));
                 }
+                if e.verb != "watch" {
+                    r.in_server += e.in_server().unwrap_or_default();
+                }
             }
             if e.is_lease() {
                 r.lease += 1;
@@ -139,6 +171,18 @@ impl Requests {
             }
         }
         r
+    }
+
+    /// Where a mass change's time went: the API server's time over its requests per object,
+    /// and the share of `in_flight` slots over `wall` that was (the rest is the client's: its
+    /// passes, its queue, the way to and from the server).
+    fn in_server(&self, n: usize, wall: Duration, in_flight: usize) -> String {
+        let slots = wall.as_secs_f64() * in_flight as f64;
+        format!(
+            "{:.1} ms per object in the API server, {:.0} % of {in_flight} slots' time",
+            self.in_server.as_secs_f64() * 1000.0 / n.max(1) as f64,
+            100.0 * self.in_server.as_secs_f64() / slots.max(f64::EPSILON)
+        )
     }
 
     fn per(&self, n: usize) -> String {
@@ -388,7 +432,7 @@ async fn common(
 /// (see [`changed_since`]), if it was measured.
 async fn transition(
     figures: &mut Figures,
-    (c, n, user): (&'static str, usize, &str),
+    (c, n, user, ebb): (&'static str, usize, &str, &Controller),
     opens: Timestamp,
     what: &str,
     done: impl AsyncFn() -> Option<()>,
@@ -410,7 +454,7 @@ async fn transition(
     .await;
     changed_since(
         figures,
-        (c, n, user),
+        (c, n, user, ebb),
         opens,
         ("a window opening", what),
         done,
@@ -421,34 +465,51 @@ async fn transition(
 
 /// A transition that began at `from` (`cause`): waits until `done`, and reports the requests
 /// per changed object from `from` until the controller is quiet again, by verb, and the time
-/// from `from` to the controller's last write (from the audit log), which it returns.
+/// from `from` to the controller's last write (from the audit log), which it returns. Also where
+/// that time went: the API server's time over the requests, and the CPU the controller's process
+/// used meanwhile (on a machine of few cores, CPU the API server did not have).
 async fn changed_since(
     figures: &mut Figures,
-    (c, n, user): (&'static str, usize, &str),
+    (c, n, user, ebb): (&'static str, usize, &str, &Controller),
     from: Timestamp,
     (cause, what): (&str, &str),
     done: impl AsyncFn() -> Option<()>,
 ) -> Result<Duration> {
+    let cpu_before = ebb.cpu_time()?;
     eventually(Duration::from_secs(900), || done()).await?;
+    let cpu = ebb.cpu_time()?.saturating_sub(cpu_before);
     quiet(user, Duration::from_secs(3)).await?;
     let flip = Requests::since(user, from)?;
     let took = flip
         .last
         .and_then(|last| std::time::Duration::try_from(last.duration_since(from)).ok())
         .unwrap_or_default();
+    let per_object = took.as_secs_f64() * 1000.0 / n.max(1) as f64;
+    figures
+        .per_object
+        .push((c, cause.to_owned(), n, per_object));
     figures.add(
         c,
         format!("{n} objects: requests per transition ({cause}), per changed object"),
         format!(
-            "{} ({what}: the last write {took:.1?} after, {:.2} ms per object)",
+            "{} ({what}: the last write {took:.1?} after, {per_object:.2} ms per object)",
             flip.per(n),
-            took.as_secs_f64() * 1000.0 / n.max(1) as f64
         ),
     );
     figures.add(
         c,
         format!("{n} objects: requests per transition by verb, per changed object"),
         flip.by_verb(n),
+    );
+    figures.add(
+        c,
+        format!("{n} objects: where the transition's time went ({cause})"),
+        format!(
+            "{}; the controller's process {:.1} s CPU ({:.2} ms per object)",
+            flip.in_server(n, took, EBB_IN_FLIGHT),
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() * 1000.0 / n.max(1) as f64
+        ),
     );
     Ok(took)
 }
@@ -489,7 +550,7 @@ type Requested = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> 
 /// they were exempt from API Priority and Fairness).
 async fn baseline(
     figures: &mut Figures,
-    (c, n): (&'static str, usize),
+    (c, n, user): (&'static str, usize, &str),
     ebb: Duration,
     watcher: Watching,
     requests: impl Fn(usize, usize) -> Requested,
@@ -504,7 +565,14 @@ async fn baseline(
             .await?;
         Ok(start.elapsed())
     };
+    let from = Timestamp::now();
+    let cpu_before = (cpu_time_of("self")?, watcher.controller.cpu_time()?);
     let same = run(1, EBB_IN_FLIGHT).await?;
+    let cpu = (
+        cpu_time_of("self")?.saturating_sub(cpu_before.0),
+        watcher.controller.cpu_time()?.saturating_sub(cpu_before.1),
+    );
+    let made = Requests::between(user, from, Timestamp::now())?;
     figures.add(
         c,
         format!(
@@ -513,6 +581,16 @@ async fn baseline(
         format!(
             "{same:.1?}; ebb {ebb:.1?} = {:.2} × the baseline",
             ebb.as_secs_f64() / same.as_secs_f64()
+        ),
+    );
+    figures.add(
+        c,
+        format!("{n} objects: where the baseline's time went"),
+        format!(
+            "{}; the bench's process {:.1} s CPU, the follower's {:.1} s",
+            made.in_server(n, same, EBB_IN_FLIGHT),
+            cpu.0.as_secs_f64(),
+            cpu.1.as_secs_f64()
         ),
     );
     let saturating = run(2, SATURATING).await?;
@@ -831,7 +909,14 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
             .all(|h| h.spec.as_ref().and_then(|s| s.min_replicas) == Some(5))
             .then_some(())
     };
-    let took = transition(figures, (C, n, &user), opens, "every HPA written", opened).await?;
+    let took = transition(
+        figures,
+        (C, n, &user, &controller),
+        opens,
+        "every HPA written",
+        opened,
+    )
+    .await?;
     let hpa_objects: Api<DynamicObject> = Api::namespaced_with(
         setup.admin.clone(),
         &ns,
@@ -870,7 +955,7 @@ async fn service_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     .await?;
     let names = names.clone();
     let watcher = watching(C, &setup, &args).await?;
-    baseline(figures, (C, n), took, watcher, move |i, round| {
+    baseline(figures, (C, n, &user), took, watcher, move |i, round| {
         let (client, ns, name) = (client.clone(), ns.clone(), names[i].clone());
         let (hpas, scalers) = (hpas.clone(), scalers.clone());
         Box::pin(async move {
@@ -970,7 +1055,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
     };
     let took = transition(
         figures,
-        (C, n, &user),
+        (C, n, &user, &controller),
         opens,
         "every HPA written, its own values recorded",
         async || all_at(5, true).await,
@@ -992,7 +1077,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
         .await;
         changed_since(
             figures,
-            (C, n, &user),
+            (C, n, &user, &controller),
             closes,
             ("the range's end", "every HPA restored, its record gone"),
             async || all_at(2, false).await,
@@ -1007,7 +1092,7 @@ async fn fleet(figures: &mut Figures, n: usize) -> Result<()> {
     let client = setup.identity.client().await?;
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &ns);
     let watcher = watching("service-scaler", &setup, &["--namespace", &ns]).await?;
-    baseline(figures, (C, n), took, watcher, move |i, round| {
+    baseline(figures, (C, n, &user), took, watcher, move |i, round| {
         let (client, ns, hpas) = (client.clone(), ns.clone(), hpas.clone());
         Box::pin(async move {
             let change = json!({
@@ -1108,7 +1193,7 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
     let released = async || annotated(false).await;
     let took = transition(
         figures,
-        (C, n, &user),
+        (C, n, &user, &controller),
         opens,
         "every Node released",
         released,
@@ -1143,7 +1228,7 @@ async fn scaledown_window(figures: &mut Figures, n: usize) -> Result<()> {
         let nodes: Api<Node> = Api::all(setup.identity.client().await?);
         let pool = pool.clone();
         let watcher = watching(C, &setup, &args).await?;
-        baseline(figures, (C, n), took, watcher, move |i, round| {
+        baseline(figures, (C, n, &user), took, watcher, move |i, round| {
             let (nodes, name) = (nodes.clone(), format!("{pool}-{i:06}"));
             Box::pin(async move {
                 let change = json!({"metadata": {"annotations": {
@@ -1254,7 +1339,7 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         "auto-scaling turned on over a seat taken on every Workshop",
         "every provision scaled 2 -> 3",
     );
-    let took = changed_since(figures, (C, n, &user), from, cause, scaled).await?;
+    let took = changed_since(figures, (C, n, &user, &controller), from, cause, scaled).await?;
     let churned = |round: usize| {
         let mut docs = Vec::new();
         for i in 0..CHURN {
@@ -1286,7 +1371,7 @@ async fn workshop_scaler(figures: &mut Figures, n: usize) -> Result<()> {
     let provisions = as_ebb(&client, &setup, &ns, kind).await?;
     let names = names.clone();
     let watcher = watching(C, &setup, &["--namespace", &ns]).await?;
-    baseline(figures, (C, n), took, watcher, move |i, round| {
+    baseline(figures, (C, n, &user), took, watcher, move |i, round| {
         let (client, ns, name) = (client.clone(), ns.clone(), names[i].clone());
         let provisions = provisions.clone();
         Box::pin(async move {
@@ -1419,7 +1504,14 @@ async fn stackable_scaler(figures: &mut Figures, n: usize) -> Result<()> {
         "every scaler asked for 0 -> 1",
         "every StatefulSet resized, the scalers Idle",
     );
-    changed_since(figures, (C, n, &user), from, cause, idle_at_one).await?;
+    changed_since(
+        figures,
+        (C, n, &user, &controller),
+        from,
+        cause,
+        idle_at_one,
+    )
+    .await?;
     // Churned scalers have no workload: each is checked and says so in its status.
     let churned = |round: usize| {
         (0..CHURN)
@@ -1530,7 +1622,8 @@ async fn main() -> Result<()> {
     println!();
     println!("| controller | figure | value |");
     println!("|---|---|---|");
-    for f in &figures.0 {
+    figures.growth();
+    for f in &figures.printed {
         println!("| {} | {} | {} |", f.controller, f.name, f.value);
     }
     println!();

@@ -18,6 +18,9 @@ pub struct Entry {
     pub response_status: Option<ResponseStatus>,
     pub stage: String,
     pub request_received_timestamp: Timestamp,
+    /// When the stage was reached: for `ResponseComplete`, when the response was sent.
+    #[serde(default)]
+    pub stage_timestamp: Option<Timestamp>,
     /// The client's `User-Agent`: ebb's names the pod (`ebb-<controller>/<version> (<pod>)`).
     #[serde(default)]
     pub user_agent: String,
@@ -62,6 +65,12 @@ pub struct ResponseStatus {
 }
 
 impl Entry {
+    /// How long the API server took over the request: received to response sent.
+    pub fn in_server(&self) -> Option<std::time::Duration> {
+        let sent = self.stage_timestamp?;
+        std::time::Duration::try_from(sent.duration_since(self.request_received_timestamp)).ok()
+    }
+
     /// Whether the request came from pod `pod` (its `User-Agent` names it).
     pub fn from_pod(&self, pod: &str) -> bool {
         self.user_agent.ends_with(&format!(" ({pod})"))

@@ -337,18 +337,7 @@ impl Controller {
 
     /// CPU time the process has used so far, user and system (from `/proc/<pid>/stat`).
     pub fn cpu_time(&self) -> Result<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        // After the command name in parentheses: state is field 3, utime 14, stime 15.
-        let rest = stat.rsplit_once(')').context("no ) in /proc stat")?.1;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = fields
-            .get(11..13)
-            .context("short /proc stat")?
-            .iter()
-            .map(|f| f.parse::<u64>())
-            .sum::<Result<u64, _>>()?;
-        // /proc counts in USER_HZ, 100 per second on Linux whatever the kernel's own tick.
-        Ok(Duration::from_millis(ticks * 10))
+        cpu_time_of(&self.child.id().to_string())
     }
 
     /// Whether the process is still running.
@@ -371,4 +360,21 @@ impl Drop for Controller {
             let _ = self.child.wait();
         }
     }
+}
+
+/// CPU time process `pid` (a number, or `self`) has used so far, user and system (from
+/// `/proc/<pid>/stat`).
+pub fn cpu_time_of(pid: &str) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command name in parentheses: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').context("no ) in /proc stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..13)
+        .context("short /proc stat")?
+        .iter()
+        .map(|f| f.parse::<u64>())
+        .sum::<Result<u64, _>>()?;
+    // /proc counts in USER_HZ, 100 per second on Linux whatever the kernel's own tick.
+    Ok(Duration::from_millis(ticks * 10))
 }
