@@ -195,11 +195,8 @@ where
     }
     let change = region.change();
     assert_eq!(reader.state().len(), N);
-    let kept = change
-        .bytes_allocated
-        .saturating_sub(change.bytes_deallocated);
     drop(reader);
-    kept / N
+    per_object(&change)
 }
 
 /// Bytes that stay allocated per object once `N` objects made by `object` are in a set of names
@@ -215,6 +212,11 @@ fn names_per_object(object: fn(usize) -> Value) -> usize {
     names.take_in(&Event::<PartialObjectMeta<ServiceScaler>>::InitDone);
     let change = region.change();
     assert_eq!(names.len(), N);
+    per_object(&change)
+}
+
+/// Bytes a region kept allocated, per object of `N`.
+fn per_object(change: &stats_alloc::Stats) -> usize {
     change
         .bytes_allocated
         .saturating_sub(change.bytes_deallocated)
@@ -228,11 +230,7 @@ fn state_per_object(mut record: impl FnMut(usize)) -> usize {
     for i in 0..N {
         record(i);
     }
-    let change = region.change();
-    change
-        .bytes_allocated
-        .saturating_sub(change.bytes_deallocated)
-        / N
+    per_object(&region.change())
 }
 
 /// What the runtime keeps per object beside the caches, each part as a pass leaves it: the
@@ -270,10 +268,7 @@ fn per_object_state() -> Vec<(&'static str, usize)> {
     let passed = futures::executor::block_on(changes.by_ref().count());
     let change = region.change();
     assert_eq!(passed, N, "every object is new to the fingerprints");
-    let fingerprinted = change
-        .bytes_allocated
-        .saturating_sub(change.bytes_deallocated)
-        / N;
+    let fingerprinted = per_object(&change);
     drop(changes);
     let rows = ObjectRows::<f64>::default();
     let row = state_per_object(|i| {
