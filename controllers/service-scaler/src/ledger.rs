@@ -13,7 +13,7 @@ use ebb_runtime::frame;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, PostParams};
 use tokio::sync::mpsc;
 
 use crate::reconcile::{Context, Error};
@@ -33,7 +33,7 @@ pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>
         if !ctx.leader.wait_until_leader().await {
             return;
         }
-        if let Err(error) = settle(&ctx, None, true).await {
+        if let Err(error) = settle(&ctx, None, Occasion::Leading).await {
             tracing::warn!(%error, "cannot settle the hibernation ledger; trying again");
             tokio::time::sleep(RETRY).await;
             continue;
@@ -43,7 +43,7 @@ pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>
                 key = gone.recv() => {
                     let Some(key) = key else { return };
                     let key = key.replacen('/', ".", 1);
-                    if let Err(error) = settle(&ctx, Some(&key), true).await {
+                    if let Err(error) = settle(&ctx, Some(&key), Occasion::Leading).await {
                         tracing::warn!(%error, %key, "cannot settle a hibernation ledger entry");
                         // Settled with the whole ledger at the next look.
                         tokio::time::sleep(RETRY).await;
@@ -56,12 +56,27 @@ pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>
     }
 }
 
-/// Wakes the workloads of the ledger's entries (all, or `only`) whose ServiceScaler is gone, and
-/// clears those entries; makes the ledger if it is missing and `make_missing`.
+/// When the ledger is settled, which decides what counts as gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Occasion {
+    /// A replica leads (at its start, then per deletion): the ledger is made if it is missing,
+    /// and the workload of a ServiceScaler that no longer exists (or has another uid) is woken.
+    /// A ServiceScaler that exists but does not fit the type is still there (its `SpecValid`
+    /// says why): its workload waits for it to be fixed or deleted.
+    Leading,
+    /// `cleanup`, before an uninstall: the ledger is not made, and a ServiceScaler that does not
+    /// fit the type counts as gone too. Nothing will read it after the uninstall, and the ledger
+    /// still holds the count its workload returns to.
+    Uninstall,
+}
+
+/// Wakes the workloads of the ledger's entries (all, or `only`) whose ServiceScaler is gone (as
+/// `occasion` counts it), and clears those entries. An entry that cannot be settled (a read or
+/// write failed) holds up no other: the others are settled, then the first failure returned.
 ///
 /// # Errors
-/// A read or write failed.
-pub async fn settle(ctx: &Context, only: Option<&str>, make_missing: bool) -> Result<(), Error> {
+/// The ledger could not be read or made, or an entry could not be settled.
+pub async fn settle(ctx: &Context, only: Option<&str>, occasion: Occasion) -> Result<(), Error> {
     let Some(ledger) = &ctx.own.ledger else {
         return Ok(());
     };
@@ -73,7 +88,7 @@ pub async fn settle(ctx: &Context, only: Option<&str>, make_missing: bool) -> Re
         .await
         .map_err(frame::ReadError::of(describe()))?
     else {
-        if make_missing && !ctx.dry_run {
+        if occasion == Occasion::Leading && !ctx.dry_run {
             make(&maps, &ledger.name)
                 .await
                 .map_err(frame::WriteError::of("create", describe()))?;
@@ -81,34 +96,62 @@ pub async fn settle(ctx: &Context, only: Option<&str>, make_missing: bool) -> Re
         return Ok(());
     };
     let entries = map.data.unwrap_or_default();
+    let mut first_failure = None;
     for (key, value) in entries.iter().filter(|(k, _)| only.is_none_or(|o| o == *k)) {
-        let Some((scaler_namespace, name)) = decide::ledger::key_parts(key) else {
-            continue;
-        };
-        let entry: decide::ledger::LedgerEntry = match serde_json::from_str(value) {
-            Ok(entry) => entry,
-            Err(error) => {
-                tracing::warn!(%key, %error, "an entry of the hibernation ledger does not read; left as it is");
-                continue;
-            }
-        };
-        let scalers: Api<ServiceScaler> = Api::namespaced(ctx.client.clone(), scaler_namespace);
-        let present = scalers
-            .get_opt(name)
-            .await
-            .map_err(frame::ReadError::of(format!(
-                "ServiceScaler {scaler_namespace}/{name}"
-            )))?;
-        if present.is_some_and(|s| s.uid().as_deref() == Some(entry.uid.as_str())) {
-            continue;
+        if let Err(error) = settle_entry(ctx, ledger, key, value, occasion).await {
+            tracing::warn!(%key, %error, "cannot settle a hibernation ledger entry");
+            first_failure.get_or_insert(error);
         }
-        let scale = workload_scale(ctx, scaler_namespace, &entry).await?;
-        let plan = decide::ledger::orphan_plan(ledger, key, &entry, scale.as_ref());
-        for note in plan.notes() {
-            tracing::info!(%key, "ServiceScaler gone: {note}");
-        }
-        ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &ctx.own).await?;
     }
+    first_failure.map_or(Ok(()), Err)
+}
+
+/// Settles one entry of the ledger: wakes its workload and clears it if its ServiceScaler is gone.
+async fn settle_entry(
+    ctx: &Context,
+    ledger: &Target,
+    key: &str,
+    value: &str,
+    occasion: Occasion,
+) -> Result<(), Error> {
+    let Some((scaler_namespace, name)) = decide::ledger::key_parts(key) else {
+        return Ok(());
+    };
+    let entry: decide::ledger::LedgerEntry = match serde_json::from_str(value) {
+        Ok(entry) => entry,
+        Err(error) => {
+            tracing::warn!(%key, %error, "an entry of the hibernation ledger does not read; left as it is");
+            return Ok(());
+        }
+    };
+    // Read as any object: a ServiceScaler whose spec does not fit the type still has a uid.
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        scaler_namespace,
+        &ApiResource::erase::<ServiceScaler>(&()),
+    );
+    let described = format!("ServiceScaler {scaler_namespace}/{name}");
+    let present = scalers
+        .get_opt(name)
+        .await
+        .map_err(frame::ReadError::of(described.clone()))?
+        .filter(|s| s.uid().as_deref() == Some(entry.uid.as_str()));
+    let why = match present {
+        None => decide::ledger::Orphaned::Deleted,
+        Some(scaler) => {
+            let unreadable = crate::reconcile::typed(scaler, &described).is_err();
+            if !(unreadable && occasion == Occasion::Uninstall) {
+                return Ok(());
+            }
+            decide::ledger::Orphaned::Unreadable
+        }
+    };
+    let scale = workload_scale(ctx, scaler_namespace, &entry).await?;
+    let plan = decide::ledger::orphan_plan(ledger, (key, &entry), why, scale.as_ref());
+    for note in plan.notes() {
+        tracing::info!(%key, "ServiceScaler will not wake its workload: {note}");
+    }
+    ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &ctx.own).await?;
     Ok(())
 }
 

@@ -181,9 +181,10 @@ pub async fn clean(
             ));
         }
     }
-    // The hibernation ledger: the workloads of ServiceScalers deleted without ebb's finalizer
-    // woken, then the ledger deleted.
-    ledger::settle(&ctx, None, false).await?;
+    // The hibernation ledger: the workloads of ServiceScalers deleted without ebb's finalizer,
+    // or whose spec does not fit the type (only their finalizer went above), woken; then the
+    // ledger deleted.
+    ledger::settle(&ctx, None, ledger::Occasion::Uninstall).await?;
     if let Some(gone) = ledger::remove(&ctx).await? {
         lines.push(gone);
     }

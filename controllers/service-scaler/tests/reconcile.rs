@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use service_scaler::CachedScaler;
 use service_scaler::decide::{self, FINALIZER, MANAGED_ANNOTATION, UDAAN_FINALIZER};
 use service_scaler::fleet::{CachedHpa, HpaCache, HpaCaches};
+use service_scaler::ledger::Occasion;
 use service_scaler::metrics::Metrics;
 use service_scaler::reconcile::{Context, Error, Own};
 use std::sync::atomic::AtomicBool;
@@ -2054,7 +2055,7 @@ async fn a_scaler_deleted_without_its_finalizer_still_gives_its_workload_back() 
         h.fake
             .remove_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
     );
-    service_scaler::ledger::settle(&h.ctx, Some(&format!("{NS}.{NAME}")), true)
+    service_scaler::ledger::settle(&h.ctx, Some(&format!("{NS}.{NAME}")), Occasion::Leading)
         .await
         .unwrap();
     assert_eq!(h.replicas(), 3, "woken from the ledger");
@@ -2068,7 +2069,7 @@ async fn a_scaler_deleted_without_its_finalizer_still_gives_its_workload_back() 
     );
     // Settled once: nothing more to do, nothing written.
     h.fake.clear_requests();
-    service_scaler::ledger::settle(&h.ctx, None, true)
+    service_scaler::ledger::settle(&h.ctx, None, Occasion::Leading)
         .await
         .unwrap();
     assert_eq!(h.fake.write_count(), 0);
@@ -2082,6 +2083,96 @@ async fn a_scaler_deleted_without_its_finalizer_still_gives_its_workload_back() 
     h.reconcile().await.unwrap();
     assert_eq!(h.replicas(), 3, "the morning wakes it");
     assert_eq!(h.ledger_entry(), None, "the wake clears the entry");
+}
+
+/// One ServiceScaler in the ledger that does not fit the type holds up no other entry: while a
+/// replica leads it is still there (its workload waits for it to be fixed), the entry of a
+/// deleted one beside it is settled; `cleanup` counts it gone too, wakes its workload from the
+/// ledger (only its finalizer could go before), and deletes the ledger.
+#[tokio::test]
+async fn an_unreadable_scaler_in_the_ledger_stops_no_other_and_cleanup_wakes_its_workload() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    h.scaler(nightly_spec());
+    h.deployment(3);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.replicas(), 0);
+    // Its spec edited past what the type reads (the API server of an older CRD let it in).
+    h.fake
+        .modify_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME, |s| {
+            s["spec"]["hpa"]["minReplicas"] = json!("four");
+        });
+    // Beside it, the entry of a ServiceScaler deleted without its finalizer, whose Deployment
+    // `other` stands at 0.
+    h.fake.insert(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "other", "namespace": NS},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "other"}},
+                 "template": {"metadata": {"labels": {"app": "other"}},
+                              "spec": {"containers": [{"name": "app", "image": "app"}]}}},
+    }));
+    let other = json!({"uid": "gone-uid", "replicas": 2,
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}});
+    h.fake.modify_json(
+        "v1",
+        "ConfigMap",
+        LEDGER_NS,
+        "service-scaler-hibernation",
+        |m| {
+            m["data"][format!("{NS}.other")] = json!(other.to_string());
+        },
+    );
+    let other_replicas = || {
+        h.fake
+            .get_json("apps/v1", "Deployment", NS, "other")
+            .unwrap()["spec"]["replicas"]
+            .as_i64()
+            .unwrap()
+    };
+
+    service_scaler::ledger::settle(&h.ctx, None, Occasion::Leading)
+        .await
+        .unwrap();
+    assert_eq!(other_replicas(), 2, "the deleted one's workload is woken");
+    assert_eq!(
+        h.replicas(),
+        0,
+        "the unreadable one is still there: it waits"
+    );
+    assert!(h.ledger_entry().is_some());
+
+    let flags = cleanup_flags(&["--lease-namespace", LEDGER_NS]);
+    let done = service_scaler::clean(h.shared(false), flags, Leave::Nothing)
+        .await
+        .unwrap();
+    assert_eq!(h.replicas(), 3, "woken from the ledger at the uninstall");
+    let stored = h
+        .fake
+        .get_json("scaler.udaan.io/v1", "ServiceScaler", NS, NAME)
+        .unwrap();
+    assert!(
+        stored["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{stored}"
+    );
+    assert!(
+        h.fake
+            .get_json("v1", "ConfigMap", LEDGER_NS, "service-scaler-hibernation")
+            .is_none(),
+        "the ledger goes with the uninstall"
+    );
+    assert!(
+        done.iter()
+            .any(|l| l.contains("(hibernation ledger): deleted")),
+        "{done:?}"
+    );
+    assert!(
+        h.events.events().iter().any(|e| e.reason == "Woken"
+            && e.note
+                .contains("cannot be read and ebb is being uninstalled")),
+        "{:?}",
+        h.events.events()
+    );
 }
 
 #[tokio::test]

@@ -82,10 +82,35 @@ pub fn forget_write(ledger: &Target, namespace: &str, name: &str) -> Write {
     )
 }
 
-/// What the ledger entry `key` (`entry`) of a ServiceScaler that is gone asks: its workload, if
-/// it still stands at 0 (`scale`; `None`: the workload is gone too), gets its replicas back
-/// (naming the Scale's resourceVersion read), with an Event on it; then the entry is cleared.
-pub fn orphan_plan(ledger: &Target, key: &str, entry: &LedgerEntry, scale: Option<&Scale>) -> Plan {
+/// Why a ledger entry's ServiceScaler will not wake its workload itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orphaned {
+    /// It was deleted without ebb's finalizer (or another of its name replaced it).
+    Deleted,
+    /// Its spec does not fit the type, and ebb is being uninstalled: nothing will read it.
+    Unreadable,
+}
+
+impl Orphaned {
+    /// What the Event says of the ServiceScaler.
+    fn said(self) -> &'static str {
+        match self {
+            Self::Deleted => "was deleted without waking it",
+            Self::Unreadable => "cannot be read and ebb is being uninstalled",
+        }
+    }
+}
+
+/// What the ledger entry `key` (`entry`) of a ServiceScaler that will not wake its workload
+/// (`why`) asks: its workload, if it still stands at 0 (`scale`; `None`: the workload is gone
+/// too), gets its replicas back (naming the Scale's resourceVersion read), with an Event on it;
+/// then the entry is cleared.
+pub fn orphan_plan(
+    ledger: &Target,
+    (key, entry): (&str, &LedgerEntry),
+    why: Orphaned,
+    scale: Option<&Scale>,
+) -> Plan {
     let (namespace, name) = key_parts(key).unwrap_or(("", key));
     let workload = &entry.scale_target_ref;
     let subject = ObjectReference {
@@ -119,8 +144,11 @@ pub fn orphan_plan(ledger: &Target, key: &str, entry: &LedgerEntry, scale: Optio
                     "Wake",
                     format!(
                         "{} {} scaled from 0 back to {} replicas: ServiceScaler {namespace}/{name}, \
-                         which hibernated it, was deleted without waking it",
-                        workload.kind, workload.name, entry.replicas
+                         which hibernated it, {}",
+                        workload.kind,
+                        workload.name,
+                        entry.replicas,
+                        why.said()
                     ),
                 )),
         );
@@ -171,7 +199,12 @@ mod tests {
     #[test]
     fn an_orphan_at_zero_wakes_then_its_entry_goes() {
         let ledger = ledger_target("ebb", "ss");
-        let plan = orphan_plan(&ledger, "shop.web", &entry(), Some(&scale(0)));
+        let plan = orphan_plan(
+            &ledger,
+            ("shop.web", &entry()),
+            Orphaned::Deleted,
+            Some(&scale(0)),
+        );
         assert_eq!(plan.writes.len(), 2);
         assert_eq!(plan.writes[0].target.name, "web");
         assert!(
@@ -196,7 +229,12 @@ mod tests {
             "spec": {}
         }))
         .unwrap();
-        let plan = orphan_plan(&ledger, "shop.web", &entry(), Some(&omitted));
+        let plan = orphan_plan(
+            &ledger,
+            ("shop.web", &entry()),
+            Orphaned::Deleted,
+            Some(&omitted),
+        );
         assert_eq!(plan.writes.len(), 2, "woken, then forgotten");
     }
 
@@ -204,7 +242,12 @@ mod tests {
     fn an_orphan_running_again_or_gone_is_only_forgotten() {
         let ledger = ledger_target("ebb", "ss");
         for scale in [Some(scale(2)), None] {
-            let plan = orphan_plan(&ledger, "shop.web", &entry(), scale.as_ref());
+            let plan = orphan_plan(
+                &ledger,
+                ("shop.web", &entry()),
+                Orphaned::Unreadable,
+                scale.as_ref(),
+            );
             assert_eq!(plan.writes.len(), 1, "{:?}", plan.writes);
             assert_eq!(plan.writes[0].target, ledger);
         }
