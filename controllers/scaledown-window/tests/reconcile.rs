@@ -1257,19 +1257,25 @@ async fn another_controllers_finalizer_is_kept_beside_ours() {
     );
 }
 
+/// One ScaleDownSchedule that does not fit the type is reported on itself (a Warning Event naming
+/// the field, once per version), counted and left alone; the schedule beside it is served.
 #[tokio::test]
 async fn malformed_objects_wait_for_a_change() {
     let t = Test::new(FRIDAY_NOON);
+    t.fake.insert(cluster_autoscaler(true));
+    t.fake.insert(schedule(ME, ca_target(), nights()));
     let guard: Guarded<ScaleDownSchedule> = serde_json::from_value(json!({
         "apiVersion": "scaling.ebb.dev/v1alpha1",
         "kind": "ScaleDownSchedule",
-        "metadata": { "name": "broken" },
+        "metadata": { "name": "broken", "uid": "u-broken", "resourceVersion": "7" },
         "spec": { "target": "everything", "windows": 3 },
     }))
     .unwrap();
     let guard = Arc::new(guard);
-    // The frame's default: logged, counted under `malformed`, left alone until it changes.
-    let action = frame::reconcile(guard, t.ctx()).await.unwrap();
+    // The frame's default: logged, counted under `malformed`, reported by an Event, left alone
+    // until it changes.
+    let ctx = t.ctx();
+    let action = frame::reconcile(guard.clone(), ctx.clone()).await.unwrap();
     assert_eq!(action, Requeue::AwaitChange);
     assert!(
         t.metrics()
@@ -1278,6 +1284,18 @@ async fn malformed_objects_wait_for_a_change() {
         t.metrics()
     );
     assert_eq!(t.fake.write_count(), 0);
+    let events = t.events.events();
+    assert_eq!(t.events.reasons(), ["Malformed"]);
+    assert_eq!(events[0].kind, ebb_runtime::EventKind::Warning);
+    assert_eq!(events[0].reference.name.as_deref(), Some("broken"));
+    assert!(events[0].note.contains("spec.target"), "{}", events[0].note);
+    // The same version again (a relist, a new leader): no second Event.
+    frame::reconcile(guard, ctx).await.unwrap();
+    assert_eq!(t.events.reasons(), ["Malformed"]);
+
+    // The good schedule beside it is served as ever.
+    t.reconcile(ME).await.unwrap();
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
 }
 
 // ----- Nodes -------------------------------------------------------------------------------------
@@ -2122,10 +2140,12 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
     let pools =
         json!({ "karpenterNodePools": { "selector": { "matchLabels": { "team": "batch" } } } });
     let machines = json!({ "machineAutoscalers": { "selector": { "matchLabels": { "scaling": "nightly" } } } });
+    t.fake.insert(cluster_autoscaler(true));
     for (name, target) in [
         ("nodes", node_target()),
         ("pools", pools),
         ("machines", machines),
+        ("cluster", ca_target()),
     ] {
         t.fake.insert(schedule(name, target, nights()));
         t.converge(name).await;
@@ -2138,6 +2158,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
     );
     assert_ne!(budgets(&t, "batch"), users);
     assert_eq!(ma_json(&t, "worker-a")["spec"]["minReplicas"], json!(3));
+    assert_eq!(t.ca()["spec"]["scaleDown"]["enabled"], json!(false));
     t.fake.modify::<ScaleDownSchedule>("", "pools", |s| {
         s.metadata
             .annotations
@@ -2158,7 +2179,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
         },
     );
     let said = release_all(&dry, None, Leave::Nothing).await.unwrap();
-    assert_eq!(said.len(), 3, "{said:?}");
+    assert_eq!(said.len(), 4, "{said:?}");
     assert!(
         said.iter()
             .all(|l| l.contains("dry run: would have released")),
@@ -2167,7 +2188,7 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
     assert_eq!(t.fake.writes().len(), writes_before);
 
     let done = release_all(&t.ctx(), None, Leave::Nothing).await.unwrap();
-    assert_eq!(done.len(), 3, "{done:?}");
+    assert_eq!(done.len(), 4, "{done:?}");
     assert!(
         done.iter()
             .all(|l| l.ends_with(&format!("removed finalizer {FINALIZER}"))),
@@ -2183,7 +2204,11 @@ async fn cleanup_releases_every_target_and_removes_the_finalizers() {
             .is_some_and(|a| a.keys().any(|k| k.starts_with("scaling.ebb.dev/"))),
         "{ma}"
     );
-    for name in ["nodes", "pools", "machines"] {
+    // The ClusterAutoscaler as it was before ebb: scale-down on, nothing else moved.
+    let mut before = cluster_autoscaler(true);
+    before["metadata"] = t.ca()["metadata"].clone();
+    assert_eq!(t.ca(), before);
+    for name in ["nodes", "pools", "machines", "cluster"] {
         let kept = t.schedule(name);
         assert!(
             kept.metadata.finalizers.unwrap_or_default().is_empty(),

@@ -208,4 +208,18 @@ async fn a_fleet_schedule_that_does_not_decode_stops_no_other() {
         Some(5),
         "the good FleetSchedule's range is in force"
     );
+    // Its own pass (the FleetSchedules' status controller) reports it on itself, once per
+    // version: a Warning Event naming the field.
+    let bad = cached.iter().find(|f| f.0.is_err()).unwrap().clone();
+    frame::reconcile(bad.clone(), h.ctx.clone()).await.unwrap();
+    frame::reconcile(bad, h.ctx.clone()).await.unwrap();
+    let events = h.kit.events.events();
+    let malformed: Vec<_> = events.iter().filter(|e| e.reason == "Malformed").collect();
+    assert_eq!(malformed.len(), 1, "{events:?}");
+    assert_eq!(malformed[0].reference.name.as_deref(), Some("broken"));
+    assert!(
+        malformed[0].note.contains("spec.selector"),
+        "{}",
+        malformed[0].note
+    );
 }

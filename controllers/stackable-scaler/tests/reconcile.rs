@@ -173,11 +173,13 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
     let e = env();
     let guard: CachedScaler = serde_json::from_value(json!({
         "apiVersion": "autoscaling.stackable.tech/v1alpha1", "kind": "StackableScaler",
-        "metadata": {"name": "broken", "namespace": "data"}, "spec": {"replicas": "three"},
+        "metadata": {"name": "broken", "namespace": "data", "resourceVersion": "3"},
+        "spec": {"replicas": "three"},
     }))
     .unwrap();
     assert!(!guard.fits());
-    let action = frame::reconcile(Arc::new(guard), e.ctx.clone())
+    let guard = Arc::new(guard);
+    let action = frame::reconcile(guard.clone(), e.ctx.clone())
         .await
         .unwrap();
     assert_eq!(action, Requeue::AwaitChange);
@@ -188,6 +190,23 @@ async fn a_scaler_that_does_not_deserialize_is_left_alone() {
         "{}",
         e.metrics_text()
     );
+    // Reported on itself, once per version: a Warning Event naming the field.
+    let events = e.events.events();
+    assert_eq!(e.events.reasons(), vec!["Malformed"]);
+    assert_eq!(events[0].kind, ebb_runtime::EventKind::Warning);
+    assert!(
+        events[0].note.contains("spec.replicas"),
+        "{}",
+        events[0].note
+    );
+    frame::reconcile(guard, e.ctx.clone()).await.unwrap();
+    assert_eq!(e.events.reasons(), vec!["Malformed"]);
+
+    // A good StackableScaler beside it is served as ever.
+    statefulset(&e.fake, 3);
+    e.fake.insert(scaler_json(3, true));
+    run(&e).await.unwrap();
+    assert_eq!(e.events.reasons(), vec!["Malformed", "Initialized"]);
 }
 
 #[tokio::test]

@@ -608,4 +608,27 @@ async fn a_policy_that_does_not_decode_stops_no_other() {
     h.reconcile(P).await.unwrap();
     assert_eq!(h.count(P), 30);
     assert_eq!(h.events(), ["ScaledUp"]);
+
+    // Its own pass (the policies' status controller) reports it on itself, once per version: a
+    // Warning Event naming the field; the good policy's status is written as ever.
+    let bad: Guarded<WorkshopScalingPolicy> = h.fake.get(NS, "broken").unwrap();
+    let bad = Arc::new(bad);
+    frame::reconcile(bad.clone(), h.replica.ctx())
+        .await
+        .unwrap();
+    frame::reconcile(bad, h.replica.ctx()).await.unwrap();
+    assert_eq!(h.events(), ["ScaledUp", "Malformed"]);
+    let event = h.replica.events.events().pop().unwrap();
+    assert_eq!(event.reference.name.as_deref(), Some("broken"));
+    assert!(
+        event.note.contains("spec.autoScaling.threshold"),
+        "{}",
+        event.note
+    );
+    let good: Guarded<WorkshopScalingPolicy> = h.fake.get(NS, "standard").unwrap();
+    frame::reconcile(Arc::new(good), h.replica.ctx())
+        .await
+        .unwrap();
+    let status = h.fake.get::<WorkshopScalingPolicy>(NS, "standard").unwrap();
+    assert_eq!(status.status.unwrap().workshops, [WORKSHOP]);
 }

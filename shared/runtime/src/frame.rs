@@ -16,8 +16,9 @@
 //!   handed to the controller ([`Error::MissingMetadata`], not retried): a `Reconciler` may take
 //!   both as given ([`name_of`], [`namespace_of`]);
 //! - a malformed object (one that does not deserialize into the controller's type) goes to
-//!   [`Reconciler::malformed`]: by default logged, counted under `malformed` and left alone until
-//!   it changes, while every other object is served;
+//!   [`Reconciler::malformed`]: by default logged, counted under `malformed`, reported on the
+//!   object by a Warning Event `Malformed` naming the field (once per version) and left alone
+//!   until it changes, while every other object is served;
 //! - a conflict ([`ReconcileError::is_conflict`], a 409) means the object was stale: it is read
 //!   again and the pass runs again, at most [`MAX_ATTEMPTS`] times per reconcile;
 //! - the error policy: an error that retrying cannot fix waits for a change of the object; any
@@ -34,13 +35,15 @@
 //!   opens in 2 s" comes back at that edge, not 2 s after it ended.
 
 use std::any::TypeId;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::guard::Stored;
 use futures::{StreamExt, TryFutureExt};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::NamespaceResourceScope;
@@ -50,7 +53,9 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use crate::queue::{Queue, Queued};
-use crate::{ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventSink, Leader, object_key};
+use crate::{
+    ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventKind, EventSink, Leader, object_key,
+};
 pub use ebb_core::Requeue;
 
 /// How many passes one reconcile makes when each meets a conflict, before it fails (and backs
@@ -78,6 +83,8 @@ pub struct Context<T> {
     pub shared: Shared,
     /// Retry delays after transient failures, per object.
     pub backoff: ErrorBackoff,
+    /// The version of each malformed object last reported by an Event.
+    pub malformed: MalformedReports,
     /// The controller's own part.
     pub own: T,
 }
@@ -125,6 +132,7 @@ impl<T> Context<T> {
         Self {
             shared,
             backoff: ErrorBackoff::new(),
+            malformed: MalformedReports::default(),
             own,
         }
     }
@@ -135,6 +143,45 @@ impl<T> Context<T> {
     pub fn without_jitter(mut self) -> Self {
         self.backoff = ErrorBackoff::without_jitter();
         self
+    }
+}
+
+/// The version of each malformed object (`namespace/name`) that an Event has reported, so that a
+/// pass of the same version again (a relist, a return of the API server, a new leader) publishes
+/// no Event again. An entry goes when its object is gone or fits its type again.
+#[derive(Debug, Default)]
+pub struct MalformedReports(Mutex<HashMap<String, String>>);
+
+impl MalformedReports {
+    /// Whether `version` of object `key` is yet to be reported; it counts as reported from now on.
+    pub fn first_report(&self, key: &str, version: &str) -> bool {
+        let mut reported = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if reported.get(key).is_some_and(|v| v == version) {
+            return false;
+        }
+        reported.insert(key.to_owned(), version.to_owned());
+        true
+    }
+
+    /// Forgets object `key` (gone, or it fits its type again).
+    pub fn forget(&self, key: &str) {
+        let mut reported = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !reported.is_empty() {
+            reported.remove(key);
+            if reported.is_empty() {
+                reported.shrink_to_fit();
+            }
+        }
+    }
+
+    /// How many objects are remembered.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -293,22 +340,49 @@ pub trait Reconciler<K: Object>: Sized + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send;
 
     /// An object of this kind that does not deserialize (`error` says which field and why).
-    /// Default: logged, counted under `malformed`, left alone until it changes (ebb cannot know
-    /// what it asks for). A controller that owns the kind reports it in a status condition.
+    /// Default: logged, counted under `malformed`, reported on the object by a Warning Event
+    /// `Malformed` naming the field (once per version of it: a pass of the same version again
+    /// publishes nothing), and left alone until it changes (ebb cannot know what it asks for).
+    /// A controller that owns the kind may report it in a status condition instead.
     fn malformed(
         meta: &ObjectMeta,
         error: &str,
         ctx: &Context<Self>,
     ) -> impl Future<Output = Result<Requeue, Self::Error>> + Send {
-        let key = meta_key(meta);
-        tracing::warn!(
-            kind = %K::kind(&()),
-            object = %key,
-            %error,
-            "does not deserialize; left alone until it changes"
-        );
-        ctx.metrics.record_error("malformed");
-        std::future::ready(Ok(Requeue::AwaitChange))
+        async move {
+            let key = meta_key(meta);
+            tracing::warn!(
+                kind = %K::kind(&()),
+                object = %key,
+                %error,
+                "does not deserialize; left alone until it changes"
+            );
+            ctx.metrics.record_error("malformed");
+            let version = meta.resource_version.as_deref().unwrap_or_default();
+            if ctx.malformed.first_report(&key, version) {
+                let kind = K::kind(&());
+                let reference = ObjectReference {
+                    api_version: Some(K::api_version(&()).into_owned()),
+                    kind: Some(kind.clone().into_owned()),
+                    name: meta.name.clone(),
+                    namespace: meta.namespace.clone(),
+                    uid: meta.uid.clone(),
+                    ..ObjectReference::default()
+                };
+                let note =
+                    format!("does not fit the {kind} type, left alone until it changes: {error}");
+                ctx.events
+                    .record(
+                        &reference,
+                        EventKind::Warning,
+                        "Malformed",
+                        "Reconcile",
+                        &note,
+                    )
+                    .await;
+            }
+            Ok(Requeue::AwaitChange)
+        }
     }
 }
 
@@ -532,7 +606,10 @@ async fn passes<K: Object, R: Reconciler<K>>(
         }
         let pass = async {
             match &seen {
-                Seen::Typed(object) => R::reconcile(object.clone(), ctx).await,
+                Seen::Typed(object) => {
+                    ctx.malformed.forget(&key);
+                    R::reconcile(object.clone(), ctx).await
+                }
                 Seen::Malformed(meta, error) => R::malformed(meta, error, ctx).await,
             }
         };
@@ -654,6 +731,7 @@ where
     let forget = ctx.clone();
     let gone = Arc::new(move |key: &str| {
         forget.backoff.forget(key);
+        forget.malformed.forget(key);
         gone(key);
     });
     let told = gone.clone();

@@ -294,14 +294,38 @@ async fn a_malformed_object_is_reported_and_every_other_is_served() {
     frame::reconcile(guard(&h), ctx.clone()).await.unwrap();
     assert_eq!(*ctx.own.passes.lock().unwrap(), ["1"]);
 
+    // The default: counted, and reported on the object by a Warning Event naming the field,
+    // once per version of it; forgotten once the object fits its type again.
     let quiet = h.context(false, Quiet);
     h.fake.clear_requests();
     assert_eq!(
-        frame::reconcile(bad, quiet).await.unwrap(),
+        frame::reconcile(bad.clone(), quiet.clone()).await.unwrap(),
         Requeue::AwaitChange
     );
     assert_eq!(h.fake.requests().len(), 0);
     assert!(h.metrics_text().contains("category=\"malformed\"} 1"));
+    assert_eq!(h.events.reasons(), ["Malformed"]);
+    let event = &h.events.events()[0];
+    assert_eq!(event.kind, ebb_runtime::EventKind::Warning);
+    assert_eq!(event.reference.name.as_deref(), Some("bad"));
+    assert!(event.note.contains("data.v"), "{}", event.note);
+    frame::reconcile(bad, quiet.clone()).await.unwrap();
+    assert_eq!(
+        h.events.reasons(),
+        ["Malformed"],
+        "the same version: no second Event"
+    );
+    assert_eq!(quiet.malformed.len(), 1);
+    let fixed: Arc<Guarded<ConfigMap>> = Arc::new(
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "bad", "namespace": "ns"}, "data": {"v": "1"}}))
+        .unwrap(),
+    );
+    frame::reconcile(fixed, quiet.clone()).await.unwrap();
+    assert!(
+        quiet.malformed.is_empty(),
+        "no entry outlives its malformed version"
+    );
 }
 
 /// After a conflict the object is gone: nothing left to do.
