@@ -27,7 +27,8 @@ use ebb_e2e::{Namespace, eventually, node_cluster, settle, tls, unique, work_dir
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -333,13 +334,52 @@ async fn asleep_at_uninstall(admin: &Client, n: &str) -> Duration {
         .await
         .unwrap_or_else(|e| panic!("{name} not hibernated: {e}"));
     }
+    // The ServiceScaler's count is in the install's hibernation ledger too (the uninstall must
+    // take that away as well).
+    let key = format!("{n}.dozing");
+    let ledgers = hibernation_ledgers(admin, n).await;
+    assert!(
+        ledgers
+            .iter()
+            .any(|m| m.data.as_ref().is_some_and(|d| d.contains_key(&key))),
+        "no hibernation ledger holds {key}: {ledgers:?}"
+    );
     started.elapsed()
+}
+
+/// The ConfigMaps of namespace `n` that are a service-scaler install's hibernation ledger.
+async fn hibernation_ledgers(admin: &Client, n: &str) -> Vec<ConfigMap> {
+    let maps: Api<ConfigMap> = Api::namespaced(admin.clone(), n);
+    let listed = maps.list(&ListParams::default()).await.unwrap().items;
+    listed
+        .into_iter()
+        .filter(|m| m.name_any().ends_with("-hibernation"))
+        .collect()
 }
 
 /// After seed 001's uninstall: both workloads have their replicas back, the fleet member's HPA
 /// its own bounds without ebb's annotations, the hibernating ServiceScaler's HPA its defaults,
-/// and no ServiceScaler keeps ebb's finalizer.
+/// no ServiceScaler keeps ebb's finalizer, and nothing of the release is left in its namespace
+/// (its Lease, its hibernation ledger).
 async fn given_back_after_uninstall(admin: &Client, n: &str, asleep: Duration) {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), n);
+    let leases: Vec<String> = leases
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert!(
+        leases.is_empty(),
+        "Leases outlived the uninstall: {leases:?}"
+    );
+    let ledgers = hibernation_ledgers(admin, n).await;
+    assert!(
+        ledgers.is_empty(),
+        "the hibernation ledger outlived the uninstall: {ledgers:?}"
+    );
     let deployments: Api<DynamicObject> = Api::namespaced_with(
         admin.clone(),
         n,
