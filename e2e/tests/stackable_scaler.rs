@@ -326,21 +326,22 @@ async fn hooks_run_as_jobs_and_the_webhook_guards_scale_writes() {
     assert_eq!(idle.data["status"]["replicas"], json!(2));
 
     // The serving certificate renewed by the same CA (as cert-manager renews a leaf of the
-    // chart's own CA) while writes go on: the caBundle needs no change, so none is refused
-    // (failurePolicy Fail: a write that could not reach the webhook would be).
+    // chart's own CA) while writes go on, every other one a /scale write (at the count it has:
+    // the webhook is asked all the same): the caBundle needs no change, so none is refused
+    // (failurePolicy Fail: a write that could not reach the webhook, or skipped it, would be).
     if let Some((cert, host_ip, port)) = &webhook_cert {
         let writes = async {
             for tick in 0..40 {
-                scalers
-                    .patch(
-                        "nifi",
-                        &PatchParams::default(),
-                        &Patch::Merge(
-                            json!({"metadata": {"annotations": {"e2e/tick": tick.to_string()}}}),
-                        ),
-                    )
-                    .await
-                    .unwrap_or_else(|e| panic!("write {tick} across the renewal refused: {e}"));
+                let written = if tick % 2 == 0 {
+                    scale(2).await.map(drop)
+                } else {
+                    let tick = json!({"metadata": {"annotations": {"e2e/tick": tick.to_string()}}});
+                    scalers
+                        .patch("nifi", &PatchParams::default(), &Patch::Merge(tick))
+                        .await
+                        .map(drop)
+                };
+                written.unwrap_or_else(|e| panic!("write {tick} across the renewal refused: {e}"));
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };

@@ -347,6 +347,24 @@ async fn asleep_at_uninstall(admin: &Client, n: &str) -> Duration {
     started.elapsed()
 }
 
+/// After an uninstall: no Lease is left in the release's namespace `n` (the cleanup hook deletes
+/// the controller's).
+async fn no_lease_left(admin: &Client, n: &str) {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), n);
+    let leases: Vec<String> = leases
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert!(
+        leases.is_empty(),
+        "Leases outlived the uninstall: {leases:?}"
+    );
+}
+
 /// The ConfigMaps of namespace `n` that are a service-scaler install's hibernation ledger.
 async fn hibernation_ledgers(admin: &Client, n: &str) -> Vec<ConfigMap> {
     let maps: Api<ConfigMap> = Api::namespaced(admin.clone(), n);
@@ -362,19 +380,7 @@ async fn hibernation_ledgers(admin: &Client, n: &str) -> Vec<ConfigMap> {
 /// no ServiceScaler keeps ebb's finalizer, and nothing of the release is left in its namespace
 /// (its Lease, its hibernation ledger).
 async fn given_back_after_uninstall(admin: &Client, n: &str, asleep: Duration) {
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), n);
-    let leases: Vec<String> = leases
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(ResourceExt::name_any)
-        .collect();
-    assert!(
-        leases.is_empty(),
-        "Leases outlived the uninstall: {leases:?}"
-    );
+    no_lease_left(admin, n).await;
     let ledgers = hibernation_ledgers(admin, n).await;
     assert!(
         ledgers.is_empty(),
@@ -576,13 +582,14 @@ async fn scaledown_window_annotates_the_real_node_outside_its_window() {
     assert!(kept >= close, "annotated again before the window closed");
 
     // Uninstalled with the chart's default cleanup hook while the window is closed: the Node is
-    // released and the schedule keeps no finalizer of ebb's.
+    // released, the schedule keeps no finalizer of ebb's, and the controller's Lease is gone.
     release.uninstall().unwrap();
     assert_eq!(
         annotated().await,
         Some(false),
         "the Node kept ebb's annotation"
     );
+    no_lease_left(&admin, &ns.name).await;
     let schedules: Api<DynamicObject> = Api::all_with(
         admin.clone(),
         &resource(&admin, "scaling.ebb.dev", "v1alpha1", "ScaleDownSchedule")
