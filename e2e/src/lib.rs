@@ -80,23 +80,7 @@ pub async fn https_get(
 ) -> anyhow::Result<(u16, String)> {
     use anyhow::Context as _;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let config = tokio_rustls::rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        tokio::net::TcpStream::connect(format!("{address}:{port}")),
-    )
-    .await??;
-    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
-        .connect(ServerName::try_from(server_name.to_owned())?, tcp)
-        .await?;
+    let mut tls = tls_connect((address, port), (ca_pem, server_name)).await?;
     let authorization = bearer
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -118,6 +102,61 @@ pub async fn https_get(
         .and_then(|s| s.parse().ok())
         .context("no status")?;
     Ok((status, body.to_owned()))
+}
+
+/// A TLS connection to `<address>:<port>` trusting only `ca_pem` and verifying the certificate
+/// for `server_name`.
+async fn tls_connect(
+    (address, port): (&str, i32),
+    (ca_pem, server_name): (&str, &str),
+) -> anyhow::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let config = tokio_rustls::rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::TcpStream::connect(format!("{address}:{port}")),
+    )
+    .await??;
+    Ok(
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+            .connect(ServerName::try_from(server_name.to_owned())?, tcp)
+            .await?,
+    )
+}
+
+/// The certificate `<address>:<port>` serves (DER), once a handshake trusting only `ca_pem` and
+/// verifying it for `server_name` has succeeded.
+pub async fn served_certificate(
+    (address, port): (&str, i32),
+    (ca_pem, server_name): (&str, &str),
+) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    let tls = tls_connect((address, port), (ca_pem, server_name)).await?;
+    let leaf = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .context("no certificate served")?;
+    Ok(leaf.to_vec())
+}
+
+/// The first certificate of a PEM text, as DER.
+pub fn pem_certificate(pem: &str) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let first = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()
+        .context("no certificate in the PEM")??;
+    Ok(first.to_vec())
 }
 
 /// Today's UTC date as a test of whole UTC days sees it (a one-off window's excluded days are

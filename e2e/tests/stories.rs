@@ -887,8 +887,136 @@ async fn stackable_scaler_runs_its_hook_as_a_pod_before_the_statefulset_shrinks(
     .await
     .unwrap();
     println!("seed 003: a lost hook Job fails its operation: {reason}");
+
+    webhook_leaf_renewed_in_its_secret(&admin, n, &release, &cert).await;
     release.uninstall().unwrap();
     ns.delete(&admin).await.unwrap();
+}
+
+/// Seed 003's webhook leaf renewed in its Secret by the same CA (as cert-manager renews a leaf
+/// of the chart's own CA, #45): the kubelet brings the new files into the controller's pods,
+/// every replica serves the new leaf, and the caBundle stays as it was. `/scale` writes (at the count
+/// the scaler has: the API server asks the webhook all the same) go on throughout, and none is
+/// refused: with `failurePolicy: Fail` a write that could not reach the webhook, or one whose
+/// certificate the caBundle did not trust, would be.
+async fn webhook_leaf_renewed_in_its_secret(
+    admin: &Client,
+    n: &str,
+    release: &Release<'_>,
+    cert: &tls::ServingCert,
+) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), n);
+    // Each replica's name, and where it serves the webhook.
+    let replicas: Vec<(String, String, i32)> = release
+        .pods(admin)
+        .await
+        .unwrap()
+        .iter()
+        .map(|pod| {
+            let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+            let port = pod.spec.as_ref().and_then(|s| {
+                s.containers[0]
+                    .ports
+                    .iter()
+                    .flatten()
+                    .find(|p| p.name.as_deref() == Some("webhook"))
+                    .map(|p| p.container_port)
+            });
+            (pod.name_any(), ip.unwrap(), port.unwrap())
+        })
+        .collect();
+    let server_name = format!("{}-webhook.{n}.svc", release.fullname());
+    let served = async |ip: &str, port: i32| {
+        ebb_e2e::served_certificate((ip, port), (&cert.ca_pem, &server_name)).await
+    };
+    cert.renew().unwrap();
+    let pem = |file: &str| std::fs::read_to_string(cert.dir.join(file)).unwrap();
+    let leaf = ebb_e2e::pem_certificate(&pem("tls.crt")).unwrap();
+    for (pod, ip, port) in &replicas {
+        let before = served(ip, *port).await.unwrap();
+        assert_ne!(
+            before, leaf,
+            "{pod} serves the renewed leaf before its Secret has it"
+        );
+    }
+    apply(
+        admin,
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "webhook-certs", "namespace": n},
+                "stringData": {"tls.crt": pem("tls.crt"), "tls.key": pem("tls.key")}}),
+    )
+    .await
+    .unwrap();
+    let renewed = std::time::Instant::now();
+    // An update of a pod makes the kubelet sync it, Secret volumes included, before its
+    // periodic sync would.
+    for (pod, _, _) in &replicas {
+        let touched = json!({"metadata": {"annotations": {"e2e.ebb.dev/leaf-renewed": "1"}}});
+        pods.patch(pod, &PatchParams::default(), &Patch::Merge(touched))
+            .await
+            .unwrap();
+    }
+    let scalers: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        n,
+        &resource(
+            admin,
+            "autoscaling.stackable.tech",
+            "v1alpha1",
+            "StackableScaler",
+        )
+        .await
+        .unwrap(),
+    );
+    let count = scalers.get("nifi").await.unwrap().data["spec"]["replicas"].clone();
+    let write = |i: usize| {
+        let scalers = scalers.clone();
+        let count = count.clone();
+        async move {
+            scalers
+                .patch_scale(
+                    "nifi",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": count}})),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("/scale write {i} across the renewal refused: {e}"));
+        }
+    };
+    let mut writes = 0;
+    let reloaded = loop {
+        write(writes).await;
+        writes += 1;
+        let mut reloaded = 0;
+        for (pod, ip, port) in &replicas {
+            // A handshake of our own, trusting the caBundle as the API server does (a replica
+            // looks at its certificate's files at each handshake; the API server's connections
+            // may stay open for long): which leaf does it serve?
+            let now = served(ip, *port)
+                .await
+                .unwrap_or_else(|e| panic!("{pod} is not trusted by the caBundle: {e}"));
+            reloaded += usize::from(now == leaf);
+        }
+        if reloaded == replicas.len() {
+            break renewed.elapsed();
+        }
+        assert!(
+            renewed.elapsed() < Duration::from_secs(150),
+            "{reloaded} of {} replicas serve the renewed certificate 150 s after it was put in its Secret",
+            replicas.len()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // And on the renewed certificate alone.
+    for i in writes..writes + 10 {
+        write(i).await;
+    }
+    println!(
+        "figure: seed 003 the webhook's leaf renewed in its Secret: every replica ({}) serving it {:.1} s later, {} /scale writes across it, none refused",
+        replicas.len(),
+        reloaded.as_secs_f64(),
+        writes + 10
+    );
 }
 
 /// Why a failed scaler failed (`status.currentState`, both wire forms).
