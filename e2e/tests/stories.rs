@@ -888,7 +888,7 @@ async fn stackable_scaler_runs_its_hook_as_a_pod_before_the_statefulset_shrinks(
     .unwrap();
     println!("seed 003: a lost hook Job fails its operation: {reason}");
 
-    webhook_leaf_renewed_in_its_secret(&admin, n, &release, &cert).await;
+    webhook_leaf_renewed_in_its_secret((&admin, n), &release, &cert, &scalers).await;
     release.uninstall().unwrap();
     ns.delete(&admin).await.unwrap();
 }
@@ -900,10 +900,10 @@ async fn stackable_scaler_runs_its_hook_as_a_pod_before_the_statefulset_shrinks(
 /// refused: with `failurePolicy: Fail` a write that could not reach the webhook, or one whose
 /// certificate the caBundle did not trust, would be.
 async fn webhook_leaf_renewed_in_its_secret(
-    admin: &Client,
-    n: &str,
+    (admin, n): (&Client, &str),
     release: &Release<'_>,
     cert: &tls::ServingCert,
+    scalers: &Api<DynamicObject>,
 ) {
     let pods: Api<Pod> = Api::namespaced(admin.clone(), n);
     // Each replica's name, and where it serves the webhook.
@@ -956,18 +956,6 @@ async fn webhook_leaf_renewed_in_its_secret(
             .await
             .unwrap();
     }
-    let scalers: Api<DynamicObject> = Api::namespaced_with(
-        admin.clone(),
-        n,
-        &resource(
-            admin,
-            "autoscaling.stackable.tech",
-            "v1alpha1",
-            "StackableScaler",
-        )
-        .await
-        .unwrap(),
-    );
     let count = scalers.get("nifi").await.unwrap().data["spec"]["replicas"].clone();
     let write = |i: usize| {
         let scalers = scalers.clone();
