@@ -138,13 +138,16 @@ async fn settle_entry(
         .filter(|s| s.uid().as_deref() == Some(entry.uid.as_str()));
     let why = match present {
         None => decide::ledger::Orphaned::Deleted,
-        Some(scaler) => {
-            let unreadable = crate::reconcile::typed(scaler, &described).is_err();
-            if !(unreadable && occasion == Occasion::Uninstall) {
+        // At an uninstall, one that does not fit the type counts as gone; it is read as such
+        // only then.
+        Some(scaler) if occasion == Occasion::Uninstall => {
+            if crate::reconcile::typed(scaler, &described).is_ok() {
                 return Ok(());
             }
             decide::ledger::Orphaned::Unreadable
         }
+        // Still there (while a replica leads, an unreadable one waits to be fixed).
+        Some(_) => return Ok(()),
     };
     let scale = workload_scale(ctx, scaler_namespace, &entry).await?;
     let plan = decide::ledger::orphan_plan(ledger, (key, &entry), why, scale.as_ref());
