@@ -367,6 +367,12 @@ async fn common(
         format!("{n} objects: resident memory converged"),
         mib(controller.rss_kib()?),
     );
+    let (anon, file) = controller.rss_split_kib()?;
+    figures.add(
+        c,
+        format!("{n} objects: resident memory converged, anonymous + file-backed"),
+        format!("{} + {}", mib(anon), mib(file)),
+    );
     let idle = Requests::between(&user, idle_from, idle_to)?;
     figures.add(
         c,

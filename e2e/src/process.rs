@@ -37,6 +37,22 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The environment the controllers' image sets (the Dockerfile's final stage's `ENV KEY=VALUE`
+/// lines), which a pod of the chart runs with and so a controller under test does too.
+fn image_env() -> Vec<(String, String)> {
+    let dockerfile = std::fs::read_to_string(crate::repo_root().join("Dockerfile"))
+        .unwrap_or_else(|e| panic!("read the repository's Dockerfile: {e}"));
+    let final_stage = dockerfile
+        .rsplit_once("\nFROM ")
+        .map_or(dockerfile.as_str(), |(_, last)| last);
+    final_stage
+        .lines()
+        .filter_map(|l| l.strip_prefix("ENV "))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+        .collect()
+}
+
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -57,6 +73,7 @@ fn pod_command(
         }
     }
     let binary = path.file_name().unwrap_or_default().to_string_lossy();
+    cmd.envs(image_env());
     cmd.env("KUBECONFIG", kubeconfig)
         .env("POD_NAME", pod_name)
         .env("POD_NAMESPACE", &identity.namespace)
@@ -328,6 +345,22 @@ impl Controller {
             .and_then(|v| v.split_whitespace().next())
             .and_then(|v| v.parse().ok())
             .context("no VmRSS in /proc status")
+    }
+
+    /// The process's resident memory as the kernel splits it, in KiB: anonymous (heap, stacks:
+    /// what the process allocated and its allocator kept) and file-backed (the binary and its
+    /// libraries, mapped and touched).
+    pub fn rss_split_kib(&self) -> Result<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<u64>().ok())
+                .with_context(|| format!("no {name} in /proc status"))
+        };
+        Ok((field("RssAnon:")?, field("RssFile:")?))
     }
 
     /// The process id.
