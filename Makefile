@@ -175,6 +175,8 @@ fuzz:
 bench: cluster-bin
 	$(CARGO) bench -p ebb-schedule --bench transitions
 	$(CARGO) build --release --quiet --bins -p workshop-scaler -p service-scaler -p scaledown-window -p stackable-scaler
+	@# Built here, with the registries in reach: e2e/isolated's namespace has no network.
+	$(CARGO) bench --no-run --quiet -p ebb-e2e --bench footprint
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) EBB_BIN_DIR=$(CURDIR)/target/release \
 		e2e/isolated $(CARGO) bench -p ebb-e2e --bench footprint
 
