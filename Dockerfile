@@ -37,12 +37,11 @@ LABEL org.opencontainers.image.title="ebb ${CONTROLLER}" \
       org.opencontainers.image.source="https://github.com/ebb-dev/ebb" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /rootfs /
-# glibc's malloc, tuned for a controller that holds a cache and answers bursts: one arena for
-# every thread (a burst's buffers freed on one worker are reused by the next, where per-thread
-# arenas each kept their own peak), and fixed thresholds (a buffer of 128 KiB or more is mapped
-# and given back when freed; free room at the heap's top above 128 KiB goes back at once).
-# docs/decisions.md, "Memory per object", has the figures.
-ENV GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072
+# glibc's malloc with one arena for every thread: a burst's buffers freed on one worker are
+# reused by the next, where per-thread arenas each kept their own peak. Its thresholds stay
+# glibc's own (fixed ones gave back memory after every burst and cost a mass change 5 times the
+# CPU). docs/decisions.md, "Memory per object", has the figures.
+ENV GLIBC_TUNABLES=glibc.malloc.arena_max=1
 # Numeric, so Kubernetes can verify runAsNonRoot.
 USER 65532:65532
 EXPOSE 8080 8443
