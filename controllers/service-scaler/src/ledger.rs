@@ -18,8 +18,10 @@ use tokio::sync::mpsc;
 
 use crate::reconcile::{Context, Error};
 
-/// How long after a failed look the upkeep looks again.
-const RETRY: Duration = Duration::from_secs(5);
+/// The upkeep's key in the context's backoff: a failed settle waits about 1 s, 2 s, 4 s ... up to
+/// five minutes before the next whole settle (with jitter, as an object's retries), and a settled
+/// ledger resets it. No object's key (`namespace/name`) has a space.
+const BACKOFF_KEY: &str = "(hibernation ledger)";
 /// How often a leader checks it still leads between deletions.
 const LEADING_CHECK: Duration = Duration::from_secs(1);
 
@@ -34,10 +36,12 @@ pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>
             return;
         }
         if let Err(error) = settle(&ctx, None, Occasion::Leading).await {
-            tracing::warn!(%error, "cannot settle the hibernation ledger; trying again");
-            tokio::time::sleep(RETRY).await;
+            let wait = ctx.backoff.failed(BACKOFF_KEY);
+            tracing::warn!(%error, ?wait, "cannot settle the hibernation ledger; trying again");
+            tokio::time::sleep(wait).await;
             continue;
         }
+        ctx.backoff.succeeded(BACKOFF_KEY);
         while ctx.leader.is_leader() {
             tokio::select! {
                 key = gone.recv() => {
@@ -46,7 +50,7 @@ pub async fn upkeep(ctx: Arc<Context>, mut gone: mpsc::UnboundedReceiver<String>
                     if let Err(error) = settle(&ctx, Some(&key), Occasion::Leading).await {
                         tracing::warn!(%error, %key, "cannot settle a hibernation ledger entry");
                         // Settled with the whole ledger at the next look.
-                        tokio::time::sleep(RETRY).await;
+                        tokio::time::sleep(ctx.backoff.failed(BACKOFF_KEY)).await;
                         break;
                     }
                 }

@@ -2175,6 +2175,44 @@ async fn an_unreadable_scaler_in_the_ledger_stops_no_other_and_cleanup_wakes_its
     );
 }
 
+/// A ledger that cannot be settled is looked at again after 1 s, 2 s, 4 s ... up to five minutes
+/// (the context's backoff, here without jitter), not every few seconds without end: at cluster
+/// scale each look reads every entry's ServiceScaler. A settled ledger starts the schedule over.
+#[tokio::test(start_paused = true)]
+async fn a_ledger_that_cannot_be_settled_is_looked_at_again_with_backoff() {
+    let h = Harness::new("2026-05-04T21:00:00Z", false);
+    let ledger = Matcher::get("/configmaps/service-scaler-hibernation");
+    let looks = || {
+        h.fake
+            .reads()
+            .iter()
+            .filter(|r| r.path.ends_with("/configmaps/service-scaler-hibernation"))
+            .count()
+    };
+    h.fake.inject(ledger.clone(), Fault::Status(500), usize::MAX);
+    let (deleted, gone) = tokio::sync::mpsc::unbounded_channel();
+    let upkeep = tokio::spawn(service_scaler::ledger::upkeep(h.ctx.clone(), gone));
+    tokio::time::sleep(Duration::from_millis(60_500)).await;
+    assert_eq!(looks(), 6, "at 0, 1, 3, 7, 15 and 31 s (every 5 s: 13)");
+
+    // The server answers again: the look at 63 s settles it (the ledger is made).
+    h.fake.clear_faults();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(looks(), 7);
+    assert!(
+        h.fake
+            .get_json("v1", "ConfigMap", LEDGER_NS, "service-scaler-hibernation")
+            .is_some()
+    );
+
+    // One failure after that waits 1 s again, not the 64 s the schedule had reached.
+    h.fake.fail_next(ledger, 500);
+    deleted.send(format!("{NS}/gone")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(looks(), 9, "the failed entry's look, then the whole ledger 1 s later");
+    upkeep.abort();
+}
+
 #[tokio::test]
 async fn fault_matrix_a_hibernating_range_starting() {
     fault_matrix_of(
