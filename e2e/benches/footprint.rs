@@ -415,12 +415,14 @@ async fn common(
     .await?;
     let passes = controller.metric(&reconciles, &[])? - before;
     let cpu = controller.cpu_time()?.saturating_sub(cpu_before);
+    // Per object checked, not per pass: every pass checks one object, but scaledown-window's one
+    // pass checks every Node its schedule selects, so per pass its figure would be a cluster's.
     figures.add(
         c,
-        format!("{n} objects: CPU per 1 000 steady passes"),
+        format!("{n} objects: CPU per 1 000 objects checked in steady passes"),
         format!(
-            "{:.2} s ({passes:.0} passes in {cpu:.1?})",
-            cpu.as_secs_f64() * 1000.0 / passes.max(1.0)
+            "{:.2} s ({passes:.0} passes over the {n} objects in {cpu:.1?})",
+            cpu.as_secs_f64() * 1000.0 / n.max(1) as f64
         ),
     );
     quiet(&user, Duration::from_secs(3)).await?;
