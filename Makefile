@@ -5,15 +5,24 @@ HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
 CHARTS := $(wildcard charts/*/Chart.yaml)
 
-.PHONY: build test fmt fmt-check clippy workflows-check deny deny-advisories unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: deps build test fmt fmt-check clippy workflows-check deny deny-advisories unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+
+# A Go older than e2e/cluster/go.mod asks for fetches the right toolchain from the module proxy.
+export GOTOOLCHAIN ?= auto
 
 build:
 	$(CARGO) build --workspace --all-targets
 
+## deps: what `make test` needs that a fresh Debian machine lacks (Debian packages as root, Python
+## modules, the pinned tools under .tools/); stops at once naming what is missing where it cannot
+## install. About two seconds when everything is there.
+deps:
+	@.ci/install-deps
+
 ## test: fmt check, clippy -D warnings, the dependencies' licences, bans and sources (cargo deny),
 ## all tests, CRDs up to date, chart lint/template, the charts' alerts under promtool, and the
 ## end-to-end suite against a real control plane built here (e2e/cluster).
-test: fmt-check clippy workflows-check deny unit crds-check charts-check rules-test e2e
+test: deps fmt-check clippy workflows-check deny unit crds-check charts-check rules-test e2e
 
 fmt:
 	$(CARGO) fmt --all
@@ -123,12 +132,12 @@ images: cluster-bin
 ## try: a playground for a newcomer: the cluster with its node, the four charts installed from
 ## the images built here and one example of each (e2e/playground/), a kubeconfig for your own
 ## shell (through a relay on 127.0.0.1), until Ctrl-C; then everything it started stops.
-try: images
+try: deps images
 	HELM="$(HELM)" e2e/try
 
 ## cluster: only the cluster with its node (in e2e/isolated's namespaces), a kubeconfig for your
 ## own shell in target/try/, until Ctrl-C.
-cluster: cluster-bin
+cluster: deps cluster-bin
 	$(CARGO) build --quiet --workspace --bins
 	.ci/images
 	HELM="$(HELM)" e2e/try --bare
@@ -172,7 +181,7 @@ fuzz:
 ## call, then each release binary against the real control plane (memory, startup, churn, series,
 ## reconcile latency and rate, CPU per pass, API requests from the audit log, each mass change
 ## beside a baseline client's) with EBB_BENCH_SIZES objects (default 1000,10000).
-bench: cluster-bin
+bench: deps cluster-bin
 	$(CARGO) bench -p ebb-schedule --bench transitions
 	$(CARGO) build --release --quiet --bins -p workshop-scaler -p service-scaler -p scaledown-window -p stackable-scaler
 	@# Built here, with the registries in reach: e2e/isolated's namespace has no network.
