@@ -120,7 +120,7 @@ fn a_broken_scenario_fails_naming_the_file_and_the_field() {
     assert!(err.contains("\"soon\" is not a duration"), "{err}");
 }
 
-/// The README shows charts from docs/sim/: they are what the scenarios draw now.
+/// docs/simulate.md shows charts from docs/sim/: they are what the scenarios draw now.
 #[test]
 fn the_readme_charts_are_current() {
     let docs = PathBuf::from(format!("{}/../docs/sim", env!("CARGO_MANIFEST_DIR")));

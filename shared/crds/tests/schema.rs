@@ -407,6 +407,30 @@ fn every_example_is_valid_against_its_crd() {
     }
 }
 
+/// The objects README.md shows (its ```yaml blocks), each valid against its CRD (schema and CEL
+/// rules, as the API server checks them): what a newcomer copies first must apply as it is.
+#[test]
+fn every_object_the_readme_shows_is_valid_against_its_crd() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .collect();
+    let mut kinds = std::collections::BTreeSet::new();
+    for block in &blocks {
+        let object: Value = serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("{block}\n{e}"));
+        let kind = object["kind"].as_str().unwrap().to_owned();
+        validate(&kind, &object).unwrap_or_else(|e| panic!("README's {kind}: {e}"));
+        kinds.insert(kind);
+    }
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        ["ScaleDownSchedule", "ServiceScaler", "StackableScaler", "WorkshopScalingPolicy"],
+        "one object per controller"
+    );
+}
+
 #[test]
 fn the_checks_of_other_kinds_catch_what_the_api_server_would_not_take() {
     let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
