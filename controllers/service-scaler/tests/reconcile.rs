@@ -2189,7 +2189,8 @@ async fn a_ledger_that_cannot_be_settled_is_looked_at_again_with_backoff() {
             .filter(|r| r.path.ends_with("/configmaps/service-scaler-hibernation"))
             .count()
     };
-    h.fake.inject(ledger.clone(), Fault::Status(500), usize::MAX);
+    h.fake
+        .inject(ledger.clone(), Fault::Status(500), usize::MAX);
     let (deleted, gone) = tokio::sync::mpsc::unbounded_channel();
     let upkeep = tokio::spawn(service_scaler::ledger::upkeep(h.ctx.clone(), gone));
     tokio::time::sleep(Duration::from_millis(60_500)).await;
@@ -2209,7 +2210,11 @@ async fn a_ledger_that_cannot_be_settled_is_looked_at_again_with_backoff() {
     h.fake.fail_next(ledger, 500);
     deleted.send(format!("{NS}/gone")).unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert_eq!(looks(), 9, "the failed entry's look, then the whole ledger 1 s later");
+    assert_eq!(
+        looks(),
+        9,
+        "the failed entry's look, then the whole ledger 1 s later"
+    );
     upkeep.abort();
 }
 

@@ -419,14 +419,20 @@ fn every_object_the_readme_shows_is_valid_against_its_crd() {
         .collect();
     let mut kinds = std::collections::BTreeSet::new();
     for block in &blocks {
-        let object: Value = serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("{block}\n{e}"));
+        let object: Value =
+            serde_saphyr::from_str(block).unwrap_or_else(|e| panic!("{block}\n{e}"));
         let kind = object["kind"].as_str().unwrap().to_owned();
         validate(&kind, &object).unwrap_or_else(|e| panic!("README's {kind}: {e}"));
         kinds.insert(kind);
     }
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
-        ["ScaleDownSchedule", "ServiceScaler", "StackableScaler", "WorkshopScalingPolicy"],
+        [
+            "ScaleDownSchedule",
+            "ServiceScaler",
+            "StackableScaler",
+            "WorkshopScalingPolicy"
+        ],
         "one object per controller"
     );
 }
