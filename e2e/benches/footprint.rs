@@ -1,9 +1,9 @@
 //! What a controller costs a cluster, measured on the binary against the real control plane
 //! (`make bench`; the figures, not timed tests): resident memory idle, holding N objects and
 //! after two churns of 5 000 objects, /metrics series likewise, startup with N objects present,
-//! reconcile latency and rate, CPU per 1 000 passes, and the API requests it makes per steady
-//! reconcile, per mass change (by verb) and per idle minute, counted per ServiceAccount from the
-//! API server's audit log. Beside each mass change a baseline client makes the same requests per
+//! reconcile latency and rate, steady CPU per 1 000 objects checked, and the API requests it
+//! makes per steady reconcile, per mass change (by verb) and per idle minute, counted per
+//! ServiceAccount from the API server's audit log. Beside each mass change a baseline client makes the same requests per
 //! object with ebb's defaults (8 objects at a time, no QPS limit), as ebb's ServiceAccount and
 //! with a follower of ebb watching, and ebb's time is printed as a multiple of it; a client
 //! saturating the server is a figure beside.

@@ -338,29 +338,25 @@ impl Controller {
 
     /// The process's resident memory in KiB (from /proc).
     pub fn rss_kib(&self) -> Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .context("no VmRSS in /proc status")
+        self.status_kib("VmRSS:")
     }
 
     /// The process's resident memory as the kernel splits it, in KiB: anonymous (heap, stacks:
     /// what the process allocated and its allocator kept) and file-backed (the binary and its
     /// libraries, mapped and touched).
     pub fn rss_split_kib(&self) -> Result<(u64, u64)> {
+        Ok((self.status_kib("RssAnon:")?, self.status_kib("RssFile:")?))
+    }
+
+    /// A `/proc/<pid>/status` field given in kB, e.g. `VmRSS:`.
+    fn status_kib(&self, field: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<u64>().ok())
-                .with_context(|| format!("no {name} in /proc status"))
-        };
-        Ok((field("RssAnon:")?, field("RssFile:")?))
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no {field} in /proc status"))
     }
 
     /// The process id.
