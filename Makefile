@@ -3,9 +3,10 @@ SHELL := /usr/bin/env bash
 CARGO ?= cargo
 HELM ?= $(shell .ci/install-helm 2>/dev/null || echo helm)
 CONTROLLERS := workshop-scaler service-scaler scaledown-window stackable-scaler
-CHARTS := $(wildcard charts/*/Chart.yaml)
+# The charts (charts/ebb-common is the library they share, not a chart to install).
+CHARTS := $(filter-out charts/ebb-common/Chart.yaml,$(wildcard charts/*/Chart.yaml))
 
-.PHONY: deps build test fmt fmt-check clippy workflows-check deny deny-advisories unit crds crds-check charts-readme dashboards chart-docs charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
+.PHONY: deps build test fmt fmt-check clippy workflows-check deny deny-advisories unit crds crds-check charts-readme dashboards chart-docs chart-deps chart-schemas charts-check rules-test images try cluster e2e e2e-1.28 cluster-bin cluster-bin-1.28 demo bench clean fuzz
 
 # A Go older than e2e/cluster/go.mod asks for fetches the right toolchain from the module proxy.
 export GOTOOLCHAIN ?= auto
@@ -92,9 +93,20 @@ dashboards:
 chart-docs:
 	.ci/chart-docs
 
+## chart-deps: each chart's copy of charts/ebb-common, the library chart holding the templates every
+## chart shares (`helm dependency build`, offline: a file:// dependency). Every target that renders
+## a chart runs it first; do the same before `helm install ./charts/<chart>`.
+chart-deps:
+	@for chart in $(dir $(CHARTS)); do $(HELM) dependency build --skip-refresh $$chart >/dev/null || exit 1; done
+
+## chart-schemas: write each chart's values.schema.json from its one source: the keys every chart
+## shares (charts/ebb-common/values.schema.common.json) and the chart's own (values.schema.own.json).
+chart-schemas:
+	.ci/chart-schemas
+
 ## charts-check: helm lint + template every chart in every flag combination, RBAC agreement;
 ## then the end-to-end suite, which skips itself unless EBB_E2E=1 (it needs a cluster).
-charts-check:
+charts-check: chart-deps
 	$(CARGO) build --quiet --workspace --bins  # the check compares chart flags with each binary's --help
 	@if [ -n "$(CHARTS)" ]; then HELM="$(HELM)" .ci/check-charts; else echo "no charts yet"; fi
 	.ci/chart-docs --check
@@ -102,7 +114,7 @@ charts-check:
 ## rules-test: every chart's PrometheusRule, rendered by helm template, checked and unit-tested by
 ## promtool (built from the pinned Prometheus Go module, .ci/install-promtool) against the tests
 ## in e2e/rules/: each alert fires when it should and not when it should not.
-rules-test:
+rules-test: chart-deps
 	HELM="$(HELM)" e2e/rules/run
 
 ## cluster-bin: build ebb-cluster (etcd, kube-apiserver, kube-controller-manager and the node's
@@ -132,12 +144,12 @@ images: cluster-bin
 ## try: a playground for a newcomer: the cluster with its node, the four charts installed from
 ## the images built here and one example of each (e2e/playground/), a kubeconfig for your own
 ## shell (through a relay on 127.0.0.1), until Ctrl-C; then everything it started stops.
-try: deps images
+try: deps images chart-deps
 	HELM="$(HELM)" e2e/try
 
 ## cluster: only the cluster with its node (in e2e/isolated's namespaces), a kubeconfig for your
 ## own shell in target/try/, until Ctrl-C.
-cluster: deps cluster-bin
+cluster: deps cluster-bin chart-deps
 	$(CARGO) build --quiet --workspace --bins
 	.ci/images
 	HELM="$(HELM)" e2e/try --bare
@@ -151,7 +163,7 @@ cluster: deps cluster-bin
 ## starting): four tests of a binary run at a time, not libtest's one per core (about 0.3 of a
 ## core is busy on average; 3.5 minutes less on 2 cores).
 E2E_THREADS := 4
-e2e: cluster-bin images
+e2e: cluster-bin images chart-deps
 	$(CARGO) test --no-run --quiet -p ebb-e2e
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN) e2e/isolated $(CARGO) test -p ebb-e2e -- --nocapture --test-threads=$(E2E_THREADS)
 	HELM="$(HELM)" e2e/try --smoke
@@ -161,7 +173,7 @@ e2e: cluster-bin images
 ## e2e-1.28: the smoke scenarios (the fake held to the real server, a service-scaler window, a
 ## stackable-scaler hook and its webhook) against Kubernetes 1.28.
 E2E_SMOKE := --test fake_and_real --test crd_rules --test service_scaler --test stackable_scaler
-e2e-1.28: cluster-bin-1.28
+e2e-1.28: cluster-bin-1.28 chart-deps
 	$(CARGO) build --quiet --workspace --bins
 	HELM="$(HELM)" EBB_CLUSTER_BIN=$(CLUSTER_BIN_128) e2e/isolated $(CARGO) test -p ebb-e2e $(E2E_SMOKE) -- --nocapture --test-threads=$(E2E_THREADS)
 
@@ -181,7 +193,7 @@ fuzz:
 ## call, then each release binary against the real control plane (memory, startup, churn, series,
 ## reconcile latency and rate, CPU per pass, API requests from the audit log, each mass change
 ## beside a baseline client's) with EBB_BENCH_SIZES objects (default 1000,10000).
-bench: deps cluster-bin
+bench: deps cluster-bin chart-deps
 	$(CARGO) bench -p ebb-schedule --bench transitions
 	$(CARGO) build --release --quiet --bins -p workshop-scaler -p service-scaler -p scaledown-window -p stackable-scaler
 	@# Built here, with the registries in reach: e2e/isolated's namespace has no network.

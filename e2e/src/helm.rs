@@ -59,7 +59,7 @@ impl<'a> Release<'a> {
     }
 
     fn run_timed(&self, verb: &str, sets: &[&str]) -> Result<Duration> {
-        let chart = repo_root().join("charts").join(&self.chart);
+        let chart = crate::rbac::chart_dir(&self.chart)?;
         let chart = chart.to_str().context("chart path is not UTF-8")?;
         let mut args = vec![verb, &self.name, chart, "--wait", "--timeout", TIMEOUT];
         for set in LOCAL_IMAGES.iter().chain(sets) {

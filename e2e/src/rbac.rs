@@ -63,6 +63,35 @@ pub fn helm() -> String {
         .unwrap_or_else(|| "helm".into())
 }
 
+/// `charts/<chart>`, ready to render: its copy of the library chart the charts share
+/// (charts/ebb-common) made by `helm dependency build`, once per chart and process, so a change
+/// to the library is what the suite renders even when it runs without `make chart-deps`.
+///
+/// # Errors
+/// Helm could not build the dependency.
+pub fn chart_dir(chart: &str) -> Result<PathBuf> {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let dir = repo_root().join("charts").join(chart);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.iter().any(|c| c == chart) {
+        let out = Command::new(helm())
+            .args(["dependency", "build", "--skip-refresh"])
+            .arg(&dir)
+            .output()
+            .context("run helm dependency build")?;
+        if !out.status.success() {
+            bail!(
+                "helm dependency build {chart}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        built.push(chart.to_owned());
+    }
+    Ok(dir)
+}
+
 /// `helm template` of `charts/<chart>` as release `release` in `namespace`, with `sets`
 /// (`key=value`, as `--set`), as parsed documents.
 pub fn render(
@@ -74,7 +103,7 @@ pub fn render(
     let mut cmd = Command::new(helm());
     cmd.arg("template")
         .arg(release)
-        .arg(repo_root().join("charts").join(chart))
+        .arg(chart_dir(chart)?)
         .args(["--namespace", namespace])
         .args(["--set", &format!("fullnameOverride={release}")])
         .args(["--set", "crds.install=false"]);

@@ -182,10 +182,9 @@ async fn authenticated_metrics_stay_readable_through_an_api_outage() {
 /// outage, seconds from its start (promtool's clock starts at 0). Checked by promtool.
 fn unreachable_fires_on(namespace: &str, scraped: &[f64]) {
     use std::process::Command;
-    let root = ebb_e2e::repo_root();
     let rendered = Command::new(ebb_e2e::rbac::helm())
         .args(["template", "ebb"])
-        .arg(root.join("charts/service-scaler"))
+        .arg(ebb_e2e::rbac::chart_dir("service-scaler").expect("the chart's dependency builds"))
         .args([
             "-n",
             namespace,
@@ -254,7 +253,7 @@ fn unreachable_fires_on(namespace: &str, scraped: &[f64]) {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("rules.json"), spec.to_string()).unwrap();
     std::fs::write(dir.join("test.json"), test.to_string()).unwrap();
-    let promtool = Command::new(root.join(".ci/install-promtool"))
+    let promtool = Command::new(ebb_e2e::repo_root().join(".ci/install-promtool"))
         .output()
         .unwrap();
     assert!(

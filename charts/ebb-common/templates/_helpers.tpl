@@ -1,6 +1,7 @@
 {{/*
-Shared by every ebb chart: this file is identical in every chart's templates/ (.ci/check-charts fails
-when the copies differ). What differs per controller lives in _controller.tpl.
+The helpers of every ebb chart. Each chart depends on this library (Chart.yaml, file://../ebb-common)
+and its templates/*.yaml are one include each of the template of that name here; what differs per
+controller lives in the chart's own templates/_controller.tpl, included through "ebb.own".
 */}}
 
 {{/* The controller this chart runs: its binary, the prefix of its metrics, the name of its own
