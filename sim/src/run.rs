@@ -124,21 +124,22 @@ fn write_charts(outcome: &Outcome, dir: &Path) -> Result<Vec<String>, RunError> 
     Ok(written)
 }
 
-/// The outcome as text (timeline, summary, charts) or JSON (the same, as one object).
+/// The outcome as text (timeline, summary, charts), or JSON or YAML (the same, as one object).
 pub fn render(outcome: &Outcome, charts: &[String], format: OutputFormat) -> String {
+    let value = || {
+        json!({
+            "name": outcome.name,
+            "summary": outcome.summary,
+            "timeline": outcome.timeline,
+            "charts": charts,
+        })
+    };
     match format {
-        OutputFormat::Json => {
-            let value = json!({
-                "name": outcome.name,
-                "summary": outcome.summary,
-                "timeline": outcome.timeline,
-                "charts": charts,
-            });
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            )
-        }
+        OutputFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&value()).unwrap_or_default()
+        ),
+        OutputFormat::Yaml => ebb_runtime::plan::yaml_document(&value()),
         OutputFormat::Text => {
             let mut out = format!("== {}\n\n-- timeline\n", outcome.name);
             out.push_str(&outcome.timeline.text());

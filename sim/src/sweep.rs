@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use ebb_runtime::plan::OutputFormat;
 use jiff::SignedDuration;
 use serde::Serialize;
-use serde_json::{Number, Value, json};
+use serde_json::{Number, Value};
 
 use crate::draw::Spread;
 use crate::run::{RunError, read, simulate};
@@ -326,8 +326,8 @@ fn setting_text(row: &Row) -> String {
 
 /// The sweep as a table (or JSON).
 pub fn render(sweep: &Sweep, format: OutputFormat) -> String {
-    if format == OutputFormat::Json {
-        return format!("{}\n", json!(sweep));
+    if let Some(structured) = format.structured(sweep) {
+        return structured;
     }
     let mut out = String::new();
     let names: Vec<&str> = sweep

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::plan::{ManifestError, ZonedArgs, local_times, zones_named};
+use ebb_runtime::plan::{Failure, ManifestError, PlanFailure, ZonedArgs, local_times, zones_named};
 use ebb_runtime::tz::TzError;
 use ebb_schedule::Zone;
 use jiff::Timestamp;
@@ -56,6 +56,16 @@ pub enum PlanError {
         /// The field and the rule.
         invalid: InvalidSpec,
     },
+}
+
+impl PlanFailure for PlanError {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Manifest(error) => error.failure(),
+            Self::TzData(error) => error.failure(),
+            Self::Invalid { .. } => Failure::Invalid,
+        }
+    }
 }
 
 /// The answer, as JSON: exactly these fields.
@@ -112,7 +122,7 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
         now,
     )?;
     let calendars = args.zoned.calendars("scaledown-window plan")?;
-    let mut out = String::new();
+    let mut answers = args.zoned.output.answers();
     for schedule in &objects {
         let (report, decision) =
             offline(schedule, &calendars, at, &args.maintenance()).map_err(|invalid| {
@@ -122,14 +132,9 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
                 }
             })?;
         let zones = zones(schedule);
-        out.push_str(
-            &args
-                .zoned
-                .output
-                .render(&report, |report| text(report, &decision, at, &zones)),
-        );
+        answers.push(report, |report| text(report, &decision, at, &zones));
     }
-    Ok(out)
+    Ok(answers.finish())
 }
 
 /// The zones the windows name, in which the text output shows instants.

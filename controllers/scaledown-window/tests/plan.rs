@@ -195,7 +195,7 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
         (
             &wrong_kind,
             "2026-01-01T00:00:00Z",
-            "kind: expected ScaleDownSchedule, got \"ServiceScaler\"",
+            "no ScaleDownSchedule in it (1 object of another kind)",
         ),
         (
             &bad_zone,

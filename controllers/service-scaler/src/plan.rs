@@ -23,7 +23,9 @@ use std::fmt::Write as _;
 
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::manifest::Schema;
-use ebb_runtime::plan::{ManifestError, Output, ZonedArgs, local_times, zones_named};
+use ebb_runtime::plan::{
+    Failure, ManifestError, Output, PlanFailure, ZonedArgs, local_times, zones_named,
+};
 use ebb_runtime::rfc3339;
 use ebb_runtime::tz::TzError;
 use ebb_schedule::Zone;
@@ -74,6 +76,16 @@ pub enum PlanError {
     TzData(#[from] TzError),
 }
 
+impl PlanFailure for PlanError {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Manifest(error) => error.failure(),
+            Self::TzData(error) => error.failure(),
+            Self::Invalid { .. } => Failure::Invalid,
+        }
+    }
+}
+
 /// Effective settings, every key present (`null` for a removed or unset target).
 #[derive(Serialize, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -114,16 +126,17 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let (at, objects) =
         args.read::<ServiceScaler, PlanError>("service-scaler plan", ebb_crds::all_crds(), now)?;
     let calendars = args.calendars("service-scaler plan")?;
-    let mut out = String::new();
+    let mut answers = args.output.answers();
     for scaler in &objects {
-        let answer =
-            render(scaler, &calendars, at, args.output).map_err(|errors| PlanError::Invalid {
-                path: args.path(),
-                errors,
-            })?;
-        out.push_str(&answer);
+        let invalid = |errors| PlanError::Invalid {
+            path: args.path(),
+            errors,
+        };
+        let answer = offline(scaler, &calendars, at).map_err(invalid)?;
+        let schedule = Schedule::from_spec(&scaler.spec, &calendars).map_err(invalid)?;
+        answers.push(answer, |answer| text(scaler, &schedule, answer, at));
     }
-    Ok(out)
+    Ok(answers.finish())
 }
 
 /// The zones `scaler`'s ranges name, in which the text output shows instants.

@@ -4,7 +4,12 @@ use super::*;
 
 /// The one ServiceScaler of `text`, read as `plan` reads it.
 fn parse_manifest(source: &str, text: &str) -> Result<ServiceScaler, ManifestError> {
-    let read = ebb_runtime::manifest::parse::<ServiceScaler>(source, text, &schema(), false)?;
+    let read = ebb_runtime::manifest::parse::<ServiceScaler>(
+        source,
+        text,
+        &schema(),
+        ebb_runtime::manifest::Strictness::default(),
+    )?;
     Ok(read.objects.into_iter().next().unwrap())
 }
 

@@ -327,7 +327,7 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
             "json",
         ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{spec}");
+        assert_eq!(out.status.code(), Some(1), "an invalid object: {spec}");
         assert!(out.stdout.is_empty());
         assert!(stderr.contains(expected), "{spec}: {stderr}");
     }
@@ -337,7 +337,7 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
         "--at",
         "tomorrow",
     ]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "usage");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--at"));
     let out = plan(&[
         "--file",
@@ -345,7 +345,7 @@ fn invalid_input_exits_non_zero_naming_the_field_and_the_rule() {
         "--at",
         "2026-01-01T00:00:00Z",
     ]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(3), "unreadable input");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/scaler.yaml"));
 }
 
@@ -600,10 +600,14 @@ fn every_document_of_a_file_or_stdin_is_decided_and_at_defaults_to_now() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let names: Vec<Value> = String::from_utf8(out.stdout)
+    // Several answers are one `List`, on one line.
+    let list: Value = plan_cli::json_of(&out);
+    assert_eq!(list["kind"], "List");
+    let names: Vec<Value> = list["items"]
+        .as_array()
         .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["name"].clone())
+        .iter()
+        .map(|answer| answer["name"].clone())
         .collect();
     assert_eq!(names, [json!("dummy-acorn-service"), json!("second")]);
 }

@@ -9,7 +9,7 @@
 
 use ebb_crds::stackable::{HookSpec, StackableScaler};
 use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{ManifestError, Output};
+use ebb_runtime::plan::{Failure, ManifestError, Output, PlanFailure};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -153,6 +153,17 @@ pub enum PlanError {
     },
 }
 
+impl PlanFailure for PlanError {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Manifest(error) => error.failure(),
+            // A flag (`--workload-replicas`) is the command line's.
+            Self::Invalid { field, .. } if field.starts_with("--") => Failure::Usage,
+            Self::Invalid { .. } => Failure::Invalid,
+        }
+    }
+}
+
 fn validate(path: &str, scaler: &StackableScaler) -> Result<(), PlanError> {
     let invalid = |field: &str, rule: String| PlanError::Invalid {
         path: path.to_owned(),
@@ -230,7 +241,8 @@ pub fn schema() -> Schema {
 
 /// Parses a manifest (read from `path`), strictly, and checks what the schema cannot.
 pub fn parse(path: &str, text: &str) -> Result<StackableScaler, PlanError> {
-    let read = manifest::parse::<StackableScaler>(path, text, &schema(), false)?;
+    let read =
+        manifest::parse::<StackableScaler>(path, text, &schema(), manifest::Strictness::default())?;
     let mut objects = read.objects.into_iter();
     match (objects.next(), objects.next()) {
         (Some(scaler), None) => {
@@ -395,13 +407,13 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     }
     let scalers =
         manifest::read::<StackableScaler>("stackable-scaler plan", &args.input, &schema())?;
-    let mut out = String::new();
+    let mut answers = args.output.answers();
     for scaler in &scalers {
         validate(&path, scaler)?;
         let output = offline(scaler, args.workload_replicas, &args.hooks, now);
-        out.push_str(&args.output.render(&output, render_text));
+        answers.push(output, render_text);
     }
-    Ok(out)
+    Ok(answers.finish())
 }
 
 #[cfg(test)]

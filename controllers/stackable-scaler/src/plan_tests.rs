@@ -54,7 +54,7 @@ fn invalid_input_names_the_field() {
     let err = parse("f.yaml", &MANIFEST.replace("StackableScaler", "Deployment")).unwrap_err();
     assert!(
         err.to_string()
-            .contains("kind: expected StackableScaler, got \"Deployment\""),
+            .contains("no StackableScaler in it (1 object of another kind)"),
         "{err}"
     );
     let err = parse("f.yaml", "spec: [").unwrap_err();

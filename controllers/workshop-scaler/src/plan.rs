@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
 use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{ManifestError, Output};
+use ebb_runtime::plan::{Failure, ManifestError, Output, PlanFailure};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -80,6 +80,16 @@ pub enum PlanError {
     },
 }
 
+impl PlanFailure for PlanError {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Manifest(error) => error.failure(),
+            Self::Flags(_) => Failure::Usage,
+            Self::Config { .. } => Failure::Invalid,
+        }
+    }
+}
+
 /// The schema `plan` holds a `kind` of Babylon's to: upstream's, with ebb's `spec.autoScaling`.
 pub fn schema(kind: &str) -> Schema {
     let auto_scaling =
@@ -116,12 +126,12 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
         }
         None => None,
     };
-    let mut out = String::new();
+    let mut answers = args.output.answers();
     for provision in &provisions {
         let output = offline(provision, workshop.as_ref(), args, at)?;
-        out.push_str(&args.output.render(&output, text));
+        answers.push(output, text);
     }
-    Ok(out)
+    Ok(answers.finish())
 }
 
 /// The decision for a parsed provision (and optional Workshop).

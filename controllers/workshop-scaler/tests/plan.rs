@@ -286,7 +286,7 @@ fn files_that_are_not_a_workshop_provision_are_rejected() {
     assert!(
         String::from_utf8(out.stderr)
             .unwrap()
-            .contains("kind: expected WorkshopProvision, got \"Workshop\"")
+            .contains("no WorkshopProvision in it (1 object of another kind)")
     );
 
     let missing = TempFile::new(

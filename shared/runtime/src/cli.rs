@@ -19,7 +19,7 @@ use crate::CommonArgs;
 use crate::cleanup::{CleanupArgs, CleanupError};
 use crate::clock::{Clock, SystemClock};
 
-use crate::plan::finish;
+use crate::plan::{EXIT_STATUS, PlanFailure, finish, finish_plan};
 
 /// Both ways to start a controller binary.
 #[derive(clap::Parser, Debug)]
@@ -62,7 +62,7 @@ impl About {
             .bin_name(self.name)
             .about(self.about)
             .version(env!("CARGO_PKG_VERSION"))
-            .mut_subcommand("plan", |c| c.about(self.plan))
+            .mut_subcommand("plan", |c| c.about(self.plan).after_help(EXIT_STATUS))
     }
 
     /// Parses `args` (the program name first).
@@ -94,7 +94,7 @@ where
     P: clap::Args,
     Run: Future<Output = Result<(), RunError>>,
     RunError: Display,
-    PlanError: Display,
+    PlanError: PlanFailure,
     Clean: FnOnce(CleanupArgs<R>) -> Cleaned,
     Cleaned: Future<Output = Result<String, CleanupError>>,
 {
@@ -103,7 +103,7 @@ where
         Err(e) => e.exit(),
     };
     match cli.command {
-        Some(Command::Plan(args)) => finish(
+        Some(Command::Plan(args)) => finish_plan(
             &format!("{} plan", about.name),
             plan(&args, SystemClock.now()),
         ),
@@ -192,6 +192,15 @@ mod tests {
         assert!(help.contains("Scales demos."), "{help}");
         assert!(help.contains("demo-scaler"), "{help}");
         assert!(help.contains("Decide for one Demo file"), "{help}");
+        let plan = ABOUT
+            .command::<Run, Plan>()
+            .find_subcommand_mut("plan")
+            .map(|plan| plan.render_long_help().to_string())
+            .unwrap();
+        assert!(
+            plan.contains("Exit status: 0 every object planned; 1 an object is invalid"),
+            "{plan}"
+        );
         let version = ABOUT.command::<Run, Plan>().render_version();
         assert_eq!(
             version.trim(),

@@ -31,8 +31,8 @@ pub trait Controller: Sized + 'static {
     type PlanArgs: clap::Args;
     /// Its own metrics.
     type Metrics: Send + 'static;
-    /// Why `plan` failed.
-    type PlanError: Display;
+    /// Why `plan` failed, and which exit status that is.
+    type PlanError: crate::plan::PlanFailure;
     /// Why `cleanup` failed.
     type CleanError: Display;
 

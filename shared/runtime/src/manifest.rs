@@ -2,6 +2,8 @@
 //!
 //! - From a file or standard input (`-f -`), one document or several (`---`), or a `List` (what
 //!   `kubectl get -o yaml` prints).
+//! - Objects of other kinds are skipped, with one note on stderr, so that a `helm template` or
+//!   `kustomize build` stream can be piped in whole; `--strict-kinds` refuses them instead.
 //! - No silent typos: a field the kind's schema does not declare is an error naming its path and
 //!   the nearest declared name (`spec.timeRangeSpec[0].timeZon: unknown field, did you mean
 //!   "timeZone"?`), as `kubectl apply`'s strict field validation says; `--lenient` makes it a
@@ -32,6 +34,10 @@ pub struct Input {
     /// Report fields the schema does not declare as warnings instead of refusing the manifest.
     #[arg(long)]
     pub lenient: bool,
+    /// Refuse objects of other kinds instead of skipping them (with a note on stderr). Without
+    /// it, a whole `helm template` or `kustomize build` stream can be piped in.
+    #[arg(long)]
+    pub strict_kinds: bool,
 }
 
 impl Input {
@@ -260,13 +266,35 @@ fn nearest(key: &str, declared: Vec<&str>) -> Option<String> {
         .map(|(_, d)| d.to_owned())
 }
 
-/// The objects read, and the fields let through because of `--lenient`.
+/// How strictly an input is read: `--lenient` and `--strict-kinds`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Strictness {
+    /// Fields the schema does not declare are warnings, not errors.
+    pub lenient: bool,
+    /// Objects of other kinds are errors, not skipped.
+    pub strict_kinds: bool,
+}
+
+impl Input {
+    /// How strictly this input is read.
+    pub fn strictness(&self) -> Strictness {
+        Strictness {
+            lenient: self.lenient,
+            strict_kinds: self.strict_kinds,
+        }
+    }
+}
+
+/// The objects read, the fields let through because of `--lenient`, and the objects of other
+/// kinds passed over.
 #[derive(Debug)]
 pub struct Manifests<K> {
     /// The objects, in document order.
     pub objects: Vec<K>,
     /// One line per field the schema does not declare (only with `--lenient`).
     pub warnings: Vec<String>,
+    /// Each object of another kind, as `Kind name` (without `--strict-kinds`).
+    pub skipped: Vec<String>,
 }
 
 /// Reads every object of kind `K` from `input.file` (or standard input for `-`), checked against
@@ -280,11 +308,36 @@ where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     let (source, text) = read_source(&input.file)?;
-    let read = parse(&source, &text, schema, input.lenient)?;
+    let read = parse(&source, &text, schema, input.strictness())?;
     for warning in &read.warnings {
         eprintln!("{program}: warning: {warning}");
     }
+    if let Some(note) = skipped_note(&read.skipped) {
+        eprintln!("{program}: {note}");
+    }
     Ok(read.objects)
+}
+
+/// The one line said of the objects of other kinds an input held, if any: how many, and the
+/// first few.
+pub fn skipped_note(skipped: &[String]) -> Option<String> {
+    const SHOWN: usize = 3;
+    let (first, rest) = skipped.split_at(skipped.len().min(SHOWN));
+    if first.is_empty() {
+        return None;
+    }
+    let more = match rest.len() {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let objects = match skipped.len() {
+        1 => "1 object of another kind".to_owned(),
+        n => format!("{n} objects of other kinds"),
+    };
+    Some(format!(
+        "skipped {objects}: {}{more} (--strict-kinds refuses them)",
+        first.join(", ")
+    ))
 }
 
 /// Reads `path`, or standard input for `-`: the name to show in errors, and the text.
@@ -324,16 +377,16 @@ pub fn parse<K>(
     source: &str,
     text: &str,
     schema: &Schema,
-    lenient: bool,
+    strictness: Strictness,
 ) -> Result<Manifests<K>, ManifestError>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     // serde-saphyr's message says where (line and column); empty documents are left out.
     let values: Vec<Value> = serde_saphyr::from_multiple_with_options::<Json>(text, yaml_options())
-        .map_err(|e| ManifestError::Parse {
+        .map_err(|e| ManifestError::NotYaml {
             path: source.to_owned(),
-            message: format!("not valid YAML: {e}"),
+            message: e.to_string(),
         })?
         .into_iter()
         .map(|json| json.0)
@@ -343,10 +396,11 @@ where
     let mut reader = Reader {
         expected: K::kind(&()).into_owned(),
         schema,
-        lenient,
+        strictness,
         manifests: Manifests {
             objects: Vec::new(),
             warnings: Vec::new(),
+            skipped: Vec::new(),
         },
     };
     for (index, value) in values.iter().enumerate() {
@@ -364,16 +418,19 @@ where
             None => vec![(at, value)],
         };
         for (at, object) in objects {
-            reader.check(&at, object)?;
+            if !reader.check(&at, object)? {
+                continue;
+            }
             let read = serde_path_to_error::deserialize(object)
                 .map_err(|e| format!("{}: {}", e.path(), e.inner()));
             reader.push(&at, read)?;
         }
     }
     if reader.manifests.objects.is_empty() {
-        return Err(ManifestError::Parse {
+        return Err(ManifestError::Nothing {
             path: source.to_owned(),
-            message: format!("no {} in it", reader.expected),
+            kind: reader.expected,
+            skipped: reader.manifests.skipped.len(),
         });
     }
     Ok(reader.manifests)
@@ -501,13 +558,14 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
 struct Reader<'s, K> {
     expected: String,
     schema: &'s Schema,
-    lenient: bool,
+    strictness: Strictness,
     manifests: Manifests<K>,
 }
 
 impl<K> Reader<'_, K> {
-    /// The kind, and the fields the schema does not declare.
-    fn check(&mut self, at: &str, value: &Value) -> Result<(), ManifestError> {
+    /// Whether `value` is of the kind read (another is skipped, or refused with
+    /// `--strict-kinds`), and the fields the schema does not declare.
+    fn check(&mut self, at: &str, value: &Value) -> Result<bool, ManifestError> {
         let error = |message: String| ManifestError::Parse {
             path: at.to_owned(),
             message,
@@ -515,10 +573,21 @@ impl<K> Reader<'_, K> {
         let expected = &self.expected;
         let found = value.get("kind").and_then(Value::as_str).unwrap_or("");
         if found != expected {
-            return Err(error(format!("kind: expected {expected}, got {found:?}")));
+            if self.strictness.strict_kinds {
+                return Err(error(format!(
+                    "kind: expected {expected}, got {found:?} (--strict-kinds)"
+                )));
+            }
+            let name = value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("(no name)");
+            let found = if found.is_empty() { "(no kind)" } else { found };
+            self.manifests.skipped.push(format!("{found} {name}"));
+            return Ok(false);
         }
         let unknown = self.schema.unknown_fields(value);
-        if !unknown.is_empty() && !self.lenient {
+        if !unknown.is_empty() && !self.strictness.lenient {
             let lines: Vec<String> = unknown.iter().map(ToString::to_string).collect();
             return Err(error(format!(
                 "{} (fields the {expected} schema does not declare; --lenient reads on)",
@@ -528,7 +597,7 @@ impl<K> Reader<'_, K> {
         self.manifests
             .warnings
             .extend(unknown.iter().map(|field| format!("{at}: {field}")));
-        Ok(())
+        Ok(true)
     }
 
     fn push(&mut self, at: &str, read: Result<K, String>) -> Result<(), ManifestError> {

@@ -4,6 +4,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 
 use super::*;
+use crate::plan::{Failure, PlanFailure};
+
+const LENIENT: Strictness = Strictness {
+    lenient: true,
+    strict_kinds: false,
+};
 
 /// A schema shaped as ebb's CRDs are: declared fields, a map, a list of objects, a free-form
 /// subtree.
@@ -107,7 +113,8 @@ fn several_documents_and_lists_are_read_in_order() {
                 apiVersion: v1\nkind: List\nitems:\n\
                 - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n\
                 - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: v}}\n";
-    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), false).unwrap();
+    let read: Manifests<ConfigMap> =
+        parse("f.yaml", text, &config_map_schema(), Strictness::default()).unwrap();
     let names: Vec<_> = read
         .objects
         .iter()
@@ -115,28 +122,84 @@ fn several_documents_and_lists_are_read_in_order() {
         .collect();
     assert_eq!(names, ["a", "b", "c"]);
 
-    // Another kind among them is named with its document.
-    let text =
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Secret\n";
-    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    let err =
+        parse::<ConfigMap>("f.yaml", "", &config_map_schema(), Strictness::default()).unwrap_err();
+    assert_eq!(err.to_string(), "f.yaml: no ConfigMap in it");
+    assert_eq!(err.failure(), Failure::Unreadable);
+}
+
+/// A stream of several kinds (what `helm template` or `kustomize build` prints) is read for the
+/// kind asked; the others are passed over and named, or, with `--strict-kinds`, refused with
+/// their document.
+#[test]
+fn other_kinds_are_skipped_and_named_unless_strict() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n\
+                ---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\
+                apiVersion: v1\nkind: List\nitems:\n\
+                - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n\
+                - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n\
+                - {apiVersion: v1, kind: Service, metadata: {name: web}}\n\
+                - {apiVersion: v1, kind: Service, metadata: {name: api}}\n";
+    let read: Manifests<ConfigMap> =
+        parse("f.yaml", text, &config_map_schema(), Strictness::default()).unwrap();
+    let names: Vec<_> = read
+        .objects
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(
+        read.skipped,
+        ["Deployment web", "Secret s", "Service web", "Service api"]
+    );
+    assert_eq!(
+        skipped_note(&read.skipped).unwrap(),
+        "skipped 4 objects of other kinds: Deployment web, Secret s, Service web and 1 more \
+         (--strict-kinds refuses them)"
+    );
+    assert_eq!(skipped_note(&[]), None);
+
+    let strict = Strictness {
+        strict_kinds: true,
+        ..Strictness::default()
+    };
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), strict).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "f.yaml: document 2: kind: expected ConfigMap, got \"Secret\""
+        "f.yaml: document 1: kind: expected ConfigMap, got \"Deployment\" (--strict-kinds)"
     );
-    let err = parse::<ConfigMap>("f.yaml", "", &config_map_schema(), false).unwrap_err();
-    assert_eq!(err.to_string(), "f.yaml: no ConfigMap in it");
+    assert_eq!(err.failure(), Failure::Invalid);
+
+    // Nothing of the kind: said with how many others there were, as unreadable input.
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n";
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), Strictness::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "f.yaml: no ConfigMap in it (1 object of another kind)"
+    );
+    assert_eq!(err.failure(), Failure::Unreadable);
+    let err = parse::<ConfigMap>(
+        "f.yaml",
+        "a: [",
+        &config_map_schema(),
+        Strictness::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.failure(), Failure::Unreadable);
 }
 
 #[test]
 fn unknown_fields_refuse_the_manifest_unless_lenient() {
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndatta: {k: v}\n";
-    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), Strictness::default())
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "f.yaml: datta: unknown field, did you mean \"data\"? (fields the ConfigMap schema does \
          not declare; --lenient reads on)"
     );
-    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), true).unwrap();
+    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), LENIENT).unwrap();
     assert_eq!(read.objects.len(), 1);
     assert_eq!(
         read.warnings,
@@ -147,7 +210,8 @@ fn unknown_fields_refuse_the_manifest_unless_lenient() {
 #[test]
 fn a_field_of_the_wrong_shape_is_named() {
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: [1]}\n";
-    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), Strictness::default())
+        .unwrap_err();
     assert!(
         err.to_string().starts_with("f.yaml: data.k: invalid type"),
         "{err}"
@@ -222,12 +286,14 @@ fn a_file_is_read_and_an_unreadable_one_named() {
 fn yaml_becomes_json_with_strings_kept_and_no_infinity() {
     let text =
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: no}\ndata: {k: n}\n";
-    let read: Manifests<ConfigMap> = parse("f.yaml", text, &config_map_schema(), false).unwrap();
+    let read: Manifests<ConfigMap> =
+        parse("f.yaml", text, &config_map_schema(), Strictness::default()).unwrap();
     assert_eq!(read.objects[0].metadata.namespace.as_deref(), Some("no"));
     assert_eq!(read.objects[0].data.as_ref().unwrap()["k"], "n");
     let text = "apiVersion: v1\nkind: List\nitems:\n\
                 - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: .nan}}\n";
-    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), false).unwrap_err();
+    let err = parse::<ConfigMap>("f.yaml", text, &config_map_schema(), Strictness::default())
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("items[0].data.k: NaN is not a number a Kubernetes object can hold"),

@@ -19,15 +19,28 @@ pub enum OutputFormat {
     /// A few lines for humans.
     #[default]
     Text,
-    /// One JSON object on one line.
+    /// JSON: one answer as one object on one line; several as one `List` of them.
     Json,
+    /// YAML: one answer as one document; several as one `List` of them.
+    Yaml,
 }
 
-/// The `--output` flag of `plan`, flattened into each controller's `PlanArgs`.
+impl OutputFormat {
+    /// `value` as JSON (one line) or YAML, with a trailing newline; `None` for text.
+    pub fn structured<T: Serialize>(self, value: &T) -> Option<String> {
+        match self {
+            Self::Text => None,
+            Self::Json => Some(json_line(value)),
+            Self::Yaml => Some(yaml_document(value)),
+        }
+    }
+}
+
+/// The `--output` (`-o`) flag of `plan`, flattened into each controller's `PlanArgs`.
 #[derive(clap::Args, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Output {
-    /// Output format.
-    #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    /// Output format. json and yaml print one answer as one object, several as a `List`.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
 }
 
@@ -40,12 +53,68 @@ impl Output {
     pub const TEXT: Self = Self {
         format: OutputFormat::Text,
     };
+    /// `--output yaml`.
+    pub const YAML: Self = Self {
+        format: OutputFormat::Yaml,
+    };
 
-    /// `value` as asked: one line of JSON, or what `text` makes of it.
+    /// `value` alone as asked: one line of JSON, a YAML document, or what `text` makes of it.
     pub fn render<T: Serialize>(self, value: &T, text: impl FnOnce(&T) -> String) -> String {
+        self.format.structured(value).unwrap_or_else(|| text(value))
+    }
+
+    /// An empty set of answers, to be [`Answers::push`]ed and printed by [`Answers::finish`].
+    pub fn answers<T: Serialize>(self) -> Answers<T> {
+        Answers {
+            format: self.format,
+            text: String::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+/// The answers of one `plan` (one per object), printed together: the texts one after another,
+/// or, as JSON or YAML, the one answer as an object and several as one `List`, which `jq`,
+/// `yq` and `kubectl` take as a whole (not one line per object, as JSON was before). Each
+/// answer keeps its fields in the order its type declares them.
+#[derive(Debug)]
+pub struct Answers<T> {
+    format: OutputFormat,
+    text: String,
+    items: Vec<T>,
+}
+
+/// Several answers as one object: a `List`, as kubectl prints several objects.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct List<'a, T> {
+    api_version: &'static str,
+    kind: &'static str,
+    items: &'a [T],
+}
+
+impl<T: Serialize> Answers<T> {
+    /// Adds the answer `value`, whose text `text` makes (called only for text output).
+    pub fn push(&mut self, value: T, text: impl FnOnce(&T) -> String) {
         match self.format {
-            OutputFormat::Json => json_line(value),
-            OutputFormat::Text => text(value),
+            OutputFormat::Text => self.text.push_str(&text(&value)),
+            OutputFormat::Json | OutputFormat::Yaml => self.items.push(value),
+        }
+    }
+
+    /// What to print.
+    pub fn finish(self) -> String {
+        match self.items.as_slice() {
+            [] => self.text,
+            [one] => self.format.structured(one).unwrap_or_default(),
+            items => {
+                let list = List {
+                    api_version: "v1",
+                    kind: "List",
+                    items,
+                };
+                self.format.structured(&list).unwrap_or_default()
+            }
         }
     }
 }
@@ -85,7 +154,7 @@ impl ZonedArgs {
         let input = Input {
             file: file.clone(),
             at: None,
-            lenient: self.input.lenient,
+            ..self.input.clone()
         };
         let schema = Schema::for_kind(ebb_crds::all_crds(), "HolidayCalendar");
         let read: Vec<ebb_crds::calendar::HolidayCalendar> =
@@ -127,6 +196,42 @@ impl ZonedArgs {
     }
 }
 
+/// Why a `plan` failed, as its exit status tells a script or a pipeline ([`EXIT_STATUS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// An object breaks a rule of its kind: a field its schema does not declare or of the wrong
+    /// shape, a rule the controller holds it to, another kind under `--strict-kinds`. Exit 1.
+    Invalid,
+    /// The command line: a flag clap refuses, an `--at` that is not an instant, flags that
+    /// contradict each other. Exit 2, clap's own status for usage errors.
+    Usage,
+    /// The input cannot be read: a missing file, text that is not YAML, no object of the kind
+    /// in it, unusable `--tz-data`. Exit 3.
+    Unreadable,
+}
+
+impl Failure {
+    /// The exit status.
+    pub const fn exit_code(self) -> u8 {
+        match self {
+            Self::Invalid => 1,
+            Self::Usage => 2,
+            Self::Unreadable => 3,
+        }
+    }
+}
+
+/// What every `plan --help` (and README) says of the exit status.
+pub const EXIT_STATUS: &str = "Exit status: 0 every object planned; 1 an object is invalid \
+(a field, a rule, another kind with --strict-kinds); 2 usage (a flag, --at); 3 the input cannot \
+be read (no such file, not YAML, no object of the kind, --tz-data).";
+
+/// An error of a `plan`, and which [`Failure`] (exit status) it is.
+pub trait PlanFailure: Display {
+    /// Which failure this is.
+    fn failure(&self) -> Failure;
+}
+
 /// Why a manifest file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -139,6 +244,24 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    /// The text is not YAML (or JSON).
+    #[error("{path}: not valid YAML: {message}")]
+    NotYaml {
+        /// The file.
+        path: String,
+        /// The parser's message, with the line and column.
+        message: String,
+    },
+    /// No object of the kind is in the input.
+    #[error("{path}: no {kind} in it{}", skipped_note(*.skipped))]
+    Nothing {
+        /// The file.
+        path: String,
+        /// The kind looked for.
+        kind: String,
+        /// How many objects of other kinds it holds.
+        skipped: usize,
+    },
     /// `--at` is not an RFC 3339 instant.
     #[error("--at {value:?}: not an RFC 3339 instant such as 2026-03-27T11:00:00Z ({reason})")]
     At {
@@ -147,14 +270,38 @@ pub enum ManifestError {
         /// The parser's complaint.
         reason: String,
     },
-    /// The file is not one valid object of the expected kind.
+    /// An object of the input is not a valid object of the expected kind.
     #[error("{path}: {message}")]
     Parse {
-        /// The file.
+        /// The file (and document, or `List` item).
         path: String,
-        /// What is wrong, with the field (and line) where known.
+        /// What is wrong, with the field where known.
         message: String,
     },
+}
+
+fn skipped_note(skipped: usize) -> String {
+    match skipped {
+        0 => String::new(),
+        1 => " (1 object of another kind)".to_owned(),
+        n => format!(" ({n} objects of other kinds)"),
+    }
+}
+
+impl PlanFailure for ManifestError {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Read { .. } | Self::NotYaml { .. } | Self::Nothing { .. } => Failure::Unreadable,
+            Self::At { .. } => Failure::Usage,
+            Self::Parse { .. } => Failure::Invalid,
+        }
+    }
+}
+
+impl PlanFailure for TzError {
+    fn failure(&self) -> Failure {
+        Failure::Unreadable
+    }
 }
 
 /// `t` on the wall clocks of `zones`, for text output beside the UTC instant:
@@ -183,6 +330,16 @@ pub fn zones_named<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<ebb_sche
         .collect()
 }
 
+/// `value` as a YAML document (ending in a newline).
+pub fn yaml_document<T: Serialize>(value: &T) -> String {
+    // As `json_line`: plan outputs serialize.
+    let mut text = serde_saphyr::to_string(value).unwrap_or_default();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
 /// `value` as one line of JSON and a newline.
 pub fn json_line<T: Serialize>(value: &T) -> String {
     // Plan outputs are structs of strings, numbers and booleans: serializing cannot fail.
@@ -191,7 +348,23 @@ pub fn json_line<T: Serialize>(value: &T) -> String {
     line
 }
 
-/// The end of `main` for `plan`: prints the output, or the error on stderr and exits non-zero.
+/// The end of `main` for `plan`: prints the output, or the error on stderr and exits with its
+/// [`Failure`]'s status.
+pub fn finish_plan(program: &str, result: Result<String, impl PlanFailure>) -> ExitCode {
+    match result {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{program}: {error:#}");
+            ExitCode::from(error.failure().exit_code())
+        }
+    }
+}
+
+/// The end of `main` for a subcommand: prints the output, or the error on stderr and exits
+/// non-zero.
 pub fn finish(program: &str, result: Result<String, impl Display>) -> ExitCode {
     match result {
         Ok(output) => {
