@@ -10,8 +10,7 @@
 use std::fmt::Write as _;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::plan::{Failure, ManifestError, PlanFailure, ZonedArgs, local_times, zones_named};
-use ebb_runtime::tz::TzError;
+use ebb_runtime::plan::{ZonedArgs, ZonedPlanError, local_times, zones_named};
 use ebb_schedule::Zone;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -39,34 +38,8 @@ impl PlanArgs {
     }
 }
 
-/// Why `plan` cannot answer.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    /// The file cannot be read, is not ScaleDownSchedules, or `--at` is not an instant.
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    /// `--tz-data` cannot be used.
-    #[error(transparent)]
-    TzData(#[from] TzError),
-    /// A field breaks a rule.
-    #[error("{path}: {invalid}")]
-    Invalid {
-        /// The file.
-        path: String,
-        /// The field and the rule.
-        invalid: InvalidSpec,
-    },
-}
-
-impl PlanFailure for PlanError {
-    fn failure(&self) -> Failure {
-        match self {
-            Self::Manifest(error) => error.failure(),
-            Self::TzData(error) => error.failure(),
-            Self::Invalid { .. } => Failure::Invalid,
-        }
-    }
-}
+/// Why `plan` cannot answer: its input, the zone data, or a field breaking a rule.
+pub type PlanError = ZonedPlanError<InvalidSpec>;
 
 /// The answer, as JSON: exactly these fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -23,11 +23,8 @@ use std::fmt::Write as _;
 
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
 use ebb_runtime::manifest::Schema;
-use ebb_runtime::plan::{
-    Failure, ManifestError, Output, PlanFailure, ZonedArgs, local_times, zones_named,
-};
+use ebb_runtime::plan::{Output, ZonedArgs, ZonedPlanError, local_times, zones_named};
 use ebb_runtime::rfc3339;
-use ebb_runtime::tz::TzError;
 use ebb_schedule::Zone;
 use jiff::Timestamp;
 use kube::ResourceExt;
@@ -57,34 +54,8 @@ pub struct PlanOutput {
     pub tzdata: String,
 }
 
-/// Why `plan` cannot answer. Each message names the file or field and the rule broken.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    /// The file cannot be read, is not ServiceScalers, or `--at` is not an instant.
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    /// The ServiceScaler breaks a rule.
-    #[error("{path}: {errors}")]
-    Invalid {
-        /// The file.
-        path: String,
-        /// Every rule broken, each naming its field.
-        errors: SpecErrors,
-    },
-    /// `--tz-data` cannot be used.
-    #[error(transparent)]
-    TzData(#[from] TzError),
-}
-
-impl PlanFailure for PlanError {
-    fn failure(&self) -> Failure {
-        match self {
-            Self::Manifest(error) => error.failure(),
-            Self::TzData(error) => error.failure(),
-            Self::Invalid { .. } => Failure::Invalid,
-        }
-    }
-}
+/// Why `plan` cannot answer: its input, the zone data, or a field breaking a rule.
+pub type PlanError = ZonedPlanError<SpecErrors>;
 
 /// Effective settings, every key present (`null` for a removed or unset target).
 #[derive(Serialize, Debug, PartialEq, Eq)]
@@ -128,9 +99,9 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
     let calendars = args.calendars("service-scaler plan")?;
     let mut answers = args.output.answers();
     for scaler in &objects {
-        let invalid = |errors| PlanError::Invalid {
+        let invalid = |invalid| PlanError::Invalid {
             path: args.path(),
-            errors,
+            invalid,
         };
         let answer = offline(scaler, &calendars, at).map_err(invalid)?;
         let schedule = Schedule::from_spec(&scaler.spec, &calendars).map_err(invalid)?;

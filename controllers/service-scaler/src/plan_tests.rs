@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use ebb_runtime::plan::ManifestError;
 
 /// The one ServiceScaler of `text`, read as `plan` reads it.
 fn parse_manifest(source: &str, text: &str) -> Result<ServiceScaler, ManifestError> {

@@ -107,6 +107,14 @@ fn config_map_schema() -> Schema {
     }}))
 }
 
+/// The names of the objects read, in order.
+fn names_of(read: &Manifests<ConfigMap>) -> Vec<String> {
+    read.objects
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect()
+}
+
 #[test]
 fn several_documents_and_lists_are_read_in_order() {
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n\
@@ -115,11 +123,7 @@ fn several_documents_and_lists_are_read_in_order() {
                 - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: v}}\n";
     let read: Manifests<ConfigMap> =
         parse("f.yaml", text, &config_map_schema(), Strictness::default()).unwrap();
-    let names: Vec<_> = read
-        .objects
-        .iter()
-        .map(|c| c.metadata.name.clone().unwrap())
-        .collect();
+    let names = names_of(&read);
     assert_eq!(names, ["a", "b", "c"]);
 
     let err =
@@ -142,11 +146,7 @@ fn other_kinds_are_skipped_and_named_unless_strict() {
                 - {apiVersion: v1, kind: Service, metadata: {name: api}}\n";
     let read: Manifests<ConfigMap> =
         parse("f.yaml", text, &config_map_schema(), Strictness::default()).unwrap();
-    let names: Vec<_> = read
-        .objects
-        .iter()
-        .map(|c| c.metadata.name.clone().unwrap())
-        .collect();
+    let names = names_of(&read);
     assert_eq!(names, ["a", "b"]);
     assert_eq!(
         read.skipped,

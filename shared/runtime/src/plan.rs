@@ -232,6 +232,36 @@ pub trait PlanFailure: Display {
     fn failure(&self) -> Failure;
 }
 
+/// Why a `plan` over objects naming time zones ([`ZonedArgs`]) cannot answer: its input, the
+/// zone data, or an object breaking a rule (`I`, which names the field).
+#[derive(Debug, thiserror::Error)]
+pub enum ZonedPlanError<I: std::fmt::Debug + Display> {
+    /// The file cannot be read, is not of the kind, or `--at` is not an instant.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `--tz-data` cannot be used.
+    #[error(transparent)]
+    TzData(#[from] TzError),
+    /// An object breaks a rule.
+    #[error("{path}: {invalid}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The field and the rule.
+        invalid: I,
+    },
+}
+
+impl<I: std::fmt::Debug + Display> PlanFailure for ZonedPlanError<I> {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Manifest(error) => error.failure(),
+            Self::TzData(error) => error.failure(),
+            Self::Invalid { .. } => Failure::Invalid,
+        }
+    }
+}
+
 /// Why a manifest file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -351,16 +381,9 @@ pub fn json_line<T: Serialize>(value: &T) -> String {
 /// The end of `main` for `plan`: prints the output, or the error on stderr and exits with its
 /// [`Failure`]'s status.
 pub fn finish_plan(program: &str, result: Result<String, impl PlanFailure>) -> ExitCode {
-    match result {
-        Ok(output) => {
-            print!("{output}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("{program}: {error:#}");
-            ExitCode::from(error.failure().exit_code())
-        }
-    }
+    let code = result.as_ref().err().map(|e| e.failure().exit_code());
+    let exit = finish(program, result);
+    code.map_or(exit, ExitCode::from)
 }
 
 /// The end of `main` for a subcommand: prints the output, or the error on stderr and exits
