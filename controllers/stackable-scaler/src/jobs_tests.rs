@@ -527,11 +527,26 @@ async fn cleanup_deletes_finished_jobs_of_other_operations_only() {
         }
         job
     };
-    fake.insert(finished(5, true));
-    fake.insert(finished(6, false));
-    fake.insert(finished(7, true));
-    let deleted = tracker(&fake).cleanup(&s).await.unwrap();
+    for job in [finished(5, true), finished(6, false), finished(7, true)] {
+        fake.insert(job);
+    }
+    // The Jobs as the controller's watch holds them: trimmed, found by the scaler's uid.
+    let mut cache = job_cache();
+    let mut feed = cache.scope();
+    feed.fill(fake.list::<Job>().into_iter().map(|mut job| {
+        trim_cached(&mut job);
+        job
+    }));
+    let jobs = cache.by_key(s.metadata.uid.as_deref().unwrap()).unwrap();
+    assert_eq!(jobs.len(), 3);
+    let deleted = tracker(&fake).cleanup(&s, &jobs).await.unwrap();
     assert_eq!(deleted, vec!["nifi-default-prescale-5-0".to_owned()]);
+    // Read from the cache: the API server was asked for nothing but the delete.
+    assert!(
+        fake.requests().iter().all(|r| r.method == "DELETE"),
+        "{:?}",
+        fake.requests()
+    );
     // The Job listed, by its uid (a successor of the same name is not this cleanup's), and its
     // Pods with it (a Job's own default would orphan them).
     let deletes = fake.writes_matching(&Matcher::delete("/jobs/nifi-default-prescale-5-0"));

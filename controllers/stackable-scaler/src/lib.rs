@@ -24,8 +24,7 @@ pub use stackable_scaler_decide as decide;
 pub mod engine;
 pub use stackable_scaler_decide::hooks;
 pub mod jobs;
-pub mod replicas;
-pub mod steps;
+pub use stackable_scaler_decide::{replicas, steps};
 
 pub use builders::{
     ScalerIdentity, build_hpa_from_user_spec, build_scaler, initialize_scaler_status,
@@ -146,17 +145,22 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     let common = &args.common;
     let client = wiring.client.clone();
+    let scopes = scopes(common);
+    // The hook Jobs' watch of each scope fills one cache, which every scope's scalers read.
+    let mut jobs = jobs::job_cache();
+    let job_feeds: Vec<_> = scopes.iter().map(|_| jobs.scope()).collect();
     let ctx = wiring.context(reconcile::Own {
         metrics,
         ledger: engine::HookLedger::new(),
         hook_accounts: hooks::HookAccounts::new(&args.hook_service_accounts),
+        jobs,
     });
 
     let config = watcher_config(common);
     let mut controllers = Vec::new();
     // /readyz turns green once every scaler cache holds its first full list.
     let warm_up = wiring.warm_up.clone();
-    for scope in scopes(common) {
+    for (scope, job_feed) in scopes.iter().zip(job_feeds) {
         let scope = scope.as_deref();
         // Packed (as `Guarded`, one scaler that does not deserialize cannot stall the watch;
         // its hook templates are held as compact JSON, decoded once per pass). The workload
@@ -182,14 +186,11 @@ pub fn controllers(
         let deploy_map = by_owner;
         // Every watch waits through `resilient` (the controller's merged triggers do not).
         let contact = warm_up.contact();
-        let (job_api, by_label) = (
+        let jobs = job_feed.watch(
             scoped_api::<Job>(&client, scope),
             watcher::Config::default().labels(jobs::LABEL_SCALER_UID),
-        );
-        let jobs = resilient(
-            move || watcher::watcher(job_api.clone(), by_label.clone()),
             contact,
-            "Job",
+            jobs::trim_cached,
         );
         // Metadata only: the mapping needs the uid, and a metadata watch still sees every
         // change (its resourceVersion moves with the status too).
@@ -210,7 +211,7 @@ pub fn controllers(
             "Deployment",
         );
         let controller = controller
-            .owns_stream(jobs.touched_objects())
+            .owns_stream(jobs)
             .watches_stream(
                 sets.touched_objects(),
                 move |s: PartialObjectMeta<StatefulSet>| sts_map(s.uid())(),

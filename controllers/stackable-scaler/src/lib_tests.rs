@@ -36,3 +36,9 @@ fn a_workload_maps_to_its_own_scalers_without_a_scan() {
         assert!(owned.refs("uid-of-nothing").is_empty());
     }
 }
+
+/// Hook Jobs say who manages them with the name every write of the controller carries.
+#[test]
+fn hook_jobs_are_managed_by_the_field_manager() {
+    assert_eq!(crate::decide::jobs::MANAGED_BY, crate::FIELD_MANAGER);
+}

@@ -69,6 +69,8 @@ pub struct Own {
     pub ledger: HookLedger,
     /// The ServiceAccounts hook Jobs may run as (`--hook-service-accounts`).
     pub hook_accounts: crate::hooks::HookAccounts,
+    /// The hook Jobs as the Job watch holds them ([`crate::jobs::job_cache`]).
+    pub jobs: ebb_runtime::cache::Cache<Job>,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
@@ -243,7 +245,12 @@ async fn after_pass(
     );
     if done.notes.iter().any(Note::is_transition) {
         // A new operation (or a retry) makes older hook Jobs history.
-        match tracker.cleanup(&done.scaler).await {
+        let uid = done.scaler.metadata.uid.as_deref().unwrap_or_default();
+        let cleaned = match ctx.own.jobs.by_key(uid) {
+            Ok(jobs) => tracker.cleanup(&done.scaler, &jobs).await,
+            Err(cold) => Err(frame::Failure::from(cold)),
+        };
+        match cleaned {
             Ok(deleted) if !deleted.is_empty() => {
                 tracing::info!(?deleted, "deleted finished hook Jobs")
             }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_runtime::Leader;
+use ebb_runtime::cache::Feed;
 use ebb_runtime::conditions::find_condition;
 use ebb_runtime::events::EventKind;
 use ebb_runtime::frame::Requeue;
@@ -30,6 +31,8 @@ const START: &str = "2025-01-01T00:00:00Z";
 struct Env {
     h: Harness,
     ctx: Arc<Context>,
+    /// What the controller's Job watch would hold: [`run`] fills it from the fake.
+    jobs: std::sync::Mutex<Feed<Job>>,
 }
 
 impl Deref for Env {
@@ -46,13 +49,16 @@ fn env_with(dry_run: bool) -> Env {
 
 fn env_with_leader(dry_run: bool, leader: Leader) -> Env {
     let h = Harness::new(START, CONTROLLER_NAME);
+    let mut cache = jobs::job_cache();
+    let jobs = std::sync::Mutex::new(cache.scope());
     let own = Own {
         metrics: h.register(Metrics::new),
         ledger: HookLedger::new(),
         hook_accounts: Default::default(),
+        jobs: cache,
     };
     let ctx = Arc::new(Context::new(h.shared_with(dry_run, leader), own).without_jitter());
-    Env { h, ctx }
+    Env { h, ctx, jobs }
 }
 
 fn env() -> Env {
@@ -114,8 +120,9 @@ fn guard(scaler: Arc<StackableScaler>) -> Arc<CachedScaler> {
     Arc::new(CachedScaler::pack(scaler.as_ref().clone()))
 }
 
-/// One reconcile as the controller runs it: through the frame.
+/// One reconcile as the controller runs it: through the frame, its Job watch up to date.
 async fn run(e: &Env) -> Result<Requeue, frame::Error<Error>> {
+    e.jobs.lock().unwrap().fill(e.fake.list::<Job>());
     frame::reconcile(guard(scaler(&e.fake)), e.ctx.clone()).await
 }
 
@@ -1098,6 +1105,7 @@ async fn a_hook_job_lost_after_its_start_is_never_run_again_for_that_attempt() {
             metrics: Metrics::default(),
             ledger: HookLedger::new(),
             hook_accounts: Default::default(),
+            jobs: jobs::job_cache(),
         },
     ));
     let pass = || frame::reconcile(guard(scaler(&e.fake)), restarted.clone());
@@ -1168,6 +1176,7 @@ async fn a_restart_with_a_fresh_ledger_after_any_call_runs_the_hook_once() {
                 metrics: Metrics::default(),
                 ledger: HookLedger::new(),
                 hook_accounts: Default::default(),
+                jobs: jobs::job_cache(),
             },
         ));
         // The old process until its crash; the new one from then on.
@@ -1271,6 +1280,7 @@ async fn two_replicas_in_every_interleaving_start_one_drain_job() {
                 metrics: process.register(Metrics::new),
                 ledger: HookLedger::new(),
                 hook_accounts: Default::default(),
+                jobs: jobs::job_cache(),
             });
             // A replica that lost a race may end its pass with an error; the error policy
             // would run it again, which the check below does not need.

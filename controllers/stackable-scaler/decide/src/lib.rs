@@ -38,8 +38,12 @@ use serde::Serialize;
 
 use crate::hooks::{FailureInfo, HookKind, HookOutcome, HookResult, ScalingContext};
 
+pub mod builders;
 pub mod hooks;
+pub mod jobs;
 mod owner;
+pub mod replicas;
+pub mod steps;
 mod writes;
 use jiff::SignedDuration;
 pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan, paused_plan, status_plan};

@@ -5,10 +5,10 @@
 //! the world cannot give. A hook's answer decides the next step, so a pass cannot be one plan
 //! decided up front. Every pass of stackable-scaler runs this loop; only the world differs:
 //!
-//! - the cluster ([`engine::scaler_pass`](crate::engine::scaler_pass), under the controller and
-//!   under [`engine::reconcile_scaler`](crate::engine::reconcile_scaler)): the writes go through
+//! - the cluster (the controller's `engine::scaler_pass`, under the controller and
+//!   under `engine::reconcile_scaler`): the writes go through
 //!   the runtime's executor, a hook is asked (its answer kept in the
-//!   [`HookLedger`](crate::engine::HookLedger)), the workload is resized; the pass ends at a
+//!   `HookLedger`), the workload is resized; the pass ends at a
 //!   wait, after a resize, or at the first error;
 //! - nothing ([`preview`], for `--dry-run` and the offline `plan`): the writes change a copy of
 //!   the scaler as the API server would ([`apply`]), and the pass ends at the first hook to ask
@@ -24,11 +24,11 @@ use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus, S
 use jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::decide::{
-    self, ABORT_ANNOTATION, Action, Input, Note, Plan, RETRY_ANNOTATION, StageTimeouts,
+use crate::hooks::{HookKind, HookResult, ScalingContext};
+use crate::{
+    self as decide, ABORT_ANNOTATION, Action, Input, Note, Plan, RETRY_ANNOTATION, StageTimeouts,
     WorkloadState,
 };
-use crate::hooks::{HookKind, HookResult, ScalingContext};
 use ebb_core::plan::{Verb, Write};
 
 /// How many decide/save/act steps one pass may take (a full operation without waits is ~6).
@@ -74,7 +74,7 @@ fn input<'a>(
 }
 
 /// What the step loop runs against.
-pub(crate) trait World {
+pub trait World {
     /// Why a step failed (the pass ends there).
     type Error;
 
@@ -111,7 +111,7 @@ pub(crate) trait World {
 }
 
 /// How a run of the step loop went.
-pub(crate) struct Steps<E> {
+pub struct Steps<E> {
     /// The notes of the steps whose status was saved, in order: the Events of the pass.
     pub notes: Vec<Note>,
     /// The plan the pass ended at (`None`: no end within [`MAX_STEPS`], a bug), or why a step
@@ -120,7 +120,7 @@ pub(crate) struct Steps<E> {
 }
 
 /// The step loop (see the module docs), as far as `world` lets it go.
-pub(crate) async fn run<W: World>(
+pub async fn run<W: World>(
     world: &mut W,
     workload: Option<&WorkloadState>,
     now: Timestamp,
@@ -417,7 +417,7 @@ impl Walking<'_> {
         } else {
             WalkStep::Job {
                 hook: hook.as_str(),
-                job: crate::jobs::job_name(&self.scaler.name_any(), hook, scale_event, attempt),
+                job: crate::hooks::job_name(&self.scaler.name_any(), hook, scale_event, attempt),
                 answer: self.told(hook).map_or("unanswered", Answer::as_str),
             }
         };

@@ -30,7 +30,7 @@ pub const EXTERNALLY_SCALED: &str = "externallyScaled";
 pub enum ReplicasConfig {
     /// A fixed number (at least 1).
     Fixed(u16),
-    /// An HPA (built by [`crate::builders::build_hpa_from_user_spec`]) scales the StackableScaler.
+    /// An HPA (built by the controller's `builders::build_hpa_from_user_spec`) scales the StackableScaler.
     Hpa(HpaConfig),
     /// The operator scales between bounds by its own rules.
     Auto(AutoConfig),
