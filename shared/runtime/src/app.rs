@@ -199,9 +199,9 @@ async fn start(
     // The Lease, the probe and /metrics' reviews go around the client-side limit: a renewal
     // that waits behind a mass change would cost the Lease.
     let unlimited = crate::contact::client(config.clone(), &contact, None)
-        .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+        .map_err(|e| AppError::Client(crate::kubeconfig::innermost_summary(&e)))?;
     let client = crate::contact::client(config, &contact, common.api_rate())
-        .map_err(|e| AppError::Client(innermost_summary(&e)))?;
+        .map_err(|e| AppError::Client(crate::kubeconfig::innermost_summary(&e)))?;
     let health = Health::new();
     let mut server = MetricsServer::bind(common.metrics_addr).await?;
     if common.metrics_auth {
@@ -259,11 +259,8 @@ pub enum Kind {
     ClusterScoped,
 }
 
-/// The one message of an error chain worth printing: the cause right under the top (kube's
-/// "failed to infer config: in-cluster: (…), kubeconfig: (…)"), or the error itself.
-pub(crate) fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
-    error.source().unwrap_or(error).to_string()
-}
+pub use crate::args::CONCURRENT_RECONCILES;
+pub use crate::cache::slim;
 
 /// Watch configuration from the common flags: `--label-selector` limits what is watched.
 pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
@@ -554,34 +551,10 @@ where
     Queued::new(controller, queue).reconcile_all_on(contact.wake_ups())
 }
 
-/// How many reconciles one controller runs at once.
-///
-/// kube's default is no limit: a thousand objects created at once ran a thousand reconciles at
-/// once, each holding its reads and writes in flight, and the process kept that peak as resident
-/// memory. Every reconcile reads and writes without waiting on anything but the API server, so a
-/// few at a time keep it busy: a Controller still runs one reconcile per object at most, and the
-/// rest wait in its queue, merged per object.
-pub const CONCURRENT_RECONCILES: u16 = 8;
-
 /// The configuration of every controller ebb runs: at most `concurrency` reconciles at once
 /// (`--concurrent-reconciles`, default [`CONCURRENT_RECONCILES`]).
 pub fn controller_config(concurrency: u16) -> kube::runtime::controller::Config {
     kube::runtime::controller::Config::default().concurrency(concurrency)
-}
-
-/// The annotation `kubectl apply` keeps a whole copy of the object in.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// Drops what no reconcile reads from an object before the cache holds it: `managedFields` and
-/// `kubectl apply`'s copy of the object, which together are often larger than the rest of it.
-/// Nothing ebb writes is built from a cached object (every write is a patch of its own fields),
-/// so neither is ever written back without them.
-pub fn slim<K: Resource>(object: &mut K) {
-    let meta = object.meta_mut();
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED);
-    }
 }
 
 /// The scopes a controller watches: one per `--namespace`, or `None` (cluster-wide) when unset.
@@ -658,33 +631,6 @@ mod tests {
         assert_eq!(watcher_config(&cli.common).label_selector, None);
     }
 
-    /// The cache keeps what reconciles read and drops the two largest parts nothing reads.
-    #[test]
-    fn the_cache_holds_objects_without_managed_fields_or_kubectls_copy() {
-        use k8s_openapi::api::core::v1::ConfigMap;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-        let mut object = ConfigMap::default();
-        object.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-        object.metadata.annotations = Some(
-            [(LAST_APPLIED, "{...}"), ("scaling.ebb.dev/paused", "true")]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
-        );
-        slim(&mut object);
-        // `None`, not an empty list: an empty list written back would clear the server's copy.
-        assert_eq!(object.metadata.managed_fields, None);
-        assert_eq!(
-            object
-                .metadata
-                .annotations
-                .unwrap()
-                .into_keys()
-                .collect::<Vec<_>>(),
-            ["scaling.ebb.dev/paused"]
-        );
-    }
-
     /// kube's error chain repeats its cause at every level; the process says it once.
     #[test]
     fn a_missing_cluster_is_said_once_with_what_to_do() {
@@ -695,8 +641,10 @@ mod tests {
         #[error("failed to infer config: kubeconfig: (no such file)")]
         struct Inner;
         let error = AppError::Client(
-            crate::kubeconfig::ClusterConfigError::Infer(innermost_summary(&Outer(Inner)))
-                .to_string(),
+            crate::kubeconfig::ClusterConfigError::Infer(crate::kubeconfig::innermost_summary(
+                &Outer(Inner),
+            ))
+            .to_string(),
         );
         // No source: `{:#}` at the binary's edge prints this one line and nothing after it.
         assert!(std::error::Error::source(&error).is_none());

@@ -10,10 +10,19 @@ use std::net::SocketAddr;
 
 use clap::builder::{BoolishValueParser, FalseyValueParser};
 
+use crate::kubeconfig::CLUSTER;
 use crate::telemetry::LogFormat;
 
 /// `--help` headings of the flags every controller takes.
-pub(crate) const CLUSTER: &str = "Cluster";
+/// How many reconciles one controller runs at once.
+///
+/// kube's default is no limit: a thousand objects created at once ran a thousand reconciles at
+/// once, each holding its reads and writes in flight, and the process kept that peak as resident
+/// memory. Every reconcile reads and writes without waiting on anything but the API server, so a
+/// few at a time keep it busy: a Controller still runs one reconcile per object at most, and the
+/// rest wait in its queue, merged per object.
+pub const CONCURRENT_RECONCILES: u16 = 8;
+
 const SCOPE: &str = "What to manage";
 const LEADER: &str = "Leader election";
 const SERVING: &str = "Metrics and health";
@@ -177,7 +186,7 @@ pub struct CommonArgs {
         help_heading = WRITES,
         long,
         env = "EBB_CONCURRENT_RECONCILES",
-        default_value_t = crate::app::CONCURRENT_RECONCILES,
+        default_value_t = CONCURRENT_RECONCILES,
         value_parser = clap::value_parser!(u16).range(1..),
         value_name = "N"
     )]

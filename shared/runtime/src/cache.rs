@@ -462,7 +462,7 @@ where
             &kind,
         )
         .modify(move |object| {
-            crate::app::slim(object);
+            slim(object);
             trim(object);
         });
         // The index takes each event in before the store does, so a reconcile the event
@@ -496,6 +496,21 @@ where
     }
 }
 
+/// The annotation `kubectl apply` keeps a whole copy of the object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no reconcile reads from an object before the cache holds it: `managedFields` and
+/// `kubectl apply`'s copy of the object, which together are often larger than the rest of it.
+/// Nothing ebb writes is built from a cached object (every write is a patch of its own fields),
+/// so neither is ever written back without them.
+pub fn slim<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -508,6 +523,33 @@ mod tests {
         object.metadata.namespace = Some(namespace.into());
         object.metadata.name = Some(name.into());
         object
+    }
+
+    /// The cache keeps what reconciles read and drops the two largest parts nothing reads.
+    #[test]
+    fn the_cache_holds_objects_without_managed_fields_or_kubectls_copy() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let mut object = ConfigMap::default();
+        object.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        object.metadata.annotations = Some(
+            [(LAST_APPLIED, "{...}"), ("scaling.ebb.dev/paused", "true")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        );
+        slim(&mut object);
+        // `None`, not an empty list: an empty list written back would clear the server's copy.
+        assert_eq!(object.metadata.managed_fields, None);
+        assert_eq!(
+            object
+                .metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["scaling.ebb.dev/paused"]
+        );
     }
 
     /// A set of names follows its watch: objects come and go, and a relist replaces the set once

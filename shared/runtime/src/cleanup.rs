@@ -194,7 +194,7 @@ where
         .await
         .map_err(|e| CleanupError::Client(e.to_string()))?;
     let client = Client::try_from(config)
-        .map_err(|e| CleanupError::Client(crate::app::innermost_summary(&e)))?;
+        .map_err(|e| CleanupError::Client(crate::kubeconfig::innermost_summary(&e)))?;
     let namespace = &common.lease_namespace;
     if let Some(deployment) = &args.stop_deployment {
         stop_deployment(&client, namespace, deployment, common.dry_run).await?;

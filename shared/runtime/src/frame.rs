@@ -299,28 +299,7 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
     }
 }
 
-/// A kind of object a controller reconciles (any typed Kubernetes kind).
-pub trait Object:
-    Resource<DynamicType = (), Scope: 'static>
-    + Clone
-    + DeserializeOwned
-    + Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Object for K where
-    K: Resource<DynamicType = (), Scope: 'static>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
+pub use crate::guard::Object;
 
 /// A controller's own part of the [`Context`] as the reconciler of kind `K`, as the frame runs it.
 /// One own part may reconcile several kinds (workshop-scaler's provisions and policies), each with

@@ -9,6 +9,7 @@
 //! fields), where the user has nothing else to go by.
 
 use std::borrow::Cow;
+use std::fmt::Debug;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -85,7 +86,7 @@ pub trait Stored:
     + 'static
 {
     /// The kind a pass decides on.
-    type Object: crate::frame::Object;
+    type Object: Object;
 
     /// The object, typed; or why it does not fit its type (the field named).
     ///
@@ -94,7 +95,7 @@ pub trait Stored:
     fn typed(&self) -> Result<Self::Object, Cow<'_, str>>;
 }
 
-impl<K: crate::frame::Object> Stored for Guarded<K> {
+impl<K: Object> Stored for Guarded<K> {
     type Object = K;
 
     fn typed(&self) -> Result<K, Cow<'_, str>> {
@@ -143,6 +144,29 @@ impl<K: Resource> Resource for Guarded<K> {
             Err(invalid) => &mut invalid.metadata,
         }
     }
+}
+
+/// A kind of object a controller reconciles (any typed Kubernetes kind).
+pub trait Object:
+    Resource<DynamicType = (), Scope: 'static>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Object for K where
+    K: Resource<DynamicType = (), Scope: 'static>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 #[cfg(test)]

@@ -9,16 +9,43 @@ use std::path::PathBuf;
 
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
+/// The `--help` heading of the flags that say which cluster to talk to, and how.
+pub(crate) const CLUSTER: &str = "Cluster";
+
+/// The one message of an error chain worth printing: the cause right under the top (kube's
+/// "failed to infer config: in-cluster: (…), kubeconfig: (…)"), or the error itself.
+pub(crate) fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
+    error.source().unwrap_or(error).to_string()
+}
+
+/// The election identity: the pod name if set, else the host name. Blank values count as unset.
+pub fn choose_identity(pod_name: Option<&str>, hostname: Option<&str>) -> Option<String> {
+    [pod_name, hostname]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// This process's identity ([`choose_identity`] of env `POD_NAME` and the host name): the
+/// leader election's, and the one its requests name ([`user_agent`]).
+pub fn identity() -> Option<String> {
+    let pod_name = std::env::var("POD_NAME").ok();
+    let hostname = hostname::get().ok().and_then(|h| h.into_string().ok());
+    choose_identity(pod_name.as_deref(), hostname.as_deref())
+}
+
 /// `--kubeconfig` and `--context`.
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterArgs {
     /// A kubeconfig file to use instead of the service account of the pod (and of `KUBECONFIG`
     /// or ~/.kube/config).
-    #[arg(help_heading = crate::args::CLUSTER, long, value_name = "PATH")]
+    #[arg(help_heading = CLUSTER, long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use [default: the file's current-context].
-    #[arg(help_heading = crate::args::CLUSTER, long, value_name = "NAME")]
+    #[arg(help_heading = CLUSTER, long, value_name = "NAME")]
     pub context: Option<String>,
 }
 
@@ -50,7 +77,7 @@ impl ClusterArgs {
         if self.kubeconfig.is_none() && self.context.is_none() {
             return Config::infer()
                 .await
-                .map_err(|e| ClusterConfigError::Infer(crate::app::innermost_summary(&e)));
+                .map_err(|e| ClusterConfigError::Infer(innermost_summary(&e)));
         }
         let options = KubeConfigOptions {
             context: self.context.clone(),
@@ -65,7 +92,7 @@ impl ClusterArgs {
         };
         config.map_err(|e| ClusterConfigError::Kubeconfig {
             what: self.describe(),
-            reason: crate::app::innermost_summary(&e),
+            reason: innermost_summary(&e),
         })
     }
 
@@ -75,7 +102,7 @@ impl ClusterArgs {
     /// As [`Self::config`].
     pub async fn config_for(&self, program: &str) -> Result<Config, ClusterConfigError> {
         let mut config = self.config().await?;
-        let identity = crate::leader::identity_from_env().ok();
+        let identity = identity();
         if let Ok(value) = http::HeaderValue::from_str(&user_agent(program, identity.as_deref())) {
             config.headers.push((http::header::USER_AGENT, value));
         }

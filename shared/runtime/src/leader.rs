@@ -37,6 +37,7 @@ use tokio::time::Instant;
 
 use crate::ApiContact;
 use crate::args::CommonArgs;
+pub use crate::kubeconfig::choose_identity;
 use crate::shutdown::Shutdown;
 
 /// How long a lease stays valid without renewal (seconds).
@@ -668,22 +669,10 @@ async fn gate(
     }
 }
 
-/// The election identity: the pod name if set, else the host name. Blank values count as unset.
-pub fn choose_identity(pod_name: Option<&str>, hostname: Option<&str>) -> Option<String> {
-    [pod_name, hostname]
-        .into_iter()
-        .flatten()
-        .map(str::trim)
-        .find(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
 /// The election identity of this process: env `POD_NAME` (set it from the downward API), else the
 /// host name (a pod's host name is its name, too).
 pub fn identity_from_env() -> Result<String, LeaderError> {
-    let pod_name = std::env::var("POD_NAME").ok();
-    let hostname = hostname::get().ok().and_then(|h| h.into_string().ok());
-    choose_identity(pod_name.as_deref(), hostname.as_deref()).ok_or(LeaderError::NoIdentity)
+    crate::kubeconfig::identity().ok_or(LeaderError::NoIdentity)
 }
 
 #[cfg(test)]

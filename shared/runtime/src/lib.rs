@@ -37,6 +37,10 @@
 //!   webhook).
 //! - [`tz`]: which time zone data the process reads (`--tz-data`).
 //!
+//! The modules import one another without a circle (`tests/modules.rs` keeps it so): what a
+//! lower module needs lives in it (`cache::slim`, `guard::Object`, `kubeconfig::identity`,
+//! `manifest::ManifestError`), and the module callers know re-exports it.
+//!
 //! Test doubles (the in-memory API server `FakeApi`, `RecordingEvents`) live in the `ebb-testkit`
 //! crate, so nothing test-only is compiled into a controller binary.
 

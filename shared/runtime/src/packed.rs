@@ -23,7 +23,7 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::app::slim;
+use crate::cache::slim;
 use crate::guard::{Guarded, Stored};
 
 /// What a cache of kind `K` drops before packing: the fields no pass reads.

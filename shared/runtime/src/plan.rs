@@ -10,6 +10,7 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use crate::manifest::ManifestError;
 use crate::manifest::{self, Input, Schema};
 use crate::tz::{TzArgs, TzError};
 
@@ -259,62 +260,6 @@ impl<I: std::fmt::Debug + Display> PlanFailure for ZonedPlanError<I> {
             Self::TzData(error) => error.failure(),
             Self::Invalid { .. } => Failure::Invalid,
         }
-    }
-}
-
-/// Why a manifest file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
-    /// The file cannot be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The text is not YAML (or JSON).
-    #[error("{path}: not valid YAML: {message}")]
-    NotYaml {
-        /// The file.
-        path: String,
-        /// The parser's message, with the line and column.
-        message: String,
-    },
-    /// No object of the kind is in the input.
-    #[error("{path}: no {kind} in it{}", skipped_note(*.skipped))]
-    Nothing {
-        /// The file.
-        path: String,
-        /// The kind looked for.
-        kind: String,
-        /// How many objects of other kinds it holds.
-        skipped: usize,
-    },
-    /// `--at` is not an RFC 3339 instant.
-    #[error("--at {value:?}: not an RFC 3339 instant such as 2026-03-27T11:00:00Z ({reason})")]
-    At {
-        /// The text given.
-        value: String,
-        /// The parser's complaint.
-        reason: String,
-    },
-    /// An object of the input is not a valid object of the expected kind.
-    #[error("{path}: {message}")]
-    Parse {
-        /// The file (and document, or `List` item).
-        path: String,
-        /// What is wrong, with the field where known.
-        message: String,
-    },
-}
-
-fn skipped_note(skipped: usize) -> String {
-    match skipped {
-        0 => String::new(),
-        1 => " (1 object of another kind)".to_owned(),
-        n => format!(" ({n} objects of other kinds)"),
     }
 }
 
