@@ -11,7 +11,7 @@
 //! (read again, decide again: the frame re-runs the pass on the schedule read afresh), never a
 //! lost update. A reconcile that changes nothing writes nothing. Pause annotations on the schedule
 //! and `--dry-run` stop every target write; pause annotations on a target object stop the writes
-//! to that object (decided in [`decide::plan_target`]), and the reconcile wakes when the earliest
+//! to that object (decided in [`decide::decide_target`]), and the reconcile wakes when the earliest
 //! `paused-until` expires. The schedule's own pause is reported with
 //! `ebb_runtime::pause::pause_report` (the shared `Paused` condition and Event). Leader election
 //! (in the frame) gates all writes.
@@ -265,7 +265,7 @@ async fn apply(
                 let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
                 TargetOutcome::Planned {
                     kind: target.kind(),
-                    plan: decide::plan_target(
+                    plan: decide::decide_target(
                         &name,
                         &claimants,
                         Some(decision.scale_down_enabled),
@@ -312,7 +312,7 @@ async fn release(
         Ok(target) if writes_target => {
             let observed = observe(ctx, &target).await?;
             let claimants = claimants(ctx, schedule, None).await?;
-            decide::plan_target(&schedule.name_any(), &claimants, None, &observed, now).changes
+            decide::decide_target(&schedule.name_any(), &claimants, None, &observed, now).changes
         }
         _ => Vec::new(),
     };
@@ -405,7 +405,7 @@ async fn release_plan(
     match observe(ctx, &target).await {
         Err(Error::Observe(e)) if frame::is_api_missing(&e) => Ok(Vec::new()),
         Err(e) => Err(e),
-        Ok(observed) => Ok(decide::plan_target(name, &[], None, &observed, now).changes),
+        Ok(observed) => Ok(decide::decide_target(name, &[], None, &observed, now).changes),
     }
 }
 

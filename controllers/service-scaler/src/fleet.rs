@@ -1,6 +1,6 @@
 //! FleetSchedules: two reconcilers in the shared frame, one scope at a time.
 //!
-//! - the members, keyed by HPA ([`Own`]'s `Reconciler<HpaMeta>`): an HPA's pass finds, in memory,
+//! - the members, keyed by HPA ([`FleetOwn`]'s `Reconciler<HpaMeta>`): an HPA's pass finds, in memory,
 //!   who schedules it ([`decide::claim`]); only a member, or an HPA carrying a record to act on
 //!   ([`decide::needs_pass`]), is decided ([`decide::decide_member`]) on the HPA as the cache
 //!   holds it (after a conflict, as the frame read it again; its target's Scale is read when a
@@ -12,7 +12,7 @@
 //!   or marked) and of a ServiceScaler (mapped to the HPA of its name). Each trigger's cache is
 //!   updated before its event runs a pass. The ServiceScalers' passes read their HPAs from the
 //!   same cache ([`HpaCache`]).
-//! - the fleets, keyed by FleetSchedule ([`Own`]'s `Reconciler<FleetSchedule>`): its status
+//! - the fleets, keyed by FleetSchedule ([`FleetOwn`]'s `Reconciler<FleetSchedule>`): its status
 //!   (members, the range in force, `SpecValid`, `Conflict`, `Ready`) from the same caches, with no
 //!   read; run again when an HPA of a namespace it reaches changes, and at its next transition.
 //!
@@ -123,7 +123,7 @@ const STATUS_GATHERS: Duration = Duration::from_secs(1);
 const NOT_LISTED_YET: Duration = Duration::from_secs(1);
 
 /// What both FleetSchedule reconcilers share: the caches they decide on, and where ebb runs.
-pub struct Own {
+pub struct FleetOwn {
     /// service-scaler's gauges and counters (writes are counted by reason).
     pub metrics: Metrics,
     /// The FleetSchedules of the scope.
@@ -142,7 +142,7 @@ pub struct Own {
     calendars: CalendarCache,
 }
 
-impl Own {
+impl FleetOwn {
     /// The caches of one scope, each with whether it holds its first full list (FleetSchedules,
     /// ServiceScalers, HPAs), ebb's own namespace, whether the install is cluster-wide, and the
     /// HolidayCalendars.
@@ -188,7 +188,7 @@ impl Own {
     }
 }
 
-impl Hooks<()> for Own {
+impl Hooks<()> for FleetOwn {
     fn written(&self, write: &Write) {
         if let Some(reason) = write.reason {
             self.metrics.count_reason(reason);
@@ -197,14 +197,14 @@ impl Hooks<()> for Own {
 }
 
 /// A reconcile's context.
-pub type Context = frame::Context<Own>;
+pub type Context = frame::Context<FleetOwn>;
 
 fn fleets_of(all: &[Arc<Guarded<FleetSchedule>>]) -> Vec<&FleetSchedule> {
     all.iter().filter_map(|g| g.0.as_ref().ok()).collect()
 }
 
 /// HPAs in the frame, keyed by HPA.
-impl frame::Reconciler<HpaMeta> for Own {
+impl frame::Reconciler<HpaMeta> for FleetOwn {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -308,7 +308,7 @@ async fn read_scale_with(
 }
 
 /// FleetSchedules' status in the frame, keyed by FleetSchedule.
-impl frame::Reconciler<FleetSchedule> for Own {
+impl frame::Reconciler<FleetSchedule> for FleetOwn {
     type Error = frame::Failure;
     const NAME: &'static str = CONTROLLER_NAME;
 
@@ -491,7 +491,7 @@ pub fn controllers(
         &wiring.warm_up,
     );
     let status_store = status.store();
-    let own = Own::new(
+    let own = FleetOwn::new(
         metrics,
         (fleets.clone(), scalers, hpas.clone()),
         listed,

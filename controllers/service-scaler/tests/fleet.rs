@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use serde_json::{Value, json};
 use service_scaler::decide::{RECORD_ANNOTATION, Record};
-use service_scaler::fleet::{CachedHpa, Context, Own};
+use service_scaler::fleet::{CachedHpa, Context, FleetOwn};
 use service_scaler::metrics::Metrics;
 
 const HPA_PATH: &str = "/horizontalpodautoscalers/web";
@@ -79,7 +79,7 @@ impl Harness {
         let hpas: Vec<CachedHpa> = vec![serde_json::from_value(hpa).unwrap()];
         let metrics = kit.register(Metrics::new);
         let listed = [(); 3].map(|()| Arc::new(AtomicBool::new(true)));
-        let own = Own::new(
+        let own = FleetOwn::new(
             metrics,
             (
                 store(fleets),

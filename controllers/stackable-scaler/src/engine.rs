@@ -27,7 +27,7 @@ use ebb_runtime::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
 use jiff::Timestamp;
 use kube::{Api, Client, ResourceExt};
 
-use crate::decide::{self, Action, Note, Plan, WorkloadState};
+use crate::decide::{self, Action, Note, Step, WorkloadState};
 use crate::hooks::{HookKind, HookOutcome, HookResult, ScalingContext, ScalingHooks, call_hook};
 use crate::steps::{self, World};
 pub use crate::steps::{abort_requested, retry_requested};
@@ -396,7 +396,7 @@ pub async fn scaler_pass<H: ScalingHooks, T: ScaleTarget>(
 }
 
 /// When to look again after a pass that ended at `plan`, and what it waits for.
-fn requeue_after(plan: Option<Plan>) -> (Requeue, Option<String>) {
+fn requeue_after(plan: Option<Step>) -> (Requeue, Option<String>) {
     match plan.map(|plan| plan.action) {
         Some(Action::Wait { after, reason }) => (
             after.map_or(Requeue::AwaitChange, Requeue::After),

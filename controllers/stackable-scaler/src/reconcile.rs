@@ -18,7 +18,7 @@
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
 //! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count
-//! on every object ebb manages); one rule, [`pause_plan`] (decide's, on the shared `pause_report`
+//! on every object ebb manages); one rule, [`pause_decision`] (decide's, on the shared `pause_report`
 //! of every ebb controller, applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
@@ -49,7 +49,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Resource, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
-use crate::decide::{self, Note, PausePlan, WorkloadState, owning_workload, pause_plan};
+use crate::decide::{self, Note, PauseDecision, WorkloadState, owning_workload, pause_decision};
 use crate::engine::{HookLedger, ScalerError, ScalingResult, resume, scaler_pass};
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
@@ -162,7 +162,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
     }
 
     // The scaler's own pause needs no workload (nor a valid owner).
-    if let Some(plan) = pause_plan(&scaler, None, now) {
+    if let Some(plan) = pause_decision(&scaler, None, now) {
         return paused(ctx, &scaler, plan).await;
     }
     let (kind, workload_name) = match owning_workload(&scaler) {
@@ -177,7 +177,7 @@ pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Re
     let target = WorkloadTarget::new(ctx.client.clone(), &namespace, kind, &workload_name);
     let workload = target.read_workload().await.map_err(Error::Observe)?;
     let workload_meta = workload.as_ref().map(|(meta, _)| (kind.as_str(), meta));
-    if let Some(plan) = pause_plan(&scaler, workload_meta, now) {
+    if let Some(plan) = pause_decision(&scaler, workload_meta, now) {
         return paused(ctx, &scaler, plan).await;
     }
     let scaler = resume(&ctx.client, scaler).await?;
@@ -296,7 +296,7 @@ async fn report(
 async fn paused(
     ctx: &Context,
     scaler: &StackableScaler,
-    plan: PausePlan,
+    plan: PauseDecision,
 ) -> Result<Requeue, Error> {
     tracing::debug!(pause = %plan.pause, "paused");
     execute(ctx, decide::paused_plan(scaler, plan)).await
@@ -343,7 +343,7 @@ async fn dry_run(
     let intent = preview
         .plan
         .as_ref()
-        .map_or_else(|| "do nothing".to_owned(), decide::Plan::describe);
+        .map_or_else(|| "do nothing".to_owned(), decide::Step::describe);
     let mut status = scaler.status.clone().unwrap_or_default();
     let note = format!("dry run: would {intent}");
     let update = ConditionUpdate::new(CONDITION_DRY_RUN, true, "DryRun", note.clone());

@@ -79,6 +79,19 @@ pub async fn run<C: Controller>(args: C::Args) -> Result<(), AppError> {
     app::run(C::ABOUT.name, C::KIND, args, C::metrics, C::controllers).await
 }
 
+/// Declares a controller's names, all derived from the one given: `CONTROLLER_NAME` (binary,
+/// chart, Lease, Event reporter, metric prefix) and `FIELD_MANAGER` (`ebb-<name>`, the field
+/// manager of every write).
+#[macro_export]
+macro_rules! controller_names {
+    ($name:literal) => {
+        /// The controller's name: binary, chart, Lease, Event reporter, metric prefix.
+        pub const CONTROLLER_NAME: &str = $name;
+        /// The field manager of every write: `ebb-` and the controller's name.
+        pub const FIELD_MANAGER: &str = concat!("ebb-", $name);
+    };
+}
+
 /// A controller binary's `main.rs`, whole: a `main` that runs [`main`] for controller
 /// `$controller` on a multi-threaded tokio runtime. The binaries keep the system allocator
 /// (docs/decisions.md, "Memory per object").

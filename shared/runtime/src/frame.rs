@@ -62,19 +62,6 @@ pub use ebb_core::Requeue;
 /// off).
 pub const MAX_ATTEMPTS: usize = 4;
 
-/// Declares a controller's names, all derived from the one given: `CONTROLLER_NAME` (binary,
-/// chart, Lease, Event reporter, metric prefix) and `FIELD_MANAGER` (`ebb-<name>`, the field
-/// manager of every write).
-#[macro_export]
-macro_rules! controller_names {
-    ($name:literal) => {
-        /// The controller's name: binary, chart, Lease, Event reporter, metric prefix.
-        pub const CONTROLLER_NAME: &str = $name;
-        /// The field manager of every write: `ebb-` and the controller's name.
-        pub const FIELD_MANAGER: &str = concat!("ebb-", $name);
-    };
-}
-
 /// What every reconcile of a controller shares ([`Shared`], reached through `Deref`: `ctx.client`,
 /// `ctx.clock` ...), the per-object backoff, and the controller's own part `T` (its metrics,
 /// enabled target kinds, hook ledger ...).

@@ -1505,7 +1505,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
         node_named("cpu-1", &[("pool", "cpu")], None),
         node_named("gpu-1", &[("pool", "gpu")], None),
     ]);
-    let all = plan_target("all-nodes", &claimants, Some(false), &observed, T0);
+    let all = decide_target("all-nodes", &claimants, Some(false), &observed, T0);
     assert_eq!(
         all.changes,
         vec![Change::Node {
@@ -1522,7 +1522,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
             managed_by: "gpu".into(),
         }]
     );
-    let gpu = plan_target("gpu", &claimants, Some(false), &observed, T0);
+    let gpu = decide_target("gpu", &claimants, Some(false), &observed, T0);
     assert_eq!(gpu.changes.len(), 1);
     assert!(gpu.conflicts.is_empty());
 }
@@ -1541,7 +1541,7 @@ fn deleting_a_schedule_releases_only_what_it_set() {
         node_named("cpu-2", &[("pool", "cpu")], Some("someone")),
         node_named("cpu-3", &[("pool", "cpu")], None),
     ]);
-    let plan = plan_target("me", &claimants, None, &observed, T0);
+    let plan = decide_target("me", &claimants, None, &observed, T0);
     assert_eq!(
         plan.changes,
         vec![Change::Node {
@@ -1555,7 +1555,7 @@ fn deleting_a_schedule_releases_only_what_it_set() {
 #[test]
 fn missing_cluster_autoscaler_selects_nothing() {
     let claimants = vec![ca_claimant("me", None)];
-    let plan = plan_target(
+    let plan = decide_target(
         "me",
         &claimants,
         Some(false),
@@ -1567,7 +1567,7 @@ fn missing_cluster_autoscaler_selects_nothing() {
         },
         T0,
     );
-    assert_eq!(plan, TargetPlan::default());
+    assert_eq!(plan, TargetDecision::default());
 }
 
 fn find<'a>(updates: &'a [ConditionUpdate], type_: &str) -> &'a ConditionUpdate {
@@ -1578,15 +1578,15 @@ fn find<'a>(updates: &'a [ConditionUpdate], type_: &str) -> &'a ConditionUpdate 
 fn conditions_report_the_outcome() {
     let at = utc("2026-03-27T11:00:00Z");
     let ok = decide(&workday_nights(), at, &cv(false));
-    let planned = |plan: TargetPlan, dry_run| TargetOutcome::Planned {
+    let planned = |plan: TargetDecision, dry_run| TargetOutcome::Planned {
         kind: TargetKind::ClusterAutoscaler,
         plan,
         dry_run,
     };
-    let managed = TargetPlan {
+    let managed = TargetDecision {
         selected: 1,
         managed: 1,
-        ..TargetPlan::default()
+        ..TargetDecision::default()
     };
     let c = conditions(&ok, &planned(managed.clone(), false), Some(3));
     assert_eq!(c.len(), 5);
@@ -1624,14 +1624,14 @@ fn conditions_report_the_outcome() {
     assert!(!find(&c, CONDITION_READY).status);
 
     // Lost everything to another schedule.
-    let lost = TargetPlan {
+    let lost = TargetDecision {
         selected: 1,
         managed: 0,
         conflicts: vec![Conflict {
             object: "ClusterAutoscaler default".into(),
             managed_by: "older".into(),
         }],
-        ..TargetPlan::default()
+        ..TargetDecision::default()
     };
     let c = conditions(&ok, &planned(lost, false), None);
     assert_eq!(find(&c, CONDITION_READY).reason, "TargetConflict");
@@ -1644,7 +1644,7 @@ fn conditions_report_the_outcome() {
     );
 
     // Dry-run with an intended change.
-    let intended = TargetPlan {
+    let intended = TargetDecision {
         changes: vec![Change::ClusterAutoscaler {
             name: "default".into(),
             uid: Some("ca-uid".into()),
@@ -1661,7 +1661,7 @@ fn conditions_report_the_outcome() {
     );
 
     // Not found, paused, switched off.
-    let c = conditions(&ok, &planned(TargetPlan::default(), false), None);
+    let c = conditions(&ok, &planned(TargetDecision::default(), false), None);
     assert!(find(&c, CONDITION_TARGET_NOT_FOUND).status);
     assert_eq!(find(&c, CONDITION_READY).reason, "TargetNotFound");
     let c = conditions(
@@ -1757,7 +1757,7 @@ fn machine_autoscaler_targets_report_whether_the_cluster_autoscaler_allows_scale
         ),
     ];
     for (found, status, reason, says) in cases {
-        let plan = plan_target(
+        let plan = decide_target(
             "me",
             &claimants,
             Some(true),
@@ -1855,7 +1855,7 @@ fn pause_cases() -> Vec<(&'static str, PauseMarks, bool, Option<&'static str>)> 
 }
 
 /// The names of the objects a plan writes.
-fn written(plan: &TargetPlan) -> Vec<String> {
+fn written(plan: &TargetDecision) -> Vec<String> {
     plan.changes
         .iter()
         .map(|c| match c {
@@ -1873,7 +1873,7 @@ fn check_pause_rules(
     kind: &str,
     paused: &str,
     others: &[&str],
-    plan: impl Fn(&PauseMarks, bool) -> TargetPlan,
+    plan: impl Fn(&PauseMarks, bool) -> TargetDecision,
 ) {
     let now = utc(PAUSE_NOW);
     for desired in [false, true] {
@@ -1904,7 +1904,7 @@ fn check_pause_rules(
 fn a_paused_cluster_autoscaler_is_left_as_it_is_whichever_way_the_decision_goes() {
     let claimants = vec![ca_claimant("me", None)];
     check_pause_rules("ClusterAutoscaler", "default", &[], |marks, desired| {
-        plan_target(
+        decide_target(
             "me",
             &claimants,
             Some(desired),
@@ -1929,7 +1929,7 @@ fn a_paused_node_is_neither_annotated_nor_released_while_others_are() {
         let mut paused = node_named("w1", &[], by);
         paused.pause = marks.clone();
         let observed = Observed::Nodes(vec![paused, node_named("w2", &[], by)]);
-        plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+        decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }
 
@@ -1970,7 +1970,7 @@ fn a_paused_machine_autoscaler_is_neither_pinned_nor_restored_while_others_are()
                 ]),
                 cluster_autoscaler: ClusterAutoscalerScaleDown::On,
             };
-            plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+            decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
         },
     );
 }
@@ -1993,7 +1993,7 @@ fn a_paused_machine_autoscaler_with_a_problem_is_left_alone_unreported() {
         machine_sets: BTreeMap::new(),
         cluster_autoscaler: ClusterAutoscalerScaleDown::On,
     };
-    let plan = plan_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
+    let plan = decide_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
     assert!(plan.changes.is_empty());
     assert!(plan.problems.is_empty());
     assert_eq!(plan.paused.len(), 1);
@@ -2019,7 +2019,7 @@ fn a_paused_node_pool_neither_gets_nor_loses_ebbs_budget_while_others_do() {
         let mut paused = view("batch");
         paused.pause = marks.clone();
         let observed = Observed::NodePools(vec![paused, view("gpu")], Vec::new());
-        plan_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
+        decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }
 
@@ -2029,7 +2029,7 @@ fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
     let mut paused = node_named("w1", &[], Some("me"));
     paused.pause = PauseMarks::until("2026-03-27T13:00:00Z");
     let observed = Observed::Nodes(vec![paused, node_named("w2", &[], Some("me"))]);
-    let plan = plan_target("me", &[], None, &observed, utc(PAUSE_NOW));
+    let plan = decide_target("me", &[], None, &observed, utc(PAUSE_NOW));
     assert_eq!(written(&plan), ["w2"]);
     // Not this schedule's any more: not listed as its paused object.
     assert!(plan.paused.is_empty());
@@ -2040,7 +2040,7 @@ fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
         pause: PauseMarks::paused(),
     };
     assert!(
-        plan_target("me", &[], None, &ca, utc(PAUSE_NOW))
+        decide_target("me", &[], None, &ca, utc(PAUSE_NOW))
             .changes
             .is_empty()
     );
@@ -2054,7 +2054,7 @@ fn objects_paused_elsewhere_are_not_reported_by_a_schedule_that_does_not_manage_
     ];
     let mut n = node_named("w1", &[], None);
     n.pause = PauseMarks::paused();
-    let plan = plan_target(
+    let plan = decide_target(
         "me",
         &claimants,
         Some(false),
@@ -2080,7 +2080,7 @@ fn the_earliest_paused_until_is_when_to_look_again() {
         node("w3", PauseMarks::paused()),
         node("w4", PauseMarks::until("garbage")),
     ]);
-    let plan = plan_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
+    let plan = decide_target("me", &claimants, Some(false), &observed, utc(PAUSE_NOW));
     assert_eq!(plan.resume_at(), Some(utc("2026-03-27T12:30:00Z")));
     assert!(plan.changes.is_empty());
     assert_eq!(plan.paused.len(), 4);
@@ -2093,20 +2093,20 @@ fn conditions_list_the_paused_objects() {
         object: format!("Node {name}"),
         state,
     };
-    let outcome = |plan: TargetPlan| TargetOutcome::Planned {
+    let outcome = |plan: TargetDecision| TargetOutcome::Planned {
         kind: TargetKind::NodeAnnotation,
         plan,
         dry_run: false,
     };
     // Some paused: Ready stays True for the rest, and says which are left alone.
-    let some = TargetPlan {
+    let some = TargetDecision {
         selected: 3,
         managed: 3,
         paused: vec![paused(
             "w1",
             PauseState::PausedUntil(utc("2026-03-27T13:00:00Z")),
         )],
-        ..TargetPlan::default()
+        ..TargetDecision::default()
     };
     let c = conditions(&decision, &outcome(some), Some(4));
     assert_eq!(c.len(), 5, "no new condition type");
@@ -2130,13 +2130,13 @@ fn conditions_list_the_paused_objects() {
     );
 
     // All paused: nothing written, not Ready; a few named, the rest counted.
-    let all = TargetPlan {
+    let all = TargetDecision {
         selected: 4,
         managed: 4,
         paused: (1..=4)
             .map(|i| paused(&format!("w{i}"), PauseState::Paused))
             .collect(),
-        ..TargetPlan::default()
+        ..TargetDecision::default()
     };
     let c = conditions(&decision, &outcome(all), None);
     let ready = find(&c, CONDITION_READY);
@@ -2155,11 +2155,11 @@ fn conditions_list_the_paused_objects() {
     assert!(ready.message.ends_with("and 1 more"), "{}", ready.message);
 
     // An invalid paused-until is named as such.
-    let invalid = TargetPlan {
+    let invalid = TargetDecision {
         selected: 2,
         managed: 2,
         paused: vec![paused("w1", PauseState::InvalidPausedUntil("soon".into()))],
-        ..TargetPlan::default()
+        ..TargetDecision::default()
     };
     let c = conditions(&decision, &outcome(invalid), None);
     assert!(

@@ -9,10 +9,10 @@
 //! 3. Per target kind, the minimal change that brings one object to the decision, touching only
 //!    what ebb set: [`plan_cluster_autoscaler`], [`plan_node`], [`plan_machine_autoscaler`],
 //!    [`plan_node_pool`] (each in its kind's module of [`targets`](crate::targets), with its view
-//!    and patch), gathered for a whole target by [`plan_target`].
+//!    and patch), gathered for a whole target by [`decide_target`].
 //! 4. Pause on the managed objects themselves: an object carrying `scaling.ebb.dev/paused` /
-//!    `paused-until` ([`PauseMarks`]) gets no change at all from [`plan_target`], whichever way
-//!    the decision goes, and is listed in [`TargetPlan::paused`].
+//!    `paused-until` ([`PauseMarks`]) gets no change at all from [`decide_target`], whichever way
+//!    the decision goes, and is listed in [`TargetDecision::paused`].
 //! 5. [`report`]: the status, conditions and Events that report all of the above (whether the
 //!    ClusterAutoscaler a `machineAutoscalers` target depends on allows scale-down too), and when
 //!    to look again ([`report::report`]).
@@ -815,7 +815,7 @@ pub struct Conflict {
 
 /// Everything one schedule does to its target.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TargetPlan {
+pub struct TargetDecision {
     /// The writes, in a stable order.
     pub changes: Vec<Change>,
     /// How many objects this schedule selects.
@@ -833,7 +833,7 @@ pub struct TargetPlan {
     pub paused: Vec<PausedObject>,
 }
 
-impl TargetPlan {
+impl TargetDecision {
     /// The earliest instant a managed object's `paused-until` expires: the reconcile looks again
     /// then, so the pause ends on time.
     pub fn resume_at(&self) -> Option<Timestamp> {
@@ -852,7 +852,7 @@ pub struct Planner<'a> {
     pub desired: bool,
     now: Timestamp,
     /// The plan so far.
-    pub plan: TargetPlan,
+    pub plan: TargetDecision,
 }
 
 impl Planner<'_> {
@@ -901,20 +901,20 @@ impl Planner<'_> {
 /// An object paused at `now` by its own `scaling.ebb.dev/paused` / `paused-until` gets no change
 /// at all, neither enabling nor disabling scale-down, nor a release on deletion: the user's
 /// explicit exception, above the fail-safe. The ones this schedule manages are listed in
-/// [`TargetPlan::paused`].
-pub fn plan_target(
+/// [`TargetDecision::paused`].
+pub fn decide_target(
     me: &str,
     claimants: &[Claimant],
     desired_enabled: Option<bool>,
     observed: &Observed,
     now: Timestamp,
-) -> TargetPlan {
+) -> TargetDecision {
     let mut planner = Planner {
         me,
         claimants,
         desired: desired_enabled.unwrap_or(true),
         now,
-        plan: TargetPlan::default(),
+        plan: TargetDecision::default(),
     };
     match observed {
         Observed::ClusterAutoscaler {

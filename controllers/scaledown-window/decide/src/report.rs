@@ -12,7 +12,7 @@ use jiff::Timestamp;
 
 use super::{
     CLUSTER_AUTOSCALER_NAME, Change, ClusterAutoscalerScaleDown, Decision, InvalidSpec, Reason,
-    TargetKind, TargetPlan,
+    TargetDecision, TargetKind,
 };
 
 /// Look again at least this often, and never schedule further ahead (the work queue has a limit).
@@ -306,7 +306,7 @@ pub enum TargetOutcome {
         /// The target kind.
         kind: TargetKind,
         /// The plan.
-        plan: TargetPlan,
+        plan: TargetDecision,
         /// `--dry-run`: nothing was written.
         dry_run: bool,
     },
@@ -459,7 +459,7 @@ pub fn conditions(
 fn planned_ready(
     decision: &Decision,
     kind: TargetKind,
-    plan: &TargetPlan,
+    plan: &TargetDecision,
     dry_run: bool,
     summary: &str,
     cond: &dyn Fn(&str, bool, &str, String) -> ConditionUpdate,
@@ -545,7 +545,7 @@ fn planned_ready(
 }
 
 /// The first few paused objects and why, e.g. `Node w1 (paused by annotation ...)`.
-fn paused_list(plan: &TargetPlan) -> String {
+fn paused_list(plan: &TargetDecision) -> String {
     let paused: Vec<String> = plan
         .paused
         .iter()
@@ -596,7 +596,7 @@ fn cluster_autoscaler_condition(
 
 fn target_conditions(
     kind: TargetKind,
-    plan: &TargetPlan,
+    plan: &TargetDecision,
     cond: &dyn Fn(&str, bool, &str, String) -> ConditionUpdate,
 ) -> (ConditionUpdate, ConditionUpdate) {
     let conflict = if plan.conflicts.is_empty() {

@@ -25,21 +25,21 @@ fn every_warning_condition_reason_is_its_event_reason() {
         TargetOutcome::Invalid(invalid),
         TargetOutcome::Planned {
             kind: TargetKind::MachineAutoscalers,
-            plan: TargetPlan {
+            plan: TargetDecision {
                 cluster_autoscaler: Some(ClusterAutoscalerScaleDown::Missing),
-                ..TargetPlan::default()
+                ..TargetDecision::default()
             },
             dry_run: false,
         },
         TargetOutcome::Planned {
             kind: TargetKind::MachineAutoscalers,
-            plan: TargetPlan {
+            plan: TargetDecision {
                 cluster_autoscaler: Some(ClusterAutoscalerScaleDown::Off(None)),
                 conflicts: vec![super::super::Conflict {
                     object: "MachineAutoscaler a/b".into(),
                     managed_by: "older".into(),
                 }],
-                ..TargetPlan::default()
+                ..TargetDecision::default()
             },
             dry_run: false,
         },
@@ -67,10 +67,10 @@ fn a_first_decision_is_an_event_but_no_flip_and_an_unchanged_status_is_not_writt
     let decision = decision("2026-03-10T12:00:00Z");
     let outcome = TargetOutcome::Planned {
         kind: TargetKind::ClusterAutoscaler,
-        plan: TargetPlan {
+        plan: TargetDecision {
             selected: 1,
             managed: 1,
-            ..TargetPlan::default()
+            ..TargetDecision::default()
         },
         dry_run: false,
     };

@@ -209,7 +209,7 @@ impl WriteReason {
 
 /// What to do to the HPA.
 #[derive(Clone, Debug, PartialEq)]
-pub enum HpaPlan {
+pub enum HpaChange {
     /// Nothing: in sync, paused, unmanaged, invalid spec or dry run.
     Leave,
     /// Create it (it does not exist).
@@ -225,7 +225,7 @@ pub enum HpaPlan {
 
 /// What to do to [`FINALIZER`] on the ServiceScaler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinalizerPlan {
+pub enum FinalizerChange {
     /// Leave as is.
     Keep,
     /// Add it (the deletion will need to act on the HPA: [`needs_finalizer`]).
@@ -269,9 +269,9 @@ pub use ebb_core::Notice;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
     /// The HPA write, if any.
-    pub hpa: HpaPlan,
+    pub hpa: HpaChange,
     /// The finalizer change, if any.
-    pub finalizer: FinalizerPlan,
+    pub finalizer: FinalizerChange,
     /// What to do to the workload's replicas (hibernation).
     pub hibernation: Hibernation,
     /// The Event of the scale write, recorded as soon as it succeeded.
@@ -381,7 +381,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
     let (matched, next_transition) = draft.schedule_at_now(&schedule, &coming);
     let coming = coming.changes;
     if unmanaged {
-        let finalizer = finalizer_plan(observed, true, recorded.is_some());
+        let finalizer = finalizer_change(observed, true, recorded.is_some());
         return draft.unmanaged(finalizer, next_transition);
     }
 
@@ -392,7 +392,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
         draft.status.ramp.as_ref(),
         now,
     );
-    let (hpa, note) = draft.hpa_plan(&target);
+    let (hpa, note) = draft.hpa_change(&target);
     let workload = hibernation_target(observed.scaler, observed.hpa);
     let hibernation = hibernation(
         target.applied.hibernate,
@@ -403,7 +403,7 @@ pub fn decide_scaling(observed: &Observed<'_>, now: Timestamp) -> Decision {
         now,
     );
     let hibernating = hibernation.record_after(recorded).is_some();
-    let finalizer = finalizer_plan(observed, false, hibernating);
+    let finalizer = finalizer_change(observed, false, hibernating);
     let scale_note = scale_note(&hibernation, &describe_workload(observed.scaler, &workload));
     let next_step = target.ramp.and_then(|r| r.next_step_after(now));
     let wake = [next_transition, next_step, target.lead_step]
@@ -447,17 +447,21 @@ fn scale_note(hibernation: &Hibernation, workload: &str) -> Option<String> {
 /// hibernation recorded once this pass is done, and a deletion that wakes it,
 /// [`wakes_on_deletion`]), and removed once it no longer will (a kill-switched HPA needs
 /// nothing); a dry run leaves it as it is.
-fn finalizer_plan(observed: &Observed<'_>, unmanaged: bool, hibernating: bool) -> FinalizerPlan {
+fn finalizer_change(
+    observed: &Observed<'_>,
+    unmanaged: bool,
+    hibernating: bool,
+) -> FinalizerChange {
     let scaler = observed.scaler;
     let adopted = observed
         .hpa
         .is_some_and(|hpa| !unmanaged && needs_finalizer(scaler.spec.deletion_policy, hpa, scaler));
     let wakes = hibernating && wakes_on_deletion(scaler, observed.hpa);
     match (adopted || wakes, has_finalizer(scaler)) {
-        _ if observed.dry_run => FinalizerPlan::Keep,
-        (true, false) => FinalizerPlan::Add,
-        (false, true) => FinalizerPlan::Remove,
-        _ => FinalizerPlan::Keep,
+        _ if observed.dry_run => FinalizerChange::Keep,
+        (true, false) => FinalizerChange::Add,
+        (false, true) => FinalizerChange::Remove,
+        _ => FinalizerChange::Keep,
     }
 }
 
@@ -529,13 +533,13 @@ impl<'a> Draft<'a> {
     /// ([`finish_status`]).
     fn finish(
         self,
-        hpa: HpaPlan,
-        finalizer: FinalizerPlan,
+        hpa: HpaChange,
+        finalizer: FinalizerChange,
         requeue_after: Option<Duration>,
         state: ManagedState,
         hpa_notice: Option<Notice>,
     ) -> Decision {
-        let written = !matches!(hpa, HpaPlan::Leave);
+        let written = !matches!(hpa, HpaChange::Leave);
         Decision {
             status: finish_status(&self.previous, self.status, written, self.now),
             hpa,
@@ -567,8 +571,8 @@ impl<'a> Draft<'a> {
             .resume_at()
             .map(|at| requeue_after(self.now, Some(at)));
         self.finish(
-            HpaPlan::Leave,
-            FinalizerPlan::Keep,
+            HpaChange::Leave,
+            FinalizerChange::Keep,
             requeue,
             ManagedState::Paused,
             None,
@@ -615,9 +619,9 @@ impl<'a> Draft<'a> {
             format!("the spec is invalid; the HPA is left as it was: {message}"),
         );
         self.finish(
-            HpaPlan::Leave,
+            HpaChange::Leave,
             // Adopted or not, an invalid spec changes nothing about the HPA's fate.
-            FinalizerPlan::Keep,
+            FinalizerChange::Keep,
             None,
             ManagedState::Invalid,
             None,
@@ -679,7 +683,7 @@ impl<'a> Draft<'a> {
     /// HPA, but the finalizer follows its fate and the schedule still wakes the ServiceScaler.
     fn unmanaged(
         mut self,
-        finalizer: FinalizerPlan,
+        finalizer: FinalizerChange,
         next_transition: Option<Timestamp>,
     ) -> Decision {
         let message = self.unmanaged_message();
@@ -687,7 +691,7 @@ impl<'a> Draft<'a> {
         self.status.ramp = None;
         let requeue = Some(requeue_after(self.now, next_transition));
         self.finish(
-            HpaPlan::Leave,
+            HpaChange::Leave,
             finalizer,
             requeue,
             ManagedState::Unmanaged,
@@ -699,7 +703,7 @@ impl<'a> Draft<'a> {
     /// owned fields when they differ, for the reason the metrics count: a ramp step, drift
     /// (someone changed what was last applied), a lead step or a transition. Nothing when the
     /// HPA is in sync.
-    fn hpa_plan(&self, target: &Target) -> (HpaPlan, Option<String>) {
+    fn hpa_change(&self, target: &Target) -> (HpaChange, Option<String>) {
         let scaler = self.observed.scaler;
         let hpa_name = &self.hpa_name;
         let in_force = &target.in_force;
@@ -714,12 +718,12 @@ impl<'a> Draft<'a> {
                     target_ref.name,
                     fields.describe()
                 );
-                (HpaPlan::Create(Box::new(hpa)), Some(note))
+                (HpaChange::Create(Box::new(hpa)), Some(note))
             }
             Some(current) => {
                 let spec = current.spec.clone().unwrap_or_default();
                 if fields.matches(&spec) {
-                    return (HpaPlan::Leave, None);
+                    return (HpaChange::Leave, None);
                 }
                 let reason = if target.ramp.is_some() {
                     WriteReason::Ramp
@@ -732,7 +736,7 @@ impl<'a> Draft<'a> {
                 };
                 let fields = fields.clone().keeping_foreign_metrics(&spec);
                 let note = format!("HPA {hpa_name}: {} ({in_force})", fields.diff(&spec));
-                (HpaPlan::Apply { fields, reason }, Some(note))
+                (HpaChange::Apply { fields, reason }, Some(note))
             }
         }
     }
@@ -741,26 +745,26 @@ impl<'a> Draft<'a> {
     /// written (false, with a Normal Event when that changes) or that the HPA is in sync (true).
     fn dry_run(
         mut self,
-        hpa: &HpaPlan,
+        hpa: &HpaChange,
         note: Option<String>,
         in_force: &str,
         requeue: Option<Duration>,
     ) -> Decision {
         let (ready, message) = match (&note, hpa) {
-            (Some(note), HpaPlan::Create(_)) => (false, format!("dry run: would have {note}")),
+            (Some(note), HpaChange::Create(_)) => (false, format!("dry run: would have {note}")),
             (Some(note), _) => (false, format!("dry run: would update {note}")),
             (None, _) => (true, format!("dry run: the HPA is in sync ({in_force})")),
         };
         if self.condition(CONDITION_READY, ready, "DryRun", &message) && note.is_some() {
             let action = match hpa {
-                HpaPlan::Create(_) => "CreateHPA",
+                HpaChange::Create(_) => "CreateHPA",
                 _ => "UpdateHPA",
             };
             self.notices.push(Notice::normal("DryRun", action, message));
         }
         self.finish(
-            HpaPlan::Leave,
-            FinalizerPlan::Keep,
+            HpaChange::Leave,
+            FinalizerChange::Keep,
             requeue,
             ManagedState::DryRun,
             None,
@@ -772,9 +776,9 @@ impl<'a> Draft<'a> {
     /// Event is recorded as soon as the write succeeded.
     fn applied(
         mut self,
-        hpa: HpaPlan,
+        hpa: HpaChange,
         note: Option<String>,
-        finalizer: FinalizerPlan,
+        finalizer: FinalizerChange,
         target: &Target,
         requeue: Option<Duration>,
         hibernation: &Hibernation,
@@ -810,7 +814,7 @@ impl<'a> Draft<'a> {
         }
         let hpa_notice = note.map(|note| {
             let (reason, action) = match hpa {
-                HpaPlan::Create(_) => ("Created", "CreateHPA"),
+                HpaChange::Create(_) => ("Created", "CreateHPA"),
                 _ => ("Updated", "UpdateHPA"),
             };
             Notice::normal(reason, action, note)
@@ -907,7 +911,7 @@ impl Target {
 
 /// What to do when a ServiceScaler is being deleted, in this order.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DeletionPlan {
+pub struct DeletionDecision {
     /// Drop the HPA's owner references to the ServiceScaler ([`disown_patch`]), so that the
     /// garbage collector keeps it.
     pub disown: bool,
@@ -925,7 +929,7 @@ pub struct DeletionPlan {
     pub notices: Vec<Notice>,
 }
 
-impl DeletionPlan {
+impl DeletionDecision {
     /// A plan that only removes `scaler`'s finalizers (ebb's and udaan's), if it holds any.
     fn finalizers_of(scaler: &ServiceScaler) -> Self {
         Self {
@@ -944,9 +948,9 @@ impl DeletionPlan {
 /// is deleted, restored to the defaults or kept as it is per [`deletion_action`] (unless paused,
 /// dry run, or kill-switched, which leave it alone), then the finalizers go. An HPA ebb created
 /// that is to be deleted is left to the garbage collector; one to be kept is disowned first.
-pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionPlan {
+pub fn decide_deletion(observed: &Observed<'_>, now: Timestamp) -> DeletionDecision {
     let scaler = observed.scaler;
-    let mut plan = DeletionPlan::finalizers_of(scaler);
+    let mut plan = DeletionDecision::finalizers_of(scaler);
     if !plan.remove_finalizer {
         return plan;
     }
@@ -1015,9 +1019,9 @@ pub fn decide_release(
     observed: &Observed<'_>,
     now: Timestamp,
     keep_settings: bool,
-) -> DeletionPlan {
+) -> DeletionDecision {
     let scaler = observed.scaler;
-    let mut plan = DeletionPlan::finalizers_of(scaler);
+    let mut plan = DeletionDecision::finalizers_of(scaler);
     if keep_settings {
         return plan;
     }
@@ -1062,7 +1066,7 @@ enum Ending {
 /// the deletion keeps things as they are ([`wakes_on_deletion`]), a pause or the kill switch
 /// holds, or it is a dry run (an Event says what it would have done).
 fn wake_on_deletion(
-    plan: &mut DeletionPlan,
+    plan: &mut DeletionDecision,
     observed: &Observed<'_>,
     now: Timestamp,
     ending: Ending,
@@ -1133,7 +1137,7 @@ fn wake_on_deletion(
 /// Records the Event of a deletion step: under `--dry-run` what it would have done (and `false`:
 /// do nothing), else what it does (`true`: do it).
 fn announce(
-    plan: &mut DeletionPlan,
+    plan: &mut DeletionDecision,
     dry_run: bool,
     reason: &'static str,
     verb: &'static str,
@@ -1156,7 +1160,7 @@ fn announce(
 /// restores nothing (a Warning Event says so) and an HPA already at the defaults needs no write:
 /// either is only disowned, so that the garbage collector keeps it.
 fn restore(
-    plan: &mut DeletionPlan,
+    plan: &mut DeletionDecision,
     observed: &Observed<'_>,
     hpa: &HorizontalPodAutoscaler,
     name: &str,

@@ -47,7 +47,7 @@ fn condition_of<'a>(status: &'a ServiceScalerStatus, type_: &str) -> (&'a str, &
 fn missing_hpa_is_created_owned_with_exactly_the_effective_settings() {
     let s = scaler(office());
     let d = decide_at(&s, None, "2026-05-04T09:00:00Z");
-    let HpaPlan::Create(hpa) = &d.hpa else {
+    let HpaChange::Create(hpa) = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     assert_eq!(
@@ -68,7 +68,7 @@ fn missing_hpa_is_created_owned_with_exactly_the_effective_settings() {
             },
         })
     );
-    assert_eq!(d.finalizer, FinalizerPlan::Keep);
+    assert_eq!(d.finalizer, FinalizerChange::Keep);
     assert_eq!(d.state, ManagedState::Active);
     assert_eq!(d.hpa_notice.as_ref().unwrap().reason, "Created");
     // Requeue exactly at the boundary, 12:00Z.
@@ -106,7 +106,7 @@ fn scale_target_ref_from_the_spec_is_used_on_create() {
     let mut value = office();
     value["scaleTargetRef"] = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"});
     let d = decide_at(&scaler(value), None, "2026-05-04T09:00:00Z");
-    let HpaPlan::Create(hpa) = d.hpa else {
+    let HpaChange::Create(hpa) = d.hpa else {
         panic!()
     };
     let target = hpa.spec.unwrap().scale_target_ref;
@@ -124,13 +124,13 @@ fn second_decision_at_the_same_instant_changes_nothing() {
     let s = with_status(&s, &d);
     let h = hpa(&settings(5, 10, Some(60), None), true);
     let again = decide_at(&s, Some(&h), now);
-    assert_eq!(again.hpa, HpaPlan::Leave);
+    assert_eq!(again.hpa, HpaChange::Leave);
     assert_eq!(again.status, None);
-    assert_eq!(again.finalizer, FinalizerPlan::Keep);
+    assert_eq!(again.finalizer, FinalizerChange::Keep);
     assert!(again.notices.is_empty() && again.hpa_notice.is_none());
     // Later, inside the same range: still nothing.
     let later = decide_at(&s, Some(&h), "2026-05-04T11:59:59Z");
-    assert_eq!((later.hpa, later.status), (HpaPlan::Leave, None));
+    assert_eq!((later.hpa, later.status), (HpaChange::Leave, None));
     assert_eq!(later.requeue_after, Some(Duration::from_secs(1)));
 }
 
@@ -141,7 +141,7 @@ fn boundary_applies_only_the_owned_fields_and_moves_last_updated_time() {
     let s = with_status(&s, &inside);
     let h = hpa(&settings(5, 10, Some(60), None), true);
     let d = decide_at(&s, Some(&h), "2026-05-04T12:00:00Z");
-    let HpaPlan::Apply { fields, reason } = &d.hpa else {
+    let HpaChange::Apply { fields, reason } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     assert_eq!(*reason, WriteReason::Transition);
@@ -177,7 +177,7 @@ fn drift_of_an_owned_field_is_corrected_and_other_fields_do_not_matter() {
     assert!(
         matches!(
             d.hpa,
-            HpaPlan::Apply {
+            HpaChange::Apply {
                 reason: WriteReason::Drift,
                 ..
             }
@@ -192,7 +192,7 @@ fn drift_of_an_owned_field_is_corrected_and_other_fields_do_not_matter() {
     h.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
     assert_eq!(
         decide_at(&s, Some(&h), "2026-05-04T09:30:00Z").hpa,
-        HpaPlan::Leave
+        HpaChange::Leave
     );
 }
 
@@ -232,9 +232,9 @@ fn kill_switch_leaves_the_hpa_and_says_so() {
         json!({MANAGED_ANNOTATION: "false"}),
     );
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.state, ManagedState::Unmanaged);
-    assert_eq!(d.finalizer, FinalizerPlan::Keep);
+    assert_eq!(d.finalizer, FinalizerChange::Keep);
     let status = d.status.unwrap();
     assert_eq!(condition_of(&status, CONDITION_UNMANAGED).0, "True");
     assert!(
@@ -256,7 +256,7 @@ fn kill_switch_leaves_the_hpa_and_says_so() {
         );
         assert!(matches!(
             decide_at(&s, Some(&h), "2026-05-04T09:00:00Z").hpa,
-            HpaPlan::Apply { .. }
+            HpaChange::Apply { .. }
         ));
     }
 }
@@ -276,7 +276,7 @@ fn pause_writes_only_the_paused_condition_and_requeues_at_its_end() {
     );
     let h = hpa(&settings(5, 10, Some(60), None), true);
     let d = decide_at(&s, Some(&h), "2026-05-04T12:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.state, ManagedState::Paused);
     assert_eq!(d.requeue_after, Some(Duration::from_secs(1800)));
     let status = d.status.unwrap();
@@ -310,8 +310,8 @@ fn hpa_paused_by_annotation_is_left_alone_until_the_annotation_goes() {
     let s = scaler(office());
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
-    assert_eq!(d.finalizer, FinalizerPlan::Keep);
+    assert_eq!(d.hpa, HpaChange::Leave);
+    assert_eq!(d.finalizer, FinalizerChange::Keep);
     assert_eq!(d.state, ManagedState::Paused);
     assert_eq!(d.hpa_notice, None);
     // No end: only a change (the HPA watch) brings it back.
@@ -335,13 +335,13 @@ fn hpa_paused_by_annotation_is_left_alone_until_the_annotation_goes() {
     let again = decide_at(&with_status(&s, &d), Some(&h), "2026-05-04T09:05:00Z");
     assert_eq!(
         (again.hpa, again.status, again.notices),
-        (HpaPlan::Leave, None, vec![])
+        (HpaChange::Leave, None, vec![])
     );
     // `paused: "false"` is no pause.
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "false"}));
     assert!(matches!(
         decide_at(&s, Some(&h), "2026-05-04T09:00:00Z").hpa,
-        HpaPlan::Apply { .. }
+        HpaChange::Apply { .. }
     ));
 }
 
@@ -350,7 +350,7 @@ fn hpa_paused_until_a_future_instant_requeues_exactly_then() {
     let s = scaler(office());
     let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}));
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.state, ManagedState::Paused);
     // 90 minutes away: requeued at the safety cap, then exactly at the end.
     assert_eq!(d.requeue_after, Some(MAX_REQUEUE));
@@ -370,7 +370,7 @@ fn hpa_paused_until_a_future_instant_requeues_exactly_then() {
     );
     // One second before the end: still paused, requeued in one second.
     let d = decide_at(&s, Some(&h), "2026-05-04T10:29:59Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.requeue_after, Some(Duration::from_secs(1)));
 }
 
@@ -383,7 +383,7 @@ fn hpa_pause_that_has_expired_writes_again_and_clears_the_condition() {
     // At exactly `paused-until` the pause is over.
     let d = decide_at(&s, Some(&h), "2026-05-04T10:30:00Z");
     assert_eq!(d.state, ManagedState::Active);
-    let HpaPlan::Apply { fields, reason } = &d.hpa else {
+    let HpaChange::Apply { fields, reason } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     assert_eq!((fields.min_replicas, fields.max_replicas), (5, 10));
@@ -398,7 +398,7 @@ fn hpa_with_an_invalid_paused_until_counts_as_paused() {
     let s = scaler(office());
     let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "after the sale"}));
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.state, ManagedState::Paused);
     assert_eq!(d.requeue_after, None, "no end known: wait for a fix");
     let status = d.status.unwrap();
@@ -423,7 +423,7 @@ fn scaler_pause_is_reported_before_an_hpa_pause() {
     s.metadata.annotations = Some([(PAUSED_ANNOTATION.to_owned(), "true".to_owned())].into());
     let h = paused_hpa(json!({PAUSED_UNTIL_ANNOTATION: "2026-05-04T10:30:00Z"}));
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     let status = d.status.unwrap();
     assert_eq!(
         condition_of(&status, PAUSED).2,
@@ -436,7 +436,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
     let s = scaler(office());
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "true", MANAGED_ANNOTATION: "false"}));
     let d = decide_at(&s, Some(&h), "2026-05-04T09:00:00Z");
-    assert_eq!((d.hpa, d.state), (HpaPlan::Leave, ManagedState::Paused));
+    assert_eq!((d.hpa, d.state), (HpaChange::Leave, ManagedState::Paused));
     let h = paused_hpa(json!({PAUSED_ANNOTATION: "true"}));
     let d = decide_scaling(
         &Observed {
@@ -449,7 +449,7 @@ fn hpa_pause_beats_the_kill_switch_and_dry_run_alike_no_write() {
         },
         utc("2026-05-04T09:00:00Z"),
     );
-    assert_eq!((d.hpa, d.state), (HpaPlan::Leave, ManagedState::Paused));
+    assert_eq!((d.hpa, d.state), (HpaChange::Leave, ManagedState::Paused));
 }
 
 #[test]
@@ -500,8 +500,8 @@ fn invalid_spec_leaves_the_hpa_and_reports_field_and_rule() {
     assert_eq!(
         (d.hpa.clone(), d.finalizer, d.state, d.requeue_after),
         (
-            HpaPlan::Leave,
-            FinalizerPlan::Keep,
+            HpaChange::Leave,
+            FinalizerChange::Keep,
             ManagedState::Invalid,
             None
         )
@@ -543,7 +543,7 @@ fn a_holiday_calendar_excludes_its_dates_and_a_missing_one_leaves_the_hpa() {
     let missing = at(&Calendars::new(), "2026-12-25T09:00:00Z");
     assert_eq!(
         (missing.hpa.clone(), missing.state),
-        (HpaPlan::Leave, ManagedState::Invalid)
+        (HpaChange::Leave, ManagedState::Invalid)
     );
     let (st, _, message) = condition_of(missing.status.as_ref().unwrap(), CONDITION_SPEC_VALID);
     assert_eq!(
@@ -596,7 +596,7 @@ fn a_holiday_calendar_excludes_its_dates_and_a_missing_one_leaves_the_hpa() {
         ),
         "{message}"
     );
-    assert_eq!(invalid.hpa, HpaPlan::Leave);
+    assert_eq!(invalid.hpa, HpaChange::Leave);
 }
 
 #[test]
@@ -616,7 +616,11 @@ fn dry_run_records_the_intended_change_and_writes_nothing_else() {
     );
     assert_eq!(
         (d.hpa.clone(), d.finalizer, d.state),
-        (HpaPlan::Leave, FinalizerPlan::Keep, ManagedState::DryRun)
+        (
+            HpaChange::Leave,
+            FinalizerChange::Keep,
+            ManagedState::DryRun
+        )
     );
     let status = d.status.clone().unwrap();
     let (st, reason, message) = condition_of(&status, CONDITION_READY);
@@ -653,22 +657,22 @@ fn adopted_hpa_gets_the_finalizer_and_an_owned_one_does_not() {
     let adopted = hpa(&settings(5, 10, Some(60), None), false);
     assert_eq!(
         decide_at(&s, Some(&adopted), "2026-05-04T09:00:00Z").finalizer,
-        FinalizerPlan::Add
+        FinalizerChange::Add
     );
     let mut with_finalizer = s.clone();
     with_finalizer.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
     assert_eq!(
         decide_at(&with_finalizer, Some(&adopted), "2026-05-04T09:00:00Z").finalizer,
-        FinalizerPlan::Keep
+        FinalizerChange::Keep
     );
     let owned = hpa(&settings(5, 10, Some(60), None), true);
     assert_eq!(
         decide_at(&with_finalizer, Some(&owned), "2026-05-04T09:00:00Z").finalizer,
-        FinalizerPlan::Remove
+        FinalizerChange::Remove
     );
     assert_eq!(
         decide_at(&s, Some(&owned), "2026-05-04T09:00:00Z").finalizer,
-        FinalizerPlan::Keep
+        FinalizerChange::Keep
     );
 }
 
@@ -794,7 +798,7 @@ fn ramp_spreads_a_min_replicas_decrease_from_the_boundary_and_requeues_at_each_s
             },
             now,
         );
-        if let HpaPlan::Apply { fields, reason } = &d.hpa {
+        if let HpaChange::Apply { fields, reason } = &d.hpa {
             assert_eq!(fields.max_replicas, 20, "max changes at once");
             seen.push((now, fields.min_replicas, *reason));
             h = hpa_with(fields, Some("uid-1"), json!({}));
@@ -862,7 +866,7 @@ fn lead_steps_the_hpa_up_before_the_boundary_and_requeues_at_each_step() {
             },
             now,
         );
-        if let HpaPlan::Apply { fields, reason } = &d.hpa {
+        if let HpaChange::Apply { fields, reason } = &d.hpa {
             seen.push((now, fields.min_replicas, fields.max_replicas, *reason));
             h = hpa_with(fields, Some("uid-1"), json!({}));
         }
@@ -917,7 +921,7 @@ fn lead_is_path_independent_a_fresh_controller_writes_the_step_in_force() {
     let h = hpa(&settings(2, 20, None, None), true);
     // No status, 07:17: step 4 (k = floor(17 * 6 / 30) + 1), whatever happened before.
     let d = decide_at(&scaler(spec.clone()), Some(&h), "2026-05-04T07:17:00Z");
-    let HpaPlan::Apply { fields, reason } = &d.hpa else {
+    let HpaChange::Apply { fields, reason } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     assert_eq!((fields.min_replicas, fields.max_replicas), (9, 34));
@@ -936,7 +940,7 @@ fn lead_is_path_independent_a_fresh_controller_writes_the_step_in_force() {
     let mut off = spec;
     off["leadTime"] = json!("0s");
     let d = decide_at(&scaler(off), Some(&h), "2026-05-04T07:17:00Z");
-    assert_eq!(d.hpa, HpaPlan::Leave);
+    assert_eq!(d.hpa, HpaChange::Leave);
     assert_eq!(d.requeue_after, Some(Duration::from_secs(13 * 60)));
 }
 
@@ -951,7 +955,7 @@ fn ramp_state_is_in_status_and_a_restart_continues_it() {
     // A fresh controller 3 minutes after the 12:00 boundary (no status): ramp down from the
     // HPA's value.
     let d = decide_at(&s, Some(&h), "2026-05-04T12:03:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!()
     };
     assert_eq!(fields.min_replicas, 8);
@@ -964,7 +968,7 @@ fn ramp_state_is_in_status_and_a_restart_continues_it() {
     );
     // Long after the boundary: at once.
     let d = decide_at(&s, Some(&h), "2026-05-04T13:00:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!()
     };
     assert_eq!(fields.min_replicas, 2);
@@ -980,7 +984,7 @@ fn ramped_min_never_exceeds_the_new_max() {
     }));
     let h = hpa(&settings(12, 40, None, None), true);
     let d = decide_at(&s, Some(&h), "2026-05-04T20:00:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!()
     };
     assert_eq!((fields.min_replicas, fields.max_replicas), (4, 4));
@@ -1065,11 +1069,11 @@ fn metrics_other_than_cpu_and_memory_are_kept_and_not_compared() {
     // In sync apart from the foreign metric: nothing to write.
     assert_eq!(
         decide_at(&s, Some(&h), "2026-05-04T09:30:00Z").hpa,
-        HpaPlan::Leave
+        HpaChange::Leave
     );
     // At the boundary the cpu/memory part changes and the foreign metric is sent back as it is.
     let d = decide_at(&s, Some(&h), "2026-05-04T12:00:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     assert_eq!(
@@ -1111,14 +1115,14 @@ fn dst_boundaries_drive_the_hpa_writes_and_requeues() {
     ] {
         let night = hpa(&settings(1, 8, None, None), true);
         let inside = decide_at(&s, Some(&night), just_before);
-        assert_eq!(inside.hpa, HpaPlan::Leave, "{just_before}");
+        assert_eq!(inside.hpa, HpaChange::Leave, "{just_before}");
         assert_eq!(
             inside.requeue_after,
             Some(Duration::from_secs(1)),
             "{just_before}"
         );
         let d = decide_at(&s, Some(&night), close);
-        let HpaPlan::Apply { fields, .. } = &d.hpa else {
+        let HpaChange::Apply { fields, .. } = &d.hpa else {
             panic!("{close}: {:?}", d.hpa)
         };
         assert_eq!(fields.min_replicas, 4, "{close}");
@@ -1178,7 +1182,7 @@ proptest! {
 // Deletion policy, udaan's finalizer, range selection
 
 /// What a deletion plan does, in short: (disown, restore, delete, remove_finalizer).
-fn deletion_summary(plan: &DeletionPlan) -> (bool, bool, bool, bool) {
+fn deletion_summary(plan: &DeletionDecision) -> (bool, bool, bool, bool) {
     (
         plan.disown,
         plan.restore.is_some(),
@@ -1232,9 +1236,9 @@ fn deletion_policy_decides_delete_restore_or_orphan_for_each_origin() {
         // The live reconcile adds the finalizer exactly when it is needed.
         let live = decide_at(&s, Some(&hpa), "2026-05-04T09:00:00Z");
         let want = if needs {
-            FinalizerPlan::Add
+            FinalizerChange::Add
         } else {
-            FinalizerPlan::Keep
+            FinalizerChange::Keep
         };
         assert_eq!(live.finalizer, want, "{policy:?} {origin:?}");
         s.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
@@ -1374,7 +1378,7 @@ fn udaans_finalizer_is_honoured_then_removed_on_deletion() {
     let owned = hpa(&settings(5, 10, Some(60), None), true);
     assert_eq!(
         decide_at(&s, Some(&owned), "2026-05-04T09:00:00Z").finalizer,
-        FinalizerPlan::Keep
+        FinalizerChange::Keep
     );
     assert!(has_udaan_finalizer(&s));
 }
@@ -1536,11 +1540,11 @@ fn ranges_set_targets_of_metrics_already_on_the_hpa_by_name() {
     // In sync by day: nothing to write; a name not on the HPA adds nothing.
     assert_eq!(
         decide_at(&s, Some(&with(5, "30")), "2026-05-04T09:30:00Z").hpa,
-        HpaPlan::Leave
+        HpaChange::Leave
     );
     // Off-hours: queue depth back to 100, rps untouched, the whole list sent.
     let d = decide_at(&s, Some(&with(5, "30")), "2026-05-04T12:00:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     let metrics = &fields.apply_patch("web")["spec"]["metrics"];
@@ -1555,7 +1559,7 @@ fn ranges_set_targets_of_metrics_already_on_the_hpa_by_name() {
     // Only the named target drifted: written back.
     assert!(matches!(
         decide_at(&s, Some(&with(5, "31")), "2026-05-04T09:30:00Z").hpa,
-        HpaPlan::Apply { .. }
+        HpaChange::Apply { .. }
     ));
     // A target must say exactly one thing.
     let errors = errors_of(json!({
@@ -1599,11 +1603,11 @@ fn metric_targets_compare_quantities_by_amount() {
     // What the server stored after ebb wrote `2000m` and `0.5`.
     assert_eq!(
         decide_at(&s, Some(&with("2", "500m")), "2026-05-04T09:30:00Z").hpa,
-        HpaPlan::Leave
+        HpaChange::Leave
     );
     // A different amount is still a change, and the note shows only that metric.
     let d = decide_at(&s, Some(&with("3", "500m")), "2026-05-04T09:30:00Z");
-    let HpaPlan::Apply { fields, .. } = &d.hpa else {
+    let HpaChange::Apply { fields, .. } = &d.hpa else {
         panic!("{:?}", d.hpa)
     };
     let metrics = &fields.apply_patch("web")["spec"]["metrics"];

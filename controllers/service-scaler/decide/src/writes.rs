@@ -36,8 +36,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::{
-    CONDITION_READY, CONDITION_SPEC_VALID, Decision, DeletionPlan, FINALIZER, FinalizerPlan,
-    Hibernation, HpaPlan, ManagedState, Observed, UDAAN_FINALIZER, WriteReason, decide_deletion,
+    CONDITION_READY, CONDITION_SPEC_VALID, Decision, DeletionDecision, FINALIZER, FinalizerChange,
+    Hibernation, HpaChange, ManagedState, Observed, UDAAN_FINALIZER, WriteReason, decide_deletion,
     decide_release, decide_scaling, scale_write_target,
 };
 
@@ -94,15 +94,15 @@ fn live_plan(observed: &Observed<'_>, decision: Decision) -> Plan {
         state: Some(decision.state),
     };
     let mut plan = Plan::new(scaler.object_ref(&()), gauge);
-    if decision.finalizer == FinalizerPlan::Add {
+    if decision.finalizer == FinalizerChange::Add {
         plan.writes.push(finalizer_write(scaler, true, false));
     }
     let hpa_write = match decision.hpa {
-        HpaPlan::Leave => None,
-        HpaPlan::Create(hpa) => {
+        HpaChange::Leave => None,
+        HpaChange::Create(hpa) => {
             Some(Write::create(&*hpa, Category::Target).reason(WriteReason::Create.as_str()))
         }
-        HpaPlan::Apply { fields, reason } => {
+        HpaChange::Apply { fields, reason } => {
             let precondition = observed
                 .hpa
                 .map(|hpa| fields.precondition(hpa))
@@ -121,7 +121,7 @@ fn live_plan(observed: &Observed<'_>, decision: Decision) -> Plan {
         &decision.hibernation,
         decision.scale_notice,
     ));
-    if decision.finalizer == FinalizerPlan::Remove {
+    if decision.finalizer == FinalizerChange::Remove {
         plan.writes.push(finalizer_write(scaler, false, false));
     }
     if decision.state == ManagedState::Invalid {
@@ -224,7 +224,7 @@ pub fn release_plan(observed: &Observed<'_>, now: Timestamp, keep_settings: bool
 
 /// The plan of [`decide_deletion`]'s decision: the HPA's steps with their Events, then the
 /// finalizers.
-fn deletion_plan(observed: &Observed<'_>, deletion: DeletionPlan) -> Plan {
+fn deletion_plan(observed: &Observed<'_>, deletion: DeletionDecision) -> Plan {
     let scaler = observed.scaler;
     let gauge = Gauge {
         key: key_of(scaler),

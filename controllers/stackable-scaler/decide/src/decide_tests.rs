@@ -86,7 +86,7 @@ impl Case {
         self.at = at;
         self
     }
-    fn decide(&self) -> Plan {
+    fn decide(&self) -> Step {
         decide(&Input {
             name: "nifi-default",
             namespace: "data",
@@ -113,11 +113,11 @@ fn error() -> HookResult {
     Err(HookError::new("drain failed"))
 }
 
-fn current(plan: &Plan) -> &ScalerState {
+fn current(plan: &Step) -> &ScalerState {
     plan.status.current_state.as_ref().unwrap()
 }
 
-fn condition(plan: &Plan, type_: &str) -> (String, String) {
+fn condition(plan: &Step, type_: &str) -> (String, String) {
     let c = find_condition(&plan.status.conditions, type_).unwrap();
     (c.status.clone(), c.reason.clone())
 }

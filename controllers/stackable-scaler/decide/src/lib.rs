@@ -17,7 +17,7 @@
 //!   annotation `autoscaling.stackable.tech/retry: "true"`, which resets to `Idle` (desired and
 //!   previous replicas cleared) once the `onFailure` hook has finished; the annotation is removed.
 //!
-//! [`decide`] takes plain data and returns a [`Plan`]: the status to hold (written before anything
+//! [`decide`] takes plain data and returns a [`Step`]: the status to hold (written before anything
 //! else happens) and one action. The step loop (the binary's `steps`) saves, acts, and asks
 //! again: a hook's answer comes back in as [`Input::hook`]. Which stages block is [`ScalerStage::is_active`](ebb_crds::stackable::ScalerStage::is_active)'s knowledge.
 //!
@@ -46,7 +46,9 @@ pub mod replicas;
 pub mod steps;
 mod writes;
 use jiff::SignedDuration;
-pub use owner::{PausePlan, WorkloadKind, owning_workload, pause_plan, paused_plan, status_plan};
+pub use owner::{
+    PauseDecision, WorkloadKind, owning_workload, pause_decision, paused_plan, status_plan,
+};
 pub use writes::{resize_write, resume_write, status_write, step_writes, strip_write};
 
 /// The annotation that takes a scaler out of `Failed`.
@@ -322,7 +324,7 @@ impl Note {
 /// one) and what to do then.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Plan {
+pub struct Step {
     /// The status after this step, conditions included.
     pub status: StackableScalerStatus,
     /// The action.
@@ -331,7 +333,7 @@ pub struct Plan {
     pub note: Option<Note>,
 }
 
-impl Plan {
+impl Step {
     /// The stage this plan holds.
     pub fn stage(&self) -> ScalerStage {
         stage_of(Some(&self.status))
@@ -388,20 +390,20 @@ fn state(stage: ScalerStage, now: Timestamp) -> ScalerState {
 }
 
 /// The next step of the state machine.
-pub fn decide(input: &Input<'_>) -> Plan {
+pub fn decide(input: &Input<'_>) -> Step {
     let plan = step(input);
     finish(input, plan)
 }
 
 /// The step without conditions/observedGeneration (added by [`finish`]).
-fn step(input: &Input<'_>) -> Plan {
+fn step(input: &Input<'_>) -> Step {
     let mut current = input.status.cloned().unwrap_or_default();
     let stage = stage_of(input.status);
 
     // A retry only means something in Failed; anywhere else it would linger and silently
     // acknowledge a future failure, so it is removed (and reported).
     if input.retry_requested && stage != ScalerStage::Failed {
-        return Plan {
+        return Step {
             status: current,
             action: Action::StripRetryAnnotation,
             note: Some(Note {
@@ -433,7 +435,7 @@ fn step(input: &Input<'_>) -> Plan {
             }
             return plan;
         }
-        return Plan {
+        return Step {
             status: current,
             action: Action::StripAbortAnnotation,
             note: Some(Note {
@@ -461,7 +463,7 @@ fn step(input: &Input<'_>) -> Plan {
         // Counters survive a lost currentState so Job names stay unique.
         status.scale_event = current.scale_event;
         status.attempt = current.attempt;
-        return Plan {
+        return Step {
             status,
             action: Action::Continue,
             note: Some(Note {
@@ -484,7 +486,7 @@ fn step(input: &Input<'_>) -> Plan {
         && state.last_transition_time.is_none()
     {
         state.last_transition_time = Some(to_k8s_time(input.now));
-        return Plan {
+        return Step {
             status: current,
             action: Action::Continue,
             note: None,
@@ -515,7 +517,7 @@ fn wait_active(
     input: &Input<'_>,
     poll: Duration,
     reason: impl Into<String>,
-) -> Plan {
+) -> Step {
     let left = stage_deadline(&status, &input.timeouts).and_then(|deadline| {
         std::time::Duration::try_from(deadline.duration_since(input.now)).ok()
     });
@@ -523,8 +525,8 @@ fn wait_active(
     wait(status, after, reason)
 }
 
-fn wait(status: StackableScalerStatus, after: Duration, reason: impl Into<String>) -> Plan {
-    Plan {
+fn wait(status: StackableScalerStatus, after: Duration, reason: impl Into<String>) -> Step {
+    Step {
         status,
         action: Action::Wait {
             after: Some(after),
@@ -534,7 +536,7 @@ fn wait(status: StackableScalerStatus, after: Duration, reason: impl Into<String
     }
 }
 
-fn idle(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
+fn idle(input: &Input<'_>, mut status: StackableScalerStatus) -> Step {
     // In Idle, `/scale` status mirrors the workload, so the HPA sees the truth (and a change made
     // behind the scaler's back is undone through the hooks like any other).
     if let Some(workload) = input.workload {
@@ -544,7 +546,7 @@ fn idle(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
         }
     }
     if input.spec_replicas == status.replicas {
-        return Plan {
+        return Step {
             status,
             action: Action::Wait {
                 after: None,
@@ -560,7 +562,7 @@ fn idle(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
     status.scale_event = Some(status.scale_event.unwrap_or(0).saturating_add(1));
     status.current_state = Some(state(ScalerStage::PreScaling, input.now));
     let direction = if desired > previous { "up" } else { "down" };
-    Plan {
+    Step {
         status,
         action: Action::Continue,
         note: Some(Note {
@@ -603,8 +605,8 @@ pub fn context_of(
 
 /// The plan that asks `hook` about the operation in `context` (its start recorded: see
 /// [`hook_due`]).
-fn ask(status: StackableScalerStatus, hook: HookKind, context: ScalingContext) -> Plan {
-    Plan {
+fn ask(status: StackableScalerStatus, hook: HookKind, context: ScalingContext) -> Step {
+    Step {
         status,
         action: Action::RunHook { hook, context },
         note: None,
@@ -655,7 +657,7 @@ fn fail(
     mut status: StackableScalerStatus,
     failed_in: ScalerStage,
     reason: String,
-) -> Plan {
+) -> Step {
     status.current_state = Some(ScalerState {
         stage: ScalerStage::Failed,
         last_transition_time: Some(to_k8s_time(input.now)),
@@ -663,7 +665,7 @@ fn fail(
         reason: Some(truncate(&reason, 4000)),
         failure_hook: Some(FailureHookState::Pending),
     });
-    Plan {
+    Step {
         status,
         action: Action::Continue,
         note: Some(Note {
@@ -694,9 +696,9 @@ fn advance(
     to: ScalerStage,
     reason: &'static str,
     message: String,
-) -> Plan {
+) -> Step {
     status.current_state = Some(state(to, input.now));
-    Plan {
+    Step {
         status,
         action: Action::Continue,
         note: Some(Note {
@@ -709,7 +711,7 @@ fn advance(
     }
 }
 
-fn hook_stage(input: &Input<'_>, mut status: StackableScalerStatus, hook: HookKind) -> Plan {
+fn hook_stage(input: &Input<'_>, mut status: StackableScalerStatus, hook: HookKind) -> Step {
     let stage = hook.stage();
     let context = match context_of(input.name, input.namespace, &status) {
         Ok(context) => context,
@@ -773,7 +775,7 @@ fn hook_stage(input: &Input<'_>, mut status: StackableScalerStatus, hook: HookKi
     }
 }
 
-fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
+fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Step {
     let Some(desired) = status.desired_replicas else {
         return fail(
             input,
@@ -821,7 +823,7 @@ fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
         );
     }
     if workload.replicas != desired {
-        return Plan {
+        return Step {
             status,
             action: Action::SetReplicas { to: desired },
             note: None,
@@ -849,7 +851,7 @@ fn scaling(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
     )
 }
 
-fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
+fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Step {
     let hook_state = status.current_state.as_ref().and_then(|s| s.failure_hook);
     if hook_state == Some(FailureHookState::Pending) {
         let context = match context_of(input.name, input.namespace, &status) {
@@ -857,7 +859,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
             // Nothing to tell the hook about: there is no operation to clean up after.
             Err(_) => {
                 set_failure_hook(&mut status, FailureHookState::Done);
-                return Plan {
+                return Step {
                     status,
                     action: Action::Continue,
                     note: None,
@@ -877,7 +879,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
             ),
             Some(Ok(HookOutcome::Done)) => {
                 set_failure_hook(&mut status, FailureHookState::Done);
-                Plan {
+                Step {
                     status,
                     action: Action::Continue,
                     note: Some(Note {
@@ -891,7 +893,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
             }
             Some(Err(error)) => {
                 set_failure_hook(&mut status, FailureHookState::Failed);
-                Plan {
+                Step {
                     status,
                     action: Action::Continue,
                     note: Some(Note {
@@ -913,7 +915,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
         status.desired_replicas = None;
         status.attempt = Some(status.attempt.unwrap_or(0).saturating_add(1));
         status.current_state = Some(state(ScalerStage::Idle, input.now));
-        return Plan {
+        return Step {
             status,
             action: Action::StripRetryAnnotation,
             note: Some(Note {
@@ -925,7 +927,7 @@ fn failed(input: &Input<'_>, mut status: StackableScalerStatus) -> Plan {
             }),
         };
     }
-    Plan {
+    Step {
         status,
         action: Action::Wait {
             after: None,
@@ -942,7 +944,7 @@ fn set_failure_hook(status: &mut StackableScalerStatus, value: FailureHookState)
 }
 
 /// Stamps the plan's status with conditions that mirror its stage and the observed generation.
-fn finish(input: &Input<'_>, mut plan: Plan) -> Plan {
+fn finish(input: &Input<'_>, mut plan: Step) -> Step {
     if !is_initialized(Some(&plan.status)) {
         return plan;
     }

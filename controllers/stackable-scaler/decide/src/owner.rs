@@ -71,7 +71,7 @@ pub fn owning_workload(scaler: &StackableScaler) -> Result<(WorkloadKind, String
 /// What a pause asks for: the scaler's status with the `Paused` condition, the Event when the
 /// pause starts or changes, and when to look again. Nothing else is written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PausePlan {
+pub struct PauseDecision {
     /// The paused object and why.
     pub pause: ObjectPause,
     /// The scaler's status to hold (written only when it differs).
@@ -84,11 +84,11 @@ pub struct PausePlan {
 
 /// The pause rule, pure, for the scaler and its workload alike: the scaler's own pause first,
 /// then the workload's (`kind` and metadata, when it was read). `None` when neither is paused.
-pub fn pause_plan(
+pub fn pause_decision(
     scaler: &StackableScaler,
     workload: Option<(&str, &ObjectMeta)>,
     now: Timestamp,
-) -> Option<PausePlan> {
+) -> Option<PauseDecision> {
     let own = ("StackableScaler", &scaler.metadata);
     let mut status = scaler.status.clone().unwrap_or_default();
     let report = pause_report(
@@ -98,7 +98,7 @@ pub fn pause_plan(
         now,
     )?;
     set_condition(&mut status.conditions, report.condition, now);
-    Some(PausePlan {
+    Some(PauseDecision {
         pause: report.pause,
         status,
         event: report.event,
@@ -125,9 +125,9 @@ pub fn status_plan(
     plan
 }
 
-/// The pass of a paused scaler ([`pause_plan`]): its `Paused` condition, with the Event when
+/// The pass of a paused scaler ([`pause_decision`]): its `Paused` condition, with the Event when
 /// the pause starts or changes, and a look again at `paused-until`.
-pub fn paused_plan(scaler: &StackableScaler, pause: PausePlan) -> Plan<()> {
+pub fn paused_plan(scaler: &StackableScaler, pause: PauseDecision) -> Plan<()> {
     let notice = pause.event.map(|(kind, reason, note)| Notice {
         kind,
         reason,

@@ -36,7 +36,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
     let until = json!({"scaling.ebb.dev/paused-until": "2025-01-01T00:30:00Z"});
     // Paused until a future instant: requeued exactly then, with an Event.
     let sts = meta(until.clone());
-    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    let plan = pause_decision(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
     assert_eq!(plan.requeue, Requeue::After(Duration::from_secs(1800)));
     let paused = find_condition(&plan.status.conditions, CONDITION_PAUSED).unwrap();
     assert_eq!(
@@ -61,7 +61,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
     // Expired at exactly `paused-until`; one second before, still paused.
     let at = utc;
     assert!(
-        pause_plan(
+        pause_decision(
             &scaler,
             Some(("StatefulSet", &sts)),
             at("2025-01-01T00:30:00Z")
@@ -69,7 +69,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
         .is_none()
     );
     assert_eq!(
-        pause_plan(
+        pause_decision(
             &scaler,
             Some(("StatefulSet", &sts)),
             at("2025-01-01T00:29:59Z")
@@ -80,7 +80,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
     );
     // Indefinite: waits for a change.
     let sts = meta(json!({"scaling.ebb.dev/paused": "true"}));
-    let plan = pause_plan(&scaler, Some(("Deployment", &sts)), start()).unwrap();
+    let plan = pause_decision(&scaler, Some(("Deployment", &sts)), start()).unwrap();
     assert_eq!(plan.requeue, Requeue::AwaitChange);
     assert_eq!(
         plan.pause.to_string(),
@@ -88,7 +88,7 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
     );
     // Unreadable `paused-until`: paused (fail-safe), a warning, no end.
     let sts = meta(json!({"scaling.ebb.dev/paused-until": "after the upgrade"}));
-    let plan = pause_plan(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
+    let plan = pause_decision(&scaler, Some(("StatefulSet", &sts)), start()).unwrap();
     assert_eq!(plan.requeue, Requeue::AwaitChange);
     assert_eq!(
         plan.event
@@ -97,19 +97,19 @@ fn one_pause_rule_serves_the_scaler_and_its_workload() {
         Some((EventKind::Warning, "InvalidPausedUntil"))
     );
     // Neither paused.
-    assert!(pause_plan(&scaler, Some(("StatefulSet", &meta(json!({})))), start()).is_none());
-    assert!(pause_plan(&scaler, None, start()).is_none());
+    assert!(pause_decision(&scaler, Some(("StatefulSet", &meta(json!({})))), start()).is_none());
+    assert!(pause_decision(&scaler, None, start()).is_none());
     // The scaler's own pause is named first.
     let mut own = scaler.clone();
     own.metadata.annotations = Some([("scaling.ebb.dev/paused".into(), "true".into())].into());
-    let plan = pause_plan(&own, Some(("StatefulSet", &meta(until))), start()).unwrap();
+    let plan = pause_decision(&own, Some(("StatefulSet", &meta(until))), start()).unwrap();
     assert_eq!(
         plan.pause.to_string(),
         "StackableScaler data/nifi-default: paused by annotation scaling.ebb.dev/paused"
     );
     // Already reported: same status, no second Event.
     own.status = Some(plan.status.clone());
-    let again = pause_plan(&own, None, start() + SignedDuration::from_mins(5)).unwrap();
+    let again = pause_decision(&own, None, start() + SignedDuration::from_mins(5)).unwrap();
     assert_eq!((again.status, again.event), (plan.status, None));
 }
 
@@ -137,7 +137,7 @@ fn a_status_only_pass_writes_the_difference_naming_the_version_read_then_its_eve
     let until = json!({"scaling.ebb.dev/paused": "true"});
     let mut paused = scaler.clone();
     paused.metadata.annotations = serde_json::from_value(until).unwrap();
-    let pause = pause_plan(&paused, None, start()).unwrap();
+    let pause = pause_decision(&paused, None, start()).unwrap();
     let plan = paused_plan(&paused, pause);
     assert_eq!(plan.writes.len(), 1);
     let write = &plan.writes[0];

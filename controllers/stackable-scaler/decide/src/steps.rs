@@ -26,7 +26,7 @@ use kube::ResourceExt;
 
 use crate::hooks::{HookKind, HookResult, ScalingContext};
 use crate::{
-    self as decide, ABORT_ANNOTATION, Action, Input, Note, Plan, RETRY_ANNOTATION, StageTimeouts,
+    self as decide, ABORT_ANNOTATION, Action, Input, Note, RETRY_ANNOTATION, StageTimeouts, Step,
     WorkloadState,
 };
 use ebb_core::plan::{Verb, Write};
@@ -116,7 +116,7 @@ pub struct Steps<E> {
     pub notes: Vec<Note>,
     /// The plan the pass ended at (`None`: no end within [`MAX_STEPS`], a bug), or why a step
     /// failed.
-    pub end: Result<Option<Plan>, E>,
+    pub end: Result<Option<Step>, E>,
 }
 
 /// The step loop (see the module docs), as far as `world` lets it go.
@@ -135,7 +135,7 @@ async fn steps<W: World>(
     workload: Option<&WorkloadState>,
     now: Timestamp,
     notes: &mut Vec<Note>,
-) -> Result<Option<Plan>, W::Error> {
+) -> Result<Option<Step>, W::Error> {
     for _ in 0..MAX_STEPS {
         let scaler = world.scaler();
         let answer = decide::hook_due(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
@@ -185,7 +185,7 @@ async fn steps<W: World>(
 #[derive(Clone, Debug)]
 pub struct Preview {
     /// The plan the pass stops at (`None`: no decision within [`MAX_STEPS`], a bug).
-    pub plan: Option<Plan>,
+    pub plan: Option<Step>,
     /// The status after the pass.
     pub status: StackableScalerStatus,
     /// What would be recorded as Events.
@@ -332,7 +332,7 @@ pub struct Walk {
     /// The Events of the walk, in order.
     pub notes: Vec<Note>,
     /// The plan the walk stopped at.
-    pub end: Option<Plan>,
+    pub end: Option<Step>,
 }
 
 /// How many passes a [`walk`] may take (an operation is four: to PreScaling, the resize, the

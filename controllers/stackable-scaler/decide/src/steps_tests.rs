@@ -24,7 +24,7 @@ fn offline_writes_change_the_copy_as_the_api_server_would() {
         replicas: 3,
         ..s.status.clone().unwrap()
     };
-    let plan = decide::Plan {
+    let plan = decide::Step {
         status: status.clone(),
         action: Action::StripRetryAnnotation,
         note: None,

@@ -63,7 +63,7 @@ pub fn resize_write(
 /// the removal of the retry or abort annotation ([`strip_write`]; the executor names the
 /// version the status write left). A hook to ask or replicas to set follow them; a note is an
 /// Event once they succeeded.
-pub fn step_writes(scaler: &StackableScaler, plan: &crate::Plan) -> Vec<Write> {
+pub fn step_writes(scaler: &StackableScaler, plan: &crate::Step) -> Vec<Write> {
     let strip = match plan.action {
         crate::Action::StripRetryAnnotation => Some(crate::RETRY_ANNOTATION),
         crate::Action::StripAbortAnnotation => Some(crate::ABORT_ANNOTATION),

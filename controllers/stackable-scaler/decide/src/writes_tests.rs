@@ -94,7 +94,7 @@ fn resuming_drops_the_paused_condition_and_only_it() {
 fn a_step_saves_its_status_then_strips_the_annotation_it_acted_on() {
     let s = scaler(json!({"replicas": 2}));
     let mut status = s.status.clone().unwrap();
-    let plan = |status: StackableScalerStatus, action: crate::Action| crate::Plan {
+    let plan = |status: StackableScalerStatus, action: crate::Action| crate::Step {
         status,
         action,
         note: None,

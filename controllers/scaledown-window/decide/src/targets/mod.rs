@@ -2,7 +2,7 @@
 //! (the minimal change that brings one object to the decision, touching only what ebb set) and its
 //! patch (the body of the write): [`cluster_autoscaler`], [`nodes`], [`machine_autoscalers`],
 //! [`node_pools`]. Pure, like [`decide`](crate), which gathers them into a
-//! [`TargetPlan`](crate::TargetPlan). Also here: OpenShift's ClusterVersion and
+//! [`TargetDecision`](crate::TargetDecision). Also here: OpenShift's ClusterVersion and
 //! MachineConfigPools, read for `followClusterUpgrade`.
 //!
 //! The kinds ebb does not ship (OpenShift, Karpenter) are read as `DynamicObject`s: ebb needs a
