@@ -7,21 +7,31 @@
 //! Every ServiceScaler in the file (several documents or a `List`) is decided, one answer each;
 //! fields its schema does not declare are refused (`ebb_runtime::manifest`). `--at` defaults to
 //! now. The text output shows each instant in the zones the object names, beside UTC.
+//! The answer is the controller's own decision ([`decide::decide_scaling`], the entry every
+//! pass calls) on the object as given: the input stands for the cluster, so the HPA it would
+//! manage is absent (the decision creates it) and no workload is read; the HolidayCalendars
+//! are those of `--calendars`. A paused ServiceScaler is decided as it will be on its resume,
+//! and `paused` says why nothing is written until then.
+//!
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
 //! "maxReplicas", "targetCPUUtilization", "targetMemoryUtilization", "hibernate"},
-//! "nextTransition":
-//! RFC3339|null, "tzdata"}`; a removed or unset metric target is `null`, `nextTransition` is the next
-//! schedule boundary at which the scheduled settings change. `effective` includes the lead-time
-//! step in force at `--at` ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up
-//! ahead of their boundary); lead steps are not transitions. A ramp (`spec.ramp`, spreading a
-//! decrease after its boundary) depends on the HPA's state, so `plan` does not show it. The text
-//! output also names the metric targets (`metricTargets`) in force; the JSON keeps its contract.
+//! "nextTransition": RFC3339|null, "paused": message|null, "tzdata"}`: the status the decision
+//! writes. A removed or unset metric target is `null`; `nextTransition` is the first of the
+//! status's `nextTransitions`, the next schedule boundary at which the scheduled settings
+//! change. `effective` is the HPA's settings (`lastKnownConfig`), the lead-time step in force at
+//! `--at` included ([`crate::lead`]: increases of minReplicas/maxReplicas stepped up ahead of
+//! their boundary); lead steps are not transitions. A ramp (`spec.ramp`, spreading a decrease
+//! after its boundary) starts from the HPA's state, which the input lacks, so `plan` does not
+//! show it. The text output also names the metric targets (`metricTargets`) in force; the JSON
+//! keeps its contract.
 //! `tzdata` names the IANA release the zones were read from (`--tz-data`, see
 //! `ebb_runtime::tz`).
 
 use std::fmt::Write as _;
 
-use ebb_crds::service_scaler::{HpaSettings, ServiceScaler};
+use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
+use ebb_core::time::from_k8s_time;
+use ebb_crds::service_scaler::{HpaSettings, ServiceScaler, ServiceScalerStatus};
 use ebb_runtime::manifest::Schema;
 use ebb_runtime::plan::{Output, ZonedArgs, ZonedPlanError, local_times, zones_named};
 use ebb_runtime::rfc3339;
@@ -30,10 +40,9 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use serde::Serialize;
 
-use crate::decide::{self, Calendars, Schedule, SpecErrors};
-
-/// How many coming transitions the text output lists.
-const TEXT_PREVIEW: usize = 5;
+use crate::decide::{
+    self, CONDITION_RANGES_OVERLAP, Calendars, Decision, ManagedState, Observed, PAUSED, SpecErrors,
+};
 
 /// Flags of `service-scaler plan`: those of every zoned `plan`.
 pub type PlanArgs = ZonedArgs;
@@ -50,6 +59,9 @@ pub struct PlanOutput {
     pub effective: Effective,
     /// The next schedule boundary (lead steps are not transitions); `null`: never.
     pub next_transition: Option<String>,
+    /// Why nothing is written while the ServiceScaler is paused (the decision is its resume's);
+    /// `null`: not paused.
+    pub paused: Option<String>,
     /// The IANA tzdb release the zones were read from (`2026f`).
     pub tzdata: String,
 }
@@ -103,9 +115,10 @@ pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
             path: args.path(),
             invalid,
         };
-        let answer = offline(scaler, &calendars, at).map_err(invalid)?;
-        let schedule = Schedule::from_spec(&scaler.spec, &calendars).map_err(invalid)?;
-        answers.push(answer, |answer| text(scaler, &schedule, answer, at));
+        let decided = Decided::of(scaler, &calendars, at).map_err(invalid)?;
+        answers.push(decided.output(scaler), |answer| {
+            text(scaler, &decided, answer, at)
+        });
     }
     Ok(answers.finish())
 }
@@ -121,6 +134,95 @@ fn zones(scaler: &ServiceScaler) -> Vec<Zone> {
     )
 }
 
+/// The controller's decision for one ServiceScaler, offline (see the module docs).
+struct Decided {
+    /// The decision: what the pass writes, and what it decided from.
+    decision: Decision,
+    /// The status the decision leaves: the one it writes, or the input's when it writes none.
+    status: ServiceScalerStatus,
+    /// The `Paused` condition's message, when the ServiceScaler is paused.
+    paused: Option<String>,
+}
+
+impl Decided {
+    /// The decision for `scaler` at `at`, or every rule its spec breaks.
+    fn of(
+        scaler: &ServiceScaler,
+        calendars: &Calendars,
+        at: Timestamp,
+    ) -> Result<Self, SpecErrors> {
+        let decide = |scaler: &ServiceScaler| {
+            decide::decide_scaling(
+                &Observed {
+                    scaler,
+                    hpa: None,
+                    scale: None,
+                    calendars,
+                    dry_run: false,
+                    ledger: None,
+                },
+                at,
+            )
+        };
+        let mut decision = decide(scaler);
+        let mut paused = None;
+        if decision.state == ManagedState::Paused {
+            paused = ebb_core::find_condition(&status_of(&decision, scaler).conditions, PAUSED)
+                .map(|condition| condition.message.clone());
+            let mut resumed = scaler.clone();
+            if let Some(annotations) = resumed.metadata.annotations.as_mut() {
+                annotations.remove(PAUSED_ANNOTATION);
+                annotations.remove(PAUSED_UNTIL_ANNOTATION);
+            }
+            decision = decide(&resumed);
+        }
+        if let Some(errors) = decision.invalid.take() {
+            return Err(errors);
+        }
+        Ok(Self {
+            status: status_of(&decision, scaler),
+            decision,
+            paused,
+        })
+    }
+
+    /// The JSON answer.
+    fn output(&self, scaler: &ServiceScaler) -> PlanOutput {
+        PlanOutput {
+            name: scaler.name_any(),
+            matched_range: self.matched_range(),
+            effective: (&self.effective()).into(),
+            next_transition: self
+                .status
+                .next_transitions
+                .first()
+                .map(|t| rfc3339(from_k8s_time(&t.at))),
+            paused: self.paused.clone(),
+            tzdata: ebb_schedule::tzdata().release().to_owned(),
+        }
+    }
+
+    fn matched_range(&self) -> Option<usize> {
+        self.status
+            .matched_range
+            .and_then(|i| usize::try_from(i).ok())
+    }
+
+    /// The settings the HPA gets.
+    fn effective(&self) -> HpaSettings {
+        self.status.last_known_config.clone().unwrap_or_default()
+    }
+}
+
+/// The status `decision` leaves on `scaler`.
+fn status_of(decision: &Decision, scaler: &ServiceScaler) -> ServiceScalerStatus {
+    decision
+        .status
+        .clone()
+        .or_else(|| scaler.status.clone())
+        .unwrap_or_default()
+}
+
 /// The decision for `scaler` at `at`, the HolidayCalendars its ranges name read from
 /// `calendars`.
 pub fn offline(
@@ -128,15 +230,7 @@ pub fn offline(
     calendars: &Calendars,
     at: Timestamp,
 ) -> Result<PlanOutput, SpecErrors> {
-    let schedule = Schedule::from_spec(&scaler.spec, calendars)?;
-    let matched = schedule.matched_at(at);
-    Ok(PlanOutput {
-        name: scaler.name_any(),
-        matched_range: matched,
-        effective: (&crate::lead::lead_at(&schedule, at).settings).into(),
-        next_transition: schedule.next_transition(at).map(rfc3339),
-        tzdata: ebb_schedule::tzdata().release().to_owned(),
-    })
+    Ok(Decided::of(scaler, calendars, at)?.output(scaler))
 }
 
 /// Renders the decision for `scaler` at `at`.
@@ -146,13 +240,13 @@ pub fn render(
     at: Timestamp,
     output: Output,
 ) -> Result<String, SpecErrors> {
-    let answer = offline(scaler, calendars, at)?;
-    let schedule = Schedule::from_spec(&scaler.spec, calendars)?;
-    Ok(output.render(&answer, |answer| text(scaler, &schedule, answer, at)))
+    let decided = Decided::of(scaler, calendars, at)?;
+    let answer = decided.output(scaler);
+    Ok(output.render(&answer, |answer| text(scaler, &decided, answer, at)))
 }
 
 /// The text output: the decision, the coming transitions, overlaps and the ramp.
-fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Timestamp) -> String {
+fn text(scaler: &ServiceScaler, decided: &Decided, answer: &PlanOutput, at: Timestamp) -> String {
     let mut out = String::new();
     let name = match scaler.namespace() {
         Some(ns) => format!("{ns}/{}", answer.name),
@@ -166,39 +260,50 @@ fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Ti
         rfc3339(at),
         local_times(at, &zones)
     );
+    if let Some(paused) = &decided.paused {
+        let _ = writeln!(
+            out,
+            "  paused:     {paused}; nothing is written until it resumes, as below"
+        );
+    }
     let _ = writeln!(out, "  in force:   {}", decide::describe_range(matched));
-    let lead = crate::lead::lead_at(schedule, at);
+    let effective = decided.effective();
     let _ = writeln!(
         out,
         "  effective:  {}",
-        decide::describe_settings(&lead.settings)
+        decide::describe_settings(&effective)
     );
-    let scheduled = schedule.settings(matched);
-    if scheduled.hibernate && !lead.settings.hibernate {
-        let _ = writeln!(
-            out,
-            "  lead:       awake ahead of the hibernation's end (spec.leadTime)"
-        );
-    } else if lead.settings != *scheduled {
-        let _ = writeln!(
-            out,
-            "  lead:       stepping up ahead of a coming increase (scheduled now: {}); next step {}",
-            decide::describe_settings(schedule.settings(matched)),
-            lead.next_step.map_or_else(|| "none".to_owned(), rfc3339)
-        );
+    if let Some(scheduled) = &decided.decision.scheduled {
+        if scheduled.hibernate && !effective.hibernate {
+            let _ = writeln!(
+                out,
+                "  lead:       awake ahead of the hibernation's end (spec.leadTime)"
+            );
+        } else if effective != *scheduled {
+            let _ = writeln!(
+                out,
+                "  lead:       stepping up ahead of a coming increase (scheduled now: {}); next step {}",
+                decide::describe_settings(scheduled),
+                decided
+                    .decision
+                    .lead_step
+                    .map_or_else(|| "none".to_owned(), rfc3339)
+            );
+        }
     }
-    let coming = schedule.transitions(at, TEXT_PREVIEW);
+    let coming = &decided.status.next_transitions;
     if coming.is_empty() {
         let _ = writeln!(out, "  next:       none (the settings never change again)");
     }
     for (i, t) in coming.iter().enumerate() {
         let label = if i == 0 { "next:" } else { "then:" };
+        let at = from_k8s_time(&t.at);
         let _ = writeln!(
             out,
             "  {label:<11} {}{} -> {}: {}",
-            rfc3339(t.at),
-            local_times(t.at, &zones),
-            decide::describe_range(t.matched_range),
+            rfc3339(at),
+            local_times(at, &zones),
+            decide::describe_range(t.matched_range.and_then(|i| usize::try_from(i).ok())),
             decide::describe_settings(&t.settings)
         );
     }
@@ -218,8 +323,9 @@ fn text(scaler: &ServiceScaler, schedule: &Schedule, answer: &PlanOutput, at: Ti
             );
         }
     }
-    if let Some(message) = schedule.overlap_message(&schedule.overlaps()) {
-        let _ = writeln!(out, "  overlaps:   {message}");
+    let overlaps = ebb_core::find_condition(&decided.status.conditions, CONDITION_RANGES_OVERLAP);
+    if let Some(overlap) = overlaps.filter(|c| c.status == "True") {
+        let _ = writeln!(out, "  overlaps:   {}", overlap.message);
     }
     let tzdata = ebb_schedule::tzdata();
     let _ = writeln!(

@@ -40,6 +40,7 @@ fn json_has_exactly_the_contract_keys() {
                           "targetCPUUtilization": 50, "targetMemoryUtilization": null,
                           "hibernate": false},
             "nextTransition": "2026-03-27T18:30:00Z",
+            "paused": null,
             "tzdata": "2026f"
         })
     );
@@ -159,6 +160,40 @@ fn a_hibernating_range_shows_in_both_outputs_and_the_lead_wakes_it_ahead() {
     .unwrap();
     assert!(
         text.contains("lead:       awake ahead of the hibernation's end"),
+        "{text}"
+    );
+}
+
+/// A paused ServiceScaler: the controller writes nothing until it resumes, and `plan` says so
+/// beside the decision its resume makes (the one an unpaused copy gets).
+#[test]
+fn a_paused_scaler_is_said_paused_beside_its_resumes_decision() {
+    let unpaused: ServiceScaler = parse_manifest("udaan.yaml", UDAAN).unwrap();
+    let mut paused = unpaused.clone();
+    paused
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            "scaling.ebb.dev/paused-until".into(),
+            "2026-03-27T12:00:00Z".into(),
+        );
+    let now = at("2026-03-27T17:00:00+05:30");
+    let answer = offline(&paused, &Calendars::new(), now).unwrap();
+    let note = answer.paused.clone().unwrap();
+    assert!(note.contains("paused-until"), "{note}");
+    let resumed = offline(&unpaused, &Calendars::new(), now).unwrap();
+    assert_eq!(resumed.paused, None);
+    assert_eq!(
+        PlanOutput {
+            paused: None,
+            ..answer
+        },
+        resumed
+    );
+    let text = render(&paused, &Calendars::new(), now, Output::TEXT).unwrap();
+    assert!(
+        text.contains("  paused:     ") && text.contains("nothing is written until it resumes"),
         "{text}"
     );
 }

@@ -30,6 +30,7 @@ fn answer(name: &str, range: Value, effective: [Value; 4], next: Value) -> Value
                       "targetCPUUtilization": cpu, "targetMemoryUtilization": memory,
                       "hibernate": false},
         "nextTransition": next,
+        "paused": null,
         "tzdata": ebb_schedule::BUNDLED_RELEASE,
     })
 }

@@ -286,6 +286,14 @@ pub struct Decision {
     pub hpa_notice: Option<Notice>,
     /// Events to record after the status write.
     pub notices: Vec<Notice>,
+    /// Every rule the spec breaks, when it breaks one ([`ManagedState::Invalid`]).
+    pub invalid: Option<SpecErrors>,
+    /// What the schedule has in force at `now`, before a ramp or the lead changes it (the HPA
+    /// gets the status's `lastKnownConfig`); `None` when the schedule was not evaluated (paused,
+    /// invalid, a dry run).
+    pub scheduled: Option<HpaSettings>,
+    /// The lead's next step up ahead of a coming increase (`spec.leadTime`), if any.
+    pub lead_step: Option<Timestamp>,
 }
 
 /// How long from `now` until `at`, rounded up to the millisecond (a timer never fires early
@@ -550,6 +558,9 @@ impl<'a> Draft<'a> {
             state,
             hpa_notice,
             notices: self.notices,
+            invalid: None,
+            scheduled: None,
+            lead_step: None,
         }
     }
 
@@ -618,14 +629,18 @@ impl<'a> Draft<'a> {
             "InvalidSpec",
             format!("the spec is invalid; the HPA is left as it was: {message}"),
         );
-        self.finish(
+        let decision = self.finish(
             HpaChange::Leave,
             // Adopted or not, an invalid spec changes nothing about the HPA's fate.
             FinalizerChange::Keep,
             None,
             ManagedState::Invalid,
             None,
-        )
+        );
+        Decision {
+            invalid: Some(errors.clone()),
+            ..decision
+        }
     }
 
     /// **Ranges** that overlap: the `RangesOverlap` condition naming them (a Warning Event when
@@ -819,13 +834,20 @@ impl<'a> Draft<'a> {
             };
             Notice::normal(reason, action, note)
         });
-        self.finish(hpa, finalizer, requeue, ManagedState::Active, hpa_notice)
+        let decision = self.finish(hpa, finalizer, requeue, ManagedState::Active, hpa_notice);
+        Decision {
+            scheduled: Some(target.scheduled.clone()),
+            lead_step: target.lead_step,
+            ..decision
+        }
     }
 }
 
 /// What the HPA gets at `now`: the settings in force, stepped up ahead of a coming increase by
 /// the lead time ([`crate::lead`]) and held above a decrease by the ramp.
 struct Target {
+    /// What the schedule has in force, before the ramp and the lead.
+    scheduled: HpaSettings,
     /// The ramp in force, if any.
     ramp: Option<Ramp>,
     /// Whether the lead steps the settings up ahead of a coming increase.
@@ -899,6 +921,7 @@ impl Target {
             }
         );
         Self {
+            scheduled: target.clone(),
             ramp,
             leading,
             lead_step: lead.next_step,
