@@ -36,17 +36,14 @@
 //!   `spec.stageTimeoutSeconds` first.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use ebb_core::{Notice, Requeue};
+use ebb_core::Requeue;
 use ebb_crds::stackable::{ScalerStage, StackableScaler};
-use ebb_runtime::conditions::{ConditionUpdate, set_condition};
-use ebb_runtime::events::{EventKind, EventSink};
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
 use crate::decide::{self, Note, PauseDecision, WorkloadState, owning_workload, pause_decision};
@@ -56,10 +53,10 @@ use crate::metrics::Metrics;
 use crate::steps;
 pub use crate::workload::WorkloadTarget;
 
+/// Condition type recording what a dry run would do.
+pub use crate::decide::CONDITION_DRY_RUN;
 /// Condition type while paused (every controller's).
 pub use ebb_runtime::pause::CONDITION_PAUSED;
-/// Condition type recording what a dry run would do.
-pub const CONDITION_DRY_RUN: &str = "DryRun";
 
 /// The controller's own part of the frame's [`Context`].
 pub struct Own {
@@ -133,20 +130,6 @@ impl ReconcileError for Error {
             _ => false,
         }
     }
-}
-
-async fn record(
-    ctx: &Context,
-    scaler: &StackableScaler,
-    kind: EventKind,
-    reason: &str,
-    action: &str,
-    note: &str,
-) {
-    let reference = scaler.object_ref(&());
-    ctx.events
-        .record(&reference, kind, reason, action, note)
-        .await;
 }
 
 /// One reconcile of one scaler (the frame has checked leadership and routed malformed objects).
@@ -231,9 +214,13 @@ async fn after_pass(
     entered: Timestamp,
     now: Timestamp,
 ) {
+    // The saved steps' Events, recorded by the executor (decide says what each one is).
+    if let Err(error) = execute(ctx, decide::notes_plan(scaler, &done.notes)).await {
+        tracing::warn!(%error, "recording the pass's Events failed");
+    }
     let mut stage_entered = entered;
     for note in &done.notes {
-        report(ctx, scaler, note, stage_entered, now).await;
+        report(ctx, note, stage_entered, now);
         if note.is_transition() {
             stage_entered = now;
         }
@@ -262,27 +249,8 @@ async fn after_pass(
     }
 }
 
-async fn report(
-    ctx: &Context,
-    scaler: &StackableScaler,
-    note: &Note,
-    stage_entered: Timestamp,
-    now: Timestamp,
-) {
-    let kind = if note.warning {
-        EventKind::Warning
-    } else {
-        EventKind::Normal
-    };
-    record(
-        ctx,
-        scaler,
-        kind,
-        note.reason,
-        note.to.as_str(),
-        &note.message,
-    )
-    .await;
+/// A saved step's stage metrics and log line (its Event is the executor's).
+fn report(ctx: &Context, note: &Note, stage_entered: Timestamp, now: Timestamp) {
     if let (Some(from), true) = (note.from, note.is_transition()) {
         let seconds = now.duration_since(stage_entered).as_secs_f64();
         ctx.own.metrics.observe_stage(from, seconds);
@@ -307,32 +275,22 @@ async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Requeue, Err
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
 }
 
-/// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new.
+/// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new
+/// ([`decide::invalid_owner_plan`]).
 async fn invalid(
     ctx: &Context,
     scaler: &StackableScaler,
     error: &Error,
     now: Timestamp,
 ) -> Result<(), Error> {
-    let mut status = scaler.status.clone().unwrap_or_default();
-    let message = error.to_string();
-    let update = ConditionUpdate::new(
-        decide::CONDITION_READY,
-        false,
-        "InvalidOwner",
-        message.clone(),
-    )
-    .observed_generation(scaler.metadata.generation);
-    if set_condition(&mut status.conditions, update, now) {
-        let notice = Notice::warning("InvalidOwner", "Validate", message);
-        let plan = decide::status_plan(scaler, status, Some(notice), Requeue::AwaitChange);
+    if let Some(plan) = decide::invalid_owner_plan(scaler, &error.to_string(), now) {
         execute(ctx, plan).await?;
     }
     Ok(())
 }
 
-/// `--dry-run`: the `DryRun` condition says what the pass would do, with an Event when it is
-/// new; nothing else is written.
+/// `--dry-run`: the `DryRun` condition says what the pass would do ([`steps::preview`]), with an
+/// Event when it is new ([`decide::dry_run_plan`]); nothing else is written.
 async fn dry_run(
     ctx: &Context,
     scaler: &StackableScaler,
@@ -340,27 +298,6 @@ async fn dry_run(
     now: Timestamp,
 ) -> Result<Requeue, Error> {
     let preview = steps::preview(scaler, workload, now);
-    let intent = preview
-        .plan
-        .as_ref()
-        .map_or_else(|| "do nothing".to_owned(), decide::Step::describe);
-    let mut status = scaler.status.clone().unwrap_or_default();
-    let note = format!("dry run: would {intent}");
-    let update = ConditionUpdate::new(CONDITION_DRY_RUN, true, "DryRun", note.clone());
-    let requeue = Requeue::After(decide::HOOK_POLL.max(Duration::from_secs(60)));
-    let plan = match set_condition(&mut status.conditions, update, now) {
-        true => decide::status_plan(
-            scaler,
-            status,
-            Some(Notice::normal("DryRun", "Plan", note)),
-            requeue,
-        ),
-        false => decide::status_plan(
-            scaler,
-            scaler.status.clone().unwrap_or_default(),
-            None,
-            requeue,
-        ),
-    };
-    execute(ctx, plan).await
+    let intent = preview.plan.as_ref().map(decide::Step::describe);
+    execute(ctx, decide::dry_run_plan(scaler, intent, now)).await
 }

@@ -47,7 +47,8 @@ pub mod steps;
 mod writes;
 use jiff::SignedDuration;
 pub use owner::{
-    PauseDecision, WorkloadKind, owning_workload, pause_decision, paused_plan, status_plan,
+    CONDITION_DRY_RUN, PauseDecision, WorkloadKind, dry_run_plan, invalid_owner_plan, notes_plan,
+    owning_workload, pause_decision, paused_plan, status_plan,
 };
 pub use writes::{resize_write, resume_write, status_write, step_writes, strip_write};
 
@@ -317,6 +318,21 @@ impl Note {
     /// Whether the stage changed.
     pub fn is_transition(&self) -> bool {
         self.from != Some(self.to)
+    }
+
+    /// The Event of this note: its reason and message, the stage entered as the action, a
+    /// Warning for a failure.
+    pub fn notice(&self) -> ebb_core::Notice {
+        let kind = match self.warning {
+            true => ebb_core::events::EventKind::Warning,
+            false => ebb_core::events::EventKind::Normal,
+        };
+        ebb_core::Notice {
+            kind,
+            reason: self.reason,
+            action: self.to.as_str(),
+            note: self.message.clone(),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Which workload a scaler scales, and the pause rule of the standalone controller: pure, beside
 //! the state machine they feed.
 
-use ebb_core::conditions::set_condition;
+use ebb_core::conditions::{ConditionUpdate, set_condition};
 use ebb_core::events::EventKind;
 use ebb_core::pause::{ObjectPause, pause_report};
 use ebb_core::plan::Plan;
@@ -135,6 +135,58 @@ pub fn paused_plan(scaler: &StackableScaler, pause: PauseDecision) -> Plan<()> {
         note,
     });
     status_plan(scaler, pause.status, notice, pause.requeue)
+}
+
+/// The Events of a pass's saved steps (`notes`, in order), on the scaler: the executor records
+/// them, as it records every plan's.
+pub fn notes_plan(scaler: &StackableScaler, notes: &[super::Note]) -> Plan<()> {
+    let mut plan = Plan::new(scaler.object_ref(&()), ());
+    plan.notices = notes.iter().map(super::Note::notice).collect();
+    plan
+}
+
+/// Condition type recording what a dry run would do.
+pub const CONDITION_DRY_RUN: &str = "DryRun";
+
+/// The pass of a scaler whose owner cannot be served (`why`, naming it): `Ready` false with
+/// reason `InvalidOwner`, a Warning Event when that is new, and no look again until the scaler
+/// changes. `None` when the condition already says so: nothing to write.
+pub fn invalid_owner_plan(scaler: &StackableScaler, why: &str, now: Timestamp) -> Option<Plan<()>> {
+    let mut status = scaler.status.clone().unwrap_or_default();
+    let update = ConditionUpdate::new(super::CONDITION_READY, false, "InvalidOwner", why)
+        .observed_generation(scaler.metadata.generation);
+    set_condition(&mut status.conditions, update, now).then(|| {
+        let notice = Notice::warning("InvalidOwner", "Validate", why);
+        status_plan(scaler, status, Some(notice), Requeue::AwaitChange)
+    })
+}
+
+/// The pass of `--dry-run`: the `DryRun` condition says what the pass would do (`intent`, as
+/// [`super::Step::describe`] says it; `None`: nothing), with an Event when it is new; nothing
+/// else is written, and the scaler is looked at again after a minute (or a hook's poll, if
+/// longer).
+pub fn dry_run_plan(scaler: &StackableScaler, intent: Option<String>, now: Timestamp) -> Plan<()> {
+    let mut status = scaler.status.clone().unwrap_or_default();
+    let note = format!(
+        "dry run: would {}",
+        intent.as_deref().unwrap_or("do nothing")
+    );
+    let update = ConditionUpdate::new(CONDITION_DRY_RUN, true, "DryRun", note.clone());
+    let requeue = Requeue::After(super::HOOK_POLL.max(std::time::Duration::from_secs(60)));
+    match set_condition(&mut status.conditions, update, now) {
+        true => status_plan(
+            scaler,
+            status,
+            Some(Notice::normal("DryRun", "Plan", note)),
+            requeue,
+        ),
+        false => status_plan(
+            scaler,
+            scaler.status.clone().unwrap_or_default(),
+            None,
+            requeue,
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -156,3 +156,61 @@ fn a_status_only_pass_writes_the_difference_naming_the_version_read_then_its_eve
     let quiet = status_plan(&scaler, status, None, Requeue::AwaitChange);
     assert!(quiet.writes_nothing());
 }
+
+/// An owner that cannot be served: `Ready` false naming why, a Warning the first time, and
+/// nothing to write once the condition says so.
+#[test]
+fn an_invalid_owner_is_said_once_and_waits_for_a_change() {
+    let scaler: StackableScaler = serde_json::from_value(scaler_json()).unwrap();
+    let plan = invalid_owner_plan(&scaler, "owned by a Job", start()).unwrap();
+    assert_eq!(plan.requeue, Requeue::AwaitChange);
+    let notices: Vec<_> = plan.writes.iter().flat_map(|w| w.notices.iter()).collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        (notices[0].reason, notices[0].action),
+        ("InvalidOwner", "Validate")
+    );
+    // As written: the same reason again writes nothing.
+    let mut written = scaler.clone();
+    let mut status = scaler.status.clone().unwrap_or_default();
+    let update = ConditionUpdate::new(
+        crate::CONDITION_READY,
+        false,
+        "InvalidOwner",
+        "owned by a Job",
+    );
+    set_condition(&mut status.conditions, update, start());
+    written.status = Some(status);
+    let ready = find_condition(
+        &written.status.as_ref().unwrap().conditions,
+        crate::CONDITION_READY,
+    );
+    assert_eq!(ready.unwrap().reason, "InvalidOwner");
+    assert!(invalid_owner_plan(&written, "owned by a Job", start()).is_none());
+}
+
+/// A dry run's condition says the intent; its Event goes with a new intent only.
+#[test]
+fn a_dry_run_says_its_intent_with_an_event_when_it_is_new() {
+    let scaler: StackableScaler = serde_json::from_value(scaler_json()).unwrap();
+    let plan = dry_run_plan(&scaler, Some("set replicas to 2".into()), start());
+    assert_eq!(plan.requeue, Requeue::After(Duration::from_secs(60)));
+    let notices: Vec<_> = plan.writes.iter().flat_map(|w| w.notices.iter()).collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].note, "dry run: would set replicas to 2");
+    let mut status = scaler.status.clone().unwrap_or_default();
+    let update = ConditionUpdate::new(
+        CONDITION_DRY_RUN,
+        true,
+        "DryRun",
+        "dry run: would do nothing",
+    );
+    set_condition(&mut status.conditions, update, start());
+    let mut settled = scaler.clone();
+    settled.status = Some(status);
+    let again = dry_run_plan(&settled, None, start());
+    assert!(
+        again.writes.is_empty() && again.notices.is_empty(),
+        "{again:?}"
+    );
+}
