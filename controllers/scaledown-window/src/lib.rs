@@ -18,6 +18,7 @@ ebb_runtime::controller_names!("scaledown-window");
 pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::ClusterScoped;
 
 pub use scaledown_window_decide as decide;
+pub mod cleanup;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;
@@ -289,7 +290,7 @@ fn watch_targets(
 }
 
 /// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the
-/// target kinds `args` enables) and removes the finalizers ([`reconcile::release_all`]); with
+/// target kinds `args` enables) and removes the finalizers ([`cleanup::release_all`]); with
 /// `--keep-settings` (`leave`) only the finalizers go.
 ///
 /// # Errors
@@ -322,7 +323,7 @@ pub async fn clean(
         calendars: CalendarCache::default(),
     };
     let selector = args.common.label_selector();
-    reconcile::release_all(&frame::Context::new(shared, own), selector, leave).await
+    cleanup::release_all(&frame::Context::new(shared, own), selector, leave).await
 }
 
 /// The controller's watches and reconciles on `wiring`, until its shutdown: what the binary runs

@@ -8,7 +8,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::CONTROLLER_NAME;
-use crate::decide::TargetKind;
 use crate::decide::writes::GaugeValues;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -94,11 +93,12 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a successful write to a target object.
-    pub fn write(&self, kind: TargetKind) {
+    /// Counts one write to a target object of `kind` (`Node`, `ClusterAutoscaler`, ...: the
+    /// write's reason, `TargetKind::object_kind`).
+    pub fn write(&self, kind: &str) {
         self.writes
             .get_or_create(&KindLabels {
-                kind: kind.object_kind().to_owned(),
+                kind: kind.to_owned(),
             })
             .inc();
     }

@@ -69,7 +69,7 @@ pub fn offline(
     maintenance: &ClusterMaintenance,
 ) -> Result<(PlanOutput, Decision), InvalidSpec> {
     decide::resolve_target(&schedule.spec.target)?;
-    let decision = decide::decide(&schedule.spec, calendars, at, maintenance);
+    let decision = decide::decide_windows(&schedule.spec, calendars, at, maintenance);
     if let Reason::InvalidSchedule(invalid) = &decision.reason {
         return Err(invalid.clone());
     }

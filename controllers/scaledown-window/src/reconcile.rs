@@ -16,10 +16,9 @@
 //! `ebb_runtime::pause::pause_report` (the shared `Paused` condition and Event). Leader election
 //! (in the frame) gates all writes.
 
-use ebb_runtime::cleanup::Leave;
 use std::sync::Arc;
 
-use ebb_core::plan::Write;
+use ebb_core::plan::{Category, Write};
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::cache::{Cache, Cold};
 use ebb_runtime::calendars::CalendarCache;
@@ -27,64 +26,22 @@ use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::guard::Guarded;
-use ebb_runtime::pause::{pause_report, pause_state};
-use ebb_runtime::time::from_k8s_time;
-use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::Node;
 use kube::api::ListParams;
-use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
+use kube::core::{DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::Store;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 
-use crate::decide::writes::{FinalizerStep, ScheduleGauges};
+use crate::decide::writes::ScheduleGauges;
 use crate::decide::{
-    self, Change, Claimant, ClusterAutoscalerScaleDown, ClusterMaintenance, Observed, ReportInput,
-    ResolvedTarget, TargetKind, TargetOutcome,
+    self, ClusterAutoscalerScaleDown, ClusterMaintenance, Observed, Pass, Reads, ResolvedTarget,
+    Settings, TargetObjects, TargetRead,
 };
 use crate::metrics::Metrics;
 use crate::targets;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
-pub use crate::decide::{FINALIZER, RESYNC, requeue_after};
-
-/// Which target kinds this controller serves (feature flags; the chart grants RBAC to match).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EnabledTargets {
-    /// `--enable-cluster-autoscaler`.
-    pub cluster_autoscaler: bool,
-    /// `--enable-node-annotation`.
-    pub node_annotation: bool,
-    /// `--enable-machine-autoscalers`.
-    pub machine_autoscalers: bool,
-    /// `--enable-karpenter`.
-    pub karpenter: bool,
-    /// `--enable-cluster-version`: read the ClusterVersion and the MachineConfigPools for
-    /// `followClusterUpgrade`.
-    pub cluster_version: bool,
-}
-
-impl EnabledTargets {
-    /// Every kind, and the ClusterVersion and MachineConfigPools.
-    pub fn all() -> Self {
-        Self {
-            cluster_autoscaler: true,
-            node_annotation: true,
-            machine_autoscalers: true,
-            karpenter: true,
-            cluster_version: true,
-        }
-    }
-
-    /// Whether schedules of `kind` are served.
-    pub fn allows(&self, kind: TargetKind) -> bool {
-        match kind {
-            TargetKind::ClusterAutoscaler => self.cluster_autoscaler,
-            TargetKind::NodeAnnotation => self.node_annotation,
-            TargetKind::MachineAutoscalers => self.machine_autoscalers,
-            TargetKind::KarpenterNodePools => self.karpenter,
-        }
-    }
-}
+pub use crate::decide::{EnabledTargets, FINALIZER, RESYNC, requeue_after};
 
 /// scaledown-window's own part of the frame's context.
 pub struct Own {
@@ -171,33 +128,35 @@ impl Reconciler<ScaleDownSchedule> for Own {
     type Error = Error;
     const NAME: &'static str = CONTROLLER_NAME;
 
-    /// Reconciles one ScaleDownSchedule, by the finalizer rule ([`decide::finalizer_step`]):
-    /// while the schedule may write to its target (not dry-run, not paused, target kind
-    /// enabled), the finalizer is added first (that write alone ends the pass; the watch brings
-    /// the next); a schedule being deleted releases what it set, then lets go of the finalizer.
+    /// Reconciles one ScaleDownSchedule: reads what [`decide::reads`] asks for, and hands
+    /// [`decide::decide`]'s plan to the runtime's executor.
     async fn reconcile(schedule: Arc<ScaleDownSchedule>, ctx: &Context) -> Result<Requeue, Error> {
         let now = ctx.clock.now();
-        let paused = pause_state(&schedule.metadata, now).is_paused();
-        let kind_served = decide::target_kind(&schedule.spec.target)
-            .is_ok_and(|kind| ctx.own.targets.allows(kind));
-        let writes_target = kind_served && !paused && !ctx.dry_run;
-        match decide::finalizer_step(&schedule, writes_target) {
-            FinalizerStep::Add => execute(ctx, decide::add_finalizer(&schedule)).await,
-            FinalizerStep::Release => release(&schedule, ctx, writes_target, now).await,
-            FinalizerStep::Gone => Ok(Requeue::AwaitChange),
-            FinalizerStep::Apply => apply(&schedule, ctx, now).await,
-        }
+        let settings = settings(ctx, Pass::Reconcile);
+        let reads = decide::reads(&schedule, &settings, now);
+        let observed = read(ctx, &schedule, settings, &reads).await?;
+        execute(ctx, decide::decide(&observed, now)).await
+    }
+}
+
+/// The process's settings for a `pass`.
+pub(crate) fn settings(ctx: &Context, pass: Pass) -> Settings {
+    Settings {
+        served: ctx.own.targets,
+        dry_run: ctx.dry_run,
+        pass,
     }
 }
 
 /// Hands `plan` to the runtime's executor.
-async fn execute(ctx: &Context, plan: decide::SchedulePlan) -> Result<Requeue, Error> {
+pub(crate) async fn execute(ctx: &Context, plan: decide::SchedulePlan) -> Result<Requeue, Error> {
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?)
 }
 
 impl Hooks<Option<ScheduleGauges>> for Own {
     fn written(&self, write: &Write) {
-        if let Some(kind) = write.reason.and_then(decide::kind_of_reason) {
+        // Only a target's writes name a reason: the kind of the object written.
+        if let (Category::Target, Some(kind)) = (write.category, write.reason) {
             self.metrics.write(kind);
             tracing::info!(object = %write.target.describe(), verb = write.verb.as_str(), "applied");
         }
@@ -215,20 +174,15 @@ impl Hooks<Option<ScheduleGauges>> for Own {
     }
 }
 
-/// Reads, decides, writes the target's changes, then the status and Events [`decide::report`]
-/// returns.
-async fn apply(
-    schedule: &ScaleDownSchedule,
+/// Reads what `reads` asks for (I/O only): the maintenance, the calendars, the target's objects
+/// (its API missing read as [`TargetRead::ApiMissing`]) and the other schedules.
+pub(crate) async fn read<'a>(
     ctx: &Context,
-    now: Timestamp,
-) -> Result<Requeue, Error> {
-    let name = schedule.name_any();
-    let spec = &schedule.spec;
-    let follows_upgrades = spec
-        .maintenance
-        .as_ref()
-        .is_some_and(|m| m.follow_cluster_upgrade);
-    let maintenance = if follows_upgrades && ctx.own.targets.cluster_version {
+    schedule: &'a ScaleDownSchedule,
+    settings: Settings,
+    reads: &Reads,
+) -> Result<Observed<'a>, Error> {
+    let maintenance = if reads.maintenance {
         cluster_maintenance(ctx).await?
     } else {
         ClusterMaintenance::default()
@@ -236,177 +190,28 @@ async fn apply(
     let calendars = ctx
         .own
         .calendars
-        .resolve(decide::calendar_names(&spec.windows))?;
-    let decision = decide::decide(spec, &calendars, now, &maintenance);
-    // The schedule's own pause, reported the shared way (condition, Event, wake-up).
-    let pause = pause_report(
-        [("ScaleDownSchedule", &schedule.metadata)],
-        schedule
-            .status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default(),
-        schedule.metadata.generation,
-        now,
-    );
-
-    let outcome = match decide::resolve_target(&spec.target) {
-        Err(invalid) => TargetOutcome::Invalid(invalid),
-        Ok(target) if !ctx.own.targets.allows(target.kind()) => {
-            TargetOutcome::Disabled(target.kind())
-        }
-        Ok(_) if let Some(report) = &pause => TargetOutcome::Paused(report.pause.to_string()),
-        Ok(target) => match observe(ctx, &target).await {
-            Err(Error::Observe(e)) if frame::is_api_missing(&e) => {
-                TargetOutcome::ApiMissing(target.kind())
-            }
+        .resolve(reads.calendars.iter().map(String::as_str))?;
+    let target = match &reads.target {
+        None => TargetRead::NotRead,
+        Some(target) => match observe(ctx, target).await {
+            Err(Error::Observe(e)) if frame::is_api_missing(&e) => TargetRead::ApiMissing,
             Err(e) => return Err(e),
-            Ok(observed) => {
-                let claimants = claimants(ctx, schedule, Some(target.clone())).await?;
-                TargetOutcome::Planned {
-                    kind: target.kind(),
-                    plan: decide::decide_target(
-                        &name,
-                        &claimants,
-                        Some(decision.scale_down_enabled),
-                        &observed,
-                        now,
-                    ),
-                    dry_run: ctx.dry_run,
-                }
-            }
+            Ok(objects) => TargetRead::Read(objects),
         },
     };
-    let changes = match &outcome {
-        TargetOutcome::Planned {
-            plan,
-            dry_run: false,
-            ..
-        } => plan.changes.clone(),
-        _ => Vec::new(),
+    let schedules = if reads.schedules && target != TargetRead::ApiMissing {
+        every_schedule(ctx).await?
+    } else {
+        Vec::new()
     };
-    let report = decide::report::report(&ReportInput {
-        status: schedule.status.as_ref(),
-        generation: schedule.metadata.generation,
-        decision: &decision,
-        outcome: &outcome,
-        pause: pause.as_ref(),
-        dry_run: ctx.dry_run,
-        now,
-    });
-    let plan = decide::apply_plan(schedule, &changes, decision.scale_down_enabled, report);
-    execute(ctx, plan).await
-}
-
-/// Releases what this schedule set, unless another schedule takes the objects over, then lets
-/// go of the finalizer. A paused schedule, a dry run or a switched-off target kind
-/// (`writes_target` false) releases nothing; objects paused by their own annotation are not
-/// released either.
-async fn release(
-    schedule: &ScaleDownSchedule,
-    ctx: &Context,
-    writes_target: bool,
-    now: Timestamp,
-) -> Result<Requeue, Error> {
-    let changes = match decide::resolve_target(&schedule.spec.target) {
-        Ok(target) if writes_target => {
-            let observed = observe(ctx, &target).await?;
-            let claimants = claimants(ctx, schedule, None).await?;
-            decide::decide_target(&schedule.name_any(), &claimants, None, &observed, now).changes
-        }
-        _ => Vec::new(),
-    };
-    execute(ctx, decide::release_plan(schedule, &changes)).await
-}
-
-/// `scaledown-window cleanup`, before an uninstall: for every ScaleDownSchedule, releases what it
-/// set on its target, as its deletion would but with no other schedule taking over (all of them
-/// go), and removes its finalizer. A schedule's pause does not hold this back (ebb is leaving);
-/// an object paused by its own annotation is still left as it is. Target kinds switched off, or
-/// whose API the cluster does not serve, have nothing of ebb's to release. Dry run: reports,
-/// writes nothing. Only the schedules `label_selector` selects (`--label-selector`: this
-/// install's). One line per schedule.
-pub async fn release_all(
-    ctx: &Context,
-    label_selector: Option<&str>,
-    leave: Leave,
-) -> Result<Vec<String>, Error> {
-    let now = ctx.clock.now();
-    let guarded: Api<Guarded<ScaleDownSchedule>> = Api::all(ctx.client.clone());
-    let selected = match label_selector {
-        Some(selector) => ListParams::default().labels(selector),
-        None => ListParams::default(),
-    };
-    let schedules = guarded.list(&selected).await.map_err(Error::Schedules)?;
-    let dynamic: Api<DynamicObject> = Api::all_with(
-        ctx.client.clone(),
-        &ApiResource::erase::<ScaleDownSchedule>(&()),
-    );
-    let mut lines = Vec::new();
-    for guard in schedules.items {
-        let (name, changes) = match guard.0 {
-            // `--keep-settings`: what the schedule set stays; only its finalizer goes.
-            Ok(schedule) if leave == Leave::Settings => (schedule.name_any(), Vec::new()),
-            Ok(schedule) => {
-                let name = schedule.name_any();
-                (
-                    name.clone(),
-                    release_plan(ctx, &name, &schedule, now).await?,
-                )
-            }
-            // Nothing of it can be read, so nothing it set can be found; its finalizer still goes.
-            Err(invalid) => (invalid.metadata.name.unwrap_or_default(), Vec::new()),
-        };
-        let described: Vec<String> = changes.iter().map(Change::describe).collect();
-        let released = if leave == Leave::Settings {
-            "kept its target's settings in force".to_owned()
-        } else if described.is_empty() {
-            "nothing to release".to_owned()
-        } else {
-            format!("released {}", decide::summarize(&described, 20))
-        };
-        if ctx.dry_run {
-            lines.push(format!("ScaleDownSchedule {name}: dry run: would have {released}, and removed finalizer {FINALIZER}"));
-            continue;
-        }
-        let mut plan = decide::SchedulePlan::new(subject(&name), None);
-        plan.writes.extend(
-            changes
-                .iter()
-                .map(|change| decide::change_write(change, &name)),
-        );
-        execute(ctx, plan).await?;
-        let finalizer = ebb_runtime::cleanup::remove_finalizer(&dynamic, &name, FINALIZER)
-            .await
-            .map_err(Error::Finalizer)?;
-        let finalizer = if finalizer {
-            format!("removed finalizer {FINALIZER}")
-        } else {
-            "no finalizer".to_owned()
-        };
-        lines.push(format!("ScaleDownSchedule {name}: {released}; {finalizer}"));
-    }
-    Ok(lines)
-}
-
-/// What releasing `schedule`'s target changes, with no schedule taking it over.
-async fn release_plan(
-    ctx: &Context,
-    name: &str,
-    schedule: &ScaleDownSchedule,
-    now: Timestamp,
-) -> Result<Vec<Change>, Error> {
-    let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
-        return Ok(Vec::new());
-    };
-    if !ctx.own.targets.allows(target.kind()) {
-        return Ok(Vec::new());
-    }
-    match observe(ctx, &target).await {
-        Err(Error::Observe(e)) if frame::is_api_missing(&e) => Ok(Vec::new()),
-        Err(e) => Err(e),
-        Ok(observed) => Ok(decide::decide_target(name, &[], None, &observed, now).changes),
-    }
+    Ok(Observed {
+        schedule,
+        settings,
+        maintenance,
+        calendars,
+        target,
+        schedules,
+    })
 }
 
 /// The ClusterVersion's `Progressing` and the MachineConfigPools that are `Updating`. Where
@@ -436,14 +241,14 @@ async fn cluster_maintenance(ctx: &Context) -> Result<ClusterMaintenance, Error>
 
 /// Reads every object the target may concern: all of its kind (in its namespace), because
 /// objects this schedule marked earlier may no longer be selected.
-async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Error> {
+async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<TargetObjects, Error> {
     let client = ctx.client.clone();
     let lp = ListParams::default();
     Ok(match target {
         ResolvedTarget::ClusterAutoscaler { name } => {
             let api: Api<DynamicObject> = Api::all_with(client, &targets::cluster_autoscaler());
             let found = get_served(&api, name).await.map_err(Error::Observe)?;
-            Observed::ClusterAutoscaler {
+            TargetObjects::ClusterAutoscaler {
                 name: name.clone(),
                 enabled: found.as_ref().map(targets::cluster_autoscaler_enabled),
                 uid: found.as_ref().and_then(|ca| ca.metadata.uid.clone()),
@@ -463,7 +268,7 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
                 .collect();
             // The cache holds no order; a list came sorted by name.
             nodes.sort_by(|a, b| a.name.cmp(&b.name));
-            Observed::Nodes(nodes)
+            TargetObjects::Nodes(nodes)
         }
         ResolvedTarget::MachineAutoscalers { namespace, .. } => {
             let autoscalers: Api<DynamicObject> =
@@ -479,7 +284,7 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
                 .get_opt(decide::CLUSTER_AUTOSCALER_NAME)
                 .await
                 .map_err(Error::Observe)?;
-            Observed::MachineAutoscalers {
+            TargetObjects::MachineAutoscalers {
                 autoscalers: autoscalers
                     .items
                     .iter()
@@ -498,7 +303,7 @@ async fn observe(ctx: &Context, target: &ResolvedTarget) -> Result<Observed, Err
         ResolvedTarget::NodePools(_, reasons) => {
             let api: Api<DynamicObject> = Api::all_with(client, &targets::node_pool());
             let pools = api.list(&lp).await.map_err(Error::Observe)?;
-            Observed::NodePools(
+            TargetObjects::NodePools(
                 pools.items.iter().map(targets::node_pool_view).collect(),
                 reasons.clone(),
             )
@@ -542,47 +347,4 @@ async fn every_schedule(ctx: &Context) -> Result<Vec<ScaleDownSchedule>, Error> 
         .into_iter()
         .filter_map(|guard| guard.0.ok())
         .collect())
-}
-
-/// The live schedules competing for target objects: every ScaleDownSchedule not being deleted
-/// (whatever this controller's label selector, so shards never fight), with `me` as reconciled
-/// (`my_target`; `None` while it is being deleted, so it claims nothing). Schedules that do not
-/// parse or whose target cannot be resolved claim nothing: they write nothing either.
-async fn claimants(
-    ctx: &Context,
-    me: &ScaleDownSchedule,
-    my_target: Option<ResolvedTarget>,
-) -> Result<Vec<Claimant>, Error> {
-    let all = every_schedule(ctx).await?;
-    let my_name = me.name_any();
-    let created = |s: &ScaleDownSchedule| s.metadata.creation_timestamp.as_ref().map(from_k8s_time);
-    let mut out: Vec<Claimant> = all
-        .into_iter()
-        .filter(|s| s.metadata.deletion_timestamp.is_none() && s.name_any() != my_name)
-        .filter_map(|s| {
-            Some(Claimant {
-                name: s.name_any(),
-                created: created(&s),
-                target: decide::resolve_target(&s.spec.target).ok()?,
-            })
-        })
-        .collect();
-    if let Some(target) = my_target {
-        out.push(Claimant {
-            name: my_name,
-            created: created(me),
-            target,
-        });
-    }
-    Ok(out)
-}
-
-/// A reference to ScaleDownSchedule `name` (cluster-scoped), for Events.
-fn subject(name: &str) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(ScaleDownSchedule::api_version(&()).into_owned()),
-        kind: Some(ScaleDownSchedule::kind(&()).into_owned()),
-        name: Some(name.to_owned()),
-        ..ObjectReference::default()
-    }
 }

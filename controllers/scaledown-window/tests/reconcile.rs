@@ -25,6 +25,7 @@ use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
 use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use scaledown_window::cleanup::release_all;
 use scaledown_window::decide;
 use scaledown_window::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
 use scaledown_window::metrics::Metrics;

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use ebb_core::plan::{Category, Write};
+use ebb_core::plan::Write;
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
 use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
@@ -30,7 +30,7 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use serde_json::Value;
 
-use crate::decide::{self, Gauge, Observed};
+use crate::decide::{self, Gauge, Observed, Reads, ScaleRead};
 use crate::fleet::HpaCaches;
 use crate::metrics::Metrics;
 use crate::{CONTROLLER_NAME, FIELD_MANAGER};
@@ -151,15 +151,16 @@ pub fn typed(
     }))
 }
 
-/// The HPA of `scaler` (from the cache, or read: [`HpaCaches`]) and, when a hibernation
-/// concerns it, its workload's Scale (read).
+/// Reads what `reads` asks for (I/O only): the HPA (from the cache, or read: [`HpaCaches`])
+/// and, when a hibernation concerns it, its workload's Scale.
 async fn read_targets(
     scaler: &ServiceScaler,
+    reads: &Reads,
     ctx: &Context,
 ) -> Result<(Option<HorizontalPodAutoscaler>, Option<Scale>), Error> {
-    // The frame (or the cleanup's list) has checked both.
+    // The frame (or the cleanup's list) has checked it.
     let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
-    let name = scaler.metadata.name.as_deref().unwrap_or_default();
+    let name = reads.hpa.as_str();
     let cached = match frame::reads_fresh() {
         true => None,
         false => ctx.own.hpas.get(namespace, name).await,
@@ -175,18 +176,23 @@ async fn read_targets(
                 )))?
         }
     };
-    let scale = read_scale(scaler, hpa.as_ref(), ctx).await?;
+    let scale = match reads.scale(scaler, hpa.as_ref()) {
+        Some(workload) => read_scale(namespace, &workload, ctx).await?,
+        None => None,
+    };
     Ok((hpa, scale))
 }
 
-/// One pass: take the HPA of `scaler` (cached, or read), decide, hand the plan to the executor.
+/// One pass: read what [`decide::reads`] asks for, hand [`decide::decide`]'s plan to the
+/// executor.
 async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
-    let (hpa, scale) = read_targets(scaler, ctx).await?;
+    let reads = decide::reads(scaler);
+    let (hpa, scale) = read_targets(scaler, &reads, ctx).await?;
     let calendars = ctx
         .own
         .calendars
-        .resolve(decide::calendar_names(&scaler.spec.time_range_spec))?;
+        .resolve(reads.calendars.iter().map(String::as_str))?;
     let observed = Observed {
         scaler,
         hpa: hpa.as_ref(),
@@ -198,7 +204,7 @@ async fn pass(scaler: &ServiceScaler, ctx: &Context) -> Result<Requeue, Error> {
     execute(decide::decide(&observed, now), ctx).await
 }
 
-/// `cleanup`'s give-back of `scaler` before an uninstall ([`decide::release_plan`]): its
+/// `cleanup`'s give-back of `scaler` before an uninstall ([`decide::uninstall`]): its
 /// hibernated workload woken, its HPA at the defaults (nothing with `keep_settings`), then its
 /// finalizers removed. Returns what was done (or, in a dry run, would have been), one phrase each.
 ///
@@ -210,7 +216,9 @@ pub async fn release(
     keep_settings: bool,
 ) -> Result<Vec<String>, Error> {
     let now = ctx.clock.now();
-    let (hpa, scale) = read_targets(scaler, ctx).await?;
+    let reads = decide::reads(scaler);
+    let (hpa, scale) = read_targets(scaler, &reads, ctx).await?;
+    // Giving back reads no window.
     let calendars = ebb_schedule::Calendars::new();
     let observed = Observed {
         scaler,
@@ -220,48 +228,25 @@ pub async fn release(
         dry_run: ctx.dry_run,
         ledger: ctx.own.ledger.as_ref(),
     };
-    let mut plan = decide::release_plan(&observed, now, keep_settings);
-    // A dry run decides the rest as an Event says (no write); the finalizers stay too.
-    if ctx.dry_run {
-        plan.writes.retain(|w| w.category != Category::Metadata);
-    }
-    let mut done = plan.notes();
-    let finalizers = decide::has_finalizer(scaler) || decide::has_udaan_finalizer(scaler);
-    if finalizers {
-        done.push(match ctx.dry_run {
-            true => "dry run: would have removed its finalizers".to_owned(),
-            false => "removed its finalizers".to_owned(),
-        });
-    }
-    execute(plan, ctx).await?;
-    Ok(done)
+    let uninstall = decide::uninstall(&observed, now, keep_settings);
+    execute(uninstall.plan, ctx).await?;
+    Ok(uninstall.done)
 }
 
-/// The Scale of the workload a hibernation concerns, only for a ServiceScaler that hibernates
-/// or has a hibernation recorded ([`decide::reads_scale`]); `None` otherwise, when the workload
-/// does not exist, or for a kind hibernation does not scale.
+/// The Scale of `workload` in `namespace`; `None` when the workload does not exist.
 async fn read_scale(
-    scaler: &ServiceScaler,
-    hpa: Option<&HorizontalPodAutoscaler>,
+    namespace: &str,
+    workload: &ScaleRead,
     ctx: &Context,
 ) -> Result<Option<Scale>, Error> {
-    if !decide::reads_scale(scaler) {
-        return Ok(None);
-    }
-    let workload = decide::hibernation_target(scaler, hpa);
-    let Some(resource) = decide::scale_resource(&workload) else {
-        return Ok(None);
-    };
-    let namespace = scaler.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), namespace, &workload.resource);
     match api.get_scale(&workload.name).await {
         Ok(scale) => Ok(Some(scale)),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
-        Err(error) => Err(frame::ReadError::of(format!(
-            "the scale of {}",
-            decide::describe_workload(scaler, &workload)
-        ))(error)
-        .into()),
+        Err(error) => {
+            Err(frame::ReadError::of(format!("the scale of {}", workload.describe))(error).into())
+        }
     }
 }
 

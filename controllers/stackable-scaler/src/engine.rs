@@ -2,7 +2,7 @@
 //! operators that embed it with their own hooks and their own [`ScaleTarget`].
 //!
 //! [`scaler_pass`] is one pass: observe the workload, then the step loop ([`crate::steps`]):
-//! [`decide`], save the plan's status, act (ask a hook, set replicas, strip the retry or abort
+//! [`decide_step`](decide::decide_step), save the plan's status, act (ask a hook, set replicas, strip the retry or abort
 //! annotation) and decide again, until the plan waits. Each step's writes are built by decide
 //! ([`decide::step_writes`]) and sent by the runtime's executor
 //! ([`ebb_runtime::execute::Writer`]), each naming the resourceVersion the step decided on. A
@@ -174,6 +174,14 @@ pub struct ScalingResult {
     pub hook_calls: Vec<(HookKind, HookResult)>,
     /// The scaler as last read or written.
     pub scaler: StackableScaler,
+}
+
+impl ScalingResult {
+    /// The Events of the pass's saved steps, as a plan on `scaler` for the executor to record
+    /// (decide says what each one is: [`decide::notes_plan`]).
+    pub fn events(&self, scaler: &StackableScaler) -> ebb_core::Plan<()> {
+        decide::notes_plan(scaler, &self.notes)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1,13 +1,15 @@
 //! The standalone controller: every StackableScaler owned by a StatefulSet or Deployment.
 //!
-//! observe (the owning workload) -> [`scaler_pass`] (the step loop: decide, persist, hooks as
-//! Jobs, set the workload's replicas) -> Events, metrics, cleanup of finished hook Jobs. Pause
-//! annotations and `--dry-run` (its intent from [`steps::preview`]) are honoured here, before
-//! anything is written.
+//! [`decide::reads`] (the owning workload, unless the scaler's own state decides the pass) ->
+//! read -> [`decide::decide`]: the pass is nothing (being deleted), a plan the executor carries
+//! out (a pause, an owner that cannot be served, `--dry-run`'s intent from
+//! [`crate::steps::preview`]), or the state machine's run -> [`scaler_pass`] (the step loop:
+//! decide, persist, hooks as Jobs, set the workload's replicas) -> Events, metrics, cleanup of
+//! finished hook Jobs.
 //!
 //! [`Own`]'s `Reconciler<StackableScaler>` runs in the shared frame ([`ebb_runtime::frame`]):
 //! the frame gives the span and reconcile metrics, keeps followers from writing, leaves a scaler
-//! that does not deserialize alone, retries with per-scaler backoff (an [`Error::Invalid`] scaler
+//! that does not deserialize alone, retries with per-scaler backoff (a scaler whose owner cannot be served
 //! waits for a change), and reads the scaler again and re-runs the pass when any status write of
 //! the pass meets a 409: the
 //! pause, dry-run and invalid-owner conditions of this module, and the state machine's own writes
@@ -18,7 +20,7 @@
 //! # Pause
 //! `scaling.ebb.dev/paused: "true"` / `scaling.ebb.dev/paused-until: <RFC 3339>` count on the
 //! StackableScaler *and* on the StatefulSet or Deployment that owns it (the pause annotations count
-//! on every object ebb manages); one rule, [`pause_decision`] (decide's, on the shared `pause_report`
+//! on every object ebb manages); one rule, [`decide::pause_decision`] (decide's, on the shared `pause_report`
 //! of every ebb controller, applied to the scaler's status), serves both. While either is paused:
 //! - nothing is written to the workload and no hook Job is created or deleted: the state machine
 //!   does not run, so the stage does not advance, whatever it is (an operation in flight stays
@@ -43,14 +45,14 @@ use ebb_runtime::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Api, ResourceExt};
 
 pub use crate::decide::WorkloadKind;
-use crate::decide::{self, Note, PauseDecision, WorkloadState, owning_workload, pause_decision};
+use crate::decide::{self, Note, Observed, Pass, WorkloadState};
 use crate::engine::{HookLedger, ScalerError, ScalingResult, resume, scaler_pass};
 use crate::jobs::{JobHooks, JobTracker};
 use crate::metrics::Metrics;
-use crate::steps;
 pub use crate::workload::WorkloadTarget;
 
 /// Condition type recording what a dry run would do.
@@ -89,9 +91,6 @@ impl Reconciler<StackableScaler> for Own {
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The scaler cannot be served as it is (no StatefulSet/Deployment owner): waits for a change.
-    #[error("invalid StackableScaler: {0}")]
-    Invalid(String),
     /// Reading the workload failed.
     #[error("reading the workload: {0}")]
     Observe(#[source] kube::Error),
@@ -99,7 +98,8 @@ pub enum Error {
     #[error(transparent)]
     Scaler(#[from] ScalerError),
     /// A status-only plan (pause, dry run, invalid owner) or the resume met a conflict or
-    /// failed, as the runtime's executor says.
+    /// failed, as the runtime's executor says; an owner that cannot be served ends the pass as
+    /// [`frame::Failure::Invalid`], which waits for a change.
     #[error(transparent)]
     Write(#[from] frame::Failure),
 }
@@ -108,7 +108,6 @@ impl ReconcileError for Error {
     /// Label for metrics and Events.
     fn category(&self) -> &'static str {
         match self {
-            Error::Invalid(_) => "invalid",
             Error::Observe(_) => "observe",
             Error::Scaler(e) => e.category(),
             Error::Write(failure) => failure.category(),
@@ -117,7 +116,10 @@ impl ReconcileError for Error {
 
     /// Invalid objects wait for a change (their condition says why); everything else is retried.
     fn is_transient(&self) -> bool {
-        !matches!(self, Error::Invalid(_))
+        match self {
+            Error::Write(failure) => failure.is_transient(),
+            _ => true,
+        }
     }
 
     /// A status write met a 409, of this module (pause, resume, dry run, invalid owner) or of the
@@ -132,45 +134,52 @@ impl ReconcileError for Error {
     }
 }
 
-/// One reconcile of one scaler (the frame has checked leadership and routed malformed objects).
+/// One reconcile of one scaler (the frame has checked leadership and routed malformed objects):
+/// reads what [`decide::reads`] asks for, then does what [`decide::decide`] says the pass is.
 pub async fn reconcile(scaler: Arc<StackableScaler>, ctx: &Context) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
     let namespace = scaler.namespace().unwrap_or_default();
     let name = scaler.name_any();
-    let api: Api<StackableScaler> = Api::namespaced(ctx.client.clone(), &namespace);
-    if scaler.metadata.deletion_timestamp.is_some() {
-        ctx.own.metrics.forget(&namespace, &name);
-        ctx.own.ledger.forget(&format!("{namespace}/{name}"));
-        return Ok(Requeue::AwaitChange);
-    }
-
-    // The scaler's own pause needs no workload (nor a valid owner).
-    if let Some(plan) = pause_decision(&scaler, None, now) {
-        return paused(ctx, &scaler, plan).await;
-    }
-    let (kind, workload_name) = match owning_workload(&scaler) {
-        Ok(found) => found,
-        Err(message) => {
-            let error = Error::Invalid(message);
-            let scaler = resume(&ctx.client, scaler).await?;
-            invalid(ctx, &scaler, &error, now).await?;
-            return Err(error);
-        }
+    let reads = decide::reads(&scaler, now);
+    let target = reads.workload.as_ref().map(|(kind, workload)| {
+        WorkloadTarget::new(ctx.client.clone(), &namespace, *kind, workload)
+    });
+    let workload = match &target {
+        Some(target) => target.read_workload().await.map_err(Error::Observe)?,
+        None => None,
     };
-    let target = WorkloadTarget::new(ctx.client.clone(), &namespace, kind, &workload_name);
-    let workload = target.read_workload().await.map_err(Error::Observe)?;
-    let workload_meta = workload.as_ref().map(|(meta, _)| (kind.as_str(), meta));
-    if let Some(plan) = pause_decision(&scaler, workload_meta, now) {
-        return paused(ctx, &scaler, plan).await;
+    let observed = Observed {
+        scaler: &scaler,
+        workload: workload.as_ref().map(|(meta, state)| (meta, state)),
+        dry_run: ctx.dry_run,
+    };
+    match decide::decide(&observed, now) {
+        Pass::Forget => {
+            ctx.own.metrics.forget(&namespace, &name);
+            ctx.own.ledger.forget(&format!("{namespace}/{name}"));
+            Ok(Requeue::AwaitChange)
+        }
+        Pass::Plan(plan) => execute(ctx, *plan).await,
+        Pass::Run => match target {
+            Some(target) => run(ctx, scaler, target, workload, now).await,
+            // `Run` follows a read owner; without one the pass has nothing to drive.
+            None => Ok(Requeue::AwaitChange),
+        },
     }
+}
+
+/// The state machine's pass ([`scaler_pass`]) on the scaler, once resumed, then what follows it.
+async fn run(
+    ctx: &Context,
+    scaler: Arc<StackableScaler>,
+    target: WorkloadTarget,
+    workload: Option<(ObjectMeta, WorkloadState)>,
+    now: Timestamp,
+) -> Result<Requeue, Error> {
+    let namespace = scaler.namespace().unwrap_or_default();
+    let api: Api<StackableScaler> = Api::namespaced(ctx.client.clone(), &namespace);
     let scaler = resume(&ctx.client, scaler).await?;
-    let workload = workload.map(|(_, state)| state);
-
-    if ctx.dry_run {
-        return dry_run(ctx, &scaler, workload.as_ref(), now).await;
-    }
-    target.remember(workload);
-
+    target.remember(workload.map(|(_, state)| state));
     let tracker = JobTracker::new(
         Api::<Job>::namespaced(ctx.client.clone(), &namespace),
         ctx.own.hook_accounts.clone(),
@@ -215,7 +224,7 @@ async fn after_pass(
     now: Timestamp,
 ) {
     // The saved steps' Events, recorded by the executor (decide says what each one is).
-    if let Err(error) = execute(ctx, decide::notes_plan(scaler, &done.notes)).await {
+    if let Err(error) = execute(ctx, done.events(scaler)).await {
         tracing::warn!(%error, "recording the pass's Events failed");
     }
     let mut stage_entered = entered;
@@ -261,43 +270,7 @@ fn report(ctx: &Context, note: &Note, stage_entered: Timestamp, now: Timestamp) 
     tracing::info!(reason = note.reason, from = ?note.from, to = ?note.to, "{}", note.message);
 }
 
-async fn paused(
-    ctx: &Context,
-    scaler: &StackableScaler,
-    plan: PauseDecision,
-) -> Result<Requeue, Error> {
-    tracing::debug!(pause = %plan.pause, "paused");
-    execute(ctx, decide::paused_plan(scaler, plan)).await
-}
-
 /// Hands a status-only plan to the runtime's executor.
 async fn execute(ctx: &Context, plan: ebb_core::Plan<()>) -> Result<Requeue, Error> {
     Ok(ebb_runtime::execute::execute(plan, &ctx.shared, crate::FIELD_MANAGER, &()).await?)
-}
-
-/// An owner that cannot be served: the `Ready` condition says why, with a Warning when it is new
-/// ([`decide::invalid_owner_plan`]).
-async fn invalid(
-    ctx: &Context,
-    scaler: &StackableScaler,
-    error: &Error,
-    now: Timestamp,
-) -> Result<(), Error> {
-    if let Some(plan) = decide::invalid_owner_plan(scaler, &error.to_string(), now) {
-        execute(ctx, plan).await?;
-    }
-    Ok(())
-}
-
-/// `--dry-run`: the `DryRun` condition says what the pass would do ([`steps::preview`]), with an
-/// Event when it is new ([`decide::dry_run_plan`]); nothing else is written.
-async fn dry_run(
-    ctx: &Context,
-    scaler: &StackableScaler,
-    workload: Option<&WorkloadState>,
-    now: Timestamp,
-) -> Result<Requeue, Error> {
-    let preview = steps::preview(scaler, workload, now);
-    let intent = preview.plan.as_ref().map(decide::Step::describe);
-    execute(ctx, decide::dry_run_plan(scaler, intent, now)).await
 }

@@ -168,7 +168,10 @@ async fn transient_errors_back_off_per_scaler_and_success_resets() {
     assert_eq!(
         error_policy(
             s,
-            &frame::Error::Reconcile(Error::Invalid("no owner".into())),
+            &frame::Error::Reconcile(Error::Write(frame::Failure::Invalid {
+                object: "StackableScaler data/nifi-default".into(),
+                message: "no owner".into()
+            })),
             e.ctx.clone()
         ),
         Requeue::AwaitChange

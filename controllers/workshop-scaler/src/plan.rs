@@ -20,7 +20,7 @@ use ebb_runtime::plan::{Failure, ManifestError, Output, PlanFailure};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::decide::{self, ConfigError, InFlight, Observed, Seats, Settings};
+use crate::decide::{self, ConfigError, Counts, InFlight, Seats, Settings};
 
 /// Flags of `workshop-scaler plan`.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
@@ -163,7 +163,7 @@ pub fn offline(
     };
     // Offline there are no claims: an active flag counts as just set, so the decision is
     // "wait", whatever the instant.
-    let observed = Observed {
+    let observed = Counts {
         count: provision.spec.count,
         seats: Seats {
             assigned: args.assigned,
@@ -176,9 +176,9 @@ pub fn offline(
             claims: Vec::new(),
         }),
         claims: Vec::new(),
-        ..Observed::default()
+        ..Counts::default()
     };
-    let decision = decide::decide(&settings, &observed, now);
+    let decision = decide::decide_scaling(&settings, &observed, now);
     if let decide::Decision::Invalid(error) = decision {
         return Err(PlanError::Config { path, error });
     }

@@ -1,6 +1,6 @@
 //! The status of WorkshopScalingPolicies: which Workshops each selects, and which of those other
 //! policies also select (ambiguous: they do not scale). Status only; the provisions' reconciler
-//! reads policies itself ([`crate::reconcile::observe_policies`]).
+//! reads policies itself ([`crate::reconcile::policies_in`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! The reconciler: reads the provision's configuration, seats and claims (from the watches'
-//! caches; the policies by a list), calls [`decide::plan`] once with one `now`, and hands the
-//! plan ([`decide::plan_of`]: the flag, the count, the Events, the gauges) to the runtime's
+//! The reconciler: reads what [`decide::reads`] names — the provision's Workshop, its
+//! namespace's policies, then the seats and claims where they count (from the watches' caches;
+//! the policies by a list until their cache has listed) — calls [`decide::decide`] once with one
+//! `now`, and hands the plan (the flag, the count, the Events, the gauges) to the runtime's
 //! executor (`ebb_runtime::execute`). Nothing here writes to the API server itself.
 //!
 //! Race safety is the plan's (see `decide::writes`): the flag through the status subresource,
@@ -20,21 +21,15 @@ use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame::Requeue;
 use ebb_runtime::frame::{self, Reconciler};
-use ebb_runtime::from_k8s_time;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::packed::{Packed, Projection, Unlabelled};
-use ebb_runtime::pause::pause_report;
-use jiff::Timestamp;
 use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::Value;
 
 use crate::FIELD_MANAGER;
 use crate::decide::writes::SCALE_UP;
-use crate::decide::{
-    self, Claim, Gauges, InFlight, Input, Observed, Outcome, ProvisionGauges, Seats, Settings,
-    Sources,
-};
+use crate::decide::{self, Claim, Gauges, Observed, ProvisionGauges, Seats, WorkshopRead};
+
 use crate::metrics::{Metrics, ProvisionLabels, WorkshopLabels};
 
 /// workshop-scaler's own part of the frame's [`Context`]: shared by the provisions' and the
@@ -188,8 +183,8 @@ impl Reconciler<WorkshopProvision> for Own {
     }
 }
 
-/// One pass: read what the decision needs, call [`decide::plan`] once with one `now`, execute
-/// the plan.
+/// One pass: read what [`decide::reads`] asks for (the Workshop and the policies, then the seats
+/// and claims where they count), hand [`decide::decide`]'s plan to the runtime's executor.
 async fn pass(
     provision: &WorkshopProvision,
     namespace: &str,
@@ -197,113 +192,50 @@ async fn pass(
     ctx: &Context,
 ) -> Result<Requeue, Error> {
     let now = ctx.clock.now();
-
-    // Configuration first; a disabled provision needs nothing else.
-    let workshop_name = &provision.spec.workshop_name;
-    let (workshop, unreadable) = match ctx.own.caches.workshops.get(namespace, workshop_name)? {
-        None => (None, None),
-        Some(cached) => match cached.unpack() {
-            Ok(workshop) => (Some(workshop), None),
-            // Reported in the provision's status; its watch maps a fixed Workshop onto this
-            // provision, which is reconciled then.
-            Err(error) => (None, Some(error.into_owned())),
-        },
+    let reads = decide::reads(provision);
+    let cached = ctx.own.caches.workshops.get(namespace, &reads.workshop)?;
+    let unpacked = cached.as_ref().map(|cached| cached.unpack());
+    let workshop = match &unpacked {
+        None => WorkshopRead::Missing,
+        Some(Ok(workshop)) => WorkshopRead::Found(workshop),
+        // Reported in the provision's status; its watch maps a fixed Workshop onto this
+        // provision, which is reconciled then.
+        Some(Err(error)) => WorkshopRead::Unreadable(error),
     };
     // Policies select Workshops: without the Workshop none applies.
-    let policies = match &workshop {
-        Some(w) => observe_policies(ctx, namespace, w).await?,
-        None => Vec::new(),
+    let policies = match workshop {
+        WorkshopRead::Found(_) => policies_of(ctx, namespace).await?,
+        _ => Vec::new(),
     };
-    let sources = Sources {
-        provision: provision.spec.auto_scaling.as_ref(),
-        workshop: workshop.as_ref().and_then(|w| w.spec.auto_scaling.as_ref()),
-        policies: &policies,
-    };
-    let settings = match unreadable {
-        None => decide::settings_of(&sources),
-        Some(error) => decide::settings_with_unreadable_workshop(&sources, workshop_name, &error),
-    };
-    let status = provision.status.clone().unwrap_or_default();
-    let pause = match settings {
-        Settings::Disabled => None,
-        _ => pause_report(
-            [("WorkshopProvision", &provision.metadata)],
-            &status.conditions,
-            provision.metadata.generation,
-            now,
-        ),
-    };
-    let in_flight = in_flight_of(provision);
-    let release_annotation = provision
-        .annotations()
-        .get(decide::RELEASE_ANNOTATION)
-        .cloned();
-    // Seats only matter to a valid, unpaused configuration; claims only while in flight.
-    let reads = pause.is_none() && settings.config().is_some();
-    let seats = match reads {
-        true => observe_seats(ctx, namespace, workshop_name)?,
-        false => Seats::default(),
-    };
-    let claims = match reads && in_flight.is_some() {
-        true => observe_claims(ctx, namespace, provision)?,
-        false => Vec::new(),
-    };
+    let (seats, claims) = reads.counts(provision, workshop, &policies, now);
     let observed = Observed {
-        count: provision.spec.count,
-        seats,
-        in_flight: in_flight.clone(),
-        claims,
-        provision_disabled: workshop
-            .as_ref()
-            .is_some_and(|w| w.spec.provision_disabled == Some(true)),
-        lifespan_end: [
-            workshop
-                .as_ref()
-                .and_then(|w| lifespan_end(w.spec.lifespan.as_ref())),
-            lifespan_end(provision.spec.lifespan.as_ref()),
-        ]
-        .into_iter()
-        .flatten()
-        .min(),
-        last_from: status.auto_scaling_last_from_count,
-        release_requested: in_flight.is_some() && release_annotation.as_deref() == Some("true"),
-    };
-    let plan = decide::plan(&Input {
-        settings: &settings,
-        pause: pause.as_ref(),
-        observed: &observed,
-        conditions: &status.conditions,
-        release_annotation: release_annotation.is_some(),
+        provision,
+        workshop,
+        policies: &policies,
+        seats: match seats {
+            true => observe_seats(ctx, namespace, &reads.workshop)?,
+            false => Seats::default(),
+        },
+        claims: match claims {
+            true => observe_claims(ctx, namespace, provision)?,
+            false => Vec::new(),
+        },
         dry_run: ctx.dry_run,
-        now,
-    });
-    tracing::debug!(%namespace, %name, decision = ?plan.decision, "decided");
-    execute(ctx, provision, plan).await
-}
-
-/// Hands the plan of `outcome` to the runtime's executor; logs a scale-up once it is written.
-async fn execute(
-    ctx: &Context,
-    provision: &WorkshopProvision,
-    outcome: Outcome,
-) -> Result<Requeue, Error> {
-    let scaled_up = outcome.scaled_up.then(|| outcome.reason.clone());
-    let plan = decide::plan_of(provision, outcome);
-    let action = ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await?;
-    if let Some(reason) = scaled_up {
-        let (namespace, name) = (frame::namespace_of(provision), frame::name_of(provision));
-        tracing::info!(%namespace, %name, %reason, "scaled up");
-    }
-    Ok(action)
+    };
+    let plan = decide::decide(&observed, now);
+    tracing::debug!(%namespace, %name, writes = plan.writes.len(), "decided");
+    ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
 }
 
 impl Hooks<ProvisionGauges> for Own {
     fn written(&self, write: &Write) {
         if write.reason == Some(SCALE_UP) {
-            self.metrics.scaled_up(&ProvisionLabels {
+            let labels = ProvisionLabels {
                 namespace: write.target.namespace.clone().unwrap_or_default(),
                 name: write.target.name.clone(),
-            });
+            };
+            tracing::info!(namespace = %labels.namespace, name = %labels.name, "scaled up");
+            self.metrics.scaled_up(&labels);
         }
     }
 
@@ -324,17 +256,6 @@ impl Hooks<ProvisionGauges> for Own {
             }
         }
     }
-}
-
-/// The scale-up in flight recorded in the status, if the flag is set.
-pub fn in_flight_of(provision: &WorkshopProvision) -> Option<InFlight> {
-    let status = provision.status.as_ref()?;
-    (status.auto_scaling_active == Some(true)).then(|| InFlight {
-        started_at: status.auto_scaling_started_at.as_ref().map(from_k8s_time),
-        from: status.auto_scaling_from_count,
-        target: status.auto_scaling_target_count,
-        claims: status.auto_scaling_claims.clone(),
-    })
 }
 
 /// Every WorkshopScalingPolicy of `namespace`: from the cache once its watch has listed, else
@@ -359,45 +280,21 @@ pub async fn policies_in(
     }
 }
 
-/// The `spec.autoScaling` of every WorkshopScalingPolicy of the namespace whose
-/// `workshopSelector` selects `workshop`, by name. A policy that does not deserialize or whose
-/// selector cannot be evaluated selects nothing (the API server's schema rejects most such
-/// selectors). Without the CRD installed there are no policies.
-pub async fn observe_policies(
-    ctx: &Context,
-    namespace: &str,
-    workshop: &Workshop,
-) -> Result<Vec<(String, ebb_crds::babylon::AutoScaling)>, Error> {
-    let list = policies_in(ctx, namespace).await?;
-    let mut out: Vec<(String, ebb_crds::babylon::AutoScaling)> = list
+/// The WorkshopScalingPolicies of `namespace` that deserialize ([`policies_in`]); one that does
+/// not is logged and selects nothing.
+async fn policies_of(ctx: &Context, namespace: &str) -> Result<Vec<WorkshopScalingPolicy>, Error> {
+    Ok(policies_in(ctx, namespace)
+        .await?
         .into_iter()
         .filter_map(|p| {
             let name = p.name_any();
-            match p.0 {
-                Ok(policy) => match decide::policy_selects(&policy, workshop) {
-                    Ok(true) => Some((name, policy.spec.auto_scaling)),
-                    Ok(false) => None,
-                    Err(message) => {
-                        tracing::warn!(%namespace, "{message}");
-                        None
-                    }
-                },
-                Err(invalid) => {
-                    tracing::warn!(policy = %name, %namespace, error = %invalid,
-                        "WorkshopScalingPolicy does not deserialize; it selects nothing");
-                    None
-                }
-            }
+            p.0.map_err(|invalid| {
+                tracing::warn!(policy = %name, %namespace, error = %invalid,
+                    "WorkshopScalingPolicy does not deserialize; it selects nothing");
+            })
+            .ok()
         })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
-
-/// `spec.lifespan.end` (Babylon's free-form `{start, end}`), when it is an RFC 3339 instant.
-pub fn lifespan_end(lifespan: Option<&Value>) -> Option<Timestamp> {
-    let end = lifespan?.get("end")?.as_str()?;
-    end.parse().ok()
+        .collect())
 }
 
 fn observe_seats(ctx: &Context, namespace: &str, workshop: &str) -> Result<Seats, Error> {

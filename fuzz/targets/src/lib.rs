@@ -38,7 +38,7 @@ use scaledown_window::decide::ClusterMaintenance;
 use serde::de::DeserializeOwned;
 use stackable_scaler::ReplicasConfig;
 use stackable_scaler::webhook::{self, LiveScalers};
-use workshop_scaler::decide::{self as workshop, Observed, Seats, Sources};
+use workshop_scaler::decide::{self as workshop, Counts, Seats, Sources, WorkshopRead};
 
 /// Unix seconds of the instants every parsed value is evaluated at: Zurich's spring-forward and
 /// fall-back nights of 2026, an ordinary Friday noon, a leap day and the last second of a year.
@@ -323,7 +323,7 @@ fn workshop_scaling_policy(json: &[u8]) {
         policies: &policies,
         ..Sources::default()
     };
-    decide_workshop(&sources, &Observed::default());
+    decide_workshop(&sources, &Counts::default());
     let workshop = Workshop::new("fuzz", Default::default());
     let _ = workshop_scaler::decide::policy_selects(&policy, &workshop);
 }
@@ -332,10 +332,10 @@ fn workshop_object(json: &[u8]) {
     let Some(workshop) = watched::<Workshop>(json) else {
         return;
     };
-    let _ = workshop_scaler::reconcile::lifespan_end(workshop.spec.lifespan.as_ref());
-    let observed = Observed {
+    let _ = workshop::lifespan_end(workshop.spec.lifespan.as_ref());
+    let observed = Counts {
         provision_disabled: workshop.spec.provision_disabled == Some(true),
-        ..Observed::default()
+        ..Counts::default()
     };
     let sources = Sources {
         workshop: workshop.spec.auto_scaling.as_ref(),
@@ -348,21 +348,40 @@ fn workshop_provision(json: &[u8]) {
     let Some(provision) = watched::<WorkshopProvision>(json) else {
         return;
     };
-    let observed = Observed {
+    let observed = Counts {
         count: provision.spec.count,
-        in_flight: workshop_scaler::reconcile::in_flight_of(&provision),
-        lifespan_end: workshop_scaler::reconcile::lifespan_end(provision.spec.lifespan.as_ref()),
+        in_flight: workshop::in_flight_of(&provision),
+        lifespan_end: workshop::lifespan_end(provision.spec.lifespan.as_ref()),
         last_from: provision
             .status
             .as_ref()
             .and_then(|s| s.auto_scaling_last_from_count),
-        ..Observed::default()
+        ..Counts::default()
     };
     let sources = Sources {
         provision: provision.spec.auto_scaling.as_ref(),
         ..Sources::default()
     };
     decide_workshop(&sources, &observed);
+    // The whole pass, as the reconciler runs it, with and without a Workshop.
+    let workshop = Workshop::new("fuzz", Default::default());
+    for read in [WorkshopRead::Missing, WorkshopRead::Found(&workshop)] {
+        let _ = workshop::reads(&provision).counts(&provision, read, &[], noon());
+        let _ = workshop::decide(
+            &workshop::Observed {
+                provision: &provision,
+                workshop: read,
+                policies: &[],
+                seats: Seats {
+                    assigned: 9,
+                    total: 10,
+                },
+                claims: Vec::new(),
+                dry_run: false,
+            },
+            noon(),
+        );
+    }
 }
 
 /// `json` as the controllers' watches read it ([`Guarded`]): the object, or `None` when it does
@@ -372,7 +391,7 @@ fn watched<K: DeserializeOwned + Resource>(json: &[u8]) -> Option<K> {
 }
 
 /// workshop-scaler's resolution of `autoScaling` and its decision, with the seats full and empty.
-fn decide_workshop(sources: &Sources<'_>, observed: &Observed) {
+fn decide_workshop(sources: &Sources<'_>, observed: &Counts) {
     let _ = workshop::resolve_sources(sources).map(|c| c.active_timeout);
     let settings = workshop::settings_of(sources);
     for seats in [
@@ -382,11 +401,11 @@ fn decide_workshop(sources: &Sources<'_>, observed: &Observed) {
             total: 10,
         },
     ] {
-        let observed = Observed {
+        let observed = Counts {
             seats,
             ..observed.clone()
         };
-        let decision = workshop::decide(&settings, &observed, noon());
+        let decision = workshop::decide_scaling(&settings, &observed, noon());
         let _ = decision.reason(observed.count, settings.config());
         let _ = decision.desired_count(observed.count);
     }

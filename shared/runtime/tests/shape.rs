@@ -2,6 +2,12 @@
 //! an Event is part of the plan decide returns (`ebb_core::Plan`), and the executor records it.
 //! No file of a controller's binary crate (its reconcilers, watches, `plan`) builds one, so what
 //! a pass reports is tested where it is decided, without a cluster.
+//!
+//! And every reconcile has the same two-phase body: `decide::reads` says what to read, the
+//! reconciler reads it, `decide::decide` returns the pass. A reconcile.rs calls no other function
+//! of its decide crate but the entries of the two other paths a pass can take: `uninstall`
+//! (`cleanup`, before an uninstall) and `decide_unreadable` (an object that does not deserialize:
+//! there is nothing to read).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -83,6 +89,113 @@ fn no_controller_binary_builds_a_condition_or_an_event() {
         found.is_empty(),
         "conditions and Events belong in the decide crates' plans:\n{}",
         found.join("\n")
+    );
+}
+
+/// The functions of a decide crate a reconcile.rs may call.
+const ENTRIES: [&str; 4] = ["reads", "decide", "uninstall", "decide_unreadable"];
+
+/// The functions of a decide crate `code` calls or hands on (`decide::name`,
+/// `decide::module::name`, or a function it imports by `use crate::decide::{...}`) that are not
+/// [`ENTRIES`], with their lines.
+/// Re-exports (`pub use`) call nothing.
+fn decide_calls(code: &str) -> Vec<(usize, String)> {
+    let lowercase = |name: &str| name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+    let mut found = Vec::new();
+    let mut in_use = false;
+    for (i, line) in code.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("use crate::decide") {
+            in_use = true;
+        }
+        if in_use {
+            // Modules (`self`, `writes::X`) are paths, not calls; a lowercase leaf is a function.
+            let names = trimmed
+                .trim_start_matches("use crate::decide")
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .filter(|name| !name.is_empty() && *name != "self" && *name != "::");
+            for name in names {
+                let leaf = name.rsplit("::").next().unwrap_or(name);
+                if !name.ends_with("::") && lowercase(leaf) && !ENTRIES.contains(&leaf) {
+                    found.push((i + 1, leaf.to_owned()));
+                }
+            }
+            in_use = !trimmed.contains(';');
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("decide::") {
+            rest = &rest[at + "decide::".len()..];
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            // A function called or handed on as a value (`.and_then(decide::kind_of)`).
+            let leaf = path.rsplit("::").next().unwrap_or(&path);
+            if lowercase(leaf) && !ENTRIES.contains(&leaf) {
+                found.push((i + 1, leaf.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_reconcile_reads_then_decides_once() {
+    let files: Vec<PathBuf> = binary_sources()
+        .into_iter()
+        .filter(|f| f.ends_with("reconcile.rs"))
+        .collect();
+    assert_eq!(
+        files.len(),
+        4,
+        "the four reconcilers were not found: {files:?}"
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for entry in ["decide::reads(", "decide::decide("] {
+            if !code.contains(entry) {
+                found.push(format!("{}: does not call {entry}", file.display()));
+            }
+        }
+        found.extend(
+            decide_calls(&code)
+                .into_iter()
+                .map(|(line, name)| format!("{}:{line}: decide::{name}", file.display())),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "a reconcile reads what decide::reads names and hands decide::decide's plan on; \
+         everything else it decides belongs in decide:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The check finds decide's functions (its types' too) called, handed on or imported, not its
+/// types, modules, constants or entries.
+#[test]
+fn the_reconcile_check_sees_functions_not_types() {
+    let code = "use crate::decide::{self, Observed, reads, settings_of};\n\
+                use crate::decide::writes::{SCALE_UP, kind_of};\n\
+                pub use crate::decide::{FINALIZER, requeue_after};\n\
+                let p = decide::decide(&o, now);\n\
+                let t = decide::resolve_target(&s);\n\
+                let k: decide::TargetKind = decide::writes::change_write(c, m);\n\
+                let x = decide::Step::describe;\n\
+                let y = write.reason.and_then(decide::kind_of_reason);";
+    let found: Vec<(usize, String)> = decide_calls(code);
+    assert_eq!(
+        found,
+        [
+            (1, "settings_of".to_owned()),
+            (2, "kind_of".to_owned()),
+            (5, "resolve_target".to_owned()),
+            (6, "change_write".to_owned()),
+            (7, "describe".to_owned()),
+            (8, "kind_of_reason".to_owned()),
+        ]
     );
 }
 

@@ -21,7 +21,7 @@ use super::report::decision_message;
 
 /// [`crate::decide`] with no HolidayCalendar.
 fn decide(spec: &ScaleDownScheduleSpec, now: Timestamp, m: &ClusterMaintenance) -> Decision {
-    crate::decide(spec, &Calendars::new(), now, m)
+    crate::decide_windows(spec, &Calendars::new(), now, m)
 }
 
 /// [`parse_windows`] with no HolidayCalendar.
@@ -94,7 +94,7 @@ fn a_holiday_calendar_keeps_a_window_closed_and_a_missing_one_disables_scale_dow
     let mut freeze = Calendars::new();
     freeze.insert("freeze", &["2026-03-28"]);
     let at = |calendars: &Calendars, t: &str| {
-        crate::decide(&spec, calendars, utc(t), &ClusterMaintenance::default())
+        crate::decide_windows(&spec, calendars, utc(t), &ClusterMaintenance::default())
     };
     assert!(!at(&freeze, "2026-03-28T12:00:00Z").scale_down_enabled);
     assert_eq!(
@@ -1501,7 +1501,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
         node_claimant("all-nodes", "2026-01-02T00:00:00Z", &[]),
         node_claimant("gpu", "2026-01-01T00:00:00Z", &[("pool", "gpu")]),
     ];
-    let observed = Observed::Nodes(vec![
+    let observed = TargetObjects::Nodes(vec![
         node_named("cpu-1", &[("pool", "cpu")], None),
         node_named("gpu-1", &[("pool", "gpu")], None),
     ]);
@@ -1535,7 +1535,7 @@ fn deleting_a_schedule_releases_only_what_it_set() {
         "2026-01-01T00:00:00Z",
         &[("pool", "gpu")],
     )];
-    let observed = Observed::Nodes(vec![
+    let observed = TargetObjects::Nodes(vec![
         node_named("cpu-1", &[("pool", "cpu")], Some("me")),
         node_named("gpu-1", &[("pool", "gpu")], Some("me")),
         node_named("cpu-2", &[("pool", "cpu")], Some("someone")),
@@ -1559,7 +1559,7 @@ fn missing_cluster_autoscaler_selects_nothing() {
         "me",
         &claimants,
         Some(false),
-        &Observed::ClusterAutoscaler {
+        &TargetObjects::ClusterAutoscaler {
             name: "default".into(),
             uid: None,
             enabled: None,
@@ -1688,8 +1688,8 @@ fn conditions_report_the_outcome() {
     );
 }
 
-fn machine_autoscalers_with(cluster_autoscaler: ClusterAutoscalerScaleDown) -> Observed {
-    Observed::MachineAutoscalers {
+fn machine_autoscalers_with(cluster_autoscaler: ClusterAutoscalerScaleDown) -> TargetObjects {
+    TargetObjects::MachineAutoscalers {
         autoscalers: vec![MachineAutoscalerView {
             namespace: "openshift-machine-api".into(),
             name: "worker-a".into(),
@@ -1908,7 +1908,7 @@ fn a_paused_cluster_autoscaler_is_left_as_it_is_whichever_way_the_decision_goes(
             "me",
             &claimants,
             Some(desired),
-            &Observed::ClusterAutoscaler {
+            &TargetObjects::ClusterAutoscaler {
                 name: "default".into(),
                 uid: Some("ca-uid".into()),
                 // Always the opposite of the decision: a change is due unless paused.
@@ -1928,7 +1928,7 @@ fn a_paused_node_is_neither_annotated_nor_released_while_others_are() {
         let by = (desired).then_some("me");
         let mut paused = node_named("w1", &[], by);
         paused.pause = marks.clone();
-        let observed = Observed::Nodes(vec![paused, node_named("w2", &[], by)]);
+        let observed = TargetObjects::Nodes(vec![paused, node_named("w2", &[], by)]);
         decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }
@@ -1962,7 +1962,7 @@ fn a_paused_machine_autoscaler_is_neither_pinned_nor_restored_while_others_are()
             };
             let mut paused = view("worker-a");
             paused.pause = marks.clone();
-            let observed = Observed::MachineAutoscalers {
+            let observed = TargetObjects::MachineAutoscalers {
                 autoscalers: vec![paused, view("worker-b")],
                 machine_sets: BTreeMap::from([
                     ("worker-a".to_owned(), 3),
@@ -1988,7 +1988,7 @@ fn a_paused_machine_autoscaler_with_a_problem_is_left_alone_unreported() {
     let mut m = ma(1, 6);
     m.pause = PauseMarks::paused();
     // Its MachineSet is missing: a problem, were it not paused.
-    let observed = Observed::MachineAutoscalers {
+    let observed = TargetObjects::MachineAutoscalers {
         autoscalers: vec![m],
         machine_sets: BTreeMap::new(),
         cluster_autoscaler: ClusterAutoscalerScaleDown::On,
@@ -2018,7 +2018,7 @@ fn a_paused_node_pool_neither_gets_nor_loses_ebbs_budget_while_others_do() {
         };
         let mut paused = view("batch");
         paused.pause = marks.clone();
-        let observed = Observed::NodePools(vec![paused, view("gpu")], Vec::new());
+        let observed = TargetObjects::NodePools(vec![paused, view("gpu")], Vec::new());
         decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }
@@ -2028,12 +2028,12 @@ fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
     // "me" is being deleted: no claimants; what it set is released except on paused objects.
     let mut paused = node_named("w1", &[], Some("me"));
     paused.pause = PauseMarks::until("2026-03-27T13:00:00Z");
-    let observed = Observed::Nodes(vec![paused, node_named("w2", &[], Some("me"))]);
+    let observed = TargetObjects::Nodes(vec![paused, node_named("w2", &[], Some("me"))]);
     let plan = decide_target("me", &[], None, &observed, utc(PAUSE_NOW));
     assert_eq!(written(&plan), ["w2"]);
     // Not this schedule's any more: not listed as its paused object.
     assert!(plan.paused.is_empty());
-    let ca = Observed::ClusterAutoscaler {
+    let ca = TargetObjects::ClusterAutoscaler {
         name: "default".into(),
         uid: Some("ca-uid".into()),
         enabled: Some(Some(false)),
@@ -2058,7 +2058,7 @@ fn objects_paused_elsewhere_are_not_reported_by_a_schedule_that_does_not_manage_
         "me",
         &claimants,
         Some(false),
-        &Observed::Nodes(vec![n]),
+        &TargetObjects::Nodes(vec![n]),
         utc(PAUSE_NOW),
     );
     assert!(plan.changes.is_empty());
@@ -2074,7 +2074,7 @@ fn the_earliest_paused_until_is_when_to_look_again() {
         n.pause = marks;
         n
     };
-    let observed = Observed::Nodes(vec![
+    let observed = TargetObjects::Nodes(vec![
         node("w1", PauseMarks::until("2026-03-27T15:00:00Z")),
         node("w2", PauseMarks::until("2026-03-27T13:30:00+01:00")),
         node("w3", PauseMarks::paused()),

@@ -1,7 +1,10 @@
 //! Every rule of scaledown-window, as pure functions: plain data in, decisions out. No client, no
 //! clock, no I/O.
 //!
-//! 1. [`decide`]: from a schedule's windows, `now` and the cluster's maintenance (ClusterVersion
+//! 0. [`reads`] and [`decide`]: one pass over a schedule, in two calls: what to read, then the
+//!    whole plan (finalizer, target writes, status, Events, gauges, requeue) from what was read
+//!    ([`pass`]); [`uninstall`] is the same for `cleanup`. The rules below are its parts.
+//! 1. [`decide_windows`]: from a schedule's windows, `now` and the cluster's maintenance (ClusterVersion
 //!    progressing, MachineConfigPools updating: [`ClusterMaintenance`]) -> may the cluster remove
 //!    nodes now ([`Decision`]), and when does that change.
 //! 2. [`claim`]: which schedule manages a target object when several select it (the oldest, then
@@ -21,9 +24,15 @@
 //! binary's `targets`) depends on the pure crates only (ebb-core, ebb-crds, ebb-schedule: no
 //! client, no runtime; `make crds-check` checks it).
 
+pub mod pass;
 pub mod report;
 pub mod targets;
 pub mod writes;
+
+pub use pass::{
+    EnabledTargets, Observed, Pass, Reads, Settings, TargetRead, Uninstall, decide, reads,
+    uninstall,
+};
 
 pub use writes::{
     FINALIZER, FinalizerStep, add_finalizer, apply_plan, change_write, finalizer_step,
@@ -486,7 +495,7 @@ impl ClusterMaintenance {
 /// [under way](ClusterMaintenance::under_way). When a window cannot be parsed the schedule cannot be
 /// decided, and scale-down is disabled (fail-safe), maintenance or not: so it is when a window
 /// names a HolidayCalendar `calendars` does not hold, or one that holds an invalid date.
-pub fn decide(
+pub fn decide_windows(
     spec: &ScaleDownScheduleSpec,
     calendars: &Calendars,
     now: Timestamp,
@@ -683,7 +692,7 @@ pub struct PausedObject {
 
 /// The observed objects of one target kind.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Observed {
+pub enum TargetObjects {
     /// The ClusterAutoscaler named by the target, and its `spec.scaleDown.enabled` if found.
     ClusterAutoscaler {
         /// The name looked up.
@@ -906,7 +915,7 @@ pub fn decide_target(
     me: &str,
     claimants: &[Claimant],
     desired_enabled: Option<bool>,
-    observed: &Observed,
+    observed: &TargetObjects,
     now: Timestamp,
 ) -> TargetDecision {
     let mut planner = Planner {
@@ -917,14 +926,14 @@ pub fn decide_target(
         plan: TargetDecision::default(),
     };
     match observed {
-        Observed::ClusterAutoscaler {
+        TargetObjects::ClusterAutoscaler {
             name,
             enabled,
             uid,
             pause,
         } => cluster_autoscaler::plan(&mut planner, name, *enabled, uid.as_deref(), pause),
-        Observed::Nodes(nodes) => nodes::plan(&mut planner, nodes),
-        Observed::MachineAutoscalers {
+        TargetObjects::Nodes(nodes) => nodes::plan(&mut planner, nodes),
+        TargetObjects::MachineAutoscalers {
             autoscalers,
             machine_sets,
             cluster_autoscaler,
@@ -932,7 +941,7 @@ pub fn decide_target(
             planner.plan.cluster_autoscaler = Some(*cluster_autoscaler);
             machine_autoscalers::plan(&mut planner, autoscalers, machine_sets);
         }
-        Observed::NodePools(pools, reasons) => node_pools::plan(&mut planner, pools, reasons),
+        TargetObjects::NodePools(pools, reasons) => node_pools::plan(&mut planner, pools, reasons),
     }
     planner.plan
 }

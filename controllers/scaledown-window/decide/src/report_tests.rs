@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::{ClusterMaintenance, decide, parse_windows};
+use crate::{ClusterMaintenance, decide_windows, parse_windows};
 use ebb_crds::scaledown::ScaleDownScheduleSpec;
 use ebb_testkit::utc;
 
@@ -13,7 +13,7 @@ fn decision(now: &str) -> Decision {
     .unwrap();
     let none = ebb_schedule::Calendars::new();
     assert!(parse_windows(&spec.windows, &none).is_ok());
-    decide(&spec, &none, utc(now), &ClusterMaintenance::default())
+    decide_windows(&spec, &none, utc(now), &ClusterMaintenance::default())
 }
 
 /// Every reason a Warning can carry is the condition's own.

@@ -92,6 +92,7 @@ mod hpa;
 pub mod lead;
 pub mod ledger;
 mod ramp;
+mod reads;
 mod schedule;
 mod spec;
 mod writes;
@@ -115,9 +116,10 @@ pub use hpa::{
     new_hpa, owned_by, scale_target,
 };
 pub use ramp::{Ramp, resolve_ramp};
+pub use reads::{Reads, ScaleRead, reads};
 pub use schedule::{Coming, SCAN_STEPS, Schedule, Transition, overlap_message};
 pub use spec::{SpecError, SpecErrors, calendar_names, merge};
-pub use writes::{Gauge, Plan, decide, decide_unreadable, release_plan};
+pub use writes::{Gauge, Plan, Uninstall, decide, decide_unreadable, release_plan, uninstall};
 
 use hpa::references;
 use spec::defaults_settings;

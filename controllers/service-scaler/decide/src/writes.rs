@@ -222,6 +222,34 @@ pub fn release_plan(observed: &Observed<'_>, now: Timestamp, keep_settings: bool
     deletion_plan(observed, decide_release(observed, now, keep_settings))
 }
 
+/// What `cleanup` does to one ServiceScaler before an uninstall.
+#[derive(Clone, Debug)]
+pub struct Uninstall {
+    /// The writes: the workload woken, the HPA at the defaults (nothing with `keep_settings`),
+    /// the finalizers removed; in a dry run no finalizer goes and the rest is said in Events.
+    pub plan: Plan,
+    /// What was done (or in a dry run would have been), one phrase each.
+    pub done: Vec<String>,
+}
+
+/// `cleanup`'s give-back of `observed.scaler` ([`release_plan`]), with what it says.
+pub fn uninstall(observed: &Observed<'_>, now: Timestamp, keep_settings: bool) -> Uninstall {
+    let mut plan = release_plan(observed, now, keep_settings);
+    // A dry run decides the rest as an Event says (no write); the finalizers stay too.
+    if observed.dry_run {
+        plan.writes.retain(|w| w.category != Category::Metadata);
+    }
+    let mut done = plan.notes();
+    let scaler = observed.scaler;
+    if super::has_finalizer(scaler) || super::has_udaan_finalizer(scaler) {
+        done.push(match observed.dry_run {
+            true => "dry run: would have removed its finalizers".to_owned(),
+            false => "removed its finalizers".to_owned(),
+        });
+    }
+    Uninstall { plan, done }
+}
+
 /// The plan of [`decide_deletion`]'s decision: the HPA's steps with their Events, then the
 /// finalizers.
 fn deletion_plan(observed: &Observed<'_>, deletion: DeletionDecision) -> Plan {

@@ -87,7 +87,7 @@ impl Case {
         self
     }
     fn decide(&self) -> Step {
-        decide(&Input {
+        decide_step(&Input {
             name: "nifi-default",
             namespace: "data",
             generation: Some(2),
@@ -1160,7 +1160,7 @@ impl World {
     fn run(&mut self, answer: u8) {
         let mut hook: Option<HookResult> = None;
         for _ in 0..20 {
-            let plan = decide(&Input {
+            let plan = decide_step(&Input {
                 name: "s",
                 namespace: "ns",
                 generation: Some(1),

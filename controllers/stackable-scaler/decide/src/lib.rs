@@ -17,7 +17,7 @@
 //!   annotation `autoscaling.stackable.tech/retry: "true"`, which resets to `Idle` (desired and
 //!   previous replicas cleared) once the `onFailure` hook has finished; the annotation is removed.
 //!
-//! [`decide`] takes plain data and returns a [`Step`]: the status to hold (written before anything
+//! [`decide_step`] takes plain data and returns a [`Step`]: the status to hold (written before anything
 //! else happens) and one action. The step loop (the binary's `steps`) saves, acts, and asks
 //! again: a hook's answer comes back in as [`Input::hook`]. Which stages block is [`ScalerStage::is_active`](ebb_crds::stackable::ScalerStage::is_active)'s knowledge.
 //!
@@ -42,6 +42,7 @@ pub mod builders;
 pub mod hooks;
 pub mod jobs;
 mod owner;
+pub mod pass;
 pub mod replicas;
 pub mod steps;
 mod writes;
@@ -50,6 +51,7 @@ pub use owner::{
     CONDITION_DRY_RUN, PauseDecision, WorkloadKind, dry_run_plan, invalid_owner_plan, notes_plan,
     owning_workload, pause_decision, paused_plan, status_plan,
 };
+pub use pass::{Observed, Pass, Reads, decide, reads};
 pub use writes::{resize_write, resume_write, status_write, step_writes, strip_write};
 
 /// The annotation that takes a scaler out of `Failed`.
@@ -239,7 +241,7 @@ impl WorkloadState {
     }
 }
 
-/// Everything [`decide`] looks at.
+/// Everything [`decide_step`] looks at.
 #[derive(Clone, Debug)]
 pub struct Input<'a> {
     /// The scaler's name (for hook contexts).
@@ -406,7 +408,7 @@ fn state(stage: ScalerStage, now: Timestamp) -> ScalerState {
 }
 
 /// The next step of the state machine.
-pub fn decide(input: &Input<'_>) -> Step {
+pub fn decide_step(input: &Input<'_>) -> Step {
     let plan = step(input);
     finish(input, plan)
 }

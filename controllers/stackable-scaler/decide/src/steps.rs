@@ -1,4 +1,4 @@
-//! The state machine's pass as a sequence of plans: [`decide`](decide::decide) on the scaler as
+//! The state machine's pass as a sequence of plans: [`decide_step`](decide::decide_step) on the scaler as
 //! it is now, carry out the step's writes ([`decide::step_writes`]: its status when it changed,
 //! the retry or abort annotation it removes, each naming the scaler as decided on), then its
 //! action (a hook to ask, replicas to set), and decide again, until the plan waits or needs what
@@ -51,7 +51,7 @@ fn annotation_true(scaler: &StackableScaler, key: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// What [`decide`](decide::decide) is given for `scaler` as it is now.
+/// What [`decide_step`](decide::decide_step) is given for `scaler` as it is now.
 fn input<'a>(
     scaler: &'a StackableScaler,
     workload: Option<&'a WorkloadState>,
@@ -139,7 +139,7 @@ async fn steps<W: World>(
     for _ in 0..MAX_STEPS {
         let scaler = world.scaler();
         let answer = decide::hook_due(scaler.status.as_ref()).and_then(|hook| world.answer(hook));
-        let plan = decide::decide(&input(scaler, workload, answer.as_ref(), now));
+        let plan = decide::decide_step(&input(scaler, workload, answer.as_ref(), now));
         let writes = decide::step_writes(scaler, &plan);
         let before = scaler.status.as_ref().and_then(|s| s.started_hook.as_ref());
         // A hook's start recorded by this write: only an ask of this process that follows it may

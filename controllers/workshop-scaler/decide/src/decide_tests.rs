@@ -26,11 +26,11 @@ fn seats(assigned: u32, total: u32) -> Seats {
     Seats { assigned, total }
 }
 
-fn observed(count: i32, assigned: u32, total: u32) -> Observed {
-    Observed {
+fn observed(count: i32, assigned: u32, total: u32) -> Counts {
+    Counts {
         count,
         seats: seats(assigned, total),
-        ..Observed::default()
+        ..Counts::default()
     }
 }
 
@@ -297,16 +297,16 @@ fn demand_table() {
     let s = enabled_settings();
     let now = t0();
     assert_eq!(
-        decide(&s, &observed(10, 0, 0), now),
+        decide_scaling(&s, &observed(10, 0, 0), now),
         Decision::Hold(Hold::NoSeats)
     );
     assert_eq!(
-        decide(&s, &observed(10, 7, 10), now),
+        decide_scaling(&s, &observed(10, 7, 10), now),
         Decision::Hold(Hold::BelowThreshold { utilization: 0.7 })
     );
     // Exactly at the threshold scales.
     assert_eq!(
-        decide(&s, &observed(10, 8, 10), now),
+        decide_scaling(&s, &observed(10, 8, 10), now),
         Decision::Start {
             from: 10,
             to: 15,
@@ -314,12 +314,12 @@ fn demand_table() {
         }
     );
     assert_eq!(
-        decide(&s, &observed(100, 10, 10), now),
+        decide_scaling(&s, &observed(100, 10, 10), now),
         Decision::Hold(Hold::AtMaxProvisions { utilization: 1.0 })
     );
     // Above the cap (maxProvisions lowered below count): never scale, never scale down.
     assert_eq!(
-        decide(&s, &observed(150, 10, 10), now),
+        decide_scaling(&s, &observed(150, 10, 10), now),
         Decision::Hold(Hold::AtMaxProvisions { utilization: 1.0 })
     );
 }
@@ -335,7 +335,7 @@ fn thresholds_that_are_awkward_decimals_compare_exactly() {
     ] {
         let mut c = config();
         c.threshold = threshold;
-        let d = decide(&Settings::Enabled(c), &observed(10, assigned, total), t0());
+        let d = decide_scaling(&Settings::Enabled(c), &observed(10, assigned, total), t0());
         assert!(
             d.scales(),
             "{assigned}/{total} at threshold {threshold}: {d:?}"
@@ -346,11 +346,14 @@ fn thresholds_that_are_awkward_decimals_compare_exactly() {
 #[test]
 fn disabled_decides_nothing_whatever_the_demand() {
     for in_flight_state in [None, Some(in_flight(10, 15))] {
-        let o = Observed {
+        let o = Counts {
             in_flight: in_flight_state,
             ..observed(10, 10, 10)
         };
-        assert_eq!(decide(&Settings::Disabled, &o, t0()), Decision::Disabled);
+        assert_eq!(
+            decide_scaling(&Settings::Disabled, &o, t0()),
+            Decision::Disabled
+        );
     }
     assert!(conditions(&Decision::Disabled, None, 10, None).is_empty());
 }
@@ -365,13 +368,13 @@ fn invalid_settings_and_negative_counts_are_reported() {
         }),
     )
     .unwrap_err();
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Invalid(error.clone()),
         &observed(10, 10, 10),
         t0(),
     );
     assert_eq!(d, Decision::Invalid(error));
-    let d = decide(&enabled_settings(), &observed(-1, 10, 10), t0());
+    let d = decide_scaling(&enabled_settings(), &observed(-1, 10, 10), t0());
     let Decision::Invalid(e) = d else {
         panic!("{d:?}")
     };
@@ -382,12 +385,12 @@ fn invalid_settings_and_negative_counts_are_reported() {
 
 #[test]
 fn never_scales_while_a_scale_up_is_in_flight() {
-    let o = Observed {
+    let o = Counts {
         in_flight: Some(in_flight(10, 15)),
         claims: claims(10, true),
         ..observed(15, 10, 10)
     };
-    let d = decide(&enabled_settings(), &o, t0());
+    let d = decide_scaling(&enabled_settings(), &o, t0());
     assert_eq!(
         d,
         Decision::Wait {
@@ -403,41 +406,41 @@ fn never_scales_while_a_scale_up_is_in_flight() {
 #[test]
 fn an_interrupted_scale_up_is_finished_once() {
     // Flag written (10 -> 15), count still 10: finish it.
-    let o = Observed {
+    let o = Counts {
         in_flight: Some(in_flight(10, 15)),
         claims: claims(10, true),
         ..observed(10, 10, 10)
     };
     assert_eq!(
-        decide(&enabled_settings(), &o, t0()),
+        decide_scaling(&enabled_settings(), &o, t0()),
         Decision::Finish { from: 10, to: 15 }
     );
     // Count already raised: never again.
-    let applied = Observed {
+    let applied = Counts {
         count: 15,
         ..o.clone()
     };
-    assert!(!decide(&enabled_settings(), &applied, t0()).scales());
+    assert!(!decide_scaling(&enabled_settings(), &applied, t0()).scales());
     // Count changed by someone else since: leave it alone.
-    let other = Observed { count: 12, ..o };
-    assert!(!decide(&enabled_settings(), &other, t0()).scales());
+    let other = Counts { count: 12, ..o };
+    assert!(!decide_scaling(&enabled_settings(), &other, t0()).scales());
 }
 
 #[test]
 fn finishing_respects_a_lowered_cap() {
     let mut c = config();
     c.max_provisions = 12;
-    let o = Observed {
+    let o = Counts {
         in_flight: Some(in_flight(10, 15)),
         ..observed(10, 10, 10)
     };
     assert_eq!(
-        decide(&Settings::Enabled(c.clone()), &o, t0()),
+        decide_scaling(&Settings::Enabled(c.clone()), &o, t0()),
         Decision::Finish { from: 10, to: 12 }
     );
     c.max_provisions = 10;
     assert!(matches!(
-        decide(&Settings::Enabled(c), &o, t0()),
+        decide_scaling(&Settings::Enabled(c), &o, t0()),
         Decision::Cancel { .. }
     ));
 }
@@ -445,25 +448,25 @@ fn finishing_respects_a_lowered_cap() {
 #[test]
 fn release_needs_every_claim_settled_and_all_claims_created() {
     let s = enabled_settings();
-    let base = Observed {
+    let base = Counts {
         in_flight: Some(in_flight(2, 3)),
         ..observed(3, 3, 3)
     };
-    let all_settled = Observed {
+    let all_settled = Counts {
         claims: claims(3, true),
         ..base.clone()
     };
     assert_eq!(
-        decide(&s, &all_settled, t0()),
+        decide_scaling(&s, &all_settled, t0()),
         Decision::Release { claims: 3 }
     );
 
-    let one_pending = Observed {
+    let one_pending = Counts {
         claims: vec![claim("b", true), claim("a", false), claim("c", true)],
         ..base.clone()
     };
     assert_eq!(
-        decide(&s, &one_pending, t0()),
+        decide_scaling(&s, &one_pending, t0()),
         Decision::Wait {
             unsettled: Unsettled {
                 pending: vec!["a".into()],
@@ -474,12 +477,12 @@ fn release_needs_every_claim_settled_and_all_claims_created() {
     );
 
     // Two of three claims exist and have settled: the new one is not created yet.
-    let not_created = Observed {
+    let not_created = Counts {
         claims: claims(2, true),
         ..base
     };
     assert!(matches!(
-        decide(&s, &not_created, t0()),
+        decide_scaling(&s, &not_created, t0()),
         Decision::Wait {
             unsettled: Unsettled { missing: 1, .. },
             ..
@@ -495,7 +498,7 @@ fn release_needs_every_claim_settled_and_all_claims_created() {
 fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
     let s = enabled_settings();
     // Scale-up 2 -> 3: three claims seen, two unsettled: all three are recorded.
-    let seen = Observed {
+    let seen = Counts {
         in_flight: Some(in_flight(2, 3)),
         claims: vec![claim("a", true), claim("b", false), claim("c", false)],
         ..observed(3, 3, 3)
@@ -504,8 +507,11 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
         claims_to_record(&seen),
         Some(vec!["a".into(), "b".into(), "c".into()])
     );
-    assert!(matches!(decide(&s, &seen, t0()), Decision::Wait { .. }));
-    let recorded = Observed {
+    assert!(matches!(
+        decide_scaling(&s, &seen, t0()),
+        Decision::Wait { .. }
+    ));
+    let recorded = Counts {
         in_flight: Some(InFlight {
             claims: vec!["a".into(), "b".into(), "c".into()],
             ..in_flight(2, 3)
@@ -515,12 +521,12 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
     assert_eq!(claims_to_record(&recorded), None, "nothing new: no write");
 
     // b and c were finalized and removed while the controller was down; a is still there.
-    let gone = Observed {
+    let gone = Counts {
         claims: vec![claim("a", true)],
         ..recorded.clone()
     };
     assert_eq!(
-        decide(&s, &gone, t0()),
+        decide_scaling(&s, &gone, t0()),
         Decision::ReleaseEarly {
             cause: EarlyRelease::ClaimsGone {
                 claims: vec!["b".into(), "c".into()]
@@ -528,12 +534,12 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
         }
     );
     // Every claim gone: the same.
-    let all_gone = Observed {
+    let all_gone = Counts {
         claims: Vec::new(),
         ..recorded.clone()
     };
     assert!(matches!(
-        decide(&s, &all_gone, t0()),
+        decide_scaling(&s, &all_gone, t0()),
         Decision::ReleaseEarly {
             cause: EarlyRelease::ClaimsGone { .. }
         }
@@ -541,7 +547,7 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
 
     // Only c recorded and gone, b settled, and the third claim never created: still waited
     // for, within activeTimeout, then reported, never released on a timer.
-    let one_missing = Observed {
+    let one_missing = Counts {
         in_flight: Some(InFlight {
             claims: vec!["c".into()],
             ..in_flight(2, 4)
@@ -550,14 +556,14 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
         ..observed(4, 3, 3)
     };
     assert!(matches!(
-        decide(&s, &one_missing, t0()),
+        decide_scaling(&s, &one_missing, t0()),
         Decision::Wait {
             unsettled: Unsettled { missing: 1, .. },
             ..
         }
     ));
     assert!(matches!(
-        decide(&s, &one_missing, t0() + SignedDuration::from_hours(2)),
+        decide_scaling(&s, &one_missing, t0() + SignedDuration::from_hours(2)),
         Decision::Stuck {
             unsettled: Unsettled { missing: 1, .. },
             ..
@@ -568,7 +574,7 @@ fn the_flag_is_released_from_the_recorded_claims_however_they_went() {
 #[test]
 fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
     let s = enabled_settings();
-    let o = Observed {
+    let o = Counts {
         in_flight: Some(in_flight(2, 3)),
         claims: vec![
             claim("ready", true),
@@ -578,9 +584,12 @@ fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
         ..observed(3, 3, 3)
     };
     let just_before = t0() + SignedDuration::from_mins(60) - SignedDuration::from_secs(1);
-    assert!(matches!(decide(&s, &o, just_before), Decision::Wait { .. }));
+    assert!(matches!(
+        decide_scaling(&s, &o, just_before),
+        Decision::Wait { .. }
+    ));
     let at_deadline = t0() + SignedDuration::from_mins(60);
-    let d = decide(&s, &o, at_deadline);
+    let d = decide_scaling(&s, &o, at_deadline);
     assert_eq!(
         d,
         Decision::Stuck {
@@ -608,12 +617,12 @@ fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
         .unwrap();
     assert!(active.status, "the flag stays set while stuck");
     // Once they settle, the flag clears even long after the deadline.
-    let settled = Observed {
+    let settled = Counts {
         claims: claims(3, true),
         ..o
     };
     assert_eq!(
-        decide(&s, &settled, at_deadline + SignedDuration::from_hours(24)),
+        decide_scaling(&s, &settled, at_deadline + SignedDuration::from_hours(24)),
         Decision::Release { claims: 3 }
     );
 }
@@ -621,19 +630,19 @@ fn hold_down_reports_stuck_claims_without_clearing_or_scaling() {
 #[test]
 fn a_flag_set_by_someone_else_is_waited_on_not_finished() {
     // No from/target/startedAt: a legacy or foreign flag.
-    let o = Observed {
+    let o = Counts {
         in_flight: Some(InFlight::default()),
         claims: vec![claim("x", false)],
         ..observed(1, 10, 10)
     };
-    let d = decide(&enabled_settings(), &o, t0());
+    let d = decide_scaling(&enabled_settings(), &o, t0());
     assert!(matches!(d, Decision::Stuck { since: None, .. }), "{d:?}");
-    let settled = Observed {
+    let settled = Counts {
         claims: vec![claim("x", true)],
         ..o
     };
     assert_eq!(
-        decide(&enabled_settings(), &settled, t0()),
+        decide_scaling(&enabled_settings(), &settled, t0()),
         Decision::Release { claims: 1 }
     );
 }
@@ -853,7 +862,7 @@ fn two_policies_for_one_workshop_are_ambiguous_never_a_silent_pick() {
         ..sources
     });
     assert!(matches!(with_workshop, Settings::Ambiguous(_)));
-    let d = decide(&settings, &observed(10, 10, 10), t0());
+    let d = decide_scaling(&settings, &observed(10, 10, 10), t0());
     assert_eq!(
         d,
         Decision::Ambiguous {
@@ -909,11 +918,11 @@ fn a_policy_reports_the_workshops_others_also_select() {
 
 // --- provisionDisabled, lifespan, early releases, the from-count guard ---
 
-fn in_flight_observed() -> Observed {
+fn in_flight_observed() -> Counts {
     // 10 -> 15 applied, 15 claims of which 3 still provisioning.
     let mut claims = claims(12, true);
     claims.extend((0..3).map(|i| claim(&format!("p{i}"), false)));
-    Observed {
+    Counts {
         in_flight: Some(in_flight(10, 15)),
         claims,
         ..observed(15, 10, 10)
@@ -922,11 +931,11 @@ fn in_flight_observed() -> Observed {
 
 #[test]
 fn provision_disabled_means_no_scaling() {
-    let o = Observed {
+    let o = Counts {
         provision_disabled: true,
         ..observed(10, 10, 10)
     };
-    let d = decide(&enabled_settings(), &o, t0());
+    let d = decide_scaling(&enabled_settings(), &o, t0());
     assert_eq!(d, Decision::Hold(Hold::ProvisionDisabled));
     let conds = conditions(&d, Some(&config()), 10, None);
     let active = conds
@@ -942,27 +951,30 @@ fn provision_disabled_means_no_scaling() {
 #[test]
 fn an_ended_lifespan_means_no_scaling() {
     let end = t0() - SignedDuration::from_mins(1);
-    let o = Observed {
+    let o = Counts {
         lifespan_end: Some(end),
         ..observed(10, 10, 10)
     };
     assert_eq!(
-        decide(&enabled_settings(), &o, t0()),
+        decide_scaling(&enabled_settings(), &o, t0()),
         Decision::Hold(Hold::LifespanEnded { end })
     );
     // Before the end it scales as usual.
-    assert!(decide(&enabled_settings(), &o, end - SignedDuration::from_secs(1)).scales());
+    assert!(decide_scaling(&enabled_settings(), &o, end - SignedDuration::from_secs(1)).scales());
 }
 
 #[test]
 fn each_early_release_reason_releases_with_its_reason() {
     let s = enabled_settings();
     let base = in_flight_observed();
-    assert!(matches!(decide(&s, &base, t0()), Decision::Wait { .. }));
+    assert!(matches!(
+        decide_scaling(&s, &base, t0()),
+        Decision::Wait { .. }
+    ));
     let end = t0() - SignedDuration::from_mins(5);
-    let cases: Vec<(Observed, EarlyRelease, &str)> = vec![
+    let cases: Vec<(Counts, EarlyRelease, &str)> = vec![
         (
-            Observed {
+            Counts {
                 provision_disabled: true,
                 ..base.clone()
             },
@@ -970,7 +982,7 @@ fn each_early_release_reason_releases_with_its_reason() {
             "ProvisionDisabled",
         ),
         (
-            Observed {
+            Counts {
                 lifespan_end: Some(end),
                 ..base.clone()
             },
@@ -978,7 +990,7 @@ fn each_early_release_reason_releases_with_its_reason() {
             "LifespanEnded",
         ),
         (
-            Observed {
+            Counts {
                 count: 12,
                 ..base.clone()
             },
@@ -989,7 +1001,7 @@ fn each_early_release_reason_releases_with_its_reason() {
             "CountLowered",
         ),
         (
-            Observed {
+            Counts {
                 count: 8,
                 ..base.clone()
             },
@@ -1000,7 +1012,7 @@ fn each_early_release_reason_releases_with_its_reason() {
             "CountLowered",
         ),
         (
-            Observed {
+            Counts {
                 claims: base
                     .claims
                     .iter()
@@ -1017,7 +1029,7 @@ fn each_early_release_reason_releases_with_its_reason() {
             "ClaimsDeleted",
         ),
         (
-            Observed {
+            Counts {
                 release_requested: true,
                 ..base.clone()
             },
@@ -1026,7 +1038,7 @@ fn each_early_release_reason_releases_with_its_reason() {
         ),
     ];
     for (o, cause, reason) in cases {
-        let d = decide(&s, &o, t0());
+        let d = decide_scaling(&s, &o, t0());
         assert_eq!(
             d,
             Decision::ReleaseEarly {
@@ -1052,7 +1064,7 @@ fn each_early_release_reason_releases_with_its_reason() {
 #[test]
 fn a_timer_alone_never_releases() {
     // Far past activeTimeout, nothing provably gone, nobody asked: still reported, not released.
-    let d = decide(
+    let d = decide_scaling(
         &enabled_settings(),
         &in_flight_observed(),
         t0() + SignedDuration::from_hours(24 * 30),
@@ -1062,25 +1074,25 @@ fn a_timer_alone_never_releases() {
     let mut o = in_flight_observed();
     o.claims[12].deleting = true;
     assert!(matches!(
-        decide(&enabled_settings(), &o, t0()),
+        decide_scaling(&enabled_settings(), &o, t0()),
         Decision::Wait { .. }
     ));
     // Claims deleted and gone: Babylon may create them again, so they can still appear.
-    let gone = Observed {
+    let gone = Counts {
         claims: claims(12, true),
         ..in_flight_observed()
     };
     assert!(matches!(
-        decide(&enabled_settings(), &gone, t0()),
+        decide_scaling(&enabled_settings(), &gone, t0()),
         Decision::Wait { .. }
     ));
     // Someone raised the count above the target: more claims will come, keep waiting.
-    let raised = Observed {
+    let raised = Counts {
         count: 20,
         ..in_flight_observed()
     };
     assert!(matches!(
-        decide(&enabled_settings(), &raised, t0()),
+        decide_scaling(&enabled_settings(), &raised, t0()),
         Decision::Wait { .. }
     ));
 }
@@ -1089,11 +1101,11 @@ fn a_timer_alone_never_releases() {
 fn a_release_never_allows_a_second_increase_from_the_same_count() {
     let s = enabled_settings();
     // Released early at 10 (e.g. the count lowered back to where it started): demand stays.
-    let o = Observed {
+    let o = Counts {
         last_from: Some(10),
         ..observed(10, 10, 10)
     };
-    let d = decide(&s, &o, t0());
+    let d = decide_scaling(&s, &o, t0());
     assert_eq!(d, Decision::Hold(Hold::AlreadyScaledFrom { count: 10 }));
     let conds = conditions(&d, Some(&config()), 10, None);
     assert_eq!(
@@ -1105,12 +1117,12 @@ fn a_release_never_allows_a_second_increase_from_the_same_count() {
         "AlreadyScaledFrom"
     );
     // From any other count, demand scales as usual.
-    let other = Observed {
+    let other = Counts {
         last_from: Some(10),
         ..observed(15, 10, 10)
     };
     assert_eq!(
-        decide(&s, &other, t0()),
+        decide_scaling(&s, &other, t0()),
         Decision::Start {
             from: 15,
             to: 22,
@@ -1175,34 +1187,34 @@ fn any_seats() -> impl Strategy<Value = Seats> {
 }
 
 /// Uniform: any count, seats, flag and claims.
-fn any_observed() -> impl Strategy<Value = Observed> {
+fn any_observed() -> impl Strategy<Value = Counts> {
     (0i32..600, any_seats(), any_in_flight(), any_claims()).prop_map(
-        |(count, seats, in_flight, claims)| Observed {
+        |(count, seats, in_flight, claims)| Counts {
             count,
             seats,
             in_flight,
             claims,
-            ..Observed::default()
+            ..Counts::default()
         },
     )
 }
 
 /// Nothing in flight, demand at 75% or more, a count below most caps: a scale-up starts unless
 /// the threshold is higher or the cap lower.
-fn demand_observed() -> impl Strategy<Value = Observed> {
+fn demand_observed() -> impl Strategy<Value = Counts> {
     (0i32..60, 1u32..300, 0u32..=25, any_claims()).prop_map(
-        |(count, total, short_percent, claims)| Observed {
+        |(count, total, short_percent, claims)| Counts {
             count,
             seats: seats(total - total * short_percent / 100, total),
             claims,
-            ..Observed::default()
+            ..Counts::default()
         },
     )
 }
 
 /// An interrupted scale-up: the flag records `from == count` and a higher target; it is finished
 /// unless the cap is at or below the count.
-fn interrupted_observed() -> impl Strategy<Value = Observed> {
+fn interrupted_observed() -> impl Strategy<Value = Counts> {
     (
         0i32..60,
         1i32..60,
@@ -1210,7 +1222,7 @@ fn interrupted_observed() -> impl Strategy<Value = Observed> {
         any_seats(),
         any_claims(),
     )
-        .prop_map(|(count, raise, start, seats, claims)| Observed {
+        .prop_map(|(count, raise, start, seats, claims)| Counts {
             count,
             seats,
             in_flight: Some(InFlight {
@@ -1220,13 +1232,13 @@ fn interrupted_observed() -> impl Strategy<Value = Observed> {
                 claims: Vec::new(),
             }),
             claims,
-            ..Observed::default()
+            ..Counts::default()
         })
 }
 
 /// A scale-up whose count write landed (or whose flag lacks a start count) and whose claims have
 /// all been created and settled, a few more than `count` sometimes: it is released.
-fn settled_observed() -> impl Strategy<Value = Observed> {
+fn settled_observed() -> impl Strategy<Value = Counts> {
     (
         0i32..40,
         proptest::option::of(1i32..=40),
@@ -1235,21 +1247,19 @@ fn settled_observed() -> impl Strategy<Value = Observed> {
         0usize..4,
         any_seats(),
     )
-        .prop_map(
-            |(count, below, target_below, start, extra, seats)| Observed {
-                count,
-                seats,
-                in_flight: Some(InFlight {
-                    started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
-                    // Anything but the count itself (that would be an interrupted scale-up).
-                    from: below.map(|b| count - b),
-                    target: Some(count - target_below.min(count)),
-                    claims: Vec::new(),
-                }),
-                claims: claims(usize::try_from(count).unwrap() + extra, true),
-                ..Observed::default()
-            },
-        )
+        .prop_map(|(count, below, target_below, start, extra, seats)| Counts {
+            count,
+            seats,
+            in_flight: Some(InFlight {
+                started_at: start.map(|s| t0() + SignedDuration::from_secs(s)),
+                // Anything but the count itself (that would be an interrupted scale-up).
+                from: below.map(|b| count - b),
+                target: Some(count - target_below.min(count)),
+                claims: Vec::new(),
+            }),
+            claims: claims(usize::try_from(count).unwrap() + extra, true),
+            ..Counts::default()
+        })
 }
 
 fn any_dt() -> impl Strategy<Value = i64> {
@@ -1258,7 +1268,7 @@ fn any_dt() -> impl Strategy<Value = i64> {
 
 // What each property reaches: `Ok(true)` when its conditional assertions were checked.
 
-fn never_scales_above_max_provisions_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+fn never_scales_above_max_provisions_input() -> impl Strategy<Value = (Config, Counts, i64)> {
     (
         any_config(),
         prop_oneof![1 => any_observed(), 2 => demand_observed(), 2 => interrupted_observed()],
@@ -1267,9 +1277,9 @@ fn never_scales_above_max_provisions_input() -> impl Strategy<Value = (Config, O
 }
 
 fn never_scales_above_max_provisions(
-    (c, o, dt): (Config, Observed, i64),
+    (c, o, dt): (Config, Counts, i64),
 ) -> Result<bool, TestCaseError> {
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Enabled(c.clone()),
         &o,
         t0() + SignedDuration::from_secs(dt),
@@ -1295,7 +1305,7 @@ fn scales_at_least_one_below_the_cap(
     (c, count, assigned, extra): (Config, i32, u32, u32),
 ) -> Result<bool, TestCaseError> {
     let o = observed(count, assigned, assigned + extra);
-    let d = decide(&Settings::Enabled(c.clone()), &o, t0());
+    let d = decide_scaling(&Settings::Enabled(c.clone()), &o, t0());
     let mut reached = false;
     if let Decision::Start { from, to, .. } = d {
         prop_assert_eq!(from, count);
@@ -1314,7 +1324,7 @@ fn scales_at_least_one_below_the_cap(
     Ok(reached)
 }
 
-fn never_starts_while_in_flight_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+fn never_starts_while_in_flight_input() -> impl Strategy<Value = (Config, Counts, i64)> {
     (
         any_config(),
         prop_oneof![1 => any_observed(), 4 => interrupted_observed(), 1 => settled_observed()],
@@ -1323,11 +1333,9 @@ fn never_starts_while_in_flight_input() -> impl Strategy<Value = (Config, Observ
 }
 
 /// Reached: a Finish, the one write of the count while in flight.
-fn never_starts_while_in_flight(
-    (c, o, dt): (Config, Observed, i64),
-) -> Result<bool, TestCaseError> {
+fn never_starts_while_in_flight((c, o, dt): (Config, Counts, i64)) -> Result<bool, TestCaseError> {
     prop_assume!(o.in_flight.is_some());
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Enabled(c),
         &o,
         t0() + SignedDuration::from_secs(dt),
@@ -1346,8 +1354,8 @@ fn never_starts_while_in_flight(
     Ok(false)
 }
 
-fn never_starts_from_the_released_from_count_input()
--> impl Strategy<Value = (Config, Observed, i64)> {
+fn never_starts_from_the_released_from_count_input() -> impl Strategy<Value = (Config, Counts, i64)>
+{
     (
         any_config(),
         prop_oneof![1 => any_observed(), 4 => demand_observed()],
@@ -1357,13 +1365,13 @@ fn never_starts_from_the_released_from_count_input()
 
 /// Reached: demand would have started a scale-up from the released count, and the guard held it.
 fn never_starts_from_the_released_from_count(
-    (c, o, dt): (Config, Observed, i64),
+    (c, o, dt): (Config, Counts, i64),
 ) -> Result<bool, TestCaseError> {
-    let o = Observed {
+    let o = Counts {
         last_from: Some(o.count),
         ..o
     };
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Enabled(c),
         &o,
         t0() + SignedDuration::from_secs(dt),
@@ -1372,8 +1380,8 @@ fn never_starts_from_the_released_from_count(
     Ok(matches!(d, Decision::Hold(Hold::AlreadyScaledFrom { .. })))
 }
 
-fn an_early_release_never_scales_input()
--> impl Strategy<Value = (Config, Observed, bool, bool, i64)> {
+fn an_early_release_never_scales_input() -> impl Strategy<Value = (Config, Counts, bool, bool, i64)>
+{
     (
         any_config(),
         prop_oneof![
@@ -1389,15 +1397,15 @@ fn an_early_release_never_scales_input()
 
 /// Reached: something in flight with a reason to release it (not rejected).
 fn an_early_release_never_scales(
-    (c, o, disabled, asked, dt): (Config, Observed, bool, bool, i64),
+    (c, o, disabled, asked, dt): (Config, Counts, bool, bool, i64),
 ) -> Result<bool, TestCaseError> {
     prop_assume!(o.in_flight.is_some() && (disabled || asked));
-    let o = Observed {
+    let o = Counts {
         provision_disabled: disabled,
         release_requested: asked,
         ..o
     };
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Enabled(c),
         &o,
         t0() + SignedDuration::from_secs(dt),
@@ -1406,7 +1414,7 @@ fn an_early_release_never_scales(
     Ok(true)
 }
 
-fn finishing_is_idempotent_input() -> impl Strategy<Value = (Config, Observed)> {
+fn finishing_is_idempotent_input() -> impl Strategy<Value = (Config, Counts)> {
     (
         any_config(),
         prop_oneof![1 => any_observed(), 2 => demand_observed(), 2 => interrupted_observed()],
@@ -1414,15 +1422,15 @@ fn finishing_is_idempotent_input() -> impl Strategy<Value = (Config, Observed)> 
 }
 
 /// Reached: a Start or a Finish was applied and decided again.
-fn finishing_is_idempotent((c, o): (Config, Observed)) -> Result<bool, TestCaseError> {
+fn finishing_is_idempotent((c, o): (Config, Counts)) -> Result<bool, TestCaseError> {
     // Applying a Start or Finish and deciding again never raises the count a second time.
     let s = Settings::Enabled(c);
-    let d = decide(&s, &o, t0());
+    let d = decide_scaling(&s, &o, t0());
     let (from, to) = match d {
         Decision::Start { from, to, .. } | Decision::Finish { from, to } => (from, to),
         _ => return Ok(false),
     };
-    let after = Observed {
+    let after = Counts {
         count: to,
         in_flight: Some(InFlight {
             started_at: Some(t0()),
@@ -1432,12 +1440,12 @@ fn finishing_is_idempotent((c, o): (Config, Observed)) -> Result<bool, TestCaseE
         }),
         ..o
     };
-    let again = decide(&s, &after, t0());
+    let again = decide_scaling(&s, &after, t0());
     prop_assert!(!again.scales(), "{again:?}");
     Ok(true)
 }
 
-fn release_only_when_all_claims_settled_input() -> impl Strategy<Value = (Config, Observed, i64)> {
+fn release_only_when_all_claims_settled_input() -> impl Strategy<Value = (Config, Counts, i64)> {
     (
         any_config(),
         prop_oneof![1 => any_observed(), 4 => settled_observed()],
@@ -1447,9 +1455,9 @@ fn release_only_when_all_claims_settled_input() -> impl Strategy<Value = (Config
 
 /// Reached: a Release.
 fn release_only_when_all_claims_settled(
-    (c, o, dt): (Config, Observed, i64),
+    (c, o, dt): (Config, Counts, i64),
 ) -> Result<bool, TestCaseError> {
-    let d = decide(
+    let d = decide_scaling(
         &Settings::Enabled(c),
         &o,
         t0() + SignedDuration::from_secs(dt),
@@ -1492,7 +1500,7 @@ proptest! {
 
     #[test]
     fn prop_disabled_decides_nothing(o in any_observed()) {
-        prop_assert_eq!(decide(&Settings::Disabled, &o, t0()), Decision::Disabled);
+        prop_assert_eq!(decide_scaling(&Settings::Disabled, &o, t0()), Decision::Disabled);
     }
 
     #[test]
@@ -1644,7 +1652,7 @@ fn finishing_is_idempotent_reaches_a_start_or_finish() {
         finishing_is_idempotent_input(),
         |(c, o)| {
             let finishes = matches!(
-                decide(&Settings::Enabled(c.clone()), &o, t0()),
+                decide_scaling(&Settings::Enabled(c.clone()), &o, t0()),
                 Decision::Finish { .. }
             );
             Ok(finishing_is_idempotent((c, o))? && finishes)

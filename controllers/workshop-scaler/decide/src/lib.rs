@@ -1,7 +1,8 @@
 //! Every rule of workshop-scaler, as pure functions: plain data in, a [`Decision`] out.
 //!
-//! No client, no clock, no I/O: the reconciler observes the cluster into an [`Observed`], passes
-//! `now`, and applies what comes back. The `plan` subcommand asks the same functions offline.
+//! No client, no clock, no I/O: the reconciler reads what [`reads`] names, hands it to
+//! [`decide`] with `now`, and executes the plan that comes back ([`pass`]). The `plan`
+//! subcommand asks the same rules offline.
 //!
 //! The rules (controllers/workshop-scaler/README.md says them for users):
 //! - configuration, field by field: the WorkshopProvision's `spec.autoScaling` (where Babylon's
@@ -32,8 +33,11 @@
 //! only (ebb-core, ebb-crds, ebb-schedule: no client, no runtime; `make crds-check` checks it).
 
 pub mod outcome;
+pub mod pass;
 pub mod policy;
 pub mod writes;
+
+pub use pass::{Observed, Reads, WorkshopRead, decide, in_flight_of, lifespan_end, reads};
 
 pub use outcome::{Gauges, Input, Outcome, plan};
 pub use policy::{policy_report, policy_selects};
@@ -381,7 +385,7 @@ pub const MAX_RECORDED_CLAIMS: usize = 1000;
 /// The claims a scale-up in flight waits for, as they should be recorded after this pass: the
 /// recorded ones and every claim seen now (sorted, at most [`MAX_RECORDED_CLAIMS`]).
 /// `None` when nothing is in flight or the record is already complete (no write).
-pub fn claims_to_record(observed: &Observed) -> Option<Vec<String>> {
+pub fn claims_to_record(observed: &Counts) -> Option<Vec<String>> {
     let in_flight = observed.in_flight.as_ref()?;
     let mut record = in_flight.claims.clone();
     for claim in &observed.claims {
@@ -406,7 +410,7 @@ pub struct Claim {
 
 /// What the reconciler observed about one provision.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Observed {
+pub struct Counts {
     /// `spec.count`.
     pub count: i32,
     /// Seats of the provision's workshop.
@@ -716,7 +720,7 @@ fn percent(fraction: f64) -> String {
 }
 
 /// Decides what to do with one provision.
-pub fn decide(settings: &Settings, observed: &Observed, now: Timestamp) -> Decision {
+pub fn decide_scaling(settings: &Settings, observed: &Counts, now: Timestamp) -> Decision {
     let config = match settings {
         Settings::Disabled => return Decision::Disabled,
         Settings::Invalid(error) => return Decision::Invalid(error.clone()),
@@ -788,7 +792,7 @@ fn decide_demand(config: &Config, count: i32, seats: Seats) -> Decision {
 /// A scale-up is in flight: finish it, wait for it, report it stuck, or release it.
 fn decide_in_flight(
     config: &Config,
-    observed: &Observed,
+    observed: &Counts,
     in_flight: &InFlight,
     now: Timestamp,
 ) -> Decision {

@@ -20,8 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Map, Value, json};
 
 use super::{
-    CONDITION_AT_MAX, CONDITION_AUTO_SCALING, Config, Decision, EarlyRelease, Hold, Observed,
-    Settings, claims_to_record, conditions, decide,
+    CONDITION_AT_MAX, CONDITION_AUTO_SCALING, Config, Counts, Decision, EarlyRelease, Hold,
+    Settings, claims_to_record, conditions, decide_scaling,
 };
 
 /// One observation of a provision, the provision gauges (the binary's `Metrics::observe`).
@@ -51,7 +51,7 @@ pub struct Input<'a> {
     pub pause: Option<&'a PauseReport>,
     /// The provision, its seats and claims (seats and claims only read when they can matter:
     /// enabled, not paused, and claims only while a scale-up is in flight).
-    pub observed: &'a Observed,
+    pub observed: &'a Counts,
     /// `status.conditions` as read.
     pub conditions: &'a [Condition],
     /// [`super::RELEASE_ANNOTATION`] is on the provision, whatever its value.
@@ -128,7 +128,7 @@ pub fn plan(input: &Input<'_>) -> Outcome {
         return paused(report, input.conditions, input.now);
     }
     let config = input.settings.config();
-    let decision = decide(input.settings, input.observed, input.now);
+    let decision = decide_scaling(input.settings, input.observed, input.now);
     let reason = decision.reason(count, config);
     let gauges = config.map_or(Gauges::Keep, |c| {
         Gauges::Observe(observation(c, &decision, input.observed, input.dry_run))
@@ -188,7 +188,7 @@ fn paused(report: &PauseReport, old: &[Condition], now: Timestamp) -> Outcome {
 fn observation(
     config: &Config,
     decision: &Decision,
-    observed: &Observed,
+    observed: &Counts,
     dry_run: bool,
 ) -> Observation {
     let desired = match &observed.in_flight {

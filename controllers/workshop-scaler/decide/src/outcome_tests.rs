@@ -24,15 +24,15 @@ pub(crate) fn enabled() -> Settings {
     )
 }
 
-pub(crate) fn observed(count: i32, assigned: u32, total: u32) -> Observed {
-    Observed {
+pub(crate) fn observed(count: i32, assigned: u32, total: u32) -> Counts {
+    Counts {
         count,
         seats: Seats { assigned, total },
-        ..Observed::default()
+        ..Counts::default()
     }
 }
 
-pub(crate) fn input<'a>(settings: &'a Settings, observed: &'a Observed) -> Input<'a> {
+pub(crate) fn input<'a>(settings: &'a Settings, observed: &'a Counts) -> Input<'a> {
     Input {
         settings,
         pause: None,
@@ -118,7 +118,7 @@ fn a_dry_run_reports_what_it_would_do_and_writes_neither_flag_nor_count() {
 #[test]
 fn a_requested_release_clears_the_flag_then_removes_the_annotation() {
     let settings = enabled();
-    let observed = Observed {
+    let observed = Counts {
         in_flight: Some(InFlight {
             started_at: Some(utc("2026-03-10T08:30:00Z")),
             from: Some(2),
