@@ -177,7 +177,7 @@ async fn read_targets(
         }
     };
     let scale = match reads.scale(scaler, hpa.as_ref()) {
-        Some(workload) => read_scale(namespace, &workload, ctx).await?,
+        Some(workload) => read_scale(&ctx.client, namespace, &workload).await?,
         None => None,
     };
     Ok((hpa, scale))
@@ -233,14 +233,15 @@ pub async fn release(
     Ok(uninstall.done)
 }
 
-/// The Scale of `workload` in `namespace`; `None` when the workload does not exist.
-async fn read_scale(
+/// The Scale of `workload` in `namespace`; `None` when the workload does not exist. The read of
+/// a hibernation's workload, for ServiceScalers and FleetSchedule members alike.
+pub(crate) async fn read_scale(
+    client: &Client,
     namespace: &str,
     workload: &ScaleRead,
-    ctx: &Context,
 ) -> Result<Option<Scale>, Error> {
     let api: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), namespace, &workload.resource);
+        Api::namespaced_with(client.clone(), namespace, &workload.resource);
     match api.get_scale(&workload.name).await {
         Ok(scale) => Ok(Some(scale)),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),

@@ -48,8 +48,8 @@ use serde_json::{Value, json};
 
 use super::hpa::{is_owned_metric, retargeted};
 use super::{
-    CONDITION_READY, CONDITION_SPEC_VALID, DEFAULT_MIN_REPLICAS, Hibernation, Schedule,
-    describe_range, hibernation, kill_switch, requeue_after, scale_resource,
+    CONDITION_READY, CONDITION_SPEC_VALID, DEFAULT_MIN_REPLICAS, Hibernation, ScaleRead, Schedule,
+    calendar_names, describe_range, hibernation, kill_switch, requeue_after, scale_resource,
 };
 
 /// On an HPA: the FleetSchedule (`namespace/name`) whose schedule it follows.
@@ -325,6 +325,72 @@ pub fn member_target(hpa: &HorizontalPodAutoscaler) -> CrossVersionObjectReferen
         .unwrap_or_default()
 }
 
+/// What a member's pass reads besides the HPA (as cached), once who schedules it is known from
+/// the caches: the first of its two calls ([`members`](crate::members)).
+#[derive(Clone, Debug)]
+pub struct MemberReads<'a> {
+    /// Who schedules the HPA ([`claim`]): what [`decide_member`] decides with.
+    pub claim: Claim<'a>,
+    /// The HolidayCalendars the winning FleetSchedule's ranges name.
+    pub calendars: Vec<String>,
+    /// The Scale of its target, where a hibernation concerns it ([`member_reads_scale`]) and
+    /// the target's kind is one hibernation scales.
+    pub scale: Option<ScaleRead>,
+}
+
+/// What a pass over `hpa` reads, given every FleetSchedule ebb sees and whether a ServiceScaler
+/// of its name exists: nothing for an HPA that needs no pass ([`needs_pass`]).
+pub fn member_reads<'a>(
+    hpa: &HorizontalPodAutoscaler,
+    fleets: impl IntoIterator<Item = &'a FleetSchedule>,
+    service_scaler: bool,
+    reach: Reach<'_>,
+) -> MemberReads<'a> {
+    let claim = claim(&hpa.metadata, fleets, service_scaler, reach);
+    if !needs_pass(&hpa.metadata, &claim) {
+        return MemberReads {
+            claim,
+            calendars: Vec::new(),
+            scale: None,
+        };
+    }
+    let calendars = match &claim {
+        Claim::Fleet { winner, .. } => calendar_names(&winner.spec.time_range_spec)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let scale = member_reads_scale(hpa, &claim)
+        .then(|| member_target(hpa))
+        .and_then(|target| {
+            Some(ScaleRead {
+                resource: scale_resource(&target)?,
+                describe: format!(
+                    "{} {}/{}",
+                    target.kind,
+                    hpa.namespace().unwrap_or_default(),
+                    target.name
+                ),
+                name: target.name,
+            })
+        });
+    MemberReads {
+        claim,
+        calendars,
+        scale,
+    }
+}
+
+/// What a FleetSchedule's status pass reads besides the caches: the HolidayCalendars its ranges
+/// name ([`fleets`](crate::fleets)).
+pub fn fleet_reads(fleet: &FleetSchedule) -> Vec<String> {
+    calendar_names(&fleet.spec.time_range_spec)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A ServiceScaler spec with `own` as its defaults and `fleet`'s ranges: the shared schedule
 /// rules (ranges, overlaps, lead time) decide a member as they decide a ServiceScaler.
 fn member_spec(fleet: &FleetSchedule, own: &HpaSettings) -> ServiceScalerSpec {
@@ -463,9 +529,14 @@ struct Goal {
 
 /// One pass over a HPA a FleetSchedule schedules or scheduled: the plan that brings it to its
 /// fleet's settings at `now`, or back to its own (see the module's rules). Events go to the HPA.
+///
+/// An HPA that is no member and carries no record to act on ([`needs_pass`]) gets nothing.
 pub fn decide_member(observed: &MemberObserved<'_>, now: Timestamp) -> Plan<()> {
     let hpa = observed.hpa;
     let mut plan = Plan::new(hpa.object_ref(&()), ());
+    if !needs_pass(&hpa.metadata, observed.claim) {
+        return plan;
+    }
     // The kill switch and the pause annotations stop every write to the HPA.
     if kill_switch(hpa) {
         return plan;

@@ -753,3 +753,38 @@ fn a_fleet_pass_parses_each_selector_once_whatever_the_number_of_hpas() {
     );
     assert!(at_n <= 3, "{at_n} parses for two fleets");
 }
+
+#[test]
+fn a_member_pass_reads_what_its_fleet_needs_and_an_unclaimed_hpa_nothing() {
+    // Not selected, no record: no pass, nothing read, nothing written.
+    let stranger = hpa(json!({}));
+    let mut other = stranger.clone();
+    other.metadata.labels = None;
+    let hours = office("hours");
+    let reads = members::reads(&other, [&hours], false, Reach::default());
+    assert_eq!(reads.claim, Claim::Nobody);
+    assert!(reads.calendars.is_empty() && reads.scale.is_none());
+    let plan = members::decide(
+        &members::Observed {
+            calendars: &Calendars::new(),
+            hpa: &other,
+            claim: &reads.claim,
+            scale: None,
+            dry_run: false,
+        },
+        utc("2026-03-10T09:00:00Z"),
+    );
+    assert!(plan.writes.is_empty() && plan.notices.is_empty());
+    // A member of a hibernating fleet naming a calendar: both are read, the Scale of its target.
+    let mut nights = nightly();
+    nights.spec.time_range_spec[0].exclude_calendars = vec!["ch".into()];
+    let reads = members::reads(&stranger, [&nights], false, Reach::default());
+    assert!(matches!(reads.claim, Claim::Fleet { .. }));
+    assert_eq!(reads.calendars, ["ch"]);
+    let scale = reads.scale.unwrap();
+    assert_eq!(
+        (scale.name.as_str(), scale.describe.as_str()),
+        ("web", "Deployment shop/web")
+    );
+    assert_eq!(fleets::reads(&nights), ["ch"]);
+}

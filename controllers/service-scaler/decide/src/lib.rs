@@ -102,10 +102,28 @@ mod fixtures;
 
 pub use fleet::{
     CONDITION_CONFLICT, Claim, FLEET_ANNOTATION, FleetObserved, Fleets, MemberObserved,
-    OPT_OUT_ANNOTATION, RECORD_ANNOTATION, Reach, Record, claim, decide_fleet, decide_member,
-    fleet_key, fleet_schedule, member_reads_scale, member_target, needs_pass, opted_out, record_of,
-    selector_of, selector_parses, selects,
+    MemberReads, OPT_OUT_ANNOTATION, RECORD_ANNOTATION, Reach, Record, claim, decide_fleet,
+    decide_member, fleet_key, fleet_reads, fleet_schedule, member_reads, member_reads_scale,
+    member_target, needs_pass, opted_out, record_of, selector_of, selector_parses, selects,
 };
+
+/// A FleetSchedule's members, one HPA per pass, in two calls: [`reads`](members::reads) (who
+/// schedules the HPA, from the caches, and what else to read), then
+/// [`decide`](members::decide) (the HPA's writes).
+pub mod members {
+    pub use crate::fleet::{
+        MemberObserved as Observed, MemberReads as Reads, decide_member as decide,
+        member_reads as reads,
+    };
+}
+
+/// A FleetSchedule's status, in two calls: [`reads`](fleets::reads) (its calendars), then
+/// [`decide`](fleets::decide) from the caches.
+pub mod fleets {
+    pub use crate::fleet::{
+        FleetObserved as Observed, decide_fleet as decide, fleet_reads as reads,
+    };
+}
 pub use hibernate::{
     Hibernation, SCALABLE, describe_workload, hibernation, hibernation_target, reads_scale,
     recorded, scale_resource, scale_write_target,

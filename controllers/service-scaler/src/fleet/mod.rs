@@ -1,8 +1,10 @@
-//! FleetSchedules: two reconcilers in the shared frame, one scope at a time.
+//! FleetSchedules: two reconcilers in the shared frame, one scope at a time ([`reconcile`]: the
+//! room's reconcilers; here, the watches and caches they decide on).
 //!
 //! - the members, keyed by HPA ([`FleetOwn`]'s `Reconciler<HpaMeta>`): an HPA's pass finds, in memory,
-//!   who schedules it ([`decide::claim`]); only a member, or an HPA carrying a record to act on
-//!   ([`decide::needs_pass`]), is decided ([`decide::decide_member`]) on the HPA as the cache
+//!   who schedules it ([`decide::members::reads`]: [`decide::claim`]); only a member, or an HPA
+//!   carrying a record to act on ([`decide::needs_pass`]), is decided
+//!   ([`decide::members::decide`]) on the HPA as the cache
 //!   holds it (after a conflict, as the frame read it again; its target's Scale is read when a
 //!   hibernation concerns it) and handed to the executor. Its trigger is the process's one cache
 //!   of the HPAs of the scope, which keeps their metadata and, packed, their spec but not their
@@ -19,33 +21,31 @@
 //! No pass acts before every cache it decides on holds its first full list: an empty cache of
 //! FleetSchedules would look like "no fleet", and restore every member.
 
+pub mod reconcile;
+
+pub use reconcile::{Context, FleetOwn, release_member};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ebb_core::plan::Write;
 use ebb_crds::fleet::FleetSchedule;
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_runtime::app::{OnChanges, Wiring, controller, controller_on_changes, watcher_config};
 use ebb_runtime::cache::Names;
 use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::execute::Hooks;
 use ebb_runtime::frame;
-use ebb_runtime::frame::Requeue;
 use ebb_runtime::guard::Guarded;
 use ebb_runtime::packed::{Packed, Projection};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
-use crate::decide::{self, Claim, Reach};
+use crate::decide::{self, Reach};
 use crate::metrics::Metrics;
-use crate::{CONTROLLER_NAME, FIELD_MANAGER};
 
 /// An HPA as a pass decides on it: as cached, its metadata (slimmed) and spec, no status.
 pub type HpaMeta = HorizontalPodAutoscaler;
@@ -120,232 +120,7 @@ pub type Caches = (Store<Guarded<FleetSchedule>>, Names, Store<CachedHpa>);
 const STATUS_GATHERS: Duration = Duration::from_secs(1);
 
 /// How soon a pass that found a cache not yet listed looks again.
-const NOT_LISTED_YET: Duration = Duration::from_secs(1);
-
-/// What both FleetSchedule reconcilers share: the caches they decide on, and where ebb runs.
-pub struct FleetOwn {
-    /// service-scaler's gauges and counters (writes are counted by reason).
-    pub metrics: Metrics,
-    /// The FleetSchedules of the scope.
-    pub fleets: Store<Guarded<FleetSchedule>>,
-    /// The HPAs of the scope, without their status.
-    pub hpas: Store<CachedHpa>,
-    /// The names of the ServiceScalers of the scope.
-    pub scalers: Names,
-    /// Whether each of the three caches holds its first full list.
-    listed: [Arc<AtomicBool>; 3],
-    /// ebb's own namespace (the Lease's).
-    home: String,
-    /// Whether the install watches every namespace.
-    cluster_wide: bool,
-    /// The HolidayCalendars ranges name.
-    calendars: CalendarCache,
-}
-
-impl FleetOwn {
-    /// The caches of one scope, each with whether it holds its first full list (FleetSchedules,
-    /// ServiceScalers, HPAs), ebb's own namespace, whether the install is cluster-wide, and the
-    /// HolidayCalendars.
-    pub fn new(
-        metrics: Metrics,
-        (fleets, scalers, hpas): Caches,
-        listed: [Arc<AtomicBool>; 3],
-        (home, cluster_wide): (String, bool),
-        calendars: CalendarCache,
-    ) -> Self {
-        Self {
-            metrics,
-            fleets,
-            hpas,
-            scalers,
-            listed,
-            home,
-            cluster_wide,
-            calendars,
-        }
-    }
-
-    fn listed(&self) -> bool {
-        self.listed.iter().all(|l| l.load(Ordering::Acquire))
-    }
-
-    fn reach(&self) -> Reach<'_> {
-        Reach {
-            home: Some(&self.home),
-            cluster_wide: self.cluster_wide,
-        }
-    }
-
-    fn typed_fleets(&self) -> Vec<Arc<Guarded<FleetSchedule>>> {
-        self.fleets.state()
-    }
-
-    fn has_scaler(&self, meta: &ObjectMeta) -> bool {
-        let (Some(name), Some(namespace)) = (&meta.name, &meta.namespace) else {
-            return false;
-        };
-        self.scalers.contains(namespace, name)
-    }
-}
-
-impl Hooks<()> for FleetOwn {
-    fn written(&self, write: &Write) {
-        if let Some(reason) = write.reason {
-            self.metrics.count_reason(reason);
-        }
-    }
-}
-
-/// A reconcile's context.
-pub type Context = frame::Context<FleetOwn>;
-
-fn fleets_of(all: &[Arc<Guarded<FleetSchedule>>]) -> Vec<&FleetSchedule> {
-    all.iter().filter_map(|g| g.0.as_ref().ok()).collect()
-}
-
-/// HPAs in the frame, keyed by HPA.
-impl frame::Reconciler<HpaMeta> for FleetOwn {
-    type Error = frame::Failure;
-    const NAME: &'static str = CONTROLLER_NAME;
-
-    async fn reconcile(meta: Arc<HpaMeta>, ctx: &Context) -> Result<Requeue, frame::Failure> {
-        if !ctx.own.listed() {
-            return Ok(Requeue::After(NOT_LISTED_YET));
-        }
-        let all = ctx.own.typed_fleets();
-        let fleets = fleets_of(&all);
-        let reach = ctx.own.reach();
-        let claim = decide::claim(
-            &meta.metadata,
-            fleets.iter().copied(),
-            ctx.own.has_scaler(&meta.metadata),
-            reach,
-        );
-        if !decide::needs_pass(&meta.metadata, &claim) {
-            return Ok(Requeue::AwaitChange);
-        }
-        // Decided on the HPA as cached; after a 409 the frame has read it again (it is this
-        // reconciler's own object).
-        let hpa = meta.as_ref();
-        let scale = read_scale(hpa, &claim, ctx).await?;
-        let names = match &claim {
-            Claim::Fleet { winner, .. } => decide::calendar_names(&winner.spec.time_range_spec),
-            _ => Vec::new(),
-        };
-        let calendars = ctx.own.calendars.resolve(names)?;
-        let observed = decide::MemberObserved {
-            hpa,
-            claim: &claim,
-            scale: scale.as_ref(),
-            calendars: &calendars,
-            dry_run: ctx.dry_run,
-        };
-        let plan = decide::decide_member(&observed, ctx.clock.now());
-        ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
-    }
-}
-
-/// `cleanup`'s give-back of a fleet member before an uninstall: `hpa` (read whole) as if no
-/// FleetSchedule claimed it any more, so it gets its recorded values back, a hibernated target
-/// its replicas, and the record goes ([`decide::decide_member`] with [`Claim::Nobody`]). Returns
-/// what was done (or would have been, in a dry run).
-///
-/// # Errors
-/// Reading the target's Scale, or a write, failed.
-pub async fn release_member(
-    hpa: &HorizontalPodAutoscaler,
-    shared: &frame::Shared,
-) -> Result<Vec<String>, frame::Failure> {
-    let claim = Claim::Nobody;
-    let scale = read_scale_with(hpa, &claim, &shared.client).await?;
-    let calendars = decide::Calendars::new();
-    let observed = decide::MemberObserved {
-        hpa,
-        claim: &claim,
-        scale: scale.as_ref(),
-        calendars: &calendars,
-        dry_run: shared.dry_run,
-    };
-    let plan = decide::decide_member(&observed, shared.clock.now());
-    let done = plan.notes();
-    ebb_runtime::execute::execute(plan, shared, FIELD_MANAGER, &()).await?;
-    Ok(done)
-}
-
-/// The Scale of `hpa`'s target, when a hibernation concerns it; `None` otherwise or when the
-/// target does not exist.
-async fn read_scale(
-    hpa: &HorizontalPodAutoscaler,
-    claim: &Claim<'_>,
-    ctx: &Context,
-) -> Result<Option<k8s_openapi::api::autoscaling::v1::Scale>, frame::Failure> {
-    read_scale_with(hpa, claim, &ctx.client).await
-}
-
-async fn read_scale_with(
-    hpa: &HorizontalPodAutoscaler,
-    claim: &Claim<'_>,
-    client: &kube::Client,
-) -> Result<Option<k8s_openapi::api::autoscaling::v1::Scale>, frame::Failure> {
-    if !decide::member_reads_scale(hpa, claim) {
-        return Ok(None);
-    }
-    let target = decide::member_target(hpa);
-    let Some(resource) = decide::scale_resource(&target) else {
-        return Ok(None);
-    };
-    let namespace = hpa.namespace().unwrap_or_default();
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-    match api.get_scale(&target.name).await {
-        Ok(scale) => Ok(Some(scale)),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
-        Err(error) => Err(frame::ReadError::of(format!(
-            "the scale of {} {namespace}/{}",
-            target.kind, target.name
-        ))(error)
-        .into()),
-    }
-}
-
-/// FleetSchedules' status in the frame, keyed by FleetSchedule.
-impl frame::Reconciler<FleetSchedule> for FleetOwn {
-    type Error = frame::Failure;
-    const NAME: &'static str = CONTROLLER_NAME;
-
-    async fn reconcile(
-        fleet: Arc<FleetSchedule>,
-        ctx: &Context,
-    ) -> Result<Requeue, frame::Failure> {
-        if !ctx.own.listed() {
-            return Ok(Requeue::After(NOT_LISTED_YET));
-        }
-        let calendars = ctx
-            .own
-            .calendars
-            .resolve(decide::calendar_names(&fleet.spec.time_range_spec))?;
-        let plan = {
-            let all = ctx.own.typed_fleets();
-            let fleets = fleets_of(&all);
-            let hpas = ctx.own.hpas.state();
-            let metas: Vec<&ObjectMeta> = hpas
-                .iter()
-                .filter(|hpa| hpa.fits())
-                .map(|hpa| kube::Resource::meta(hpa.as_ref()))
-                .collect();
-            let has_scaler = |meta: &ObjectMeta| ctx.own.has_scaler(meta);
-            let observed = decide::FleetObserved {
-                fleet: &fleet,
-                fleets: &fleets,
-                hpas: &metas,
-                service_scaler: &has_scaler,
-                reach: ctx.own.reach(),
-                calendars: &calendars,
-            };
-            decide::decide_fleet(&observed, ctx.clock.now())
-        };
-        ebb_runtime::execute::execute(plan, &ctx.shared, FIELD_MANAGER, &ctx.own).await
-    }
-}
+pub(crate) const NOT_LISTED_YET: Duration = Duration::from_secs(1);
 
 /// A watch of `api` kept in a cache (`Store`) and passed on as the objects whose generation,
 /// labels or annotations changed (deleted ones included), each after the cache holds it;
