@@ -39,7 +39,7 @@ pub mod writes;
 
 pub use pass::{Observed, Reads, WorkshopRead, decide, in_flight_of, lifespan_end, reads};
 
-pub use outcome::{Gauges, Input, Outcome, plan};
+pub use outcome::{Gauges, Input, Outcome, outcome};
 pub use policy::{policy_report, policy_selects};
 pub use writes::{ProvisionGauges, plan_of, policy_status_plan};
 

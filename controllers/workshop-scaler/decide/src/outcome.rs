@@ -1,6 +1,7 @@
 //! The whole plan of one pass over a WorkshopProvision: which writes, in which order, the
 //! conditions they carry, the Events that go with them, the gauges and when to look again. The
-//! reconciler reads, calls [`plan`] once with one `now`, and executes what it returns.
+//! reconciler reads, [`decide`](crate::decide) calls [`outcome`] once with one `now`, and the plan
+//! it makes of it ([`crate::plan_of`]) is executed.
 //!
 //! Write order (each preconditioned on the resourceVersion the previous one returned):
 //! 1. a stale release annotation is removed ([`Outcome::remove_stale_release`]);
@@ -42,7 +43,7 @@ pub struct Observation {
     pub at_max_with_demand: bool,
 }
 
-/// What [`plan`] decides from.
+/// What [`outcome`] decides from.
 #[derive(Clone, Copy, Debug)]
 pub struct Input<'a> {
     /// The effective settings (provision, Workshop, policies).
@@ -117,7 +118,7 @@ impl Outcome {
 }
 
 /// The whole plan for one provision at `input.now`.
-pub fn plan(input: &Input<'_>) -> Outcome {
+pub fn outcome(input: &Input<'_>) -> Outcome {
     let count = input.observed.count;
     if *input.settings == Settings::Disabled {
         // Backward compatible: not one write, not even status.

@@ -52,7 +52,7 @@ fn reasons(plan: &Outcome) -> Vec<&'static str> {
 fn a_disabled_provision_gets_no_write_and_loses_its_series() {
     let settings = Settings::Disabled;
     let observed = observed(2, 9, 10);
-    let plan = plan(&input(&settings, &observed));
+    let plan = outcome(&input(&settings, &observed));
     assert_eq!(plan.status, None);
     assert_eq!(plan.count, None);
     assert!(plan.notices.is_empty());
@@ -64,7 +64,7 @@ fn a_disabled_provision_gets_no_write_and_loses_its_series() {
 fn a_scale_up_is_the_flag_then_the_count_then_its_events() {
     let settings = enabled();
     let observed = observed(2, 9, 10);
-    let plan = plan(&input(&settings, &observed));
+    let plan = outcome(&input(&settings, &observed));
     let status = plan.status.as_ref().unwrap();
     assert_eq!(status["autoScalingActive"], json!(true));
     assert_eq!(status["autoScalingFromCount"], json!(2));
@@ -85,7 +85,7 @@ fn a_scale_up_is_the_flag_then_the_count_then_its_events() {
 fn reaching_max_provisions_adds_a_warning_after_the_scale_up() {
     let settings = enabled();
     let observed = observed(3, 9, 10);
-    let plan = plan(&input(&settings, &observed));
+    let plan = outcome(&input(&settings, &observed));
     assert_eq!(plan.count, Some(4));
     assert_eq!(reasons(&plan), ["ScaledUp", "ReachedMaxProvisions"]);
     assert_eq!(plan.notices[1].kind, EventKind::Warning);
@@ -95,7 +95,7 @@ fn reaching_max_provisions_adds_a_warning_after_the_scale_up() {
 fn a_dry_run_reports_what_it_would_do_and_writes_neither_flag_nor_count() {
     let settings = enabled();
     let observed = observed(2, 9, 10);
-    let plan = plan(&Input {
+    let plan = outcome(&Input {
         dry_run: true,
         ..input(&settings, &observed)
     });
@@ -128,7 +128,7 @@ fn a_requested_release_clears_the_flag_then_removes_the_annotation() {
         release_requested: true,
         ..observed(3, 9, 10)
     };
-    let plan = plan(&Input {
+    let plan = outcome(&Input {
         release_annotation: true,
         ..input(&settings, &observed)
     });
@@ -150,9 +150,9 @@ fn a_release_annotation_with_nothing_in_flight_is_removed_first_unless_dry_run()
         release_annotation: true,
         ..input(&settings, &observed)
     };
-    assert!(plan(&stale).remove_stale_release);
+    assert!(outcome(&stale).remove_stale_release);
     assert!(
-        !plan(&Input {
+        !outcome(&Input {
             dry_run: true,
             ..stale
         })
@@ -176,7 +176,7 @@ fn a_pause_writes_only_its_condition_once_and_wakes_when_it_ends() {
         ..ObjectMeta::default()
     };
     let report = pause_report([("WorkshopProvision", &meta)], &[], None, utc(NOW)).unwrap();
-    let first = plan(&Input {
+    let first = outcome(&Input {
         pause: Some(&report),
         ..input(&settings, &observed)
     });
@@ -187,7 +187,7 @@ fn a_pause_writes_only_its_condition_once_and_wakes_when_it_ends() {
     let conditions: Vec<Condition> =
         serde_json::from_value(first.status.unwrap()["conditions"].clone()).unwrap();
     let again = pause_report([("WorkshopProvision", &meta)], &conditions, None, utc(NOW)).unwrap();
-    let second = plan(&Input {
+    let second = outcome(&Input {
         pause: Some(&again),
         conditions: &conditions,
         ..input(&settings, &observed)
@@ -200,10 +200,10 @@ fn a_pause_writes_only_its_condition_once_and_wakes_when_it_ends() {
 fn an_unchanged_hold_writes_nothing() {
     let settings = enabled();
     let observed = observed(2, 1, 10);
-    let first = plan(&input(&settings, &observed));
+    let first = outcome(&input(&settings, &observed));
     let conditions: Vec<Condition> =
         serde_json::from_value(first.status.unwrap()["conditions"].clone()).unwrap();
-    let second = plan(&Input {
+    let second = outcome(&Input {
         conditions: &conditions,
         ..input(&settings, &observed)
     });

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::{
     Claim, Counts, InFlight, Input, ProvisionGauges, RELEASE_ANNOTATION, Seats, Settings, Sources,
-    plan, plan_of, policy_selects, settings_of, settings_with_unreadable_workshop,
+    outcome, plan_of, policy_selects, settings_of, settings_with_unreadable_workshop,
 };
 
 /// The Workshop a provision names, as read.
@@ -168,7 +168,7 @@ pub fn lifespan_end(lifespan: Option<&Value>) -> Option<Timestamp> {
 
 /// The whole pass over `observed.provision` at `now`: the settings (provision > Workshop > the
 /// one policy selecting the Workshop > defaults), the pause, the decision on the seats and claims
-/// read, and the plan that carries it out ([`plan`], [`plan_of`]).
+/// read, and the plan that carries it out ([`outcome`], [`plan_of`]).
 pub fn decide(observed: &Observed<'_>, now: Timestamp) -> Plan<ProvisionGauges> {
     let provision = observed.provision;
     let workshop = observed.workshop.found();
@@ -195,7 +195,7 @@ pub fn decide(observed: &Observed<'_>, now: Timestamp) -> Plan<ProvisionGauges> 
         release_requested: in_flight.is_some()
             && release_annotation.map(String::as_str) == Some("true"),
     };
-    let outcome = plan(&Input {
+    let outcome = outcome(&Input {
         settings: &settings,
         pause: pause.as_ref(),
         observed: &counts,

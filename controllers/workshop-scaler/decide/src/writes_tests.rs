@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::PolicyReport;
 use crate::outcome::tests::{enabled, input, observed};
-use crate::{PolicyReport, plan};
 use ebb_core::plan::Verb;
 use ebb_core::{Notice, Requeue};
 use ebb_testkit::utc;
@@ -21,7 +21,7 @@ fn provision() -> WorkshopProvision {
     .unwrap()
 }
 
-fn outcome() -> Outcome {
+fn quiet() -> Outcome {
     Outcome::quiet(None, "because".into(), Gauges::Keep)
 }
 
@@ -49,7 +49,7 @@ fn shape(plan: &Plan<ProvisionGauges>) -> Vec<String> {
 fn a_scale_up_is_the_flag_then_the_count_each_naming_the_version_read() {
     let settings = enabled();
     let observed = observed(2, 9, 10);
-    let outcome = plan(&input(&settings, &observed));
+    let outcome = crate::outcome(&input(&settings, &observed));
     let plan = plan_of(&provision(), outcome);
     assert_eq!(shape(&plan), ["patch status status", "patch spec"]);
     for write in &plan.writes {
@@ -77,7 +77,7 @@ fn a_scale_up_is_the_flag_then_the_count_each_naming_the_version_read() {
 
 #[test]
 fn a_release_writes_its_events_before_the_annotation_goes() {
-    let mut outcome = outcome();
+    let mut outcome = quiet();
     outcome.remove_stale_release = false;
     outcome.status = Some(Map::new());
     outcome.notices = vec![Notice::normal("ScaleUpReleased", "Release", "asked")];
@@ -96,7 +96,7 @@ fn a_release_writes_its_events_before_the_annotation_goes() {
 
 #[test]
 fn a_stale_release_annotation_goes_first() {
-    let mut outcome = outcome();
+    let mut outcome = quiet();
     outcome.remove_stale_release = true;
     outcome.status = Some(Map::new());
     let plan = plan_of(&provision(), outcome);
@@ -105,7 +105,7 @@ fn a_stale_release_annotation_goes_first() {
 
 #[test]
 fn a_quiet_outcome_plans_no_write() {
-    let mut outcome = outcome();
+    let mut outcome = quiet();
     outcome.gauges = Gauges::Forget;
     let plan = plan_of(&provision(), outcome);
     assert!(plan.writes_nothing());
