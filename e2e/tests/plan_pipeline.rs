@@ -14,18 +14,20 @@ use ebb_e2e::rbac::{chart_dir, helm};
 use ebb_e2e::repo_root;
 use serde_json::Value;
 
-/// Each controller: its chart (and binary), the kind its `plan` reads, and the flags it needs.
-const CONTROLLERS: [(&str, &str, &[&str]); 4] = [
-    ("service-scaler", "ServiceScaler", &[]),
-    ("scaledown-window", "ScaleDownSchedule", &[]),
+/// Each controller: its chart (and binary), the kinds its `plan` answers for (in the order of
+/// its answers), and the flags it needs. service-scaler plans FleetSchedules too, after its
+/// ServiceScalers, with the HPAs and HolidayCalendars of the stream.
+const CONTROLLERS: [(&str, &[&str], &[&str]); 4] = [
+    ("service-scaler", &["ServiceScaler", "FleetSchedule"], &[]),
+    ("scaledown-window", &["ScaleDownSchedule"], &[]),
     (
         "stackable-scaler",
-        "StackableScaler",
+        &["StackableScaler"],
         &["--workload-replicas", "3"],
     ),
     (
         "workshop-scaler",
-        "WorkshopProvision",
+        &["WorkshopProvision"],
         &["--assigned", "17", "--total", "20"],
     ),
 ];
@@ -108,10 +110,12 @@ fn answered(value: &Value) -> Vec<String> {
 
 #[test]
 fn a_helm_template_stream_with_the_examples_is_planned_for_each_controllers_kind() {
-    for (controller, kind, extra) in CONTROLLERS {
+    for (controller, kinds, extra) in CONTROLLERS {
         let stream = stream(controller);
-        let expected = example_names(kind);
-        assert!(!expected.is_empty(), "an example of {kind}");
+        for kind in kinds {
+            assert!(!example_names(kind).is_empty(), "an example of {kind}");
+        }
+        let expected: Vec<String> = kinds.iter().flat_map(|kind| example_names(kind)).collect();
         for format in ["json", "yaml"] {
             let mut args = vec!["-f", "-", "-o", format, "--at", AT];
             args.extend(extra);
@@ -153,7 +157,8 @@ fn a_helm_template_stream_with_the_examples_is_planned_for_each_controllers_kind
 
 #[test]
 fn the_exit_status_tells_invalid_input_usage_and_unreadable_input_apart() {
-    for (controller, kind, extra) in CONTROLLERS {
+    for (controller, kinds, extra) in CONTROLLERS {
+        let kind = kinds[0];
         let run = |args: &[&str], stdin: &str| {
             let mut all = args.to_vec();
             all.extend(extra);

@@ -4,13 +4,16 @@
 //! ```text
 //! service-scaler plan --file F|- [--at RFC3339] [--lenient] [--tz-data DIR] [--output json]
 //! ```
-//! Every ServiceScaler in the file (several documents or a `List`) is decided, one answer each;
-//! fields its schema does not declare are refused (`ebb_runtime::manifest`). `--at` defaults to
-//! now. The text output shows each instant in the zones the object names, beside UTC.
+//! Every ServiceScaler and every FleetSchedule in the file (several documents or a `List`) is
+//! decided, one answer each (a FleetSchedule's: [`crate::fleet::plan`]); fields their schemas do
+//! not declare are refused (`ebb_runtime::manifest`). The HPAs and HolidayCalendars of the input
+//! stand for the cluster's, beside those of `--calendars`; other kinds are skipped. `--at`
+//! defaults to now. The text output shows each instant in the zones the object names, beside
+//! UTC.
 //! The answer is the controller's own decision ([`decide::decide_scaling`], the entry every
 //! pass calls) on the object as given: the input stands for the cluster, so the HPA it would
-//! manage is absent (the decision creates it) and no workload is read; the HolidayCalendars
-//! are those of `--calendars`. A paused ServiceScaler is decided as it will be on its resume,
+//! manage is the input's HPA of its name, or absent (the decision creates it), and no workload
+//! is read. A paused ServiceScaler is decided as it will be on its resume,
 //! and `paused` says why nothing is written until then.
 //!
 //! JSON output is exactly `{"name", "matchedRange": index|null, "effective": {"minReplicas",
@@ -41,8 +44,14 @@ use kube::ResourceExt;
 use serde::Serialize;
 
 use crate::decide::{
-    self, CONDITION_RANGES_OVERLAP, Calendars, Decision, ManagedState, Observed, PAUSED, SpecErrors,
+    self, CONDITION_RANGES_OVERLAP, Calendars, Decision, ManagedState, Observed, PAUSED, SpecError,
+    SpecErrors,
 };
+use crate::fleet::plan::{self as fleet_plan, Cluster, FleetPlanOutput};
+use ebb_crds::calendar::HolidayCalendar;
+use ebb_crds::fleet::FleetSchedule;
+use ebb_runtime::manifest::{self, ManifestError};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 /// Flags of `service-scaler plan`: those of every zoned `plan`.
 pub type PlanArgs = ZonedArgs;
@@ -103,24 +112,107 @@ pub fn schema() -> Schema {
     Schema::for_kind(ebb_crds::all_crds(), "ServiceScaler")
 }
 
-/// The decision for each ServiceScaler of `args`, rendered as text or JSON (with a trailing
-/// newline each).
+/// One answer of `plan`: a ServiceScaler's, or a FleetSchedule's.
+#[derive(Serialize, Debug, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Answer {
+    /// A ServiceScaler's (its JSON as it always was).
+    ServiceScaler(PlanOutput),
+    /// A FleetSchedule's ([`crate::fleet::plan`]).
+    FleetSchedule(FleetPlanOutput),
+}
+
+/// The decision for each ServiceScaler and FleetSchedule of `args`, rendered as text or JSON
+/// (with a trailing newline each). The HPAs of the input stand for the cluster's: a
+/// ServiceScaler is decided on the HPA of its name, a FleetSchedule's members are those it
+/// schedules.
 pub fn plan(args: &PlanArgs, now: Timestamp) -> Result<String, PlanError> {
-    let (at, objects) =
-        args.read::<ServiceScaler, PlanError>("service-scaler plan", ebb_crds::all_crds(), now)?;
-    let calendars = args.calendars("service-scaler plan")?;
-    let mut answers = args.output.answers();
-    for scaler in &objects {
-        let invalid = |invalid| PlanError::Invalid {
+    const PROGRAM: &str = "service-scaler plan";
+    let (at, read) = args.read_with::<ServiceScaler, PlanError>(
+        PROGRAM,
+        ebb_crds::all_crds(),
+        now,
+        &[
+            "FleetSchedule",
+            "HorizontalPodAutoscaler",
+            "HolidayCalendar",
+        ],
+    )?;
+    let mut calendars = args.calendars(PROGRAM)?;
+    let (fleets, hpas) = companions(&read.companions, &args.path(), &mut calendars)?;
+    if read.objects.is_empty() && fleets.is_empty() {
+        return Err(ManifestError::Nothing {
             path: args.path(),
-            invalid,
-        };
-        let decided = Decided::of(scaler, &calendars, at).map_err(invalid)?;
-        answers.push(decided.output(scaler), |answer| {
-            text(scaler, &decided, answer, at)
+            kind: "ServiceScaler or FleetSchedule".to_owned(),
+            skipped: read.skipped.len(),
+        }
+        .into());
+    }
+    let invalid = |invalid| PlanError::Invalid {
+        path: args.path(),
+        invalid,
+    };
+    let mut answers = args.output.answers();
+    for scaler in &read.objects {
+        let hpa = hpas.iter().find(|hpa| {
+            hpa.namespace() == scaler.namespace() && hpa.name_any() == scaler.name_any()
+        });
+        let decided = Decided::of_with(scaler, hpa, &calendars, at).map_err(invalid)?;
+        answers.push(
+            Answer::ServiceScaler(decided.output(scaler)),
+            |answer| match answer {
+                Answer::ServiceScaler(answer) => text(scaler, &decided, answer, at),
+                Answer::FleetSchedule(_) => String::new(),
+            },
+        );
+    }
+    let scalers: Vec<String> = read
+        .objects
+        .iter()
+        .map(|s| format!("{}/{}", s.namespace().unwrap_or_default(), s.name_any()))
+        .collect();
+    let cluster = Cluster {
+        fleets: &fleets,
+        hpas: &hpas,
+        scalers: &scalers,
+        calendars: &calendars,
+    };
+    for fleet in &fleets {
+        let answer = fleet_plan::offline(fleet, &cluster, at).map_err(|message| {
+            invalid(SpecErrors(vec![SpecError {
+                field: format!("FleetSchedule {}", fleet.name_any()),
+                rule: message,
+            }]))
+        })?;
+        answers.push(Answer::FleetSchedule(answer), |answer| match answer {
+            Answer::FleetSchedule(answer) => fleet_plan::text(fleet, answer, at),
+            Answer::ServiceScaler(_) => String::new(),
         });
     }
     Ok(answers.finish())
+}
+
+/// The FleetSchedules and the HPAs of the input, each read as its type, and its
+/// HolidayCalendars added to `calendars`; an object that does not fit its type is refused,
+/// naming the field.
+fn companions(
+    values: &[serde_json::Value],
+    path: &str,
+    calendars: &mut Calendars,
+) -> Result<(Vec<FleetSchedule>, Vec<HorizontalPodAutoscaler>), ManifestError> {
+    let mut fleets = Vec::new();
+    let mut hpas = Vec::new();
+    for value in values {
+        match value.get("kind").and_then(serde_json::Value::as_str) {
+            Some("FleetSchedule") => fleets.push(manifest::companion(value, path)?),
+            Some("HolidayCalendar") => {
+                let calendar: HolidayCalendar = manifest::companion(value, path)?;
+                calendars.insert(&calendar.name_any(), &calendar.spec.dates);
+            }
+            _ => hpas.push(manifest::companion(value, path)?),
+        }
+    }
+    Ok((fleets, hpas))
 }
 
 /// The zones `scaler`'s ranges name, in which the text output shows instants.
@@ -151,11 +243,21 @@ impl Decided {
         calendars: &Calendars,
         at: Timestamp,
     ) -> Result<Self, SpecErrors> {
+        Self::of_with(scaler, None, calendars, at)
+    }
+
+    /// [`Decided::of`] with the HPA of its name, as the input holds it.
+    fn of_with(
+        scaler: &ServiceScaler,
+        hpa: Option<&HorizontalPodAutoscaler>,
+        calendars: &Calendars,
+        at: Timestamp,
+    ) -> Result<Self, SpecErrors> {
         let decide = |scaler: &ServiceScaler| {
             decide::decide_scaling(
                 &Observed {
                     scaler,
-                    hpa: None,
+                    hpa,
                     scale: None,
                     calendars,
                     dry_run: false,

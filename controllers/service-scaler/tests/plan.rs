@@ -778,3 +778,54 @@ items:
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("spec.date"), "{said}");
 }
+
+#[test]
+fn a_fleet_schedule_is_planned_with_the_hpas_and_calendars_of_the_input() {
+    // The example office hours (Europe/Zurich, weekdays 08:00-18:00, not on the example's
+    // holidays) and an HPA it selects: on a Tuesday at 10:00 local, the HPA is raised to 4.
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n  \
+               namespace: shop\n  labels: {tier: web}\nspec:\n  minReplicas: 2\n  maxReplicas: 10\n  \
+               scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n";
+    let stream = format!(
+        "{}\n---\n{}\n---\n{hpa}",
+        std::fs::read_to_string(example("fleet-schedule.yaml")).unwrap(),
+        std::fs::read_to_string(example("holiday-calendar.yaml")).unwrap(),
+    );
+    let file = TempFile::new("fleet.yaml", &stream);
+    let answer = plan_json(file.arg(), "2026-11-24T09:00:00Z");
+    assert_eq!(answer["kind"], "FleetSchedule", "{answer}");
+    assert_eq!(answer["name"], "office-hours");
+    assert_eq!(answer["matchedRange"], 0);
+    assert_eq!(answer["members"][0]["hpa"], "shop/web");
+    let writes = answer["members"][0]["writes"].as_array().unwrap();
+    assert!(
+        writes
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("minReplicas")),
+        "{answer}"
+    );
+    // Without the HPA, it has no members; without the calendar it names, it is invalid (exit 1).
+    let alone = TempFile::new(
+        "alone.yaml",
+        &format!(
+            "{}\n---\n{}",
+            std::fs::read_to_string(example("fleet-schedule.yaml")).unwrap(),
+            std::fs::read_to_string(example("holiday-calendar.yaml")).unwrap(),
+        ),
+    );
+    let answer = plan_json(alone.arg(), "2026-11-24T09:00:00Z");
+    assert_eq!(answer["members"], json!([]));
+    let out = plan(&[
+        "--file",
+        &example("fleet-schedule.yaml"),
+        "--at",
+        "2026-11-24T09:00:00Z",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zurich-holidays"));
+}

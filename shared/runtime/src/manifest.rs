@@ -293,6 +293,9 @@ pub struct Manifests<K> {
     pub warnings: Vec<String>,
     /// Each object of another kind, as `Kind name` (without `--strict-kinds`).
     pub skipped: Vec<String>,
+    /// The objects of the other kinds asked for beside `K` ([`parse_with`]), held to their
+    /// schemas, as JSON, in document order.
+    pub companions: Vec<Value>,
 }
 
 /// Reads every object of kind `K` from `input.file` (or standard input for `-`), checked against
@@ -314,6 +317,28 @@ where
         eprintln!("{program}: {note}");
     }
     Ok(read.objects)
+}
+
+/// A companion object ([`Manifests::companions`]) read as its type `T`; one that does not fit
+/// is refused naming the field, as an object of the kind read is.
+///
+/// # Errors
+/// [`ManifestError::Parse`], naming `path`, the object and the field.
+pub fn companion<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, ManifestError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("(no kind)");
+        let name = value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("(no name)");
+        ManifestError::Parse {
+            path: format!("{path}: {kind} {name}"),
+            message: format!("{}: {}", e.path(), e.inner()),
+        }
+    })
 }
 
 /// The one line said of the objects of other kinds an input held, if any: how many, and the
@@ -380,6 +405,26 @@ pub fn parse<K>(
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
+    parse_with(source, text, schema, strictness, &[])
+}
+
+/// [`parse`], keeping beside the objects of kind `K` those of the kinds `also` names (each held
+/// to its schema as `K`'s is) in [`Manifests::companions`]: what a `plan` reads when the input
+/// stands for more of the cluster than one kind (FleetSchedules and the HPAs they select). An
+/// input without an object of `K` is refused only when it holds no companion either.
+///
+/// # Errors
+/// As [`read`].
+pub fn parse_with<K>(
+    source: &str,
+    text: &str,
+    schema: &Schema,
+    strictness: Strictness,
+    also: &[(&str, Schema)],
+) -> Result<Manifests<K>, ManifestError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
     // serde-saphyr's message says where (line and column); empty documents are left out.
     let values: Vec<Value> = serde_saphyr::from_multiple_with_options::<Json>(text, yaml_options())
         .map_err(|e| ManifestError::NotYaml {
@@ -394,11 +439,13 @@ where
     let mut reader = Reader {
         expected: K::kind(&()).into_owned(),
         schema,
+        also,
         strictness,
         manifests: Manifests {
             objects: Vec::new(),
             warnings: Vec::new(),
             skipped: Vec::new(),
+            companions: Vec::new(),
         },
     };
     for (index, value) in values.iter().enumerate() {
@@ -424,7 +471,7 @@ where
             reader.push(&at, read)?;
         }
     }
-    if reader.manifests.objects.is_empty() {
+    if reader.manifests.objects.is_empty() && reader.manifests.companions.is_empty() {
         return Err(ManifestError::Nothing {
             path: source.to_owned(),
             kind: reader.expected,
@@ -556,6 +603,7 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
 struct Reader<'s, K> {
     expected: String,
     schema: &'s Schema,
+    also: &'s [(&'s str, Schema)],
     strictness: Strictness,
     manifests: Manifests<K>,
 }
@@ -568,8 +616,12 @@ impl<K> Reader<'_, K> {
             path: at.to_owned(),
             message,
         };
-        let expected = &self.expected;
         let found = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        let companion = self.also.iter().find(|(kind, _)| *kind == found);
+        let (expected, schema) = match companion {
+            Some((kind, schema)) => (*kind, schema),
+            None => (self.expected.as_str(), self.schema),
+        };
         if found != expected {
             if self.strictness.strict_kinds {
                 return Err(error(format!(
@@ -584,7 +636,7 @@ impl<K> Reader<'_, K> {
             self.manifests.skipped.push(format!("{found} {name}"));
             return Ok(false);
         }
-        let unknown = self.schema.unknown_fields(value);
+        let unknown = schema.unknown_fields(value);
         if !unknown.is_empty() && !self.strictness.lenient {
             let lines: Vec<String> = unknown.iter().map(ToString::to_string).collect();
             return Err(error(format!(
@@ -595,6 +647,10 @@ impl<K> Reader<'_, K> {
         self.manifests
             .warnings
             .extend(unknown.iter().map(|field| format!("{at}: {field}")));
+        if companion.is_some() {
+            self.manifests.companions.push(value.clone());
+            return Ok(false);
+        }
         Ok(true)
     }
 

@@ -189,6 +189,60 @@ fn other_kinds_are_skipped_and_named_unless_strict() {
     assert_eq!(err.failure(), Failure::Unreadable);
 }
 
+/// Beside the kind read, the companion kinds asked for are kept as JSON, held to their own
+/// schemas; they are neither skipped nor "nothing", and a companion read as its type names the
+/// field that does not fit.
+#[test]
+fn companions_are_kept_held_to_their_schemas() {
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\n\
+                apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n\
+                apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+    let also = [("Secret", Schema(Value::Null))];
+    let read: Manifests<ConfigMap> = parse_with(
+        "f.yaml",
+        text,
+        &config_map_schema(),
+        Strictness::default(),
+        &also,
+    )
+    .unwrap();
+    assert_eq!(names_of(&read), ["a"]);
+    assert_eq!(read.skipped, ["Service web"]);
+    assert_eq!(read.companions.len(), 1);
+    assert_eq!(read.companions[0]["metadata"]["name"], "s");
+    // A companion alone is an answer; nothing at all is not.
+    let alone = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n";
+    let read: Manifests<ConfigMap> = parse_with(
+        "f.yaml",
+        alone,
+        &config_map_schema(),
+        Strictness::default(),
+        &also,
+    )
+    .unwrap();
+    assert!(read.objects.is_empty() && read.companions.len() == 1);
+    // A companion's field its schema does not declare is refused as the kind's own would be.
+    let strict = [("Secret", config_map_schema())];
+    let misspelt = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndatta: {}\n";
+    let err = parse_with::<ConfigMap>(
+        "f.yaml",
+        misspelt,
+        &config_map_schema(),
+        Strictness::default(),
+        &strict,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("datta"), "{err}");
+    // Read as its type, a field of the wrong shape is named with the object.
+    let wrong = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"},
+                       "data": {"k": 1}});
+    let err = companion::<ConfigMap>(&wrong, "f.yaml").unwrap_err();
+    assert!(
+        err.to_string().starts_with("f.yaml: ConfigMap m: data.k"),
+        "{err}"
+    );
+}
+
 #[test]
 fn unknown_fields_refuse_the_manifest_unless_lenient() {
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndatta: {k: v}\n";

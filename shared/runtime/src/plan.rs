@@ -191,6 +191,42 @@ impl ZonedArgs {
         Ok((at, manifest::read(program, &self.input, &schema)?))
     }
 
+    /// [`ZonedArgs::read`], keeping the objects of the kinds `also` names too (each held to its
+    /// CRD's schema among `crds`; a kind without one, such as an HPA, takes every field), as
+    /// JSON ([`manifest::parse_with`]).
+    ///
+    /// # Errors
+    /// As [`ZonedArgs::read`].
+    pub fn read_with<K, E>(
+        &self,
+        program: &str,
+        crds: Vec<CustomResourceDefinition>,
+        now: Timestamp,
+        also: &[&str],
+    ) -> Result<(Timestamp, manifest::Manifests<K>), E>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+        E: From<TzError> + From<ManifestError>,
+    {
+        crate::tz::load(&self.tz)?.warn(program);
+        let at = self.input.at(now)?;
+        let schema = Schema::for_kind(crds.clone(), &K::kind(&()));
+        let also: Vec<(&str, Schema)> = also
+            .iter()
+            .map(|kind| (*kind, Schema::for_kind(crds.clone(), kind)))
+            .collect();
+        let (source, text) = manifest::read_source(&self.input.file)?;
+        let read =
+            manifest::parse_with::<K>(&source, &text, &schema, self.input.strictness(), &also)?;
+        for warning in &read.warnings {
+            eprintln!("{program}: warning: {warning}");
+        }
+        if let Some(note) = manifest::skipped_note(&read.skipped) {
+            eprintln!("{program}: {note}");
+        }
+        Ok((at, read))
+    }
+
     /// The file read, as messages name it.
     pub fn path(&self) -> String {
         self.input.file.display().to_string()

@@ -21,6 +21,7 @@
 //! No pass acts before every cache it decides on holds its first full list: an empty cache of
 //! FleetSchedules would look like "no fleet", and restore every member.
 
+pub mod plan;
 pub mod reconcile;
 
 pub use reconcile::{Context, FleetOwn, release_member};
