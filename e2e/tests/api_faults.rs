@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use ebb_e2e::apiserver::ApiServer;
 use ebb_e2e::rbac::{apply, resource};
 use ebb_e2e::{Controller, Setup, audit, cluster, eventually};
-use ebb_runtime::leader::LEASE_DURATION_SECS;
+use ebb_runtime::lead::leader::LEASE_DURATION_SECS;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;

@@ -280,7 +280,7 @@ async fn run(subject: Subject) {
         subject.binary,
         took.as_millis()
     );
-    let bound = Duration::from_secs(ebb_runtime::leader::LEASE_DURATION_SECS + 10);
+    let bound = Duration::from_secs(ebb_runtime::lead::leader::LEASE_DURATION_SECS + 10);
     assert!(
         took < bound,
         "{}: the take-over took {took:?}",

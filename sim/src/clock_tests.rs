@@ -4,10 +4,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ebb_runtime::Health;
-use ebb_runtime::app::WarmUp;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Context, ReconcileError, Reconciler};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, Context, ReconcileError, Reconciler};
+use ebb_runtime::process::app::WarmUp;
+use ebb_runtime::watch::guard::Guarded;
 use ebb_testkit::{FakeApi, Harness, utc};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -65,7 +65,8 @@ async fn a_real_controller_runs_a_virtual_day_on_the_fake() {
     let ctx = Arc::new(Context::new(shared, Hourly::default()));
     let api: Api<Guarded<ConfigMap>> = Api::all(fake.client());
     let warm_up = WarmUp::new(Health::new(), ctx.contact.clone());
-    let controller = ebb_runtime::app::controller(api, watcher::Config::default(), &warm_up);
+    let controller =
+        ebb_runtime::process::app::controller(api, watcher::Config::default(), &warm_up);
     let run = frame::run(controller, ctx.clone(), |_| {});
     let day =
         clock.sleep_until(origin + SignedDuration::from_hours(24) + SignedDuration::from_secs(1));

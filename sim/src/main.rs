@@ -19,7 +19,7 @@ enum Cli {
 
 fn main() -> ExitCode {
     match Cli::parse() {
-        Cli::Run(args) => ebb_runtime::plan::finish("ebb-sim run", run(&args)),
-        Cli::Sweep(args) => ebb_runtime::plan::finish("ebb-sim sweep", sweep(&args)),
+        Cli::Run(args) => ebb_runtime::cli::plan::finish("ebb-sim run", run(&args)),
+        Cli::Sweep(args) => ebb_runtime::cli::plan::finish("ebb-sim sweep", sweep(&args)),
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ebb_runtime::plan::OutputFormat;
+use ebb_runtime::cli::plan::OutputFormat;
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -139,7 +139,7 @@ pub fn render(outcome: &Outcome, charts: &[String], format: OutputFormat) -> Str
             "{}\n",
             serde_json::to_string_pretty(&value()).unwrap_or_default()
         ),
-        OutputFormat::Yaml => ebb_runtime::plan::yaml_document(&value()),
+        OutputFormat::Yaml => ebb_runtime::cli::plan::yaml_document(&value()),
         OutputFormat::Text => {
             let mut out = format!("== {}\n\n-- timeline\n", outcome.name);
             out.push_str(&outcome.timeline.text());

@@ -150,12 +150,11 @@ impl Scenario {
     /// # Errors
     /// YAML that is not a scenario, with the field at fault.
     pub fn parse(path: &str, text: &str) -> Result<Self, SimError> {
-        serde_saphyr::from_str_with_options(text, ebb_runtime::manifest::yaml_options()).map_err(
-            |e| SimError::Scenario {
+        serde_saphyr::from_str_with_options(text, ebb_runtime::cli::manifest::yaml_options())
+            .map_err(|e| SimError::Scenario {
                 path: path.to_owned(),
                 message: e.to_string(),
-            },
-        )
+            })
     }
 
     /// The span as a duration (a range is read as its longest).

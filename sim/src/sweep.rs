@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use ebb_runtime::plan::OutputFormat;
+use ebb_runtime::cli::plan::OutputFormat;
 use jiff::SignedDuration;
 use serde::Serialize;
 use serde_json::{Number, Value};

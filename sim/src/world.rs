@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use clap::Args;
-use ebb_runtime::app::{WarmUp, Wiring};
-use ebb_runtime::controller::Controller;
-use ebb_runtime::frame::Shared;
+use ebb_runtime::execute::frame::Shared;
+use ebb_runtime::process::app::{WarmUp, Wiring};
+use ebb_runtime::process::controller::Controller;
 use ebb_runtime::{ApiContact, CommonArgs, ControllerMetrics, Health, Leader, Shutdown};
 use ebb_testkit::{FakeApi, RecordedRequest, RecordingEvents};
 use futures::FutureExt;
@@ -95,7 +95,7 @@ impl World {
                 metrics: ControllerMetrics::new(&mut self.registry, name),
                 dry_run: common.dry_run,
                 leader: Leader::disabled(),
-                own_writes: ebb_runtime::own_writes::OwnWrites::new(),
+                own_writes: ebb_runtime::watch::own_writes::OwnWrites::new(),
             },
             common: common.clone(),
             warm_up,

@@ -9,13 +9,13 @@
 //!
 //! - [`decide`]: every rule, pure.
 //! - [`reconcile`]: observe -> decide -> minimal writes -> status, Events, metrics, as the
-//!   pass of [`reconcile::Own`] in the shared reconcile frame (`ebb_runtime::frame`).
+//!   pass of [`reconcile::Own`] in the shared reconcile frame (`ebb_runtime::execute::frame`).
 //! - [`targets`]: the target kinds as dynamic resources, their views and patch bodies.
 //! - [`plan`]: the offline `plan` subcommand.
 
 ebb_runtime::controller_names!("scaledown-window");
 /// The scope of the controller's own kind: its ScaleDownSchedules are cluster-scoped: `--namespace` never splits them between installs.
-pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::ClusterScoped;
+pub const KIND: ebb_runtime::process::app::Kind = ebb_runtime::process::app::Kind::ClusterScoped;
 
 pub use scaledown_window_decide as decide;
 pub mod cleanup;
@@ -29,14 +29,14 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::app::{Wiring, scoped_apis_with, watcher_config};
-use ebb_runtime::cache::{Cache, Feed};
-use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::contact::resilient;
-use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame;
 use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
-use ebb_runtime::queue::Queued;
+use ebb_runtime::process::app::{Wiring, scoped_apis_with, watcher_config};
+use ebb_runtime::watch::cache::{Cache, Feed};
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::contact::resilient;
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
@@ -298,7 +298,7 @@ fn watch_targets(
 pub async fn clean(
     shared: frame::Shared,
     args: RunArgs,
-    leave: ebb_runtime::cleanup::Leave,
+    leave: ebb_runtime::cli::cleanup::Leave,
 ) -> Result<Vec<String>, reconcile::Error> {
     let mut nodes = Cache::default();
     if args.targets().node_annotation {
@@ -309,7 +309,7 @@ pub async fn clean(
             .await
             .map_err(reconcile::Error::Observe)?;
         nodes.scope().fill(listed.items.into_iter().map(|mut node| {
-            ebb_runtime::app::slim(&mut node);
+            ebb_runtime::process::app::slim(&mut node);
             trim_node(&mut node);
             node
         }));
@@ -339,8 +339,11 @@ pub fn controllers(
     let feed = args.targets().node_annotation.then(|| nodes.scope());
     let schedules: Api<GuardedSchedule> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
-    let controller =
-        ebb_runtime::app::controller(schedules, watcher_config(&args.common), &wiring.warm_up);
+    let controller = ebb_runtime::process::app::controller(
+        schedules,
+        watcher_config(&args.common),
+        &wiring.warm_up,
+    );
     let store = controller.store();
     // HolidayCalendars: a change runs the schedules naming it.
     let (calendars, watch_calendars) = CalendarCache::watch(

@@ -41,7 +41,7 @@ impl Metrics {
     /// Registers the metrics in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = ebb_runtime::metrics::controller_registry(registry, CONTROLLER_NAME);
+        let sub = ebb_runtime::serve::metrics::controller_registry(registry, CONTROLLER_NAME);
         ebb_runtime::register_metrics!(sub;
             "scale_down_enabled": metrics.enabled,
                 "1 while the schedule allows scale-down, 0 otherwise";

@@ -1,7 +1,7 @@
 //! `scaledown-window plan --file F|- [--at RFC3339] [--lenient] [--tz-data DIR] [--output json]
 //! [--upgrading] [--updating-pool NAME]...`: whether each ScaleDownSchedule of the file allows
 //! scale-down at an instant (default now), and when that flips next, offline. Fields the schema
-//! does not declare are refused (`ebb_runtime::manifest`); the text output shows each instant in
+//! does not declare are refused (`ebb_runtime::cli::manifest`); the text output shows each instant in
 //! the zones the windows name, beside UTC.
 //!
 //! Whether cluster maintenance is under way (`maintenance.followClusterUpgrade`) cannot be known
@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::plan::{ZonedArgs, ZonedPlanError, local_times, zones_named};
+use ebb_runtime::cli::plan::{ZonedArgs, ZonedPlanError, local_times, zones_named};
 use ebb_schedule::Zone;
 use jiff::Timestamp;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 
 use super::*;
 use ebb_crds::scaledown::ScaleDownScheduleSpec;
-use ebb_runtime::plan::json_line;
+use ebb_runtime::cli::plan::json_line;
 use ebb_testkit::utc;
 
 fn none() -> ClusterMaintenance {

@@ -1,5 +1,5 @@
 //! One ScaleDownSchedule, as one pass of [`Own`] in the shared reconcile frame
-//! (`ebb_runtime::frame`: span, metrics, leader gate, malformed objects, re-read and re-run on a
+//! (`ebb_runtime::execute::frame`: span, metrics, leader gate, malformed objects, re-read and re-run on a
 //! conflict, backoff): observe (ClusterVersion and MachineConfigPools, the target's objects, the
 //! other schedules) -> [`decide`] -> apply (the minimal writes, only what ebb owns) -> status,
 //! Events, metrics -> requeue at the next boundary.
@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use ebb_core::plan::{Category, Write};
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::cache::{Cache, Cold};
-use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, ReconcileError, Reconciler};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::watch::cache::{Cache, Cold};
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::guard::Guarded;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::ListParams;
 use kube::core::{DynamicObject, PartialObjectMeta};
@@ -61,7 +61,7 @@ pub struct Own {
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].
-pub type Context = ebb_runtime::frame::Context<Own>;
+pub type Context = ebb_runtime::execute::frame::Context<Own>;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]

@@ -4,17 +4,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ebb_crds::calendar::HolidayCalendar;
-use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::cleanup::Leave;
+use ebb_runtime::cli::cleanup::Leave;
+use ebb_runtime::watch::calendars::CalendarCache;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::cache::{Cache, Feed};
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{MAX_ATTEMPTS, Shared};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{MAX_ATTEMPTS, Shared};
+use ebb_runtime::watch::cache::{Cache, Feed};
+use ebb_runtime::watch::guard::Guarded;
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
 use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
@@ -24,7 +24,7 @@ use kube::core::PartialObjectMeta;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
-use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::execute::frame::{self, ReconcileError, Reconciler};
 use scaledown_window::cleanup::release_all;
 use scaledown_window::decide;
 use scaledown_window::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
@@ -1573,7 +1573,7 @@ async fn machine_autoscalers_are_pinned_outside_windows_and_restored_inside() {
             metrics: ControllerMetrics::new(&mut Registry::default(), CONTROLLER_NAME),
             dry_run: false,
             leader: Leader::disabled(),
-            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
+            own_writes: ebb_runtime::watch::own_writes::OwnWrites::new(),
         },
         Own {
             metrics: Metrics::default(),

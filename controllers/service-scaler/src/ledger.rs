@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::decide;
 use ebb_core::plan::Target;
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::frame;
+use ebb_runtime::execute::frame;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;

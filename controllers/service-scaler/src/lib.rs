@@ -8,7 +8,7 @@
 //! - [`decide`]: every rule, pure.
 //! - [`lead`]: the lead-time rule (stepping increases up ahead of their boundary), pure.
 //! - [`reconcile`]: observe -> decide -> apply, with server-side apply of the owned HPA fields,
-//!   as a [`Reconciler`](ebb_runtime::frame::Reconciler) run by the shared reconcile frame
+//!   as a [`Reconciler`](ebb_runtime::execute::frame::Reconciler) run by the shared reconcile frame
 //!   (followers, conflicts, malformed objects, metrics and the error policy are the frame's).
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
@@ -17,7 +17,7 @@
 
 ebb_runtime::controller_names!("service-scaler");
 /// The scope of the controller's own kind: its objects are namespaced.
-pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
+pub const KIND: ebb_runtime::process::app::Kind = ebb_runtime::process::app::Kind::Namespaced;
 
 pub use service_scaler_decide as decide;
 pub use service_scaler_decide::lead;
@@ -30,11 +30,11 @@ pub mod reconcile;
 use std::future::Future;
 
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::app::{Wiring, watcher_config};
-use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::cleanup::Leave;
-use ebb_runtime::frame;
-use ebb_runtime::packed::{JsonString, Packed, Unlabelled};
+use ebb_runtime::cli::cleanup::Leave;
+use ebb_runtime::execute::frame;
+use ebb_runtime::process::app::{Wiring, watcher_config};
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::packed::{JsonString, Packed, Unlabelled};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DynamicObject;
@@ -47,7 +47,7 @@ use crate::reconcile::Own;
 
 /// Flags of the controller (`service-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
-pub type RunArgs = ebb_runtime::args::CommonOnly;
+pub type RunArgs = ebb_runtime::process::args::CommonOnly;
 
 /// A ServiceScaler as the controller's cache holds it: its metadata but its labels (no rule reads
 /// them; `--label-selector` is the API server's to apply) and, packed, the rest.
@@ -110,7 +110,8 @@ pub async fn clean(
     };
     let ctx = frame::Context::new(shared.clone(), own);
     let mut lines = Vec::new();
-    for api in ebb_runtime::app::scoped_apis_with(&shared.client, &args.common, &resource) {
+    for api in ebb_runtime::process::app::scoped_apis_with(&shared.client, &args.common, &resource)
+    {
         let listed = api
             .list(&selected)
             .await
@@ -136,7 +137,9 @@ pub async fn clean(
     // another install's (its own cleanup gives them back).
     let mut others = std::collections::HashSet::new();
     let fleet_resource = kube::api::ApiResource::erase::<ebb_crds::fleet::FleetSchedule>(&());
-    for api in ebb_runtime::app::scoped_apis_with(&shared.client, &args.common, &fleet_resource) {
+    for api in
+        ebb_runtime::process::app::scoped_apis_with(&shared.client, &args.common, &fleet_resource)
+    {
         let key = |m: &PartialObjectMeta<DynamicObject>| {
             format!("{}/{}", m.namespace().unwrap_or_default(), m.name_any())
         };
@@ -151,9 +154,10 @@ pub async fn clean(
         let mine: Vec<String> = mine.items.iter().map(key).collect();
         others.extend(all.items.iter().map(key).filter(|k| !mine.contains(k)));
     }
-    for api in
-        ebb_runtime::app::scoped_apis::<HorizontalPodAutoscaler>(&shared.client, &args.common)
-    {
+    for api in ebb_runtime::process::app::scoped_apis::<HorizontalPodAutoscaler>(
+        &shared.client,
+        &args.common,
+    ) {
         let hpas = api
             .list(&Default::default())
             .await
@@ -221,7 +225,7 @@ async fn remove_finalizer(
     let resource = kube::api::ApiResource::erase::<ServiceScaler>(&());
     let api = Api::namespaced_with(shared.client.clone(), &namespace, &resource);
     for finalizer in [decide::FINALIZER, decide::UDAAN_FINALIZER] {
-        ebb_runtime::cleanup::remove_finalizer(&api, &name, finalizer)
+        ebb_runtime::cli::cleanup::remove_finalizer(&api, &name, finalizer)
             .await
             .map_err(frame::WriteError::of(
                 "remove_finalizer",
@@ -261,7 +265,7 @@ pub fn controllers(
     let mut controllers = Vec::new();
     let mut hpa_caches = Vec::new();
     let mut hpa_changes = Vec::new();
-    for scope in ebb_runtime::app::scopes(&wiring.common) {
+    for scope in ebb_runtime::process::app::scopes(&wiring.common) {
         let (changed, changes) = futures::channel::mpsc::unbounded();
         let (fleets, cache) = fleet::controllers(
             &wiring,
@@ -293,7 +297,7 @@ pub fn controllers(
         // status, its HPA write): the pass decided on what it wrote, and its requeue is the next
         // look.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
-        let controller = ebb_runtime::app::controller_skipping_own(
+        let controller = ebb_runtime::process::app::controller_skipping_own(
             scalers,
             watcher_config(&wiring.common),
             &wiring.warm_up,

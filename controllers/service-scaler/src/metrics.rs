@@ -48,7 +48,8 @@ impl Metrics {
     /// Creates the metrics and registers them in `registry` under `ebb_service_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
+        let sub =
+            ebb_runtime::serve::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         ebb_runtime::register_metrics!(sub;
             "managed_objects": metrics.managed, "ServiceScalers handled by this controller, by state";
             "transitions": metrics.transitions,

@@ -6,7 +6,7 @@
 //! ```
 //! Every ServiceScaler and every FleetSchedule in the file (several documents or a `List`) is
 //! decided, one answer each (a FleetSchedule's: [`crate::fleet::plan`]); fields their schemas do
-//! not declare are refused (`ebb_runtime::manifest`). The HPAs and HolidayCalendars of the input
+//! not declare are refused (`ebb_runtime::cli::manifest`). The HPAs and HolidayCalendars of the input
 //! stand for the cluster's, beside those of `--calendars`; other kinds are skipped. `--at`
 //! defaults to now. The text output shows each instant in the zones the object names, beside
 //! UTC.
@@ -28,15 +28,15 @@
 //! show it. The text output also names the metric targets (`metricTargets`) in force; the JSON
 //! keeps its contract.
 //! `tzdata` names the IANA release the zones were read from (`--tz-data`, see
-//! `ebb_runtime::tz`).
+//! `ebb_runtime::cli::tz`).
 
 use std::fmt::Write as _;
 
 use ebb_core::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use ebb_core::time::from_k8s_time;
 use ebb_crds::service_scaler::{HpaSettings, ServiceScaler, ServiceScalerStatus};
-use ebb_runtime::manifest::Schema;
-use ebb_runtime::plan::{Output, ZonedArgs, ZonedPlanError, local_times, zones_named};
+use ebb_runtime::cli::manifest::Schema;
+use ebb_runtime::cli::plan::{Output, ZonedArgs, ZonedPlanError, local_times, zones_named};
 use ebb_runtime::rfc3339;
 use ebb_schedule::Zone;
 use jiff::Timestamp;
@@ -50,7 +50,7 @@ use crate::decide::{
 use crate::fleet::plan::{self as fleet_plan, Cluster, FleetPlanOutput};
 use ebb_crds::calendar::HolidayCalendar;
 use ebb_crds::fleet::FleetSchedule;
-use ebb_runtime::manifest::{self, ManifestError};
+use ebb_runtime::cli::manifest::{self, ManifestError};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 /// Flags of `service-scaler plan`: those of every zoned `plan`.

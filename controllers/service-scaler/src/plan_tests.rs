@@ -1,15 +1,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use ebb_runtime::plan::ManifestError;
+use ebb_runtime::cli::plan::ManifestError;
 
 /// The one ServiceScaler of `text`, read as `plan` reads it.
 fn parse_manifest(source: &str, text: &str) -> Result<ServiceScaler, ManifestError> {
-    let read = ebb_runtime::manifest::parse::<ServiceScaler>(
+    let read = ebb_runtime::cli::manifest::parse::<ServiceScaler>(
         source,
         text,
         &schema(),
-        ebb_runtime::manifest::Strictness::default(),
+        ebb_runtime::cli::manifest::Strictness::default(),
     )?;
     Ok(read.objects.into_iter().next().unwrap())
 }

@@ -6,7 +6,7 @@
 //! to the runtime's executor (`ebb_runtime::execute`). Nothing here writes to the API server
 //! itself.
 //!
-//! The pass runs in the shared reconcile frame ([`Own`]'s `Reconciler<ServiceScaler>`, `ebb_runtime::frame`): a 409 at
+//! The pass runs in the shared reconcile frame ([`Own`]'s `Reconciler<ServiceScaler>`, `ebb_runtime::execute::frame`): a 409 at
 //! any write ends the pass with [`frame::Failure::Conflict`], and the frame reads the
 //! ServiceScaler again and runs it again, which reads the HPA by GET and decides again. A
 //! ServiceScaler whose status does not deserialize (udaan's own timestamp format) reaches
@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use ebb_core::plan::Write;
 use ebb_crds::service_scaler::{ServiceScaler, ServiceScalerSpec, ServiceScalerStatus};
-use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
-use ebb_runtime::frame;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::guard;
+use ebb_runtime::execute::frame;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::guard;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -5,13 +5,13 @@
 //! FleetSchedule concerns reads nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebb_runtime::calendars::CalendarCache;
+use ebb_runtime::watch::calendars::CalendarCache;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use ebb_crds::fleet::FleetSchedule;
-use ebb_runtime::frame::{self, ReconcileError};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::{self, ReconcileError};
+use ebb_runtime::watch::guard::Guarded;
 use ebb_testkit::{Fault, Matcher};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::runtime::reflector::{self, Store};
@@ -83,7 +83,7 @@ impl Harness {
             metrics,
             (
                 store(fleets),
-                ebb_runtime::cache::Names::default(),
+                ebb_runtime::watch::cache::Names::default(),
                 store(hpas),
             ),
             listed,

@@ -5,17 +5,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ebb_crds::calendar::HolidayCalendar;
-use ebb_runtime::cache::Feed;
-use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::cleanup::Leave;
+use ebb_runtime::cli::cleanup::Leave;
+use ebb_runtime::watch::cache::Feed;
+use ebb_runtime::watch::calendars::CalendarCache;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ebb_crds::service_scaler::ServiceScaler;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, ReconcileError};
 use ebb_runtime::find_condition;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, ReconcileError};
-use ebb_runtime::guard::{Guarded, Stored};
+use ebb_runtime::watch::guard::{Guarded, Stored};
 use ebb_testkit::{Fault, Matcher, utc};
 use jiff::SignedDuration;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;

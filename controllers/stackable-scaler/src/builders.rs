@@ -3,7 +3,7 @@
 
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::execute::Writer;
-use ebb_runtime::frame::Failure;
+use ebb_runtime::execute::frame::Failure;
 use jiff::Timestamp;
 use kube::Api;
 

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use ebb_crds::stackable::{ScalerStage, StackableScaler, StackableScalerStatus, StartedHook};
 use ebb_runtime::execute::Writer;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{Failure, MAX_ATTEMPTS, ReconcileError};
 use jiff::Timestamp;
 use kube::{Api, Client, ResourceExt};
 
@@ -96,7 +96,7 @@ pub enum ScalerError {
 
 impl ScalerError {
     /// Short label for metrics and Events: the shared vocabulary of every ebb controller
-    /// (`ebb_runtime::metrics::ERROR_CATEGORIES`).
+    /// (`ebb_runtime::serve::metrics::ERROR_CATEGORIES`).
     pub fn category(&self) -> &'static str {
         match self {
             ScalerError::Read(_) | ScalerError::Observe(_) => "observe",

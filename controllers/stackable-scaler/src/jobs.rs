@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use ebb_core::plan::{Category, Write};
 use ebb_crds::stackable::{HookSpec, StackableScaler};
-use ebb_runtime::cache::Cache;
 use ebb_runtime::execute::Writer;
-use ebb_runtime::frame::Failure;
+use ebb_runtime::execute::frame::Failure;
+use ebb_runtime::watch::cache::Cache;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, ResourceExt};

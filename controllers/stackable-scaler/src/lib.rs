@@ -12,12 +12,12 @@
 //! Every rule lives in [`decide`]; [`steps`] is the one loop that steps it (decide, save, act,
 //! decide again), run against the cluster by [`engine`] and without it by `--dry-run` and `plan`;
 //! [`reconcile`] is the standalone controller (run in the shared reconcile frame,
-//! [`ebb_runtime::frame`]), [`webhook`] the optional admission webhook, [`plan`] the offline
+//! [`ebb_runtime::execute::frame`]), [`webhook`] the optional admission webhook, [`plan`] the offline
 //! `plan` subcommand.
 
 ebb_runtime::controller_names!("stackable-scaler");
 /// The scope of the controller's own kind: StackableScalers are namespaced.
-pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
+pub const KIND: ebb_runtime::process::app::Kind = ebb_runtime::process::app::Kind::Namespaced;
 
 pub mod builders;
 pub use stackable_scaler_decide as decide;
@@ -53,10 +53,10 @@ use std::sync::Arc;
 
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::CommonArgs;
-use ebb_runtime::app::{Wiring, scoped_api, scopes, watcher_config};
-use ebb_runtime::contact::resilient;
-use ebb_runtime::frame;
-use ebb_runtime::packed::Packed;
+use ebb_runtime::execute::frame;
+use ebb_runtime::process::app::{Wiring, scoped_api, scopes, watcher_config};
+use ebb_runtime::watch::contact::resilient;
+use ebb_runtime::watch::packed::Packed;
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -113,7 +113,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    ebb_runtime::app::run(
+    ebb_runtime::process::app::run(
         CONTROLLER_NAME,
         KIND,
         args,
@@ -166,7 +166,7 @@ pub fn controllers(
         // its hook templates are held as compact JSON, decoded once per pass). The workload
         // owns the scaler, not the other way round: the scalers are looked up by the uids their
         // owner references name, so a workload maps to its scalers without a scan of them all.
-        let (controller, owned) = ebb_runtime::app::controller_with_lookup(
+        let (controller, owned) = ebb_runtime::process::app::controller_with_lookup(
             scoped_api::<CachedScaler>(&client, scope),
             config.clone(),
             &warm_up,
@@ -259,7 +259,7 @@ ebb_runtime::controller! {
             workload's replicas change",
     plan: "Print the state machine's next step for a StackableScaler manifest (no cluster needed)",
     // Nothing of ebb's outlives it: cleanup only stops the controller.
-    clean: ebb_runtime::cleanup::nothing(
+    clean: ebb_runtime::cli::cleanup::nothing(
         "stackable-scaler keeps no finalizers, and its hook Jobs belong to their StackableScalers",
     ) => std::convert::Infallible,
     // Its webhook's port is bound (and its certificate read) before anything starts.

@@ -1,4 +1,4 @@
-use ebb_runtime::cache::Lookup;
+use ebb_runtime::watch::cache::Lookup;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use serde_json::json;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use ebb_crds::stackable::ScalerStage;
-use ebb_runtime::metrics::{Keep, ObjectRows};
+use ebb_runtime::serve::metrics::{Keep, ObjectRows};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -81,7 +81,8 @@ impl Metrics {
     /// Registers under `ebb_stackable_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
+        let sub =
+            ebb_runtime::serve::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         sub.register_with_unit(
             "stage_duration",
             "Time spent in a stage, observed when the stage is left",

@@ -8,8 +8,8 @@
 //! call behind `plan`) and rendering.
 
 use ebb_crds::stackable::{HookSpec, StackableScaler};
-use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{Failure, ManifestError, Output, PlanFailure};
+use ebb_runtime::cli::manifest::{self, Input, Schema};
+use ebb_runtime::cli::plan::{Failure, ManifestError, Output, PlanFailure};
 use jiff::Timestamp;
 use serde::Serialize;
 

@@ -7,7 +7,7 @@
 //! decide, persist, hooks as Jobs, set the workload's replicas) -> Events, metrics, cleanup of
 //! finished hook Jobs.
 //!
-//! [`Own`]'s `Reconciler<StackableScaler>` runs in the shared frame ([`ebb_runtime::frame`]):
+//! [`Own`]'s `Reconciler<StackableScaler>` runs in the shared frame ([`ebb_runtime::execute::frame`]):
 //! the frame gives the span and reconcile metrics, keeps followers from writing, leaves a scaler
 //! that does not deserialize alone, retries with per-scaler backoff (a scaler whose owner cannot be served
 //! waits for a change), and reads the scaler again and re-runs the pass when any status write of
@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use ebb_core::Requeue;
 use ebb_crds::stackable::{ScalerStage, StackableScaler};
-use ebb_runtime::frame::{self, ReconcileError, Reconciler};
+use ebb_runtime::execute::frame::{self, ReconcileError, Reconciler};
 use ebb_runtime::time::from_k8s_time;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
@@ -69,7 +69,7 @@ pub struct Own {
     /// The ServiceAccounts hook Jobs may run as (`--hook-service-accounts`).
     pub hook_accounts: crate::hooks::HookAccounts,
     /// The hook Jobs as the Job watch holds them ([`crate::jobs::job_cache`]).
-    pub jobs: ebb_runtime::cache::Cache<Job>,
+    pub jobs: ebb_runtime::watch::cache::Cache<Job>,
 }
 
 /// What a reconcile needs: the frame's context around [`Own`].

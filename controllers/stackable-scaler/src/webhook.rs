@@ -19,7 +19,7 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::Shutdown;
-pub use ebb_runtime::tls::{CERT_FILE, KEY_FILE, ReloadingCert, TlsListener};
+pub use ebb_runtime::serve::tls::{CERT_FILE, KEY_FILE, ReloadingCert, TlsListener};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::{Api, Client};
@@ -199,7 +199,7 @@ pub fn router<L: LiveScalers>(live: Arc<L>) -> Router {
 pub enum WebhookError {
     /// The certificate cannot be loaded, or the address bound.
     #[error(transparent)]
-    Tls(#[from] ebb_runtime::tls::TlsError),
+    Tls(#[from] ebb_runtime::serve::tls::TlsError),
     /// Binding or serving failed.
     #[error("serving the webhook on {addr}: {source}")]
     Serve {
@@ -210,10 +210,10 @@ pub enum WebhookError {
     },
 }
 
-/// The TLS server config for the certificate in `cert_dir` ([`ebb_runtime::tls`]: re-read as
+/// The TLS server config for the certificate in `cert_dir` ([`ebb_runtime::serve::tls`]: re-read as
 /// it changes).
 pub fn tls_config(cert_dir: &Path) -> Result<Arc<ServerConfig>, WebhookError> {
-    Ok(ebb_runtime::tls::server_config(cert_dir, "webhook")?)
+    Ok(ebb_runtime::serve::tls::server_config(cert_dir, "webhook")?)
 }
 
 /// Serves the webhook over TLS on `listener` until `shutdown`.

@@ -239,7 +239,7 @@ async fn the_handler_rejects_garbage_as_invalid() {
     );
 }
 
-/// The runtime's test certificate for `localhost` (`ebb_runtime::tls` serves it).
+/// The runtime's test certificate for `localhost` (`ebb_runtime::serve::tls` serves it).
 fn cert_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/runtime/tests/fixtures/tls")
 }

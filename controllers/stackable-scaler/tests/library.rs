@@ -311,16 +311,16 @@ async fn conflicts_on_every_pass_give_up_and_look_again_in_a_second() {
     h.fake.inject(
         Matcher::patch(STATUS_PATH),
         Fault::Status(409),
-        ebb_runtime::frame::MAX_ATTEMPTS,
+        ebb_runtime::execute::frame::MAX_ATTEMPTS,
     );
     let r = h.pass().await.unwrap();
     assert_eq!(
         r.action,
-        ebb_runtime::frame::Requeue::After(std::time::Duration::from_secs(1))
+        ebb_runtime::execute::frame::Requeue::After(std::time::Duration::from_secs(1))
     );
     assert_eq!(
         h.fake.write_count(),
-        ebb_runtime::frame::MAX_ATTEMPTS,
+        ebb_runtime::execute::frame::MAX_ATTEMPTS,
         "one refused write per pass"
     );
     assert!(r.notes.is_empty());
@@ -396,7 +396,7 @@ async fn in_progress_is_polled_and_the_stage_holds() {
     assert_eq!(stage(&h.fake), ScalerStage::PreScaling);
     assert_eq!(
         r.action,
-        ebb_runtime::frame::Requeue::After(std::time::Duration::from_secs(10))
+        ebb_runtime::execute::frame::Requeue::After(std::time::Duration::from_secs(10))
     );
     h.fake.clear_requests();
     h.hooks

@@ -1,5 +1,5 @@
 //! The standalone controller as the binary runs it: its `Own` reconciler through the shared
-//! frame (`ebb_runtime::frame::reconcile`) against the in-memory API, a manual clock and recorded
+//! frame (`ebb_runtime::execute::frame::reconcile`) against the in-memory API, a manual clock and recorded
 //! Events: hook Jobs, the owning StatefulSet, pause, dry run, invalid owners, stage deadlines,
 //! abort and retry, conflicts, and no writes when nothing changes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use ebb_crds::stackable::{FailureHookState, ScalerStage, StackableScaler};
 use ebb_runtime::Leader;
-use ebb_runtime::cache::Feed;
 use ebb_runtime::conditions::find_condition;
-use ebb_runtime::events::EventKind;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, ReconcileError};
+use ebb_runtime::execute::events::EventKind;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, ReconcileError};
+use ebb_runtime::watch::cache::Feed;
 use ebb_testkit::{FakeApi, Harness, Matcher};
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};

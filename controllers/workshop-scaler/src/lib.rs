@@ -12,7 +12,7 @@
 //!
 //! - [`decide`]: every rule, pure.
 //! - [`reconcile`]: observe -> decide -> apply, with resourceVersion preconditions, as a
-//!   [`Reconciler`](ebb_runtime::frame::Reconciler) run by ebb-runtime's reconcile frame.
+//!   [`Reconciler`](ebb_runtime::execute::frame::Reconciler) run by ebb-runtime's reconcile frame.
 //! - [`plan`]: the offline `plan` subcommand.
 //! - [`metrics`]: the controller's own gauges and counters.
 //! - [`policy`]: the status of WorkshopScalingPolicies (selected and contested Workshops).
@@ -21,7 +21,7 @@
 
 ebb_runtime::controller_names!("workshop-scaler");
 /// The scope of the controller's own kind: its objects are namespaced.
-pub const KIND: ebb_runtime::app::Kind = ebb_runtime::app::Kind::Namespaced;
+pub const KIND: ebb_runtime::process::app::Kind = ebb_runtime::process::app::Kind::Namespaced;
 
 pub use workshop_scaler_decide as decide;
 pub mod metrics;
@@ -34,12 +34,12 @@ use std::future::Future;
 use ebb_crds::babylon::{WORKSHOP_PROVISION_LABEL, Workshop};
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::app::{WarmUp, Wiring, watcher_config};
-use ebb_runtime::cache::Lookup;
-use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
-use ebb_runtime::queue::Queued;
-use ebb_runtime::triggers::spec_changes_of;
+use ebb_runtime::execute::frame;
+use ebb_runtime::process::app::{WarmUp, Wiring, watcher_config};
+use ebb_runtime::watch::cache::Lookup;
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::queue::Queued;
+use ebb_runtime::watch::triggers::spec_changes_of;
 use ebb_runtime::{ApiContact, Shutdown};
 use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, Stream, StreamExt};
@@ -54,7 +54,7 @@ use crate::reconcile::{CachedProvision, CachedSeat, CachedWorkshop, Caches, Feed
 
 /// Flags of the controller (`workshop-scaler` without a subcommand): the common ones (for
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
-pub type RunArgs = ebb_runtime::args::CommonOnly;
+pub type RunArgs = ebb_runtime::process::args::CommonOnly;
 
 /// WorkshopProvisions and WorkshopScalingPolicies reconciled, with the kinds they depend on
 /// watched, in every scope of `wiring.common` (the common flags are all of `RunArgs`), until the
@@ -162,7 +162,7 @@ pub fn controller(
     warm_up: &WarmUp,
 ) -> Queued<CachedProvision> {
     // /readyz turns green once every provision cache holds its first full list.
-    let (controller, lookup) = ebb_runtime::app::controller_with_lookup(
+    let (controller, lookup) = ebb_runtime::process::app::controller_with_lookup(
         provisions,
         provisions_wc,
         warm_up,
@@ -285,7 +285,7 @@ pub fn policy_controller(
     shutdown: &Shutdown,
     warm_up: &WarmUp,
 ) -> Queued<Guarded<WorkshopScalingPolicy>> {
-    let controller = ebb_runtime::app::controller_outside_readiness(
+    let controller = ebb_runtime::process::app::controller_outside_readiness(
         policies,
         watcher::Config::default().any_semantic(),
         warm_up,
@@ -343,7 +343,7 @@ ebb_runtime::controller! {
     about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
     plan: "Decide for one WorkshopProvision file, offline (no cluster)",
     // Nothing of ebb's outlives it: cleanup only stops the controller.
-    clean: ebb_runtime::cleanup::nothing(
+    clean: ebb_runtime::cli::cleanup::nothing(
         "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \
          (spec.count, its status fields) is theirs to keep",
     ) => std::convert::Infallible,

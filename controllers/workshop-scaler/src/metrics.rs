@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ebb_runtime::metrics::{Keep, ObjectRows};
+use ebb_runtime::serve::metrics::{Keep, ObjectRows};
 
 pub use crate::decide::outcome::Observation;
 use prometheus_client::collector::Collector;
@@ -109,7 +109,8 @@ impl Metrics {
     /// Creates the metrics and registers them in `registry` under `ebb_workshop_scaler_`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        let sub = ebb_runtime::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
+        let sub =
+            ebb_runtime::serve::metrics::controller_registry(registry, crate::CONTROLLER_NAME);
         sub.register_collector(Box::new(metrics.clone()));
         metrics
     }

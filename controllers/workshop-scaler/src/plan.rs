@@ -10,13 +10,13 @@
 //! it, as the controller does. `--active` means `status.autoScalingActive` is true (set at the
 //! instant decided at, `--at`, default now). JSON output is exactly `{"name", "scale",
 //! "currentCount", "desiredCount", "reason"}`. Both files are held to Babylon's published schema
-//! plus ebb's `spec.autoScaling` (`ebb_runtime::manifest`): a field neither declares is refused.
+//! plus ebb's `spec.autoScaling` (`ebb_runtime::cli::manifest`): a field neither declares is refused.
 
 use std::path::PathBuf;
 
 use ebb_crds::babylon::{Workshop, WorkshopProvision};
-use ebb_runtime::manifest::{self, Input, Schema};
-use ebb_runtime::plan::{Failure, ManifestError, Output, PlanFailure};
+use ebb_runtime::cli::manifest::{self, Input, Schema};
+use ebb_runtime::cli::plan::{Failure, ManifestError, Output, PlanFailure};
 use jiff::Timestamp;
 use serde::Serialize;
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ebb_crds::babylon::Workshop;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Reconciler};
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, Reconciler};
 
 use crate::FIELD_MANAGER;
 use crate::decide;
@@ -18,7 +18,7 @@ use crate::reconcile::{Context, Error, Own};
 pub const COLD_RETRY: Duration = Duration::from_secs(5);
 
 /// The reconciler of WorkshopScalingPolicy statuses, run by the frame
-/// ([`ebb_runtime::frame::run`]): followers write nothing, a policy
+/// ([`ebb_runtime::execute::frame::run`]): followers write nothing, a policy
 /// that does not deserialize is logged and waits for a change, API trouble backs off per policy.
 impl Reconciler<WorkshopScalingPolicy> for Own {
     type Error = Error;

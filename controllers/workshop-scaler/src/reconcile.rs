@@ -17,12 +17,12 @@ use ebb_crds::babylon::{
 };
 use ebb_crds::poolboy::ResourceClaim;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::cache::{Cache, Feed};
 use ebb_runtime::execute::Hooks;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Reconciler};
-use ebb_runtime::guard::Guarded;
-use ebb_runtime::packed::{Packed, Projection, Unlabelled};
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, Reconciler};
+use ebb_runtime::watch::cache::{Cache, Feed};
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::packed::{Packed, Projection, Unlabelled};
 use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
 

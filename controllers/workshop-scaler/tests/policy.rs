@@ -13,10 +13,10 @@ use ebb_crds::babylon::WorkshopProvision;
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
 use ebb_runtime::Health;
 use ebb_runtime::Shutdown;
-use ebb_runtime::app::WarmUp;
-use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
-use ebb_runtime::queue::Queued;
+use ebb_runtime::execute::frame;
+use ebb_runtime::process::app::WarmUp;
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::queue::Queued;
 use jiff::SignedDuration;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
@@ -366,7 +366,7 @@ fn provisions_controller(
     let client = h.fake.client();
     let contact = ebb_runtime::ApiContact::new(std::sync::Arc::new(h.clock.clone()));
     let warm_up = WarmUp::new(Health::new(), contact);
-    let (controller, lookup) = ebb_runtime::app::controller_with_lookup(
+    let (controller, lookup) = ebb_runtime::process::app::controller_with_lookup(
         Api::namespaced(client.clone(), NS),
         watcher::Config::default(),
         &warm_up,
@@ -567,7 +567,7 @@ async fn a_new_workshop_reaches_the_policy_status_through_the_cache() {
 #[tokio::test]
 async fn a_policy_waits_quietly_for_the_workshops_to_be_listed() {
     use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-    use ebb_runtime::frame::Requeue;
+    use ebb_runtime::execute::frame::Requeue;
     use workshop_scaler::policy::COLD_RETRY;
 
     let h = stock();

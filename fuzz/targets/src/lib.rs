@@ -28,7 +28,7 @@ use ebb_crds::stackable::{
     ScalerStage, ScalerState, StackableScaler, StackableScalerSpec, StackableScalerStatus,
 };
 use ebb_crds::workshop_policy::WorkshopScalingPolicy;
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::watch::guard::Guarded;
 use ebb_schedule::{AnyOpen, Calendars, CronSchedule, DEFAULT_HORIZON, FirstMatch, Window, Zone};
 use jiff::{SignedDuration, Timestamp};
 use kube::Resource;

@@ -1,5 +1,5 @@
 //! The Events a decision asks for, as data: [`Notice`]. The runtime publishes them
-//! (`ebb_runtime::events`), once the writes they go with succeeded.
+//! (`ebb_runtime::execute::events`), once the writes they go with succeeded.
 
 /// `Normal` or `Warning`, as in the Event's `type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ebb_runtime::app::{self, CONCURRENT_RECONCILES, WarmUp};
-use ebb_runtime::cache::Cache;
+use ebb_runtime::process::app::{self, CONCURRENT_RECONCILES, WarmUp};
+use ebb_runtime::watch::cache::Cache;
 use ebb_runtime::{ApiContact, Health, SystemClock};
 use ebb_testkit::FakeApi;
 use futures::{StreamExt, TryStreamExt};
@@ -142,7 +142,7 @@ async fn a_controller_runs_a_bounded_number_of_reconciles_at_once() {
 /// naming it to report. A typed watch failed its whole list at the bad one and stayed cold.
 #[tokio::test]
 async fn one_calendar_that_does_not_decode_stops_no_other() {
-    use ebb_runtime::calendars::CalendarCache;
+    use ebb_runtime::watch::calendars::CalendarCache;
     use ebb_schedule::ScheduleError;
 
     let fake = FakeApi::new();

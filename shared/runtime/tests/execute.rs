@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ebb_core::plan::{Category, Plan, Requeue, StatusPatch, Target, Write};
 use ebb_core::{EventKind, Notice};
+use ebb_runtime::execute::frame::{Failure, ReconcileError};
 use ebb_runtime::execute::{Hooks, execute};
-use ebb_runtime::frame::{Failure, ReconcileError};
 use ebb_testkit::{Fault, Harness, Matcher};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::Resource;

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use ebb_runtime::Leader;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Context, MAX_ATTEMPTS, ReconcileError, Reconciler};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, Context, MAX_ATTEMPTS, ReconcileError, Reconciler};
+use ebb_runtime::watch::guard::Guarded;
 use ebb_testkit::{Harness, Matcher};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -423,16 +423,20 @@ fn spawn_controller<R>(h: &Harness, ctx: &Arc<Context<R>>) -> tokio::task::JoinH
 where
     R: Reconciler<ConfigMap> + Send + Sync + 'static,
 {
-    let warm_up = ebb_runtime::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let warm_up =
+        ebb_runtime::process::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
     let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
-    let controller =
-        ebb_runtime::app::controller(api, kube::runtime::watcher::Config::default(), &warm_up);
+    let controller = ebb_runtime::process::app::controller(
+        api,
+        kube::runtime::watcher::Config::default(),
+        &warm_up,
+    );
     tokio::spawn(frame::run(controller, ctx.clone(), |_| {}))
 }
 
 #[tokio::test]
 async fn the_queue_depth_counts_the_objects_due_that_wait_for_a_free_slot() {
-    use ebb_runtime::app::CONCURRENT_RECONCILES;
+    use ebb_runtime::process::app::CONCURRENT_RECONCILES;
     use std::sync::atomic::Ordering;
     let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
     let objects = 3 * usize::from(CONCURRENT_RECONCILES);

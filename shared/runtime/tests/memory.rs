@@ -3,7 +3,7 @@
 //! `make test`, not a bench read weeks later. Each kind's objects come as the API server sends
 //! them (managedFields, kubectl's last-applied copy, status) and go the way the controllers'
 //! caches take them in: deserialized into the type the cache holds, slimmed
-//! ([`ebb_runtime::app::slim`]), stored in a reflector `Store`. What stays allocated, divided by
+//! ([`ebb_runtime::process::app::slim`]), stored in a reflector `Store`. What stays allocated, divided by
 //! the count, is the cost of one object in the cache. `make bench` measures whole processes;
 //! this guards the part that grows with the cluster.
 //!
@@ -19,12 +19,12 @@ use ebb_crds::babylon::{WorkshopProvision, WorkshopUserAssignment};
 use ebb_crds::service_scaler::ServiceScaler;
 use ebb_crds::stackable::StackableScaler;
 use ebb_runtime::ErrorBackoff;
-use ebb_runtime::cache::Names;
-use ebb_runtime::guard::Guarded;
-use ebb_runtime::metrics::{Keep, ObjectRows};
-use ebb_runtime::own_writes::OwnWrites;
-use ebb_runtime::packed::{Packed, Unlabelled};
-use ebb_runtime::queue::Queue;
+use ebb_runtime::serve::metrics::{Keep, ObjectRows};
+use ebb_runtime::watch::cache::Names;
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::own_writes::OwnWrites;
+use ebb_runtime::watch::packed::{Packed, Unlabelled};
+use ebb_runtime::watch::queue::Queue;
 use futures::StreamExt;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Node;
@@ -190,7 +190,7 @@ where
     let region = Region::new(GLOBAL);
     for i in 0..N {
         let mut typed: K = serde_json::from_value(object(i)).unwrap();
-        ebb_runtime::app::slim(&mut typed);
+        ebb_runtime::process::app::slim(&mut typed);
         writer.apply_watcher_event(&Event::Apply(typed));
     }
     let change = region.change();
@@ -236,7 +236,7 @@ fn state_per_object(mut record: impl FnMut(usize)) -> usize {
 /// What the runtime keeps per object beside the caches, each part as a pass leaves it: the
 /// queue's entry of an object due again in an hour, the error backoff of one whose write
 /// failed, the record of a write the watch has not brought back yet, the fingerprint
-/// [`ebb_runtime::triggers::spec_changes_of`] keeps to see a spec change, and a row of per-object
+/// [`ebb_runtime::watch::triggers::spec_changes_of`] keeps to see a spec change, and a row of per-object
 /// series ([`ObjectRows`], workshop-scaler's and stackable-scaler's).
 fn per_object_state() -> Vec<(&'static str, usize)> {
     let name = |i: usize| format!("obj-{i:05}");
@@ -261,7 +261,7 @@ fn per_object_state() -> Vec<(&'static str, usize)> {
             Ok(Event::InitApply(meta))
         }))
         .chain(std::iter::once(Ok(Event::InitDone)));
-    let mut changes = Box::pin(ebb_runtime::triggers::spec_changes_of(
+    let mut changes = Box::pin(ebb_runtime::watch::triggers::spec_changes_of(
         futures::stream::iter(events),
     ));
     let region = Region::new(GLOBAL);

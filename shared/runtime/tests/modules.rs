@@ -45,28 +45,79 @@ fn identifier(text: &str) -> String {
         .collect()
 }
 
+/// The groups of `src` (a folder with a `mod.rs`) that hold modules and nothing of their own:
+/// a path through one (`crate::watch::cache`) names the module inside it.
+const GROUPS: [&str; 4] = ["watch", "lead", "serve", "process"];
+
+/// The groups that are modules themselves (their `mod.rs` holds code), and the modules in them.
+const HOSTS: [(&str, &[&str]); 2] = [
+    ("execute", &["frame", "events", "backoff"]),
+    ("cli", &["plan", "manifest", "tz", "cleanup"]),
+];
+
+/// `code` with each path through a group shortened to the module it names:
+/// `crate::watch::cache::X` reads `crate::cache::X`, `crate::execute::frame` `crate::frame`.
+fn through_groups(code: &str) -> String {
+    let mut code = code.to_owned();
+    for group in GROUPS {
+        code = code.replace(&format!("crate::{group}::"), "crate::");
+    }
+    for (host, modules) in HOSTS {
+        for module in modules {
+            code = code.replace(
+                &format!("crate::{host}::{module}"),
+                &format!("crate::{module}"),
+            );
+        }
+    }
+    code
+}
+
+/// Every module file of `src` and its folders, by module name (a host's `mod.rs` by its
+/// folder's; a group's `mod.rs`, which only declares, is left out).
+fn module_files(src: &Path) -> BTreeMap<String, std::path::PathBuf> {
+    let mut files = BTreeMap::new();
+    let mut folders = vec![src.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let name = match stem.as_str() {
+                "mod" => folder.file_name().unwrap().to_string_lossy().into_owned(),
+                _ => stem,
+            };
+            if name == "lib" || name.ends_with("_tests") || GROUPS.contains(&name.as_str()) {
+                continue;
+            }
+            files.insert(name, path);
+        }
+    }
+    files
+}
+
 /// Each module of `src` (its own file, without its tests and comments) and the modules it names.
 fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let modules: BTreeSet<String> = std::fs::read_dir(src)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
-        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
-        .filter(|name| name != "lib" && !name.ends_with("_tests"))
-        .collect();
-    modules
+    let files = module_files(src);
+    files
         .iter()
-        .map(|module| {
-            let text = std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap();
+        .map(|(module, path)| {
+            let text = std::fs::read_to_string(path).unwrap();
             let text = text.split("#[cfg(test)]").next().unwrap_or_default();
             let code: String = text
                 .lines()
                 .map(|line| line.split("//").next().unwrap_or_default())
                 .collect::<Vec<_>>()
                 .join("\n");
-            let named = named_modules(&code)
+            let named = named_modules(&through_groups(&code))
                 .into_iter()
-                .filter(|m| m != module && modules.contains(m))
+                .filter(|m| m != module && files.contains_key(m))
                 .collect();
             (module.clone(), named)
         })
@@ -123,6 +174,12 @@ fn the_runtime_modules_import_one_another_without_a_circle() {
 fn imports_are_read_from_use_lines_groups_and_paths() {
     let named = named_modules(
         "use crate::{a::X, b::{Y, Z}, c};\nfn f() { crate::d::g(); }\nlet x = crate::e;",
+    );
+    assert_eq!(
+        named_modules(&through_groups(
+            "use crate::watch::cache::Cache;\nuse crate::execute::frame;\ncrate::cli::About"
+        )),
+        BTreeSet::from(["cache", "frame", "cli"].map(String::from))
     );
     assert_eq!(
         named,

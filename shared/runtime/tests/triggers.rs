@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ebb_runtime::triggers::spec_changes;
+use ebb_runtime::watch::triggers::spec_changes;
 use ebb_testkit::FakeApi;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -96,7 +96,7 @@ async fn a_relist_forgets_what_it_did_not_show() {
         Event::Apply(cm("a")),
         Event::Apply(cm("b")),
     ];
-    let passed: Vec<String> = ebb_runtime::triggers::spec_changes_of(futures::stream::iter(
+    let passed: Vec<String> = ebb_runtime::watch::triggers::spec_changes_of(futures::stream::iter(
         events.into_iter().map(Ok::<_, watcher::Error>),
     ))
     .map(|cm| cm.unwrap().metadata.name.unwrap())
@@ -114,7 +114,10 @@ async fn a_relist_forgets_what_it_did_not_show() {
 #[tokio::test(start_paused = true)]
 async fn a_burst_of_triggers_passes_on_each_once_a_period_after_its_first() {
     let (tx, rx) = futures::channel::mpsc::unbounded::<&str>();
-    let mut out = Box::pin(ebb_runtime::triggers::coalesced(rx, Duration::from_secs(1)));
+    let mut out = Box::pin(ebb_runtime::watch::triggers::coalesced(
+        rx,
+        Duration::from_secs(1),
+    ));
     let start = tokio::time::Instant::now();
     for namespace in ["shop", "web", "shop", "shop", "web"] {
         tx.unbounded_send(namespace).unwrap();

@@ -1,7 +1,7 @@
 //! `tz::load` installs its choice for the whole process, so it runs in a process of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ebb_runtime::tz::{TzArgs, TzError, load};
+use ebb_runtime::cli::tz::{TzArgs, TzError, load};
 use ebb_schedule::{TzSource, Window, parse_time_zone};
 use ebb_testkit::utc;
 

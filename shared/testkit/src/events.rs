@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use ebb_runtime::events::{EventKind, EventSink};
+use ebb_runtime::execute::events::{EventKind, EventSink};
 
 /// One event a reconciler recorded.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ebb_runtime::frame::{Context, Shared};
+use ebb_runtime::execute::frame::{Context, Shared};
 use ebb_runtime::{ApiContact, ControllerMetrics, Leader, ManualClock};
 use jiff::Timestamp;
 use prometheus_client::encoding::text::encode;
@@ -75,7 +75,7 @@ impl Harness {
             metrics: self.register(|r| ControllerMetrics::new(r, self.controller)),
             dry_run,
             leader,
-            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
+            own_writes: ebb_runtime::watch::own_writes::OwnWrites::new(),
         }
     }
 
@@ -153,7 +153,7 @@ impl Replica {
             metrics: self.metrics.clone(),
             dry_run: self.dry_run,
             leader: self.leader.clone(),
-            own_writes: ebb_runtime::own_writes::OwnWrites::new(),
+            own_writes: ebb_runtime::watch::own_writes::OwnWrites::new(),
         };
         Arc::new(Context::new(shared, own).without_jitter())
     }

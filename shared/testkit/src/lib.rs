@@ -26,7 +26,7 @@
 //! # }
 //! ```
 //!
-//! [`EventSink`]: ebb_runtime::events::EventSink
+//! [`EventSink`]: ebb_runtime::execute::events::EventSink
 //! [`Clock`]: ebb_runtime::Clock
 
 mod admission;

@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::frame::{self, Context, Object, ReconcileError, Reconciler};
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::execute::frame::{self, Context, Object, ReconcileError, Reconciler};
+use ebb_runtime::watch::guard::Guarded;
 use http::Method;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use ebb_runtime::clock::ManualClock;
+use ebb_runtime::lead::clock::ManualClock;
 use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -826,7 +826,7 @@ mod events {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ebb_runtime::events::{EventKind, EventPublisher, EventSink};
+    use ebb_runtime::execute::events::{EventKind, EventPublisher, EventSink};
     use k8s_openapi::api::core::v1::ObjectReference;
     use k8s_openapi::api::events::v1::Event;
     use kube::Resource;
@@ -884,7 +884,7 @@ mod events {
     /// every Event of the last six minutes): a repeat after that many others starts a new Event.
     #[tokio::test]
     async fn the_events_remembered_are_bounded() {
-        use ebb_runtime::events::EVENTS_REMEMBERED;
+        use ebb_runtime::execute::events::EVENTS_REMEMBERED;
         let fake = FakeApi::new();
         let publisher = EventPublisher::new(fake.client(), "ebb-test");
         publish(&publisher, "First").await;

@@ -1,4 +1,4 @@
-//! Leader election (`ebb_runtime::leader`) against the in-memory API server: moved here from
+//! Leader election (`ebb_runtime::lead::leader`) against the in-memory API server: moved here from
 //! `ebb-runtime`'s unit tests when the fake left that crate.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb_runtime::leader::{LEASE_DURATION_SECS, RENEW_EVERY, WRITE_MARGIN};
+use ebb_runtime::lead::leader::{LEASE_DURATION_SECS, RENEW_EVERY, WRITE_MARGIN};
 use ebb_runtime::{
     ApiContact, Leader, LeaderElection, LeaderError, ManualClock, Shutdown, SystemClock,
 };
@@ -326,7 +326,7 @@ async fn while_the_server_is_lost_the_election_waits_for_its_return() {
         .iter()
         .filter(|r| r.path.contains("/leases/ctl") && r.method == http::Method::PUT)
         .count();
-    let most = (away.as_secs() / ebb_runtime::contact::LOST_RETRY.as_secs()) as usize + 1;
+    let most = (away.as_secs() / ebb_runtime::watch::contact::LOST_RETRY.as_secs()) as usize + 1;
     assert!(
         (1..=most).contains(&knocks),
         "{knocks} renewals tried in {away:?} while the server was lost (at most {most})"

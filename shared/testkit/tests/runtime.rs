@@ -355,7 +355,7 @@ async fn a_controller_reconciles_on_changes_to_owners_and_owned_objects() {
 /// five a second on average; no limit (`--kube-api-qps 0`) holds nothing back.
 #[tokio::test(start_paused = true)]
 async fn the_client_side_limit_holds_requests_to_its_rate() {
-    use ebb_runtime::contact::{ApiRate, rate_layer};
+    use ebb_runtime::watch::contact::{ApiRate, rate_layer};
     use k8s_openapi::api::core::v1::ConfigMap;
     let fake = FakeApi::new();
     fake.insert(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",

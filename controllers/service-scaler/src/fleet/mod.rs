@@ -32,12 +32,14 @@ use std::time::Duration;
 
 use ebb_crds::fleet::FleetSchedule;
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::app::{OnChanges, Wiring, controller, controller_on_changes, watcher_config};
-use ebb_runtime::cache::Names;
-use ebb_runtime::calendars::CalendarCache;
-use ebb_runtime::frame;
-use ebb_runtime::guard::Guarded;
-use ebb_runtime::packed::{Packed, Projection};
+use ebb_runtime::execute::frame;
+use ebb_runtime::process::app::{
+    OnChanges, Wiring, controller, controller_on_changes, watcher_config,
+};
+use ebb_runtime::watch::cache::Names;
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::packed::{Packed, Projection};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::core::PartialObjectMeta;
@@ -139,13 +141,16 @@ where
 {
     let (reader, writer) = reflector::store();
     // What no pass reads (managedFields, kubectl's last-applied copy) stays out of the cache.
-    let events =
-        reflector::reflector(writer, events.modify(ebb_runtime::app::slim)).inspect(move |event| {
+    let events = reflector::reflector(writer, events.modify(ebb_runtime::process::app::slim))
+        .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 listed.store(true, Ordering::Release);
             }
         });
-    (reader, ebb_runtime::triggers::spec_changes_of(events))
+    (
+        reader,
+        ebb_runtime::watch::triggers::spec_changes_of(events),
+    )
 }
 
 /// The FleetSchedules of `fleets` whose ranges name HolidayCalendar `name`.
@@ -201,8 +206,9 @@ pub fn controllers(
     // FleetSchedules, for the members' trigger and cache.
     // Selected as the ServiceScalers are (`--label-selector`).
     let fleet_config = watcher_config(&wiring.common);
-    let fleet_api: Api<Guarded<FleetSchedule>> = ebb_runtime::app::scoped_api(&client, scope);
-    let fleet_events = ebb_runtime::contact::resilient(
+    let fleet_api: Api<Guarded<FleetSchedule>> =
+        ebb_runtime::process::app::scoped_api(&client, scope);
+    let fleet_events = ebb_runtime::watch::contact::resilient(
         move || watcher(fleet_api.clone(), fleet_config.clone()),
         &contact,
         "FleetSchedule",
@@ -211,8 +217,8 @@ pub fn controllers(
     // ServiceScalers, by name only (their metadata is all the server sends; the names are all
     // that is kept): one of an HPA's name takes it over.
     let scaler_api: Api<PartialObjectMeta<ServiceScaler>> =
-        ebb_runtime::app::scoped_api(&client, scope);
-    let scaler_events = ebb_runtime::contact::resilient(
+        ebb_runtime::process::app::scoped_api(&client, scope);
+    let scaler_events = ebb_runtime::watch::contact::resilient(
         move || {
             watcher(
                 scaler_api.clone(),
@@ -225,7 +231,7 @@ pub fn controllers(
     let scalers = Names::default();
     let (names, scalers_listed) = (scalers.clone(), listed[1].clone());
     let scaler_changes =
-        ebb_runtime::triggers::spec_changes_of(scaler_events.inspect(move |event| {
+        ebb_runtime::watch::triggers::spec_changes_of(scaler_events.inspect(move |event| {
             if let Ok(event) = event {
                 names.take_in(event);
                 if matches!(event, watcher::Event::InitDone) {
@@ -238,7 +244,7 @@ pub fn controllers(
     let (namespaces, changed_namespaces) = futures::channel::mpsc::unbounded::<String>();
     let hpa_listed = listed[2].clone();
     let members = controller_on_changes(
-        ebb_runtime::app::scoped_api::<CachedHpa>(&client, scope),
+        ebb_runtime::process::app::scoped_api::<CachedHpa>(&client, scope),
         watcher::Config::default().any_semantic(),
         &wiring.warm_up,
         &wiring.own_writes,
@@ -262,7 +268,7 @@ pub fn controllers(
         listed: listed[2].clone(),
     };
     let status = controller(
-        ebb_runtime::app::scoped_api::<Guarded<FleetSchedule>>(&client, scope),
+        ebb_runtime::process::app::scoped_api::<Guarded<FleetSchedule>>(&client, scope),
         watcher_config(&wiring.common),
         &wiring.warm_up,
     );
@@ -324,7 +330,7 @@ pub fn controllers(
             futures::stream::iter(due)
         }))
         .reconcile_on(
-            ebb_runtime::triggers::coalesced(changed_namespaces, STATUS_GATHERS).flat_map(
+            ebb_runtime::watch::triggers::coalesced(changed_namespaces, STATUS_GATHERS).flat_map(
                 move |namespace| {
                     let due: Vec<ObjectRef<Guarded<FleetSchedule>>> = status_store
                         .state()

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use ebb_core::find_condition;
 use ebb_crds::fleet::{FleetSchedule, FleetScheduleStatus};
-use ebb_runtime::plan::{local_times, zones_named};
+use ebb_runtime::cli::plan::{local_times, zones_named};
 use ebb_runtime::rfc3339;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ebb_core::plan::Write;
 use ebb_crds::fleet::FleetSchedule;
-use ebb_runtime::cache::Names;
-use ebb_runtime::calendars::CalendarCache;
 use ebb_runtime::execute::Hooks;
-use ebb_runtime::frame;
-use ebb_runtime::frame::Requeue;
-use ebb_runtime::guard::Guarded;
+use ebb_runtime::execute::frame;
+use ebb_runtime::execute::frame::Requeue;
+use ebb_runtime::watch::cache::Names;
+use ebb_runtime::watch::calendars::CalendarCache;
+use ebb_runtime::watch::guard::Guarded;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

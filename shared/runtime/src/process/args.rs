@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 
 use clap::builder::{BoolishValueParser, FalseyValueParser};
 
-use crate::kubeconfig::CLUSTER;
-use crate::telemetry::LogFormat;
+use crate::process::kubeconfig::CLUSTER;
+use crate::serve::telemetry::LogFormat;
 
 /// `--help` headings of the flags every controller takes.
 /// How many reconciles one controller runs at once.
@@ -34,7 +34,7 @@ const WRITES: &str = "Writes";
 pub struct CommonArgs {
     /// Which cluster to talk to (`--kubeconfig`, `--context`).
     #[command(flatten)]
-    pub cluster: crate::kubeconfig::ClusterArgs,
+    pub cluster: crate::process::kubeconfig::ClusterArgs,
 
     /// Namespaces to watch; repeat the flag or separate with commas. None means cluster-wide.
     #[arg(
@@ -209,9 +209,9 @@ pub struct CommonArgs {
     #[arg(help_heading = CLUSTER, long, env = "EBB_KUBE_API_BURST", value_name = "N")]
     pub kube_api_burst: Option<u32>,
 
-    /// Where time zones are read from (see [`crate::tz`]).
+    /// Where time zones are read from (see [`crate::cli::tz`]).
     #[command(flatten)]
-    pub tz: crate::tz::TzArgs,
+    pub tz: crate::cli::tz::TzArgs,
 }
 
 /// The flags of a controller that takes only the common ones (its `RunArgs`).
@@ -231,8 +231,8 @@ impl AsRef<CommonArgs> for CommonOnly {
 impl CommonArgs {
     /// The client-side limit on requests to the API server, if any (`--kube-api-qps`,
     /// `--kube-api-burst`).
-    pub fn api_rate(&self) -> Option<crate::contact::ApiRate> {
-        crate::contact::ApiRate::new(self.kube_api_qps, self.kube_api_burst)
+    pub fn api_rate(&self) -> Option<crate::watch::contact::ApiRate> {
+        crate::watch::contact::ApiRate::new(self.kube_api_qps, self.kube_api_burst)
     }
 
     /// The namespaces to watch, trimmed, without blanks or duplicates; empty means cluster-wide.
@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn defaults() {
-        if !in_child("args::tests::defaults", &[]) {
+        if !in_child("process::args::tests::defaults", &[]) {
             return;
         }
         let a = parse(&[]).unwrap();
@@ -385,7 +385,7 @@ mod tests {
             ("EBB_LOG_FORMAT", "json"),
             ("EBB_DRY_RUN", "true"),
         ];
-        if !in_child("args::tests::env_fallbacks", &env) {
+        if !in_child("process::args::tests::env_fallbacks", &env) {
             return;
         }
         let a = parse(&[]).unwrap();
@@ -409,7 +409,7 @@ mod tests {
     fn udaans_label_selector_variable_still_works() {
         let env = [("LABEL_SELECTOR", "team=udaan")];
         if !in_child(
-            "args::tests::udaans_label_selector_variable_still_works",
+            "process::args::tests::udaans_label_selector_variable_still_works",
             &env,
         ) {
             return;
@@ -427,7 +427,7 @@ mod tests {
             ("LABEL_SELECTOR", ""),
             ("EBB_DRY_RUN", ""),
         ];
-        if !in_child("args::tests::empty_env_values_mean_unset", &env) {
+        if !in_child("process::args::tests::empty_env_values_mean_unset", &env) {
             return;
         }
         let a = parse(&[]).unwrap();

@@ -23,8 +23,8 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::cache::slim;
-use crate::guard::{Guarded, Stored};
+use crate::watch::cache::slim;
+use crate::watch::guard::{Guarded, Stored};
 
 /// What a cache of kind `K` drops before packing: the fields no pass reads.
 pub trait Projection<K>: Send + Sync + 'static {
@@ -207,7 +207,7 @@ impl<K: Resource, P> Resource for Packed<K, P> {
 
 impl<K, P> Stored for Packed<K, P>
 where
-    K: crate::frame::Object + Serialize,
+    K: crate::watch::guard::Object + Serialize,
     P: Projection<K>,
 {
     type Object = K;

@@ -1,5 +1,5 @@
 //! What every controller's offline `plan` subcommand shares: the `--output` flag, the errors of
-//! reading manifests ([`crate::manifest`] reads them), instants shown in local zones, and the exit.
+//! reading manifests ([`crate::cli::manifest`] reads them), instants shown in local zones, and the exit.
 
 use std::fmt::Display;
 use std::process::ExitCode;
@@ -10,9 +10,9 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use crate::manifest::ManifestError;
-use crate::manifest::{self, Input, Schema};
-use crate::tz::{TzArgs, TzError};
+pub use crate::cli::manifest::ManifestError;
+use crate::cli::manifest::{self, Input, Schema};
+use crate::cli::tz::{TzArgs, TzError};
 
 /// `--output` of `plan`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -171,7 +171,7 @@ impl ZonedArgs {
 
     /// What such a `plan` starts with: the zone data loaded (`--tz-data`, its warning said as
     /// `program`), the instant it decides at (`--at`, else `now`), and the objects of kind `K`
-    /// of the input ([`crate::manifest::read`]), held to the kind's CRD schema among `crds`.
+    /// of the input ([`crate::cli::manifest::read`]), held to the kind's CRD schema among `crds`.
     ///
     /// # Errors
     /// The zone data cannot be read, `--at` is not an instant, or the input cannot be read.
@@ -185,7 +185,7 @@ impl ZonedArgs {
         K: Resource<DynamicType = ()> + DeserializeOwned,
         E: From<TzError> + From<ManifestError>,
     {
-        crate::tz::load(&self.tz)?.warn(program);
+        crate::cli::tz::load(&self.tz)?.warn(program);
         let at = self.input.at(now)?;
         let schema = Schema::for_kind(crds, &K::kind(&()));
         Ok((at, manifest::read(program, &self.input, &schema)?))
@@ -208,7 +208,7 @@ impl ZonedArgs {
         K: Resource<DynamicType = ()> + DeserializeOwned,
         E: From<TzError> + From<ManifestError>,
     {
-        crate::tz::load(&self.tz)?.warn(program);
+        crate::cli::tz::load(&self.tz)?.warn(program);
         let at = self.input.at(now)?;
         let schema = Schema::for_kind(crds.clone(), &K::kind(&()));
         let also: Vec<(&str, Schema)> = also

@@ -23,9 +23,9 @@ use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
-use crate::args::CommonArgs;
-use crate::frame::{MAX_ATTEMPTS, Shared, is_conflict};
-use crate::leader::{LEASE_DURATION_SECS, LeaderElection, LeaderError};
+use crate::execute::frame::{MAX_ATTEMPTS, Shared, is_conflict};
+use crate::lead::leader::{LEASE_DURATION_SECS, LeaderElection, LeaderError};
+use crate::process::args::CommonArgs;
 use crate::{ApiContact, ControllerMetrics, EventPublisher, Shutdown, SystemClock};
 
 /// How long `cleanup` waits for the running controller to let go of its Lease: four lease
@@ -194,7 +194,7 @@ where
         .await
         .map_err(|e| CleanupError::Client(e.to_string()))?;
     let client = Client::try_from(config)
-        .map_err(|e| CleanupError::Client(crate::kubeconfig::innermost_summary(&e)))?;
+        .map_err(|e| CleanupError::Client(crate::process::kubeconfig::innermost_summary(&e)))?;
     let namespace = &common.lease_namespace;
     if let Some(deployment) = &args.stop_deployment {
         stop_deployment(&client, namespace, deployment, common.dry_run).await?;
@@ -220,7 +220,7 @@ where
         metrics: ControllerMetrics::new(&mut Registry::default(), name),
         dry_run: common.dry_run,
         leader: leader.clone(),
-        own_writes: crate::own_writes::OwnWrites::new(),
+        own_writes: crate::watch::own_writes::OwnWrites::new(),
     };
     let cleaned = clean(shared, args.run, Leave::of(args.keep_settings)).await;
     shutdown.trigger();

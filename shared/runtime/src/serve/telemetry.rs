@@ -37,7 +37,7 @@ const KUBE_REQUEST_ERRORS: &str = "kube_client::client::builder=off";
 /// kube's client logs every failed request at error level (`kube_client::client::builder`): while
 /// the API server is away that was a dozen lines a second, each retry of each watch; they are off,
 /// and the process says once that it lost the server and once that it is back
-/// ([`crate::contact`]).
+/// ([`crate::watch::contact`]).
 ///
 /// Calling it again returns [`TelemetryError::AlreadyInitialised`] instead of panicking, so tests
 /// and binaries can call it freely.
@@ -92,8 +92,8 @@ pub fn fatal_line(format: LogFormat, program: &str, error: &dyn Display, now: &s
 
 /// Prints [`fatal_line`] on stderr, stamped with the wall clock (as every log line is).
 pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
-    use crate::clock::Clock as _;
-    let now = format!("{:.6}", crate::clock::SystemClock.now());
+    use crate::lead::clock::Clock as _;
+    let now = format!("{:.6}", crate::lead::clock::SystemClock.now());
     eprintln!("{}", fatal_line(format, program, error, &now));
 }
 

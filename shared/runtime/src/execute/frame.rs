@@ -4,7 +4,7 @@
 //! A controller's own part of the [`Context`] (its metrics, caches, enabled kinds ...) implements
 //! [`Reconciler<K>`](Reconciler) for each kind `K` it reconciles: its error type and one
 //! `reconcile` pass (read, decide once, hand the plan to [`crate::execute`]). [`run`] runs it on a
-//! controller built by [`crate::app`] ([`Queued`]). The frame does the rest, the same way for
+//! controller built by [`crate::process::app`] ([`Queued`]). The frame does the rest, the same way for
 //! every controller:
 //!
 //! - a tracing span per object (`controller`, `namespace`, `name`);
@@ -25,9 +25,9 @@
 //!   other backs off per object (about 1 s, 2 s, 4 s ... 5 min with jitter, [`ErrorBackoff`]), reset by a success,
 //!   and never comes back sooner than an API server's 429 asked ([`retry_after`]); a failure for
 //!   want of the API server also marks it lost, and its return reconciles every object at once
-//!   ([`crate::contact`]);
+//!   ([`crate::watch::contact`]);
 //! - for a while after such a return, a pass reads its object from the server, not the cache
-//!   ([`crate::contact::ApiContact::reads_fresh`]);
+//!   ([`crate::watch::contact::ApiContact::reads_fresh`]);
 //! - the queue: each start, requeue and error policy is noted in the controller's [`Queue`],
 //!   exported as `ebb_<controller>_queue_depth{kind}` and `_queue_wait_seconds{kind}`;
 //! - a pass's `Requeue::After` counts from when the pass started (its `now`), not from when it
@@ -41,7 +41,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::guard::Stored;
+use crate::watch::guard::Stored;
 use futures::{StreamExt, TryFutureExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -52,7 +52,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use crate::queue::{Queue, Queued};
+use crate::watch::queue::{Queue, Queued};
 use crate::{
     ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventKind, EventSink, Leader, object_key,
 };
@@ -92,11 +92,11 @@ pub struct Shared {
     /// Only the leader writes.
     pub leader: Leader,
     /// The link to the API server: a reconcile that failed for want of it is reconciled again
-    /// when it answers ([`crate::contact`]).
+    /// when it answers ([`crate::watch::contact`]).
     pub contact: ApiContact,
     /// The versions the executor's writes answered with, for watches that pass over the events
-    /// of their own writes ([`crate::own_writes`]).
-    pub own_writes: crate::own_writes::OwnWrites,
+    /// of their own writes ([`crate::watch::own_writes`]).
+    pub own_writes: crate::watch::own_writes::OwnWrites,
 }
 
 tokio::task_local! {
@@ -107,7 +107,7 @@ tokio::task_local! {
 
 /// Whether the pass running must read what it decides on from the API server: it runs again
 /// after a 409 (what a cache held was stale) or just after the server came back
-/// ([`crate::contact::FRESH_READS`]). A pass that reads related objects from a cache reads them by
+/// ([`crate::watch::contact::FRESH_READS`]). A pass that reads related objects from a cache reads them by
 /// GET then. False outside a frame's pass.
 pub fn reads_fresh() -> bool {
     READ_FRESH.try_with(|fresh| *fresh).unwrap_or(false)
@@ -286,7 +286,7 @@ impl<E: ReconcileError> ReconcileError for Error<E> {
     }
 }
 
-pub use crate::guard::Object;
+pub use crate::watch::guard::Object;
 
 /// A controller's own part of the [`Context`] as the reconciler of kind `K`, as the frame runs it.
 /// One own part may reconcile several kinds (workshop-scaler's provisions and policies), each with
@@ -424,7 +424,7 @@ pub enum Failure {
     Conflict(#[from] Stale),
     /// A cache the pass reads has not listed yet (category `observe`): retried with backoff.
     #[error(transparent)]
-    Cold(#[from] crate::cache::Cold),
+    Cold(#[from] crate::watch::cache::Cold),
     /// The object breaks a rule (category `invalid`); its status says which. Not retried until
     /// the object changes.
     #[error("{object} is invalid: {message}")]
@@ -556,7 +556,7 @@ async fn passes<K: Object, R: Reconciler<K>>(
     }
     let key = meta_key(&meta);
     // Just after the server came back, the cache may not have seen a change made while it was
-    // away (crate::contact::FRESH_READS): the object is read before the first pass too.
+    // away (crate::watch::contact::FRESH_READS): the object is read before the first pass too.
     let mut read_first = ctx.contact.reads_fresh();
     for attempt in 1..=MAX_ATTEMPTS {
         if read_first {
@@ -614,7 +614,7 @@ where
         return Ok(None);
     };
     let value = serde_json::to_value(&found).map_err(kube::Error::SerdeError)?;
-    Ok(Some(match crate::guard::read::<K>(&value, "") {
+    Ok(Some(match crate::watch::guard::read::<K>(&value, "") {
         Ok(typed) => Seen::Typed(Arc::new(typed)),
         Err(error) => Seen::Malformed(Box::new(found.metadata), error),
     }))
@@ -656,7 +656,7 @@ pub fn error_policy<S: Stored, R: Reconciler<S::Object>>(
     }
     tracing::warn!(controller = R::NAME, object = %key, category = error.category(), %error,
         "reconcile failed");
-    // For want of the server: its return reconciles every object at once (crate::contact), so
+    // For want of the server: its return reconciles every object at once (crate::watch::contact), so
     // the backoff below only spaces the attempts while it is away.
     ctx.contact.failed_if_unreachable(error);
     let backoff = ctx.backoff.failed(&key);
@@ -732,7 +732,7 @@ where
         .for_each(|result| {
             match result {
                 Err(ControllerError::ObjectNotFound(reference)) => {
-                    let key = crate::queue::ref_key(reference.as_ref());
+                    let key = crate::watch::queue::ref_key(reference.as_ref());
                     queue.gone(&key);
                     gone(&key);
                 }

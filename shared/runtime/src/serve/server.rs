@@ -1,7 +1,7 @@
 //! The HTTP servers of a controller: `/metrics` (Prometheus/OpenMetrics text), `/healthz`
 //! (liveness) and `/readyz` (readiness, false until the controller says its caches are warm).
 //! With `--metrics-auth`, `/metrics` answers only callers the API server vouches for
-//! ([`crate::metrics_auth`]); with `--metrics-cert-dir` it is served over TLS ([`crate::tls`]), so
+//! ([`crate::serve::metrics_auth`]); with `--metrics-cert-dir` it is served over TLS ([`crate::serve::tls`]), so
 //! the token a scraper sends never crosses the network in clear. With `--health-addr` the probes
 //! have a plain-HTTP port of their own, as controller-runtime's `--health-probe-bind-address`;
 //! without it they are served beside `/metrics`.
@@ -18,8 +18,8 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::metrics_auth::{MetricsAuth, Verdict, bearer};
-use crate::shutdown::Shutdown;
+use crate::lead::shutdown::Shutdown;
+use crate::serve::metrics_auth::{MetricsAuth, Verdict, bearer};
 
 /// The OpenMetrics text content type that prometheus-client's text encoder produces.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -227,7 +227,7 @@ impl MetricsServer {
         self
     }
 
-    /// `/metrics` is served over TLS with `config` ([`crate::tls::server_config`]).
+    /// `/metrics` is served over TLS with `config` ([`crate::serve::tls::server_config`]).
     pub fn with_tls(mut self, config: Arc<tokio_rustls::rustls::ServerConfig>) -> Self {
         self.tls = Some(config);
         self
@@ -278,7 +278,7 @@ impl MetricsServer {
         let metrics = async {
             match self.tls {
                 Some(config) => {
-                    let listener = crate::tls::TlsListener::on(self.listener, config)
+                    let listener = crate::serve::tls::TlsListener::on(self.listener, config)
                         .map_err(ServerError::Serve)?;
                     axum::serve(listener, main)
                         .with_graceful_shutdown(graceful(shutdown.clone()))
@@ -526,7 +526,7 @@ mod tests {
             .await
             .unwrap()
             .with_auth(Arc::new(Judge))
-            .with_tls(crate::tls::server_config(&dir, "metrics").unwrap())
+            .with_tls(crate::serve::tls::server_config(&dir, "metrics").unwrap())
             .with_probes_on(local)
             .await
             .unwrap();

@@ -36,9 +36,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::ApiContact;
-use crate::args::CommonArgs;
-pub use crate::kubeconfig::choose_identity;
-use crate::shutdown::Shutdown;
+use crate::lead::shutdown::Shutdown;
+use crate::process::args::CommonArgs;
+pub use crate::process::kubeconfig::choose_identity;
 
 /// How long a lease stays valid without renewal (seconds).
 pub const LEASE_DURATION_SECS: u64 = 15;
@@ -55,7 +55,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause after a failed election step (the server is slow or refused): short, so the first step
 /// after it answers again comes within a second. While the server is lost (a request found no
 /// server: [`ApiContact::is_lost`]) the step waits for its return instead, which the process's one
-/// probe announces, or [`crate::contact::LOST_RETRY`] at most: one knock for the process, not one
+/// probe announces, or [`crate::watch::contact::LOST_RETRY`] at most: one knock for the process, not one
 /// per task.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
 
@@ -81,7 +81,7 @@ pub enum LeaderError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Status {
     leading: bool,
-    /// Another install manages the same objects ([`crate::overlap`]): write nothing.
+    /// Another install manages the same objects ([`crate::lead::overlap`]): write nothing.
     standing_down: bool,
     /// The election ended (shutdown) and the Lease was let go.
     ended: bool,
@@ -131,7 +131,7 @@ impl Leader {
     }
 
     /// Stops (`true`) or resumes (`false`) writing while another install's scope overlaps this
-    /// one's ([`crate::overlap`]); the Lease is kept either way.
+    /// one's ([`crate::lead::overlap`]); the Lease is kept either way.
     pub fn stand_down(&self, standing_down: bool) {
         self.status.send_if_modified(|s| {
             let changed = s.standing_down != standing_down;
@@ -261,7 +261,7 @@ impl LeaderElection {
         let (seen, seen_rx) = watch::channel(None);
         let by_name = watcher::Config::default().fields(&format!("metadata.name={lease_name}"));
         let leases = election.api.clone();
-        let changes = crate::contact::resilient(
+        let changes = crate::watch::contact::resilient(
             move || watcher(leases.clone(), by_name.clone()),
             contact,
             "Lease",
@@ -548,7 +548,7 @@ impl Election {
                     // still wakes this step.
                     let mut returns = std::pin::pin!(self.contact.wake_ups());
                     let pause = if self.contact.is_lost() {
-                        crate::contact::LOST_RETRY
+                        crate::watch::contact::LOST_RETRY
                     } else {
                         ERROR_PAUSE
                     };
@@ -672,7 +672,7 @@ async fn gate(
 /// The election identity of this process: env `POD_NAME` (set it from the downward API), else the
 /// host name (a pod's host name is its name, too).
 pub fn identity_from_env() -> Result<String, LeaderError> {
-    crate::kubeconfig::identity().ok_or(LeaderError::NoIdentity)
+    crate::process::kubeconfig::identity().ok_or(LeaderError::NoIdentity)
 }
 
 #[cfg(test)]

@@ -24,10 +24,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::args::CommonArgs;
-use crate::clock::Clock;
-use crate::leader::{LEASE_DURATION_SECS, Leader};
-use crate::shutdown::Shutdown;
+use crate::lead::clock::Clock;
+use crate::lead::leader::{LEASE_DURATION_SECS, Leader};
+use crate::lead::shutdown::Shutdown;
+use crate::process::args::CommonArgs;
 use crate::time::from_k8s_time;
 
 /// The Lease label naming the controller, on every ebb Lease.

@@ -39,7 +39,7 @@ fn fingerprint<K: Resource>(object: &K) -> u64 {
 
 /// The objects of `api` (as `watcher::Config` selects them) that are new, changed in generation,
 /// labels or annotations, or deleted. A relist passes on only what changed meanwhile. Failures
-/// wait as [`crate::contact::resilient`] says.
+/// wait as [`crate::watch::contact::resilient`] says.
 pub fn spec_changes<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -50,7 +50,7 @@ where
     K::DynamicType: Default,
 {
     let kind = K::kind(&K::DynamicType::default()).into_owned();
-    spec_changes_of(crate::contact::resilient(
+    spec_changes_of(crate::watch::contact::resilient(
         move || watcher::watcher(api.clone(), config.clone()),
         contact,
         &kind,

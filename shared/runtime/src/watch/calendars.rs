@@ -22,8 +22,8 @@ use futures::{Stream, StreamExt};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
 
-use crate::cache::{Cache, Cold, Feed};
-use crate::guard::Guarded;
+use crate::watch::cache::{Cache, Cold, Feed};
+use crate::watch::guard::Guarded;
 
 /// The kind, as the undecodable-objects gauge names it.
 const KIND: &str = "HolidayCalendar";

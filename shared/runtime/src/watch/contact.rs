@@ -85,7 +85,7 @@ struct Inner {
     returns: watch::Sender<u64>,
     watches: Mutex<Vec<Weak<WatchLink>>>,
     /// Every request of the client, by verb, resource and answer.
-    requests: crate::requests::RequestMetrics,
+    requests: crate::watch::requests::RequestMetrics,
 }
 
 impl std::fmt::Debug for ApiContact {
@@ -131,7 +131,7 @@ impl ApiContact {
                 returned_ms: AtomicU64::new(0),
                 returns,
                 watches: Mutex::new(Vec::new()),
-                requests: crate::requests::RequestMetrics::new(),
+                requests: crate::watch::requests::RequestMetrics::new(),
             }),
         }
     }
@@ -450,7 +450,7 @@ impl ApiRate {
 }
 
 /// A client for `config` whose every answer and failure `contact` records, and whose requests
-/// it counts and times ([`crate::requests`]); with `rate`, no faster than it allows.
+/// it counts and times ([`crate::watch::requests`]); with `rate`, no faster than it allows.
 ///
 /// # Errors
 /// The configuration cannot make a client (its TLS settings, say).

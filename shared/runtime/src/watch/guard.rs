@@ -74,7 +74,7 @@ pub fn read<T: DeserializeOwned>(value: &serde_json::Value, at: &str) -> Result<
 }
 
 /// How a watch holds the objects of a kind a controller reconciles: as decoded ([`Guarded`]) or
-/// packed ([`Packed`](crate::packed::Packed)). The frame takes the object from either the same
+/// packed ([`Packed`](crate::watch::packed::Packed)). The frame takes the object from either the same
 /// way ([`Stored::typed`]).
 pub trait Stored:
     Resource<DynamicType = (), Scope: 'static>

@@ -139,7 +139,7 @@ impl Names {
     }
 }
 
-/// Which objects of a controller's own watch each key names ([`crate::app::controller_with_lookup`]):
+/// Which objects of a controller's own watch each key names ([`crate::process::app::controller_with_lookup`]):
 /// mapping a related object onto the objects of its key costs those objects, not a scan of the
 /// controller's cache. Clones share it.
 pub struct Lookup<K: Resource + 'static>
@@ -431,9 +431,9 @@ where
     K::DynamicType: Default + Hash + Eq + Clone,
 {
     /// The watch of `api` that fills this scope, each object trimmed by `trim` (after
-    /// [`crate::app::slim`]) before it is stored: the objects it saw change, deleted ones too,
+    /// [`crate::process::app::slim`]) before it is stored: the objects it saw change, deleted ones too,
     /// for `Controller::watches_stream`. The cache is filled only while the stream is polled;
-    /// failures wait as [`crate::contact::resilient`] says.
+    /// failures wait as [`crate::watch::contact::resilient`] says.
     pub fn watch(
         self,
         api: Api<K>,
@@ -445,7 +445,7 @@ where
     }
 
     /// [`Self::watch`] as the watch's events, for a filter that needs them (such as
-    /// [`crate::triggers::spec_changes_of`]).
+    /// [`crate::watch::triggers::spec_changes_of`]).
     pub fn events(
         self,
         api: Api<K>,
@@ -456,7 +456,7 @@ where
         let warm = self.warm;
         let kind = K::kind(&K::DynamicType::default()).into_owned();
         // Retried here, so the stream can go anywhere (a trigger, a reconcile-all).
-        let trimmed = crate::contact::resilient(
+        let trimmed = crate::watch::contact::resilient(
             move || watcher::watcher(api.clone(), config.clone()),
             contact,
             &kind,

@@ -1,12 +1,17 @@
 //! The command line every controller binary has: no subcommand runs the controller (its flags
 //! `R`), `plan` decides for one manifest offline (flags `P`), `cleanup` undoes what the
-//! controller set on others' objects before an uninstall ([`crate::cleanup`]). A controller's
+//! controller set on others' objects before an uninstall ([`crate::cli::cleanup`]). A controller's
 //! `main.rs` is one line, [`main!`](crate::main!), which reaches [`main`] through
-//! [`crate::controller::main`]:
+//! [`crate::process::controller::main`]:
 //!
 //! ```ignore
 //! ebb_runtime::main!(service_scaler::ServiceScalerController);
 //! ```
+
+pub mod cleanup;
+pub mod manifest;
+pub mod plan;
+pub mod tz;
 
 use std::fmt::Display;
 use std::future::Future;
@@ -16,10 +21,10 @@ use clap::{CommandFactory, FromArgMatches};
 use jiff::Timestamp;
 
 use crate::CommonArgs;
-use crate::cleanup::{CleanupArgs, CleanupError};
-use crate::clock::{Clock, SystemClock};
+use crate::cli::cleanup::{CleanupArgs, CleanupError};
+use crate::lead::clock::{Clock, SystemClock};
 
-use crate::plan::{EXIT_STATUS, PlanFailure, finish, finish_plan};
+use crate::cli::plan::{EXIT_STATUS, PlanFailure, finish, finish_plan};
 
 /// Both ways to start a controller binary.
 #[derive(clap::Parser, Debug)]
@@ -81,7 +86,7 @@ impl About {
 
 /// Parses the process's arguments, then runs the controller, `plan` or `cleanup`, printing the
 /// output or the error (`<name>: <error>`; a controller that fails says so in its
-/// `--log-format`, see [`crate::telemetry::fatal`]) and exiting accordingly. `plan` gets the wall-clock
+/// `--log-format`, see [`crate::serve::telemetry::fatal`]) and exiting accordingly. `plan` gets the wall-clock
 /// instant (read here, at the binary's edge, once): the instant it decides at unless told another.
 pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
     about: About,
@@ -115,7 +120,7 @@ where
             match run(cli.run).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
-                    crate::telemetry::fatal(format, about.name, &error);
+                    crate::serve::telemetry::fatal(format, about.name, &error);
                     ExitCode::FAILURE
                 }
             }

@@ -11,10 +11,10 @@ pub use jiff::Timestamp;
 pub use prometheus_client::registry::Registry;
 
 use crate::CommonArgs;
-use crate::app::{self, AppError, Kind, Wiring};
-use crate::cleanup;
+use crate::cli::cleanup;
 use crate::cli::{self, About};
-use crate::frame::Shared;
+use crate::execute::frame::Shared;
+use crate::process::app::{self, AppError, Kind, Wiring};
 
 /// One controller: its name and description, its flags, its own metrics, its watches and
 /// reconcilers, its offline `plan`, and what `cleanup` undoes before an uninstall.
@@ -32,7 +32,7 @@ pub trait Controller: Sized + 'static {
     /// Its own metrics.
     type Metrics: Send + 'static;
     /// Why `plan` failed, and which exit status that is.
-    type PlanError: crate::plan::PlanFailure;
+    type PlanError: crate::cli::plan::PlanFailure;
     /// Why `cleanup` failed.
     type CleanError: Display;
 
@@ -103,7 +103,7 @@ macro_rules! controller_names {
 macro_rules! main {
     ($controller:ty) => {
         fn main() -> ::std::process::ExitCode {
-            $crate::controller::block_on::<$controller>()
+            $crate::process::controller::block_on::<$controller>()
         }
     };
 }
@@ -158,13 +158,13 @@ macro_rules! controller {
         $(#[$meta])*
         $vis struct $name;
 
-        impl $crate::controller::Controller for $name {
+        impl $crate::process::controller::Controller for $name {
             const ABOUT: $crate::cli::About = $crate::cli::About {
                 name: CONTROLLER_NAME,
                 about: $about,
                 plan: $plan,
             };
-            const KIND: $crate::app::Kind = KIND;
+            const KIND: $crate::process::app::Kind = KIND;
 
             type Args = RunArgs;
             type PlanArgs = plan::PlanArgs;
@@ -172,35 +172,35 @@ macro_rules! controller {
             type PlanError = plan::PlanError;
             type CleanError = $clean_error;
 
-            fn metrics(registry: &mut $crate::controller::Registry) -> metrics::Metrics {
+            fn metrics(registry: &mut $crate::process::controller::Registry) -> metrics::Metrics {
                 metrics::Metrics::new(registry)
             }
 
             fn controllers(
                 args: RunArgs,
-                wiring: $crate::app::Wiring,
+                wiring: $crate::process::app::Wiring,
                 metrics: metrics::Metrics,
             ) -> impl ::std::future::Future<Output = ()> + Send + 'static {
                 controllers(args, wiring, metrics)
             }
 
             $(
-                async fn run(args: RunArgs) -> Result<(), $crate::controller::RunError> {
+                async fn run(args: RunArgs) -> Result<(), $crate::process::controller::RunError> {
                     Ok(($run)(args).await?)
                 }
             )?
 
             fn plan(
                 args: &plan::PlanArgs,
-                now: $crate::controller::Timestamp,
+                now: $crate::process::controller::Timestamp,
             ) -> Result<String, plan::PlanError> {
                 plan::plan(args, now)
             }
 
             fn clean(
-                shared: $crate::frame::Shared,
+                shared: $crate::execute::frame::Shared,
                 args: RunArgs,
-                leave: $crate::cleanup::Leave,
+                leave: $crate::cli::cleanup::Leave,
             ) -> impl ::std::future::Future<Output = Result<Vec<String>, $clean_error>> {
                 ($clean)(shared, args, leave)
             }

@@ -4,7 +4,7 @@
 //! time asked for) private, so ebb keeps a ledger of the same entries beside it. A [`Queued`]
 //! controller is kube's `Controller` whose every trigger is noted as it passes on to kube: the
 //! watch of its own kind, the watches of related kinds, `reconcile_on`, `reconcile_all_on`.
-//! [`crate::frame::run`] notes the rest: a reconcile starting (the entry leaves the queue), the
+//! [`crate::execute::frame::run`] notes the rest: a reconcile starting (the entry leaves the queue), the
 //! requeue a pass or the error policy asks for (an entry due later), an object gone before its
 //! reconcile ran. Both sides merge as kube's scheduler does: one entry per object, the earliest
 //! due time kept.
@@ -157,8 +157,8 @@ pub fn ref_key<K: kube::runtime::reflector::Lookup>(reference: &ObjectRef<K>) ->
 }
 
 /// kube's `Controller` with its triggers noted in a [`Queue`]: the same builder methods, each
-/// noting what its stream asks for as it passes on. Built by [`crate::app`]'s constructors,
-/// run by [`crate::frame::run`].
+/// noting what its stream asks for as it passes on. Built by [`crate::process::app`]'s constructors,
+/// run by [`crate::execute::frame::run`].
 pub struct Queued<K>
 where
     K: Clone + Resource + Debug + 'static,

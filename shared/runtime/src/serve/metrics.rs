@@ -20,7 +20,7 @@ use prometheus_client::metrics::{
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::Leader;
-use crate::queue::Queue;
+use crate::watch::queue::Queue;
 
 /// Upper bounds (seconds) of the reconcile-duration buckets: API round trips take milliseconds,
 /// a slow reconcile a few seconds.
@@ -114,7 +114,7 @@ impl ControllerMetrics {
     /// Registers the metrics into `registry` as `ebb_<controller>_reconciles_total`,
     /// `ebb_<controller>_reconcile_errors_total{category}`,
     /// `ebb_<controller>_reconcile_duration_seconds`, `ebb_<controller>_queue_depth{kind}` and
-    /// `ebb_<controller>_queue_wait_seconds{kind}` (see [`crate::queue`]), and
+    /// `ebb_<controller>_queue_wait_seconds{kind}` (see [`crate::watch::queue`]), and
     /// `ebb_<controller>_undecodable_objects{kind}`.
     pub fn new(registry: &mut Registry, controller: &str) -> Self {
         let metrics = Self {
@@ -291,7 +291,7 @@ pub struct Process {
     /// `ebb_<controller>_leader`: to [`LeaderGauge::fill`] once the election runs.
     pub leader: LeaderGauge,
     /// `ebb_<controller>_overlapping_installs`: live installs whose scope overlaps this one's
-    /// ([`crate::overlap`]).
+    /// ([`crate::lead::overlap`]).
     pub overlapping: Gauge,
 }
 

@@ -23,12 +23,12 @@ use prometheus_client::registry::Registry;
 use thiserror::Error;
 use tokio::task::JoinHandle;
 
-use crate::frame::{Context, Shared};
-use crate::metrics_auth::KubeAuth;
-use crate::queue::{Queue, Queued};
-use crate::server::ServerError;
-use crate::shutdown::ShutdownError;
-use crate::telemetry::TelemetryError;
+use crate::execute::frame::{Context, Shared};
+use crate::lead::shutdown::ShutdownError;
+use crate::serve::metrics_auth::KubeAuth;
+use crate::serve::server::ServerError;
+use crate::serve::telemetry::TelemetryError;
+use crate::watch::queue::{Queue, Queued};
 use crate::{
     ApiContact, CommonArgs, ControllerMetrics, EventPublisher, Health, LeaderElection, LeaderError,
     MetricsServer, Shutdown, SystemClock,
@@ -48,11 +48,11 @@ pub enum AppError {
     #[error("metrics/health server: {0}")]
     Server(#[from] ServerError),
     #[error("metrics server: {0}")]
-    MetricsTls(#[from] crate::tls::TlsError),
+    MetricsTls(#[from] crate::serve::tls::TlsError),
     #[error("leader election: {0}")]
     Leader(#[from] LeaderError),
     #[error("time-zone data: {0}")]
-    TzData(#[from] crate::tz::TzError),
+    TzData(#[from] crate::cli::tz::TzError),
     #[error("metrics/health server task: {0}")]
     Join(#[from] tokio::task::JoinError),
 }
@@ -137,25 +137,28 @@ where
     Fut: Future<Output = ()>,
 {
     let common = args.as_ref().clone();
-    crate::telemetry::init(common.log_format)?;
-    let tzdata = crate::tz::load(&common.tz)?.log();
+    crate::serve::telemetry::init(common.log_format)?;
+    let tzdata = crate::cli::tz::load(&common.tz)?.log();
     let mut registry = Registry::default();
     let metrics = ControllerMetrics::new(&mut registry, name);
-    let process = crate::metrics::register_process(&mut registry, name, tzdata.release());
-    crate::process_metrics::register(&mut registry);
+    let process = crate::serve::metrics::register_process(&mut registry, name, tzdata.release());
+    crate::serve::process_metrics::register(&mut registry);
     let contact = ApiContact::new(Arc::new(SystemClock));
-    contact.register(crate::metrics::controller_registry(&mut registry, name));
+    contact.register(crate::serve::metrics::controller_registry(
+        &mut registry,
+        name,
+    ));
     let own = register(&mut registry);
     let (wiring, server) = start(name, common, registry, metrics, contact).await?;
     process.leader.fill(&wiring.leader);
     if wiring.common.leader_election {
         // Another install whose scope overlaps this one's: the newer stands down.
-        let watcher = crate::overlap::Watcher {
+        let watcher = crate::lead::overlap::Watcher {
             client: wiring.client.clone(),
             controller: name.to_owned(),
             lease_namespace: wiring.common.lease_namespace.clone(),
             lease_name: wiring.common.lease_name_or(name),
-            scope: crate::overlap::Scope::of(&wiring.common, kind == Kind::Namespaced),
+            scope: crate::lead::overlap::Scope::of(&wiring.common, kind == Kind::Namespaced),
             leader: wiring.leader.clone(),
             overlapping: process.overlapping,
             clock: wiring.clock.clone(),
@@ -198,10 +201,10 @@ async fn start(
         .map_err(|e| AppError::Client(e.to_string()))?;
     // The Lease, the probe and /metrics' reviews go around the client-side limit: a renewal
     // that waits behind a mass change would cost the Lease.
-    let unlimited = crate::contact::client(config.clone(), &contact, None)
-        .map_err(|e| AppError::Client(crate::kubeconfig::innermost_summary(&e)))?;
-    let client = crate::contact::client(config, &contact, common.api_rate())
-        .map_err(|e| AppError::Client(crate::kubeconfig::innermost_summary(&e)))?;
+    let unlimited = crate::watch::contact::client(config.clone(), &contact, None)
+        .map_err(|e| AppError::Client(crate::process::kubeconfig::innermost_summary(&e)))?;
+    let client = crate::watch::contact::client(config, &contact, common.api_rate())
+        .map_err(|e| AppError::Client(crate::process::kubeconfig::innermost_summary(&e)))?;
     let health = Health::new();
     let mut server = MetricsServer::bind(common.metrics_addr).await?;
     if common.metrics_auth {
@@ -211,7 +214,7 @@ async fn start(
         )));
     }
     if let Some(dir) = &common.metrics_cert_dir {
-        server = server.with_tls(crate::tls::server_config(dir, "metrics")?);
+        server = server.with_tls(crate::serve::tls::server_config(dir, "metrics")?);
     }
     if let Some(addr) = common.health_addr {
         server = server.with_probes_on(addr).await?;
@@ -228,7 +231,7 @@ async fn start(
         dry_run = common.dry_run,
         "started"
     );
-    let own_writes = crate::own_writes::OwnWrites::new();
+    let own_writes = crate::watch::own_writes::OwnWrites::new();
     tokio::spawn(own_writes.clone().forget_old_until(shutdown.clone()));
     let wiring = Wiring {
         shared: Shared {
@@ -259,8 +262,8 @@ pub enum Kind {
     ClusterScoped,
 }
 
-pub use crate::args::CONCURRENT_RECONCILES;
-pub use crate::cache::slim;
+pub use crate::process::args::CONCURRENT_RECONCILES;
+pub use crate::watch::cache::slim;
 
 /// Watch configuration from the common flags: `--label-selector` limits what is watched.
 pub fn watcher_config(args: &CommonArgs) -> watcher::Config {
@@ -302,7 +305,7 @@ impl WarmUp {
     }
 
     /// The link to the API server every watch reports to and waits through
-    /// ([`crate::contact::resilient`]).
+    /// ([`crate::watch::contact::resilient`]).
     pub fn contact(&self) -> &ApiContact {
         &self.contact
     }
@@ -353,7 +356,7 @@ where
     built(api, config, warm_up, None, move || cache.warm())
 }
 
-/// [`controller`] that keeps a [`Lookup`](crate::cache::Lookup) of its objects by the keys
+/// [`controller`] that keeps a [`Lookup`](crate::watch::cache::Lookup) of its objects by the keys
 /// `keys` gives each: related objects map onto the objects of their key without scanning the
 /// cache.
 pub fn controller_with_lookup<K>(
@@ -361,13 +364,13 @@ pub fn controller_with_lookup<K>(
     config: watcher::Config,
     warm_up: &WarmUp,
     keys: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
-) -> (Queued<K>, crate::cache::Lookup<K>)
+) -> (Queued<K>, crate::watch::cache::Lookup<K>)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
     let cache = warm_up.cache();
-    let lookup = crate::cache::Lookup::new(keys);
+    let lookup = crate::watch::cache::Lookup::new(keys);
     let controller = built_with(
         api,
         config,
@@ -381,14 +384,14 @@ where
 }
 
 /// [`controller`] that passes over the events of this process's own writes to its objects
-/// ([`OwnWrites::skip`](crate::own_writes::OwnWrites::skip)): its own status write does not run
+/// ([`OwnWrites::skip`](crate::watch::own_writes::OwnWrites::skip)): its own status write does not run
 /// the pass again. For a controller whose pass never waits on its own write's event (every rule
 /// decided on the object as the pass leaves it; the requeue it returns is the next look).
 pub fn controller_skipping_own<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
-    own: &crate::own_writes::OwnWrites,
+    own: &crate::watch::own_writes::OwnWrites,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -411,7 +414,7 @@ pub struct OnChanges<K> {
 }
 
 /// [`controller`] whose objects trigger a reconcile only when they are new, deleted, or changed
-/// in generation, labels or annotations ([`crate::triggers::spec_changes_of`]): a change of
+/// in generation, labels or annotations ([`crate::watch::triggers::spec_changes_of`]): a change of
 /// their status alone, which another controller writes all the time (an HPA's), runs nothing.
 /// `on` says what else sees the changes and what the cache keeps ([`OnChanges`]). The events of
 /// this process's own writes run no reconcile ([`controller_skipping_own`]).
@@ -419,7 +422,7 @@ pub fn controller_on_changes<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
-    own: &crate::own_writes::OwnWrites,
+    own: &crate::watch::own_writes::OwnWrites,
     on: OnChanges<K>,
 ) -> Queued<K>
 where
@@ -465,7 +468,7 @@ fn built<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
-    own: Option<&crate::own_writes::OwnWrites>,
+    own: Option<&crate::watch::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
 ) -> Queued<K>
 where
@@ -483,10 +486,10 @@ fn built_with<K>(
     api: Api<K>,
     config: watcher::Config,
     warm_up: &WarmUp,
-    own: Option<&crate::own_writes::OwnWrites>,
+    own: Option<&crate::watch::own_writes::OwnWrites>,
     listed: impl Fn() + Send + 'static,
     changes_only: Option<Changed<K>>,
-    lookup: Option<crate::cache::Lookup<K>>,
+    lookup: Option<crate::watch::cache::Lookup<K>>,
 ) -> Queued<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -494,7 +497,7 @@ where
 {
     let contact = warm_up.contact();
     let (reader, writer) = reflector::store();
-    let slimmed = crate::contact::resilient(
+    let slimmed = crate::watch::contact::resilient(
         move || watcher(api.clone(), config.clone()),
         contact,
         &K::kind(&K::DynamicType::default()),
@@ -511,13 +514,13 @@ where
     let events = reflector(writer, slimmed).inspect(move |event| match event {
         Ok(watcher::Event::InitDone) => listed(),
         Ok(watcher::Event::Delete(object)) => {
-            deletions.deleted(&crate::queue::ref_key(&ObjectRef::from_obj(object)));
+            deletions.deleted(&crate::watch::queue::ref_key(&ObjectRef::from_obj(object)));
         }
         _ => {}
     });
     let (trigger, by_others) = match changes_only {
         Some((changed, by_others)) => (
-            crate::triggers::spec_changes_of(events)
+            crate::watch::triggers::spec_changes_of(events)
                 .inspect(move |object| {
                     if let Ok(object) = object {
                         changed(object);
@@ -544,10 +547,10 @@ where
     };
     let controller = Controller::for_stream(Queued::note(&queue, trigger), reader)
         .with_config(controller_config(warm_up.concurrency))
-        .trigger_backoff(crate::contact::NoPause);
+        .trigger_backoff(crate::watch::contact::NoPause);
     // The server's return, and this replica starting to lead, reconcile everything once: an edge
     // that passed while the server was away, or a reconcile that failed on the outage or ran as
-    // a follower, is acted on at once (see crate::contact).
+    // a follower, is acted on at once (see crate::watch::contact).
     Queued::new(controller, queue).reconcile_all_on(contact.wake_ups())
 }
 
@@ -641,9 +644,9 @@ mod tests {
         #[error("failed to infer config: kubeconfig: (no such file)")]
         struct Inner;
         let error = AppError::Client(
-            crate::kubeconfig::ClusterConfigError::Infer(crate::kubeconfig::innermost_summary(
-                &Outer(Inner),
-            ))
+            crate::process::kubeconfig::ClusterConfigError::Infer(
+                crate::process::kubeconfig::innermost_summary(&Outer(Inner)),
+            )
             .to_string(),
         );
         // No source: `{:#}` at the binary's edge prints this one line and nothing after it.

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 
 use super::*;
-use crate::plan::{Failure, PlanFailure};
+use crate::cli::plan::{Failure, PlanFailure};
 
 const LENIENT: Strictness = Strictness {
     lenient: true,

@@ -14,7 +14,7 @@
 //! 2. the status (a merge patch of the status subresource);
 //!
 //! Each write's answered resourceVersion is recorded in the context's
-//! [`OwnWrites`](crate::own_writes::OwnWrites), so that a watch that asked for it passes over
+//! [`OwnWrites`](crate::watch::own_writes::OwnWrites), so that a watch that asked for it passes over
 //! the event the write causes.
 //!
 //! 3. the plan's Events;
@@ -40,6 +40,10 @@
 //! depends on what its last write answered (stackable-scaler's step loop: each step is decided on
 //! the scaler as the step before saved it).
 
+pub mod backoff;
+pub mod events;
+pub mod frame;
+
 use std::collections::HashMap;
 
 use ebb_core::plan::{Category, Plan, Requeue, Target, Verb, Write};
@@ -48,8 +52,8 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Pre
 use kube::{Api, Client};
 use serde_json::Value;
 
-use crate::frame::{Failure, Shared, WriteError, is_conflict, is_recreated};
-use crate::own_writes::OwnWrites;
+use crate::execute::frame::{Failure, Shared, WriteError, is_conflict, is_recreated};
+use crate::watch::own_writes::OwnWrites;
 
 /// What a controller does as its plan is carried out: count its writes, set its gauges. Both do
 /// nothing by default.
