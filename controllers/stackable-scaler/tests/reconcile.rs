@@ -1314,3 +1314,54 @@ async fn two_replicas_in_every_interleaving_start_one_drain_job() {
     eprintln!("2 replicas (every request takes turns): {runs} interleavings");
     assert!(runs >= 20, "{runs}");
 }
+
+/// What one step per pass would cost (docs/decisions.md, "stackable-scaler: several steps per
+/// pass"), counted: a resize without hooks makes four stage changes in two passes, each pass
+/// reading the scaler's workload once (the StatefulSet GET a pass makes on purpose, so a pass
+/// right after its own resize does not resize again from a stale copy). One step per pass would
+/// be four passes and four reads of the StatefulSet, for the same writes.
+#[tokio::test]
+async fn a_resize_without_hooks_is_four_steps_in_two_passes_of_one_workload_read_each() {
+    let e = env();
+    statefulset(&e.fake, 1);
+    e.fake.insert(scaler_json(1, false));
+    run(&e).await.unwrap();
+    e.fake
+        .modify::<StackableScaler>("data", "nifi-default", |s| s.spec.replicas = 3);
+    let workload_reads = |e: &Env| {
+        e.fake
+            .reads()
+            .iter()
+            .filter(|r| r.path.ends_with("/statefulsets/nifi-node-default"))
+            .count()
+    };
+    let before = e.events.reasons().len();
+    let mut passes = 0;
+    e.fake.clear_requests();
+    // Idle -> PreScaling (no hook) -> Scaling, and the resize.
+    run(&e).await.unwrap();
+    passes += 1;
+    assert_eq!(stage(&e.fake), ScalerStage::Scaling);
+    assert_eq!(sts_replicas(&e.fake), Some(3));
+    assert_eq!(workload_reads(&e), 1);
+    // The StatefulSet settles: Scaling -> PostScaling (no hook) -> Idle.
+    settle_statefulset(&e.fake);
+    e.clock.advance(SignedDuration::from_secs(30));
+    e.fake.clear_requests();
+    run(&e).await.unwrap();
+    passes += 1;
+    assert_eq!(stage(&e.fake), ScalerStage::Idle);
+    assert_eq!(workload_reads(&e), 1);
+    let steps = &e.events.reasons()[before..];
+    assert_eq!(
+        steps,
+        [
+            "ScalingStarted",
+            "PreScaleDone",
+            "WorkloadStable",
+            "ScalingDone"
+        ],
+        "four stage changes"
+    );
+    assert_eq!(passes, 2);
+}
