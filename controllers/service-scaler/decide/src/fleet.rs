@@ -362,19 +362,8 @@ pub fn member_reads<'a>(
         _ => Vec::new(),
     };
     let scale = member_reads_scale(hpa, &claim)
-        .then(|| member_target(hpa))
-        .and_then(|target| {
-            Some(ScaleRead {
-                resource: scale_resource(&target)?,
-                describe: format!(
-                    "{} {}/{}",
-                    target.kind,
-                    hpa.namespace().unwrap_or_default(),
-                    target.name
-                ),
-                name: target.name,
-            })
-        });
+        .then(|| ScaleRead::of(member_target(hpa), &hpa.namespace().unwrap_or_default()))
+        .flatten();
     MemberReads {
         claim,
         calendars,

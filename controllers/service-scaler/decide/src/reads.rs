@@ -2,11 +2,11 @@
 //! two calls. The reconciler reads what [`reads`] names (I/O only) and hands it to `decide`.
 
 use ebb_crds::service_scaler::ServiceScaler;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
 use kube::ResourceExt;
 use kube::core::ApiResource;
 
-use crate::{calendar_names, describe_workload, hibernation_target, reads_scale, scale_resource};
+use crate::{calendar_names, hibernation_target, reads_scale, scale_resource};
 
 /// What a pass over one ServiceScaler must read, from the ServiceScaler alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +32,18 @@ pub struct ScaleRead {
     pub describe: String,
 }
 
+impl ScaleRead {
+    /// The Scale of `workload` in `namespace`, when hibernation scales its kind
+    /// ([`scale_resource`]).
+    pub fn of(workload: CrossVersionObjectReference, namespace: &str) -> Option<Self> {
+        Some(Self {
+            resource: scale_resource(&workload)?,
+            describe: format!("{} {namespace}/{}", workload.kind, workload.name),
+            name: workload.name,
+        })
+    }
+}
+
 impl Reads {
     /// The Scale to read once the HPA is (`hpa`, `None` when there is none): the recorded
     /// workload, else the HPA's target, else the one ebb's HPA would get ([`hibernation_target`]);
@@ -45,11 +57,7 @@ impl Reads {
             return None;
         }
         let workload = hibernation_target(scaler, hpa);
-        Some(ScaleRead {
-            resource: scale_resource(&workload)?,
-            describe: describe_workload(scaler, &workload),
-            name: workload.name,
-        })
+        ScaleRead::of(workload, &scaler.namespace().unwrap_or_default())
     }
 }
 

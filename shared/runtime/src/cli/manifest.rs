@@ -308,15 +308,31 @@ pub fn read<K>(program: &str, input: &Input, schema: &Schema) -> Result<Vec<K>, 
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
+    read_with(program, input, schema, &[]).map(|read| read.objects)
+}
+
+/// [`read`], keeping the objects of the companion kinds `also` names ([`parse_with`]).
+///
+/// # Errors
+/// As [`read`].
+pub fn read_with<K>(
+    program: &str,
+    input: &Input,
+    schema: &Schema,
+    also: &[(&str, Schema)],
+) -> Result<Manifests<K>, ManifestError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
     let (source, text) = read_source(&input.file)?;
-    let read = parse(&source, &text, schema, input.strictness())?;
+    let read = parse_with(&source, &text, schema, input.strictness(), also)?;
     for warning in &read.warnings {
         eprintln!("{program}: warning: {warning}");
     }
     if let Some(note) = skipped_note(&read.skipped) {
         eprintln!("{program}: {note}");
     }
-    Ok(read.objects)
+    Ok(read)
 }
 
 /// A companion object ([`Manifests::companions`]) read as its type `T`; one that does not fit

@@ -185,10 +185,8 @@ impl ZonedArgs {
         K: Resource<DynamicType = ()> + DeserializeOwned,
         E: From<TzError> + From<ManifestError>,
     {
-        crate::cli::tz::load(&self.tz)?.warn(program);
-        let at = self.input.at(now)?;
-        let schema = Schema::for_kind(crds, &K::kind(&()));
-        Ok((at, manifest::read(program, &self.input, &schema)?))
+        let (at, read) = self.read_with::<K, E>(program, crds, now, &[])?;
+        Ok((at, read.objects))
     }
 
     /// [`ZonedArgs::read`], keeping the objects of the kinds `also` names too (each held to its
@@ -215,16 +213,10 @@ impl ZonedArgs {
             .iter()
             .map(|kind| (*kind, Schema::for_kind(crds.clone(), kind)))
             .collect();
-        let (source, text) = manifest::read_source(&self.input.file)?;
-        let read =
-            manifest::parse_with::<K>(&source, &text, &schema, self.input.strictness(), &also)?;
-        for warning in &read.warnings {
-            eprintln!("{program}: warning: {warning}");
-        }
-        if let Some(note) = manifest::skipped_note(&read.skipped) {
-            eprintln!("{program}: {note}");
-        }
-        Ok((at, read))
+        Ok((
+            at,
+            manifest::read_with(program, &self.input, &schema, &also)?,
+        ))
     }
 
     /// The file read, as messages name it.
