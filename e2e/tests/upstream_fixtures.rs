@@ -17,7 +17,7 @@ use ebb_crds::poolboy::{ClaimSettlement, ResourceClaim};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::DynamicObject;
 use scaledown_window::decide::{
-    self, CONFIGURED_MIN_ANNOTATION, Change, Claim, DISABLED_BY_ANNOTATION, MachinePlan,
+    self, CONFIGURED_MIN_ANNOTATION, Change, Claim, DISABLED_BY_ANNOTATION, MachineDecision,
     PINNED_MIN_ANNOTATION,
 };
 use scaledown_window::targets;
@@ -1418,8 +1418,8 @@ fn an_openshift_machine_autoscaler_reads_and_takes_ebbs_pin_and_release() {
     assert_eq!(view.configured_min, None);
 
     // Outside windows: pin spec.minReplicas to the MachineSet's size (3), keep the minimum.
-    let MachinePlan::Change(pin) =
-        decide::plan_machine_autoscaler(ME, &Claim::Ours, false, &view, Some(3))
+    let MachineDecision::Change(pin) =
+        decide::decide_machine_autoscaler(ME, &Claim::Ours, false, &view, Some(3))
     else {
         panic!("no pin planned")
     };
@@ -1451,8 +1451,8 @@ fn an_openshift_machine_autoscaler_reads_and_takes_ebbs_pin_and_release() {
     }
 
     // Inside windows: restore the configured minimum and drop the marks.
-    let MachinePlan::Change(release) =
-        decide::plan_machine_autoscaler(ME, &Claim::Ours, true, &pinned_view, Some(3))
+    let MachineDecision::Change(release) =
+        decide::decide_machine_autoscaler(ME, &Claim::Ours, true, &pinned_view, Some(3))
     else {
         panic!("no release planned")
     };
@@ -1704,7 +1704,7 @@ fn user_budgets() -> Value {
 
 fn node_pool_change(pool: &Value, desired_enabled: bool) -> Option<Value> {
     let view = targets::node_pool_view(&dynamic(pool));
-    let change = decide::plan_node_pool(ME, &Claim::Ours, desired_enabled, &view, &[])?;
+    let change = decide::decide_node_pool(ME, &Claim::Ours, desired_enabled, &view, &[])?;
     Some(targets::patch_body(
         &Change::NodePool {
             name: view.name,

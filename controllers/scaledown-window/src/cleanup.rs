@@ -2,7 +2,7 @@
 //! on its target ([`decide::uninstall`]) and loses its finalizer.
 
 use ebb_crds::scaledown::ScaleDownSchedule;
-use ebb_runtime::cli::cleanup::Leave;
+use ebb_runtime::process::cleanup::Leave;
 use ebb_runtime::watch::guard::Guarded;
 use kube::api::ListParams;
 use kube::core::{ApiResource, DynamicObject};
@@ -63,7 +63,7 @@ pub async fn release_all(
             ));
             continue;
         }
-        let finalizer = ebb_runtime::cli::cleanup::remove_finalizer(&dynamic, &name, FINALIZER)
+        let finalizer = ebb_runtime::process::cleanup::remove_finalizer(&dynamic, &name, FINALIZER)
             .await
             .map_err(Error::Finalizer)?;
         let finalizer = if finalizer {

@@ -298,7 +298,7 @@ fn watch_targets(
 pub async fn clean(
     shared: frame::Shared,
     args: RunArgs,
-    leave: ebb_runtime::cli::cleanup::Leave,
+    leave: ebb_runtime::process::cleanup::Leave,
 ) -> Result<Vec<String>, reconcile::Error> {
     let mut nodes = Cache::default();
     if args.targets().node_annotation {
@@ -350,7 +350,7 @@ pub fn controllers(
         &client,
         wiring.warm_up.contact(),
         &wiring.shutdown,
-        &wiring.metrics,
+        wiring.metrics.undecodable(CalendarCache::KIND),
     );
     let naming = store.clone();
     let controller = controller.reconcile_on(

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ebb_crds::calendar::HolidayCalendar;
-use ebb_runtime::cli::cleanup::Leave;
+use ebb_runtime::process::cleanup::Leave;
 use ebb_runtime::watch::calendars::CalendarCache;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};

@@ -30,9 +30,9 @@ pub mod reconcile;
 use std::future::Future;
 
 use ebb_crds::service_scaler::ServiceScaler;
-use ebb_runtime::cli::cleanup::Leave;
 use ebb_runtime::execute::frame;
 use ebb_runtime::process::app::{Wiring, watcher_config};
+use ebb_runtime::process::cleanup::Leave;
 use ebb_runtime::watch::calendars::CalendarCache;
 use ebb_runtime::watch::packed::{JsonString, Packed, Unlabelled};
 use futures::{FutureExt, StreamExt};
@@ -225,7 +225,7 @@ async fn remove_finalizer(
     let resource = kube::api::ApiResource::erase::<ServiceScaler>(&());
     let api = Api::namespaced_with(shared.client.clone(), &namespace, &resource);
     for finalizer in [decide::FINALIZER, decide::UDAAN_FINALIZER] {
-        ebb_runtime::cli::cleanup::remove_finalizer(&api, &name, finalizer)
+        ebb_runtime::process::cleanup::remove_finalizer(&api, &name, finalizer)
             .await
             .map_err(frame::WriteError::of(
                 "remove_finalizer",
@@ -256,7 +256,7 @@ pub fn controllers(
         &wiring.client,
         wiring.warm_up.contact(),
         &wiring.shutdown,
-        &wiring.metrics,
+        wiring.metrics.undecodable(CalendarCache::KIND),
     );
     // The HPAs: one cache per scope, kept by the FleetSchedule members' controller of that scope;
     // a change someone else made to an HPA (its generation, labels or annotations: drift, the

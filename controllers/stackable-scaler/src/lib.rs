@@ -259,7 +259,7 @@ ebb_runtime::controller! {
             workload's replicas change",
     plan: "Print the state machine's next step for a StackableScaler manifest (no cluster needed)",
     // Nothing of ebb's outlives it: cleanup only stops the controller.
-    clean: ebb_runtime::cli::cleanup::nothing(
+    clean: ebb_runtime::process::cleanup::nothing(
         "stackable-scaler keeps no finalizers, and its hook Jobs belong to their StackableScalers",
     ) => std::convert::Infallible,
     // Its webhook's port is bound (and its certificate read) before anything starts.

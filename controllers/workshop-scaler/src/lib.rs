@@ -343,7 +343,7 @@ ebb_runtime::controller! {
     about: "Demand-driven, race-free scaling of Babylon WorkshopProvisions",
     plan: "Decide for one WorkshopProvision file, offline (no cluster)",
     // Nothing of ebb's outlives it: cleanup only stops the controller.
-    clean: ebb_runtime::cli::cleanup::nothing(
+    clean: ebb_runtime::process::cleanup::nothing(
         "workshop-scaler keeps no finalizers, and what it writes on WorkshopProvisions \
          (spec.count, its status fields) is theirs to keep",
     ) => std::convert::Infallible,

@@ -157,7 +157,12 @@ async fn one_calendar_that_does_not_decode_stops_no_other() {
     let shutdown = ebb_runtime::Shutdown::new();
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ebb_runtime::ControllerMetrics::new(&mut registry, "demo");
-    let (cache, watch) = CalendarCache::watch(&fake.client(), &contact(), &shutdown, &metrics);
+    let (cache, watch) = CalendarCache::watch(
+        &fake.client(),
+        &contact(),
+        &shutdown,
+        metrics.undecodable(CalendarCache::KIND),
+    );
     let running = tokio::spawn(watch);
     eventually("the calendar cache lists", || cache.resolve(["ch"]).is_ok()).await;
     let calendars = cache.resolve(["ch", "broken"]).unwrap();

@@ -1,7 +1,9 @@
-//! The runtime's modules import one another without a circle: each can be read knowing only the
-//! modules below it. A module that needs something of one above it takes it down a level (as
-//! `slim` went from `app` to `cache`, and `Object` from `frame` to `guard`), and the module above
-//! re-exports it where callers know it.
+//! The runtime's modules import one another without a circle, and so do its groups: each can be
+//! read knowing only what is below it. A module that needs something of one above it takes it down
+//! a level (as `slim` went from `app` to `cache`, `Object` from `frame` to `guard`, `object_key`
+//! from `backoff` to `queue`), and the module above re-exports it where callers know it. The
+//! groups stack as `lib.rs` lists them: the clock and shutdown, watch, lead, serve, execute, cli,
+//! process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,7 +26,7 @@ fn named_modules(code: &str) -> BTreeSet<String> {
                     '}' if depth == 0 => break,
                     '}' => depth -= 1,
                     ',' if depth == 0 => item_start = true,
-                    c if item_start && (c.is_ascii_lowercase() || c == '_') => {
+                    c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
                         named.insert(identifier(&group[i..]));
                         item_start = false;
                     }
@@ -52,8 +54,31 @@ const GROUPS: [&str; 4] = ["watch", "lead", "serve", "process"];
 /// The groups that are modules themselves (their `mod.rs` holds code), and the modules in them.
 const HOSTS: [(&str, &[&str]); 2] = [
     ("execute", &["frame", "events", "backoff"]),
-    ("cli", &["plan", "manifest", "tz", "cleanup"]),
+    ("cli", &["plan", "manifest", "tz"]),
 ];
+
+/// What the crate's root re-exports (`pub use watch::contact::ApiContact;`), by name: the module
+/// each comes from, so `crate::ApiContact` counts as naming `contact`.
+fn root_names(lib: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for line in lib.lines() {
+        let Some(path) = line
+            .strip_prefix("pub use ")
+            .and_then(|l| l.strip_suffix(';'))
+        else {
+            continue;
+        };
+        let (module_path, items) = match path.split_once("::{") {
+            Some((module, items)) => (module, items.trim_end_matches('}')),
+            None => path.rsplit_once("::").unwrap_or((path, "")),
+        };
+        let module = module_path.rsplit("::").next().unwrap_or(module_path);
+        for item in items.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            names.insert(item.to_owned(), module.to_owned());
+        }
+    }
+    names
+}
 
 /// `code` with each path through a group shortened to the module it names:
 /// `crate::watch::cache::X` reads `crate::cache::X`, `crate::execute::frame` `crate::frame`.
@@ -105,6 +130,7 @@ fn module_files(src: &Path) -> BTreeMap<String, std::path::PathBuf> {
 /// Each module of `src` (its own file, without its tests and comments) and the modules it names.
 fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let files = module_files(src);
+    let root = root_names(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
     files
         .iter()
         .map(|(module, path)| {
@@ -117,11 +143,45 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                 .join("\n");
             let named = named_modules(&through_groups(&code))
                 .into_iter()
+                .map(|name| root.get(&name).cloned().unwrap_or(name))
                 .filter(|m| m != module && files.contains_key(m))
                 .collect();
             (module.clone(), named)
         })
         .collect()
+}
+
+/// The group of each module of `src`: the folder it is in, or itself at the crate's root.
+fn groups(src: &Path) -> BTreeMap<String, String> {
+    module_files(src)
+        .into_iter()
+        .map(|(module, path)| {
+            let folder = path.parent().unwrap();
+            let group = match folder == src || path.file_stem().is_some_and(|s| s == "mod") {
+                true if folder == src => module.clone(),
+                _ => folder.file_name().unwrap().to_string_lossy().into_owned(),
+            };
+            (module, group)
+        })
+        .collect()
+}
+
+/// The groups' imports: group A names group B when a module of A names one of B.
+fn group_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let group = groups(src);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, named) in imports(src) {
+        let from = &group[&module];
+        let to = graph.entry(from.clone()).or_default();
+        to.extend(
+            named
+                .iter()
+                .map(|m| &group[m])
+                .filter(|g| *g != from)
+                .cloned(),
+        );
+    }
+    graph
 }
 
 /// A circle among `graph`'s modules, as the path around it, if there is one.
@@ -167,6 +227,48 @@ fn the_runtime_modules_import_one_another_without_a_circle() {
     if let Some(around) = circle(&graph) {
         panic!("an import circle: {}", around.join(" -> "));
     }
+}
+
+/// The groups, lowest first: each imports only groups before it.
+const STACK: [&str; 8] = [
+    "clock", "shutdown", "watch", "lead", "serve", "execute", "cli", "process",
+];
+
+#[test]
+fn the_runtime_groups_stack_without_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = group_imports(&src);
+    let mut found: Vec<&str> = graph.keys().map(String::as_str).collect();
+    let mut stack = STACK.to_vec();
+    found.sort_unstable();
+    stack.sort_unstable();
+    assert_eq!(found, stack, "a group is not in STACK: {graph:?}");
+    assert!(
+        graph["watch"].contains("clock") && graph["process"].contains("cli"),
+        "the imports were not read: {graph:?}"
+    );
+    for (at, group) in STACK.iter().enumerate() {
+        let above: Vec<_> = graph[*group]
+            .iter()
+            .filter(|named| !STACK[..at].contains(&named.as_str()))
+            .collect();
+        assert!(
+            above.is_empty(),
+            "{group} imports {above:?}, which stand above it in {STACK:?}"
+        );
+    }
+    assert_eq!(circle(&graph), None);
+}
+
+/// The crate root's re-exports name the module they come from.
+#[test]
+fn root_re_exports_are_read_as_their_modules() {
+    let names = root_names(
+        "pub mod x;\npub use clock::{Clock, ManualClock};\npub use watch::contact::ApiContact;\n",
+    );
+    assert_eq!(names["Clock"], "clock");
+    assert_eq!(names["ManualClock"], "clock");
+    assert_eq!(names["ApiContact"], "contact");
 }
 
 /// The reading finds what a circle is made of: grouped imports and paths, not comments.

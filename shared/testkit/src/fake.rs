@@ -21,7 +21,7 @@ use crate::watch::{
     DEFAULT_BOOKMARK_INTERVAL, WatchBody, WatchRequest, WatchStream, Watcher, is_true,
     partial_metadata,
 };
-use ebb_runtime::lead::clock::{Clock, ManualClock};
+use ebb_runtime::clock::{Clock, ManualClock};
 
 /// Which requests a fault or hook applies to: an optional method and a substring of the path
 /// (without the query), e.g. `Matcher::patch("/deployments/web")` (which also matches

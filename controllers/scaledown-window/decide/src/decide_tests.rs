@@ -899,7 +899,7 @@ fn cluster_autoscaler_field_follows_the_decision_and_only_when_different() {
     ];
     for (claim, desired, observed, expected) in cases {
         assert_eq!(
-            plan_cluster_autoscaler(&claim, desired, observed),
+            decide_cluster_autoscaler(&claim, desired, observed),
             expected,
             "{claim:?} desired {desired} observed {observed:?}"
         );
@@ -996,7 +996,7 @@ fn node_annotation_rules() {
     ];
     for (claim, desired, n, expected) in cases {
         assert_eq!(
-            plan_node(me, claim, desired, &n),
+            decide_node(me, claim, desired, &n),
             expected,
             "{claim:?} {desired} {n:?}"
         );
@@ -1025,20 +1025,20 @@ proptest! {
     #[test]
     fn node_annotations_ebb_did_not_set_are_kept(claim in any_claim(), desired in any::<bool>(), value in any_mark()) {
         let n = node(value.as_deref(), None);
-        let change = plan_node("me", &claim, desired, &n);
+        let change = decide_node("me", &claim, desired, &n);
         if value.as_deref() == Some("true") {
             prop_assert_eq!(change, None);
         }
-        prop_assert_ne!(plan_node("me", &claim, desired, &n), Some(NodeChange::Release));
+        prop_assert_ne!(decide_node("me", &claim, desired, &n), Some(NodeChange::Release));
     }
 
     /// One change brings a node to the decision: planning again finds nothing to do.
     #[test]
     fn node_plans_converge_in_one_write(claim in any_claim(), desired in any::<bool>(), value in any_mark(), by in any_mark()) {
         let n = node(value.as_deref(), by.as_deref());
-        if let Some(change) = plan_node("me", &claim, desired, &n) {
+        if let Some(change) = decide_node("me", &claim, desired, &n) {
             let after = apply_node(n, &change, "me");
-            prop_assert_eq!(plan_node("me", &claim, desired, &after), None);
+            prop_assert_eq!(decide_node("me", &claim, desired, &after), None);
         }
     }
 }
@@ -1091,8 +1091,8 @@ fn apply_ma(
     m
 }
 
-fn change(min: Option<i32>, annotations: &[(&'static str, Option<&str>)]) -> MachinePlan {
-    MachinePlan::Change(MachineAutoscalerChange {
+fn change(min: Option<i32>, annotations: &[(&'static str, Option<&str>)]) -> MachineDecision {
+    MachineDecision::Change(MachineAutoscalerChange {
         min_replicas: min,
         annotations: annotations
             .iter()
@@ -1116,36 +1116,36 @@ fn machine_autoscaler_pins_to_the_machine_set_outside_windows() {
     let o = Claim::Ours;
     // MachineSet grew to 5: pin min 2 -> 5, keeping 2.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &ma(2, 10), Some(5)),
+        decide_machine_autoscaler("me", &o, false, &ma(2, 10), Some(5)),
         change(Some(5), &pin_all("2", "5"))
     );
     // Never above maxReplicas.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &ma(2, 4), Some(7)),
+        decide_machine_autoscaler("me", &o, false, &ma(2, 4), Some(7)),
         change(Some(4), &pin_all("2", "4"))
     );
     // At (or below) its minimum: nothing to pin, nothing written.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &ma(2, 10), Some(2)),
-        MachinePlan::Nothing
+        decide_machine_autoscaler("me", &o, false, &ma(2, 10), Some(2)),
+        MachineDecision::Nothing
     );
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &ma(2, 10), Some(1)),
-        MachinePlan::Nothing
+        decide_machine_autoscaler("me", &o, false, &ma(2, 10), Some(1)),
+        MachineDecision::Nothing
     );
     // Already pinned, MachineSet grew again: raise the pin, keep the configured minimum.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(6)),
+        decide_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(6)),
         change(Some(6), &[(PINNED_MIN_ANNOTATION, Some("6"))])
     );
     // Pinned and unchanged: nothing.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(5)),
-        MachinePlan::Nothing
+        decide_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(5)),
+        MachineDecision::Nothing
     );
     // MachineSet shrank back to the minimum while pinned (by hand): the pin goes.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(2)),
+        decide_machine_autoscaler("me", &o, false, &pinned(ma(5, 10), "2", "5", "me"), Some(2)),
         change(
             Some(2),
             &[
@@ -1166,27 +1166,27 @@ fn machine_autoscaler_restores_the_configured_minimum_inside_windows() {
         (DISABLED_BY_ANNOTATION, None),
     ];
     assert_eq!(
-        plan_machine_autoscaler("me", &o, true, &pinned(ma(5, 10), "2", "5", "me"), Some(5)),
+        decide_machine_autoscaler("me", &o, true, &pinned(ma(5, 10), "2", "5", "me"), Some(5)),
         change(Some(2), &released)
     );
     // Never pinned: nothing (no MachineSet needed).
     assert_eq!(
-        plan_machine_autoscaler("me", &o, true, &ma(2, 10), None),
-        MachinePlan::Nothing
+        decide_machine_autoscaler("me", &o, true, &ma(2, 10), None),
+        MachineDecision::Nothing
     );
     // Someone set minReplicas to 3 while it was pinned at 5: 3 is the configured minimum now.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, true, &pinned(ma(3, 10), "2", "5", "me"), None),
+        decide_machine_autoscaler("me", &o, true, &pinned(ma(3, 10), "2", "5", "me"), None),
         change(None, &released)
     );
     // ... and outside windows it is pinned from 3.
     assert_eq!(
-        plan_machine_autoscaler("me", &o, false, &pinned(ma(3, 10), "2", "5", "me"), Some(5)),
+        decide_machine_autoscaler("me", &o, false, &pinned(ma(3, 10), "2", "5", "me"), Some(5)),
         change(Some(5), &[(CONFIGURED_MIN_ANNOTATION, Some("3"))])
     );
     // Released when no schedule selects it any more, only if this schedule pinned it.
     assert_eq!(
-        plan_machine_autoscaler(
+        decide_machine_autoscaler(
             "me",
             &Claim::Unclaimed,
             false,
@@ -1196,24 +1196,24 @@ fn machine_autoscaler_restores_the_configured_minimum_inside_windows() {
         change(Some(2), &released)
     );
     assert_eq!(
-        plan_machine_autoscaler(
+        decide_machine_autoscaler(
             "me",
             &Claim::Unclaimed,
             false,
             &pinned(ma(5, 10), "2", "5", "x"),
             None
         ),
-        MachinePlan::Nothing
+        MachineDecision::Nothing
     );
     assert_eq!(
-        plan_machine_autoscaler(
+        decide_machine_autoscaler(
             "me",
             &Claim::LostTo("x".into()),
             true,
             &pinned(ma(5, 10), "2", "5", "me"),
             None
         ),
-        MachinePlan::Nothing
+        MachineDecision::Nothing
     );
 }
 
@@ -1222,24 +1222,24 @@ fn machine_autoscaler_problems_write_nothing() {
     let o = Claim::Ours;
     let bad = pinned(ma(5, 10), "two", "5", "me");
     assert!(matches!(
-        plan_machine_autoscaler("me", &o, true, &bad, Some(5)),
-        MachinePlan::Problem(p) if p.contains(CONFIGURED_MIN_ANNOTATION)
+        decide_machine_autoscaler("me", &o, true, &bad, Some(5)),
+        MachineDecision::Problem(p) if p.contains(CONFIGURED_MIN_ANNOTATION)
     ));
     assert!(matches!(
-        plan_machine_autoscaler("me", &o, false, &ma(2, 10), None),
-        MachinePlan::Problem(p) if p.contains("MachineSet worker-a not found")
+        decide_machine_autoscaler("me", &o, false, &ma(2, 10), None),
+        MachineDecision::Problem(p) if p.contains("MachineSet worker-a not found")
     ));
     let mut not_a_machine_set = ma(2, 10);
     not_a_machine_set.target = None;
     assert!(matches!(
-        plan_machine_autoscaler("me", &o, false, &not_a_machine_set, Some(3)),
-        MachinePlan::Problem(_)
+        decide_machine_autoscaler("me", &o, false, &not_a_machine_set, Some(3)),
+        MachineDecision::Problem(_)
     ));
     let mut no_min = ma(2, 10);
     no_min.min_replicas = None;
     assert!(matches!(
-        plan_machine_autoscaler("me", &o, false, &no_min, Some(3)),
-        MachinePlan::Problem(_)
+        decide_machine_autoscaler("me", &o, false, &no_min, Some(3)),
+        MachineDecision::Problem(_)
     ));
 }
 
@@ -1252,16 +1252,16 @@ proptest! {
         let original = ma(min, min + extra);
         let mut m = original.clone();
         for size in &sizes {
-            if let MachinePlan::Change(c) = plan_machine_autoscaler("me", &Claim::Ours, false, &m, Some(*size)) {
+            if let MachineDecision::Change(c) = decide_machine_autoscaler("me", &Claim::Ours, false, &m, Some(*size)) {
                 m = apply_ma(m, &c);
             }
             let spec_min = m.min_replicas.unwrap();
             prop_assert!(spec_min >= min);
             prop_assert!(spec_min <= (min + extra).max(min));
             prop_assert_eq!(spec_min, min.max((*size).min(min + extra)));
-            prop_assert_eq!(plan_machine_autoscaler("me", &Claim::Ours, false, &m, Some(*size)), MachinePlan::Nothing);
+            prop_assert_eq!(decide_machine_autoscaler("me", &Claim::Ours, false, &m, Some(*size)), MachineDecision::Nothing);
         }
-        if let MachinePlan::Change(c) = plan_machine_autoscaler("me", &Claim::Ours, true, &m, None) {
+        if let MachineDecision::Change(c) = decide_machine_autoscaler("me", &Claim::Ours, true, &m, None) {
             m = apply_ma(m, &c);
         }
         prop_assert_eq!(m, original);
@@ -1299,17 +1299,17 @@ fn node_pool_budget_reasons() {
     let ours = json!({"nodes": "0", "reasons": ["Drifted", "Underutilized"]});
     assert_eq!(ebb_budget(&reasons), ours);
     assert_eq!(ebb_budget(&[]), json!({"nodes": "0"}));
-    let change = plan_node_pool("me", &o, false, &pool(vec![user.clone()], None), &reasons);
+    let change = decide_node_pool("me", &o, false, &pool(vec![user.clone()], None), &reasons);
     assert_eq!(
         change.unwrap().budgets,
         Some(vec![user.clone(), ours.clone()])
     );
     // In sync: nothing.
     let held = pool(vec![user.clone(), ours.clone()], Some("me"));
-    assert_eq!(plan_node_pool("me", &o, false, &held, &reasons), None);
+    assert_eq!(decide_node_pool("me", &o, false, &held, &reasons), None);
     // The schedule now blocks every reason: the same budget, replaced in place.
     assert_eq!(
-        plan_node_pool("me", &o, false, &held, &[]),
+        decide_node_pool("me", &o, false, &held, &[]),
         Some(NodePoolChange {
             budgets: Some(vec![user.clone(), json!({"nodes": "0"})]),
             disabled_by: Some("me".into()),
@@ -1317,7 +1317,7 @@ fn node_pool_budget_reasons() {
     );
     // Inside a window: removed, reasons and all.
     assert_eq!(
-        plan_node_pool("me", &o, true, &held, &reasons)
+        decide_node_pool("me", &o, true, &held, &reasons)
             .unwrap()
             .budgets,
         Some(vec![user.clone()])
@@ -1335,7 +1335,7 @@ fn node_pool_budget_rules() {
     let o = Claim::Ours;
     // Outside windows: ebb's budget appended, user budgets kept in order.
     assert_eq!(
-        plan_node_pool(
+        decide_node_pool(
             "me",
             &o,
             false,
@@ -1349,10 +1349,10 @@ fn node_pool_budget_rules() {
     );
     // Present and ours: nothing.
     let with_ours = pool(vec![user.clone(), ebb_budget(&[])], Some("me"));
-    assert_eq!(plan_node_pool("me", &o, false, &with_ours, &[]), None);
+    assert_eq!(decide_node_pool("me", &o, false, &with_ours, &[]), None);
     // Inside windows: exactly ebb's budget goes.
     assert_eq!(
-        plan_node_pool("me", &o, true, &with_ours, &[]),
+        decide_node_pool("me", &o, true, &with_ours, &[]),
         Some(NodePoolChange {
             budgets: Some(vec![user.clone()]),
             disabled_by: None,
@@ -1361,18 +1361,20 @@ fn node_pool_budget_rules() {
     // A user's own {nodes: "0"} is indistinguishable; without ebb's mark it is never removed,
     // and with it exactly one copy goes.
     let users_zero = pool(vec![ebb_budget(&[])], None);
-    assert_eq!(plan_node_pool("me", &o, true, &users_zero, &[]), None);
+    assert_eq!(decide_node_pool("me", &o, true, &users_zero, &[]), None);
     let both = pool(
         vec![ebb_budget(&[]), user.clone(), ebb_budget(&[])],
         Some("me"),
     );
     assert_eq!(
-        plan_node_pool("me", &o, true, &both, &[]).unwrap().budgets,
+        decide_node_pool("me", &o, true, &both, &[])
+            .unwrap()
+            .budgets,
         Some(vec![ebb_budget(&[]), user.clone()])
     );
     // Mark present but budget removed (GitOps reverted the list): added again.
     assert_eq!(
-        plan_node_pool("me", &o, false, &pool(vec![user.clone()], Some("me")), &[]),
+        decide_node_pool("me", &o, false, &pool(vec![user.clone()], Some("me")), &[]),
         Some(NodePoolChange {
             budgets: Some(vec![user.clone(), ebb_budget(&[])]),
             disabled_by: Some("me".into()),
@@ -1380,7 +1382,7 @@ fn node_pool_budget_rules() {
     );
     // Another schedule's budget on a pool this one manages now: taken over, list untouched.
     assert_eq!(
-        plan_node_pool(
+        decide_node_pool(
             "me",
             &o,
             false,
@@ -1394,7 +1396,7 @@ fn node_pool_budget_rules() {
     );
     // Lost, or another's: untouched.
     assert_eq!(
-        plan_node_pool(
+        decide_node_pool(
             "me",
             &Claim::LostTo("x".into()),
             false,
@@ -1404,7 +1406,7 @@ fn node_pool_budget_rules() {
         None
     );
     assert_eq!(
-        plan_node_pool(
+        decide_node_pool(
             "me",
             &Claim::Unclaimed,
             false,
@@ -1417,7 +1419,7 @@ fn node_pool_budget_rules() {
     let mut absent = pool(vec![], None);
     absent.budgets = None;
     assert_eq!(
-        plan_node_pool("me", &o, false, &absent, &[])
+        decide_node_pool("me", &o, false, &absent, &[])
             .unwrap()
             .budgets,
         Some(vec![ebb_budget(&[])])
@@ -1447,13 +1449,13 @@ proptest! {
         let p = pool(budgets.clone(), by.as_deref());
         let foreign = |list: &[Value]| list.iter().filter(|b| !is_ebb_budget(b)).cloned().collect::<Vec<_>>();
         let ours = |list: &[Value]| list.iter().filter(|b| is_ebb_budget(b)).count();
-        if let Some(change) = plan_node_pool("me", &claim, desired, &p, &[]) {
+        if let Some(change) = decide_node_pool("me", &claim, desired, &p, &[]) {
             let after = apply_pool(p.clone(), &change);
             let new = after.budgets.clone().unwrap();
             prop_assert_eq!(foreign(&new), foreign(&budgets));
             prop_assert!(ours(&new).abs_diff(ours(&budgets)) <= 1);
             // One write converges.
-            prop_assert_eq!(plan_node_pool("me", &claim, desired, &after, &[]), None);
+            prop_assert_eq!(decide_node_pool("me", &claim, desired, &after, &[]), None);
             if by.is_none() {
                 prop_assert!(ours(&new) >= ours(&budgets));
             }
@@ -1466,7 +1468,7 @@ proptest! {
         let original = pool(budgets, None);
         let mut p = original.clone();
         for desired in [false, false, true, true] {
-            if let Some(change) = plan_node_pool("me", &Claim::Ours, desired, &p, &[]) {
+            if let Some(change) = decide_node_pool("me", &Claim::Ours, desired, &p, &[]) {
                 p = apply_pool(p, &change);
             }
         }

@@ -10,8 +10,8 @@
 //! 2. [`claim`]: which schedule manages a target object when several select it (the oldest, then
 //!    the first by name); the others report a conflict and leave it alone.
 //! 3. Per target kind, the minimal change that brings one object to the decision, touching only
-//!    what ebb set: [`plan_cluster_autoscaler`], [`plan_node`], [`plan_machine_autoscaler`],
-//!    [`plan_node_pool`] (each in its kind's module of [`targets`](crate::targets), with its view
+//!    what ebb set: [`decide_cluster_autoscaler`], [`decide_node`], [`decide_machine_autoscaler`],
+//!    [`decide_node_pool`] (each in its kind's module of [`targets`](crate::targets), with its view
 //!    and patch), gathered for a whole target by [`decide_target`].
 //! 4. Pause on the managed objects themselves: an object carrying `scaling.ebb.dev/paused` /
 //!    `paused-until` ([`PauseMarks`]) gets no change at all from [`decide_target`], whichever way
@@ -59,16 +59,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::{Selector, SelectorExt};
 
 pub use crate::targets::cluster_autoscaler::{
-    CLUSTER_AUTOSCALER_NAME, ClusterAutoscalerScaleDown, plan_cluster_autoscaler,
+    CLUSTER_AUTOSCALER_NAME, ClusterAutoscalerScaleDown, decide_cluster_autoscaler,
 };
 pub use crate::targets::machine_autoscalers::{
-    MachineAutoscalerChange, MachineAutoscalerView, MachinePlan, ScaleTargetRef,
-    plan_machine_autoscaler,
+    MachineAutoscalerChange, MachineAutoscalerView, MachineDecision, ScaleTargetRef,
+    decide_machine_autoscaler,
 };
 pub use crate::targets::node_pools::{
-    NodePoolChange, NodePoolView, ebb_budget, is_ebb_budget, plan_node_pool,
+    NodePoolChange, NodePoolView, decide_node_pool, ebb_budget, is_ebb_budget,
 };
-pub use crate::targets::nodes::{NodeChange, NodeView, plan_node};
+pub use crate::targets::nodes::{NodeChange, NodeView, decide_node};
 use crate::targets::{cluster_autoscaler, machine_autoscalers, node_pools, nodes};
 
 /// The upstream cluster-autoscaler's per-node opt-out.
@@ -850,33 +850,33 @@ impl TargetDecision {
     }
 }
 
-/// One schedule planning its target, object by object: the kind modules of
-/// [`targets`](crate::targets) call [`Planner::claim`] and [`Planner::paused`] for each object and
-/// add their changes to [`Planner::plan`].
-pub struct Planner<'a> {
+/// One schedule deciding for its target, object by object: the kind modules of
+/// [`targets`](crate::targets) call [`TargetDecider::claim`] and [`TargetDecider::paused`] for each
+/// object and add their changes to [`TargetDecider::decision`].
+pub struct TargetDecider<'a> {
     /// The schedule's name.
     pub me: &'a str,
     claimants: &'a [Claimant],
     /// Its decision (scale-down enabled), `true` while it is being deleted (a release).
     pub desired: bool,
     now: Timestamp,
-    /// The plan so far.
-    pub plan: TargetDecision,
+    /// The decision so far.
+    pub decision: TargetDecision,
 }
 
-impl Planner<'_> {
+impl TargetDecider<'_> {
     /// Who manages the object `id` (`label` names it in messages), counted in the plan:
     /// selected, managed, or a conflict with the schedule that manages it.
     pub fn claim(&mut self, id: ObjectId<'_>, label: &str) -> Claim {
         let claim = claim(self.me, self.claimants, &id);
         match &claim {
             Claim::Ours => {
-                self.plan.selected += 1;
-                self.plan.managed += 1;
+                self.decision.selected += 1;
+                self.decision.managed += 1;
             }
             Claim::LostTo(winner) => {
-                self.plan.selected += 1;
-                self.plan.conflicts.push(Conflict {
+                self.decision.selected += 1;
+                self.decision.conflicts.push(Conflict {
                     object: label.to_owned(),
                     managed_by: winner.clone(),
                 });
@@ -894,7 +894,7 @@ impl Planner<'_> {
             return false;
         }
         if *claim == Claim::Ours {
-            self.plan.paused.push(PausedObject {
+            self.decision.paused.push(PausedObject {
                 object: label.to_owned(),
                 state,
             });
@@ -903,7 +903,7 @@ impl Planner<'_> {
     }
 }
 
-/// Plans one schedule's target: `desired_enabled` is its decision, `None` while it is being
+/// Decides for one schedule's target: `desired_enabled` is its decision, `None` while it is being
 /// deleted (then `me` is not among `claimants`, and what it set is released unless another
 /// schedule takes over).
 ///
@@ -918,12 +918,12 @@ pub fn decide_target(
     observed: &TargetObjects,
     now: Timestamp,
 ) -> TargetDecision {
-    let mut planner = Planner {
+    let mut decider = TargetDecider {
         me,
         claimants,
         desired: desired_enabled.unwrap_or(true),
         now,
-        plan: TargetDecision::default(),
+        decision: TargetDecision::default(),
     };
     match observed {
         TargetObjects::ClusterAutoscaler {
@@ -931,19 +931,21 @@ pub fn decide_target(
             enabled,
             uid,
             pause,
-        } => cluster_autoscaler::plan(&mut planner, name, *enabled, uid.as_deref(), pause),
-        TargetObjects::Nodes(nodes) => nodes::plan(&mut planner, nodes),
+        } => cluster_autoscaler::decide(&mut decider, name, *enabled, uid.as_deref(), pause),
+        TargetObjects::Nodes(nodes) => nodes::decide(&mut decider, nodes),
         TargetObjects::MachineAutoscalers {
             autoscalers,
             machine_sets,
             cluster_autoscaler,
         } => {
-            planner.plan.cluster_autoscaler = Some(*cluster_autoscaler);
-            machine_autoscalers::plan(&mut planner, autoscalers, machine_sets);
+            decider.decision.cluster_autoscaler = Some(*cluster_autoscaler);
+            machine_autoscalers::decide(&mut decider, autoscalers, machine_sets);
         }
-        TargetObjects::NodePools(pools, reasons) => node_pools::plan(&mut planner, pools, reasons),
+        TargetObjects::NodePools(pools, reasons) => {
+            node_pools::decide(&mut decider, pools, reasons)
+        }
     }
-    planner.plan
+    decider.decision
 }
 
 #[cfg(test)]

@@ -1,30 +1,17 @@
 //! The command line every controller binary has: no subcommand runs the controller (its flags
-//! `R`), `plan` decides for one manifest offline (flags `P`), `cleanup` undoes what the
-//! controller set on others' objects before an uninstall ([`crate::cli::cleanup`]). A controller's
-//! `main.rs` is one line, [`main!`](crate::main!), which reaches [`main`] through
-//! [`crate::process::controller::main`]:
-//!
-//! ```ignore
-//! ebb_runtime::main!(service_scaler::ServiceScalerController);
-//! ```
+//! `R`), `plan` decides for one manifest offline (flags `P`, [`plan`], reading manifests as the API
+//! server would: [`manifest`]), `cleanup` undoes what the controller set on others' objects before
+//! an uninstall ([`CleanupArgs`]; what it runs is the process's). `--tz-data` is [`tz`]'s. The
+//! binary's `main` that parses it and runs what it asks for is the process's
+//! ([`crate::process::controller::main`]).
 
-pub mod cleanup;
 pub mod manifest;
 pub mod plan;
 pub mod tz;
 
-use std::fmt::Display;
-use std::future::Future;
-use std::process::ExitCode;
-
 use clap::{CommandFactory, FromArgMatches};
-use jiff::Timestamp;
 
-use crate::CommonArgs;
-use crate::cli::cleanup::{CleanupArgs, CleanupError};
-use crate::lead::clock::{Clock, SystemClock};
-
-use crate::cli::plan::{EXIT_STATUS, PlanFailure, finish, finish_plan};
+use crate::cli::plan::EXIT_STATUS;
 
 /// Both ways to start a controller binary.
 #[derive(clap::Parser, Debug)]
@@ -46,6 +33,25 @@ pub enum Command<R: clap::Args, P: clap::Args> {
     /// Before an uninstall: stop the controller, then remove what it set on others' objects and
     /// its finalizers (`--dry-run`: say what, write nothing).
     Cleanup(CleanupArgs<R>),
+}
+
+/// Flags of `<controller> cleanup`: the controller's own flags (which namespaces and objects,
+/// which Lease, `--dry-run`) and the Deployment to stop first.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CleanupArgs<R: clap::Args> {
+    /// The controller's flags.
+    #[command(flatten)]
+    pub run: R,
+    /// The controller's Deployment (in the Lease's namespace, `--lease-namespace`): scaled to 0,
+    /// and its pods waited for until none is left, before anything is cleaned, so no replica
+    /// writes again or takes the Lease back.
+    #[arg(long, env = "EBB_STOP_DEPLOYMENT", value_name = "NAME")]
+    pub stop_deployment: Option<String>,
+    /// Keep what the controller put in force on others' objects (an HPA's scheduled settings, a
+    /// hibernated workload at 0, a fleet member's schedule, a scale-down switch): only its
+    /// finalizers and its Lease go. Without it every object gets its own values back.
+    #[arg(long, env = "EBB_KEEP_SETTINGS")]
+    pub keep_settings: bool,
 }
 
 /// Describes a binary for `--help` and `--version`.
@@ -81,50 +87,6 @@ impl About {
         let mut command = self.command::<R, P>();
         let matches = command.try_get_matches_from_mut(args)?;
         Cli::<R, P>::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
-    }
-}
-
-/// Parses the process's arguments, then runs the controller, `plan` or `cleanup`, printing the
-/// output or the error (`<name>: <error>`; a controller that fails says so in its
-/// `--log-format`, see [`crate::serve::telemetry::fatal`]) and exiting accordingly. `plan` gets the wall-clock
-/// instant (read here, at the binary's edge, once): the instant it decides at unless told another.
-pub async fn main<R, P, Run, RunError, PlanError, Clean, Cleaned>(
-    about: About,
-    run: impl FnOnce(R) -> Run,
-    plan: impl FnOnce(&P, Timestamp) -> Result<String, PlanError>,
-    cleanup: Clean,
-) -> ExitCode
-where
-    R: clap::Args + AsRef<CommonArgs>,
-    P: clap::Args,
-    Run: Future<Output = Result<(), RunError>>,
-    RunError: Display,
-    PlanError: PlanFailure,
-    Clean: FnOnce(CleanupArgs<R>) -> Cleaned,
-    Cleaned: Future<Output = Result<String, CleanupError>>,
-{
-    let cli = match about.parse_from::<R, P, _, _>(std::env::args_os()) {
-        Ok(cli) => cli,
-        Err(e) => e.exit(),
-    };
-    match cli.command {
-        Some(Command::Plan(args)) => finish_plan(
-            &format!("{} plan", about.name),
-            plan(&args, SystemClock.now()),
-        ),
-        Some(Command::Cleanup(args)) => {
-            finish(&format!("{} cleanup", about.name), cleanup(args).await)
-        }
-        None => {
-            let format = cli.run.as_ref().log_format;
-            match run(cli.run).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    crate::serve::telemetry::fatal(format, about.name, &error);
-                    ExitCode::FAILURE
-                }
-            }
-        }
     }
 }
 

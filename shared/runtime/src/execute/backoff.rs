@@ -9,7 +9,6 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use backon::BackoffBuilder as _;
-use kube::{Resource, ResourceExt};
 
 /// The first wait after a failure.
 pub const FIRST_DELAY: Duration = Duration::from_secs(1);
@@ -92,14 +91,6 @@ fn schedule(jitter: bool) -> backon::ExponentialBackoff {
         builder.with_jitter().build()
     } else {
         builder.build()
-    }
-}
-
-/// `namespace/name` (or `name` for cluster-scoped objects): the key of an object in logs and backoff.
-pub fn object_key<K: Resource>(object: &K) -> String {
-    match object.namespace() {
-        Some(ns) => format!("{ns}/{}", object.name_any()),
-        None => object.name_any(),
     }
 }
 

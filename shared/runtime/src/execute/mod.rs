@@ -14,7 +14,7 @@
 //! 2. the status (a merge patch of the status subresource);
 //!
 //! Each write's answered resourceVersion is recorded in the context's
-//! [`OwnWrites`](crate::watch::own_writes::OwnWrites), so that a watch that asked for it passes over
+//! [`OwnWrites`], so that a watch that asked for it passes over
 //! the event the write causes.
 //!
 //! 3. the plan's Events;

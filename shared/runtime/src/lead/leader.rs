@@ -36,9 +36,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::ApiContact;
-use crate::lead::shutdown::Shutdown;
-use crate::process::args::CommonArgs;
-pub use crate::process::kubeconfig::choose_identity;
+use crate::shutdown::Shutdown;
 
 /// How long a lease stays valid without renewal (seconds).
 pub const LEASE_DURATION_SECS: u64 = 15;
@@ -189,34 +187,48 @@ impl Leader {
     }
 }
 
+/// The Lease a controller competes for: `--lease-namespace` and `--lease-name` (by default the
+/// controller's name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseName {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for LeaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 /// Starts leader election.
 #[derive(Debug)]
 pub struct LeaderElection;
 
 impl LeaderElection {
-    /// What `main` calls: election as configured by the common flags. With
-    /// `--leader-election=false` this is [`Leader::disabled`]; otherwise it competes for the Lease
-    /// `--lease-namespace`/`--lease-name` (default: `controller`) as [`identity_from_env`].
-    pub async fn from_args(
-        args: &CommonArgs,
+    /// What `main` calls: election as the common flags configure it. Without a Lease
+    /// (`--leader-election=false`) this is [`Leader::disabled`]; otherwise it competes for `lease`
+    /// (`--lease-namespace`/`--lease-name`) as [`identity_from_env`].
+    pub async fn elect(
+        lease: Option<&LeaseName>,
         client: Client,
-        controller: &str,
         contact: &ApiContact,
         shutdown: Shutdown,
     ) -> Result<Leader, LeaderError> {
-        if !args.leader_election {
+        let Some(lease) = lease else {
             tracing::info!("leader election disabled: acting as leader");
             let leader = Leader::disabled();
             // It may still stand down for an overlapping install, and resume.
             leader.wake_on_writing(contact.clone(), shutdown);
             return Ok(leader);
-        }
+        };
         let identity = identity_from_env()?;
-        let lease_name = args.lease_name_or(controller);
         Self::start(
             client,
-            &args.lease_namespace,
-            &lease_name,
+            &lease.namespace,
+            &lease.name,
             &identity,
             contact,
             shutdown,
@@ -669,10 +681,29 @@ async fn gate(
     }
 }
 
+/// The election identity: the pod name if set, else the host name. Blank values count as unset.
+pub fn choose_identity(pod_name: Option<&str>, hostname: Option<&str>) -> Option<String> {
+    [pod_name, hostname]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// This process's identity ([`choose_identity`] of env `POD_NAME` and the host name): the
+/// leader election's, and the one its requests name
+/// ([`crate::process::kubeconfig::user_agent`]).
+pub fn identity() -> Option<String> {
+    let pod_name = std::env::var("POD_NAME").ok();
+    let hostname = hostname::get().ok().and_then(|h| h.into_string().ok());
+    choose_identity(pod_name.as_deref(), hostname.as_deref())
+}
+
 /// The election identity of this process: env `POD_NAME` (set it from the downward API), else the
 /// host name (a pod's host name is its name, too).
 pub fn identity_from_env() -> Result<String, LeaderError> {
-    crate::process::kubeconfig::identity().ok_or(LeaderError::NoIdentity)
+    identity().ok_or(LeaderError::NoIdentity)
 }
 
 #[cfg(test)]

@@ -1,6 +1,4 @@
-//! Leading: the Lease that lets one replica write, the hand-over between an old and a new replica, shutdown, and the clock a pass reads.
+//! Leading: the Lease that lets one replica write, and the hand-over between an old and a new replica, or between two installs whose scopes overlap.
 
-pub mod clock;
 pub mod leader;
 pub mod overlap;
-pub mod shutdown;

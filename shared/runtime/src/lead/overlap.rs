@@ -24,10 +24,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::lead::clock::Clock;
+use crate::clock::Clock;
 use crate::lead::leader::{LEASE_DURATION_SECS, Leader};
-use crate::lead::shutdown::Shutdown;
-use crate::process::args::CommonArgs;
+use crate::shutdown::Shutdown;
 use crate::time::from_k8s_time;
 
 /// The Lease label naming the controller, on every ebb Lease.
@@ -52,19 +51,6 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The scope of `args`; `namespaced`: whether the controller's kind is namespaced (a
-    /// cluster-scoped kind is watched everywhere whatever `--namespace` says).
-    pub fn of(args: &CommonArgs, namespaced: bool) -> Self {
-        Self {
-            namespaces: if namespaced {
-                args.watched_namespaces()
-            } else {
-                Vec::new()
-            },
-            label_selector: args.label_selector().map(str::to_owned),
-        }
-    }
-
     /// Whether an object could be in both scopes.
     pub fn overlaps(&self, other: &Scope) -> bool {
         let namespaces = self.namespaces.is_empty()

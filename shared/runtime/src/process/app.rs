@@ -24,10 +24,10 @@ use thiserror::Error;
 use tokio::task::JoinHandle;
 
 use crate::execute::frame::{Context, Shared};
-use crate::lead::shutdown::ShutdownError;
 use crate::serve::metrics_auth::KubeAuth;
 use crate::serve::server::ServerError;
 use crate::serve::telemetry::TelemetryError;
+use crate::shutdown::ShutdownError;
 use crate::watch::queue::{Queue, Queued};
 use crate::{
     ApiContact, CommonArgs, ControllerMetrics, EventPublisher, Health, LeaderElection, LeaderError,
@@ -114,7 +114,7 @@ impl Wiring {
 
 /// Runs controller `name` as a process with its flags `args` (the common ones among them): registers
 /// the reconcile metrics and the controller's own (`register`), starts the process's parts
-/// ([`start`]), then drives what `controllers` builds from `args` on its [`Wiring`] until shutdown.
+/// (`start`), then drives what `controllers` builds from `args` on its [`Wiring`] until shutdown.
 /// A controller's `run` is this one call:
 ///
 /// ```ignore
@@ -158,7 +158,7 @@ where
             controller: name.to_owned(),
             lease_namespace: wiring.common.lease_namespace.clone(),
             lease_name: wiring.common.lease_name_or(name),
-            scope: crate::lead::overlap::Scope::of(&wiring.common, kind == Kind::Namespaced),
+            scope: wiring.common.scope(kind == Kind::Namespaced),
             leader: wiring.leader.clone(),
             overlapping: process.overlapping,
             clock: wiring.clock.clone(),
@@ -221,9 +221,13 @@ async fn start(
     }
     let server = tokio::spawn(server.run(Arc::new(registry), health.clone(), shutdown.clone()));
     tokio::spawn(contact.clone().probe(unlimited.clone(), shutdown.clone()));
-    let leader =
-        LeaderElection::from_args(&common, unlimited, controller, &contact, shutdown.clone())
-            .await?;
+    let leader = LeaderElection::elect(
+        common.lease(controller).as_ref(),
+        unlimited,
+        &contact,
+        shutdown.clone(),
+    )
+    .await?;
     tracing::info!(
         controller,
         namespaces = ?common.watched_namespaces(),

@@ -10,6 +10,8 @@ use std::net::SocketAddr;
 
 use clap::builder::{BoolishValueParser, FalseyValueParser};
 
+use crate::lead::leader::LeaseName;
+use crate::lead::overlap::Scope;
 use crate::process::kubeconfig::CLUSTER;
 use crate::serve::telemetry::LogFormat;
 
@@ -253,6 +255,29 @@ impl CommonArgs {
             .into_iter()
             .filter_map(|s| s.as_deref().map(str::trim))
             .find(|s| !s.is_empty())
+    }
+
+    /// The scope of this install ([`Scope`]: which objects it manages, for
+    /// [`crate::lead::overlap`]); `namespaced`: whether the controller's kind is namespaced (a
+    /// cluster-scoped kind is watched everywhere whatever `--namespace` says).
+    pub fn scope(&self, namespaced: bool) -> Scope {
+        Scope {
+            namespaces: if namespaced {
+                self.watched_namespaces()
+            } else {
+                Vec::new()
+            },
+            label_selector: self.label_selector().map(str::to_owned),
+        }
+    }
+
+    /// The Lease `controller` competes for (`--lease-namespace`, `--lease-name`), or `None` with
+    /// `--leader-election=false`.
+    pub fn lease(&self, controller: &str) -> Option<LeaseName> {
+        self.leader_election.then(|| LeaseName {
+            namespace: self.lease_namespace.clone(),
+            name: self.lease_name_or(controller),
+        })
     }
 
     /// The Lease name: `--lease-name`, else the controller's name.

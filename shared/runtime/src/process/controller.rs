@@ -11,10 +11,12 @@ pub use jiff::Timestamp;
 pub use prometheus_client::registry::Registry;
 
 use crate::CommonArgs;
-use crate::cli::cleanup;
-use crate::cli::{self, About};
+use crate::cli::plan::{finish, finish_plan};
+use crate::cli::{About, Command};
+use crate::clock::{Clock as _, SystemClock};
 use crate::execute::frame::Shared;
 use crate::process::app::{self, AppError, Kind, Wiring};
+use crate::process::cleanup;
 
 /// One controller: its name and description, its flags, its own metrics, its watches and
 /// reconcilers, its offline `plan`, and what `cleanup` undoes before an uninstall.
@@ -122,11 +124,37 @@ pub fn block_on<C: Controller>() -> ExitCode {
     }
 }
 
-/// A controller binary's whole `main`: parses the command line, then runs the controller, its
-/// `plan` or its `cleanup` ([`cli::main`]).
+/// A controller binary's whole `main`: parses the process's arguments, then runs the controller,
+/// its `plan` or its `cleanup` ([`cleanup::run`]), printing the output or the error (`<name>:
+/// <error>`; a controller that fails says so in its `--log-format`, see
+/// [`crate::serve::telemetry::fatal`]) and exiting accordingly. `plan` gets the wall-clock instant
+/// (read here, at the binary's edge, once): the instant it decides at unless told another.
 pub async fn main<C: Controller>() -> ExitCode {
-    let cleanup = |args| cleanup::run(C::ABOUT.name, args, C::clean);
-    cli::main::<C::Args, C::PlanArgs, _, _, _, _, _>(C::ABOUT, C::run, C::plan, cleanup).await
+    let about = C::ABOUT;
+    let cli = match about.parse_from::<C::Args, C::PlanArgs, _, _>(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Some(Command::Plan(args)) => finish_plan(
+            &format!("{} plan", about.name),
+            C::plan(&args, SystemClock.now()),
+        ),
+        Some(Command::Cleanup(args)) => finish(
+            &format!("{} cleanup", about.name),
+            cleanup::run(about.name, args, C::clean).await,
+        ),
+        None => {
+            let format = cli.run.as_ref().log_format;
+            match C::run(cli.run).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    crate::serve::telemetry::fatal(format, about.name, &error);
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
 }
 
 /// Declares a controller as a type: a unit struct implementing [`Controller`] from the names
@@ -200,7 +228,7 @@ macro_rules! controller {
             fn clean(
                 shared: $crate::execute::frame::Shared,
                 args: RunArgs,
-                leave: $crate::cli::cleanup::Leave,
+                leave: $crate::process::cleanup::Leave,
             ) -> impl ::std::future::Future<Output = Result<Vec<String>, $clean_error>> {
                 ($clean)(shared, args, leave)
             }

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
+use crate::lead::leader::identity;
+
 /// The `--help` heading of the flags that say which cluster to talk to, and how.
 pub(crate) const CLUSTER: &str = "Cluster";
 
@@ -16,24 +18,6 @@ pub(crate) const CLUSTER: &str = "Cluster";
 /// "failed to infer config: in-cluster: (…), kubeconfig: (…)"), or the error itself.
 pub(crate) fn innermost_summary(error: &(dyn std::error::Error + 'static)) -> String {
     error.source().unwrap_or(error).to_string()
-}
-
-/// The election identity: the pod name if set, else the host name. Blank values count as unset.
-pub fn choose_identity(pod_name: Option<&str>, hostname: Option<&str>) -> Option<String> {
-    [pod_name, hostname]
-        .into_iter()
-        .flatten()
-        .map(str::trim)
-        .find(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
-/// This process's identity ([`choose_identity`] of env `POD_NAME` and the host name): the
-/// leader election's, and the one its requests name ([`user_agent`]).
-pub fn identity() -> Option<String> {
-    let pod_name = std::env::var("POD_NAME").ok();
-    let hostname = hostname::get().ok().and_then(|h| h.into_string().ok());
-    choose_identity(pod_name.as_deref(), hostname.as_deref())
 }
 
 /// `--kubeconfig` and `--context`.

@@ -166,15 +166,15 @@ impl ControllerMetrics {
         }
     }
 
-    /// How many `kind` objects the controller holds that do not decode (reported nowhere else:
-    /// a kind without a status of its own, such as HolidayCalendar).
-    pub fn set_undecodable(&self, kind: &str, count: usize) {
-        let count = i64::try_from(count).unwrap_or(i64::MAX);
+    /// The gauge of how many `kind` objects the controller holds that do not decode (reported
+    /// nowhere else: a kind without a status of its own, such as HolidayCalendar), for the watch
+    /// that sees them to set.
+    pub fn undecodable(&self, kind: &str) -> Gauge {
         self.undecodable
             .get_or_create(&KindLabels {
                 kind: kind.to_owned(),
             })
-            .set(count);
+            .clone()
     }
 
     /// Exports the depth of `queue`, the queue of the controller reconciling `kind`, from now on;

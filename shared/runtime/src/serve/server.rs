@@ -18,8 +18,8 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::lead::shutdown::Shutdown;
 use crate::serve::metrics_auth::{MetricsAuth, Verdict, bearer};
+use crate::shutdown::Shutdown;
 
 /// The OpenMetrics text content type that prometheus-client's text encoder produces.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

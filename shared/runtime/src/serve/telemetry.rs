@@ -92,8 +92,8 @@ pub fn fatal_line(format: LogFormat, program: &str, error: &dyn Display, now: &s
 
 /// Prints [`fatal_line`] on stderr, stamped with the wall clock (as every log line is).
 pub fn fatal(format: LogFormat, program: &str, error: &dyn Display) {
-    use crate::lead::clock::Clock as _;
-    let now = format!("{:.6}", crate::lead::clock::SystemClock.now());
+    use crate::clock::Clock as _;
+    let now = format!("{:.6}", crate::clock::SystemClock.now());
     eprintln!("{}", fatal_line(format, program, error, &now));
 }
 

@@ -21,12 +21,10 @@ use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
+use prometheus_client::metrics::gauge::Gauge;
 
 use crate::watch::cache::{Cache, Cold, Feed};
 use crate::watch::guard::Guarded;
-
-/// The kind, as the undecodable-objects gauge names it.
-const KIND: &str = "HolidayCalendar";
 
 /// Where the names of changed calendars go.
 type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>;
@@ -39,13 +37,17 @@ pub struct CalendarCache {
 }
 
 impl CalendarCache {
+    /// The kind, as the undecodable-objects gauge names it.
+    pub const KIND: &str = "HolidayCalendar";
+
     /// The cache, and the watch that fills it and tells the subscribers (to be run until the
-    /// shutdown beside the controllers, which it never holds back).
+    /// shutdown beside the controllers, which it never holds back). `undecodable` counts the
+    /// calendars that do not decode (`ControllerMetrics::undecodable(CalendarCache::KIND)`).
     pub fn watch(
         client: &kube::Client,
         contact: &crate::ApiContact,
         shutdown: &crate::Shutdown,
-        metrics: &crate::ControllerMetrics,
+        undecodable: Gauge,
     ) -> (
         Self,
         impl std::future::Future<Output = ()> + Send + 'static + use<>,
@@ -57,8 +59,7 @@ impl CalendarCache {
             subscribers: Subscribers::default(),
         };
         let subscribers = this.subscribers.clone();
-        let metrics = metrics.clone();
-        metrics.set_undecodable(KIND, 0);
+        undecodable.set(0);
         let (client, contact, token) = (client.clone(), contact.clone(), shutdown.token());
         let run = async move {
             // The calendars that do not decode: they have no status to report in, so a gauge
@@ -99,7 +100,7 @@ impl CalendarCache {
                     }
                     Ok(Event::InitDone) | Err(_) => {}
                 }
-                metrics.set_undecodable(KIND, invalid.len());
+                undecodable.set(i64::try_from(invalid.len()).unwrap_or(i64::MAX));
                 async {}
             })
             .await;

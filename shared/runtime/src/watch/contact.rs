@@ -150,7 +150,7 @@ impl ApiContact {
         }
     }
 
-    /// Records that a request failed for want of the server ([`unreachable`]): it is lost
+    /// Records that a request failed for want of the server ([`unreachable`](fn@unreachable)): it is lost
     /// until its `/readyz` says 200 ([`ApiContact::probe`]).
     pub fn failed(&self) {
         if !self.inner.lost.swap(true, Ordering::AcqRel) {
@@ -184,7 +184,7 @@ impl ApiContact {
     }
 
     /// Records `error` of a request or a reconcile if it is one the server's absence explains
-    /// ([`unreachable`]); says whether it was.
+    /// ([`unreachable`](fn@unreachable)); says whether it was.
     pub fn failed_if_unreachable(&self, error: &(dyn std::error::Error + 'static)) -> bool {
         let unreachable = unreachable(error);
         if unreachable {

@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use kube::Resource;
 use kube::runtime::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
@@ -147,8 +147,16 @@ impl Queue {
     }
 }
 
-/// The ledger key of an object reference: `namespace/name`, or `name` (as
-/// [`object_key`](crate::object_key) names objects).
+/// `namespace/name` (or `name` for cluster-scoped objects): the key of an object in logs and backoff.
+pub fn object_key<K: Resource>(object: &K) -> String {
+    match object.namespace() {
+        Some(ns) => format!("{ns}/{}", object.name_any()),
+        None => object.name_any(),
+    }
+}
+
+/// The ledger key of an object reference: `namespace/name`, or `name` (as [`object_key`]
+/// names objects).
 pub fn ref_key<K: kube::runtime::reflector::Lookup>(reference: &ObjectRef<K>) -> String {
     match &reference.namespace {
         Some(ns) => format!("{ns}/{}", reference.name),
@@ -186,7 +194,7 @@ where
         let queue = queue.clone();
         trigger.inspect(move |object| {
             if let Ok(object) = object {
-                queue.asked(crate::object_key(object));
+                queue.asked(object_key(object));
             }
         })
     }
@@ -279,7 +287,7 @@ where
         let store = self.controller.store();
         let noted = trigger.inspect(move |()| {
             for object in store.state() {
-                queue.asked(crate::object_key(object.as_ref()));
+                queue.asked(object_key(object.as_ref()));
             }
         });
         Self {

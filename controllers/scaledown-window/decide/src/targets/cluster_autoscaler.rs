@@ -5,7 +5,7 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::resource;
-use crate::{Change, Claim, ObjectId, PauseMarks, Planner, TargetKind};
+use crate::{Change, Claim, ObjectId, PauseMarks, TargetDecider, TargetKind};
 
 /// `autoscaling.openshift.io/v1` ClusterAutoscaler (cluster-scoped).
 pub fn cluster_autoscaler() -> ApiResource {
@@ -55,7 +55,7 @@ pub fn cluster_autoscaler_enabled(ca: &DynamicObject) -> Option<bool> {
 ///
 /// The managing schedule applies its decision. An unclaimed one (only while its last schedule is
 /// being deleted) is released to scale-down enabled, the autoscaler's behaviour without ebb.
-pub fn plan_cluster_autoscaler(
+pub fn decide_cluster_autoscaler(
     claim: &Claim,
     desired_enabled: bool,
     observed_enabled: Option<bool>,
@@ -71,8 +71,8 @@ pub fn plan_cluster_autoscaler(
 /// Plans the ClusterAutoscaler `name` (`enabled`: `None` when not found, else its
 /// `spec.scaleDown.enabled`; `uid` as read). Not found: nothing is selected, so nothing is claimed
 /// either.
-pub(crate) fn plan(
-    planner: &mut Planner<'_>,
+pub(crate) fn decide(
+    decider: &mut TargetDecider<'_>,
     name: &str,
     enabled: Option<Option<bool>>,
     uid: Option<&str>,
@@ -89,11 +89,11 @@ pub(crate) fn plan(
         labels: &no_labels,
     };
     let label = format!("ClusterAutoscaler {name}");
-    let claim = planner.claim(id, &label);
-    if !planner.paused(&claim, &label, pause)
-        && let Some(set) = plan_cluster_autoscaler(&claim, planner.desired, enabled)
+    let claim = decider.claim(id, &label);
+    if !decider.paused(&claim, &label, pause)
+        && let Some(set) = decide_cluster_autoscaler(&claim, decider.desired, enabled)
     {
-        planner.plan.changes.push(Change::ClusterAutoscaler {
+        decider.decision.changes.push(Change::ClusterAutoscaler {
             name: name.to_owned(),
             uid: uid.map(str::to_owned),
             enabled: set,

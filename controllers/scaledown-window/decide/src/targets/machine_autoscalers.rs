@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::{annotation, labels, metadata, name, pause_marks, resource};
 use crate::{
     CONFIGURED_MIN_ANNOTATION, Change, Claim, DISABLED_BY_ANNOTATION, ObjectId,
-    PINNED_MIN_ANNOTATION, PauseMarks, Planner, TargetKind,
+    PINNED_MIN_ANNOTATION, PauseMarks, TargetDecider, TargetKind,
 };
 
 /// `autoscaling.openshift.io/v1beta1` MachineAutoscaler (namespaced).
@@ -97,7 +97,7 @@ pub struct MachineAutoscalerChange {
 
 /// The outcome of planning one MachineAutoscaler.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MachinePlan {
+pub enum MachineDecision {
     /// It is as it should be, or not this schedule's to change.
     Nothing,
     /// Write this.
@@ -140,34 +140,34 @@ fn configured_min(ma: &MachineAutoscalerView) -> Result<i32, String> {
 /// raised above `spec.maxReplicas`. The configured minimum is kept in an annotation while it is
 /// pinned (so a restart loses nothing); inside windows it is restored and the annotations go. A
 /// MachineAutoscaler no live schedule selects any more is restored when this schedule pinned it.
-pub fn plan_machine_autoscaler(
+pub fn decide_machine_autoscaler(
     me: &str,
     claim: &Claim,
     desired_enabled: bool,
     ma: &MachineAutoscalerView,
     machine_set_replicas: Option<i32>,
-) -> MachinePlan {
+) -> MachineDecision {
     let pin = match claim {
         Claim::Ours => !desired_enabled,
         Claim::Unclaimed if ma.disabled_by.as_deref() == Some(me) => false,
-        Claim::Unclaimed | Claim::LostTo(_) | Claim::Other => return MachinePlan::Nothing,
+        Claim::Unclaimed | Claim::LostTo(_) | Claim::Other => return MachineDecision::Nothing,
     };
     if !pin && !ma.has_marks() {
-        return MachinePlan::Nothing;
+        return MachineDecision::Nothing;
     }
     let configured = match configured_min(ma) {
         Ok(configured) => configured,
-        Err(problem) => return MachinePlan::Problem(problem),
+        Err(problem) => return MachineDecision::Problem(problem),
     };
     let target_min = if pin {
         let Some(machine_set) = ma.machine_set() else {
-            return MachinePlan::Problem(format!(
+            return MachineDecision::Problem(format!(
                 "MachineAutoscaler {}: spec.scaleTargetRef is not a MachineSet",
                 ma.name
             ));
         };
         let Some(replicas) = machine_set_replicas else {
-            return MachinePlan::Problem(format!(
+            return MachineDecision::Problem(format!(
                 "MachineAutoscaler {}: MachineSet {machine_set} not found",
                 ma.name
             ));
@@ -195,9 +195,9 @@ pub fn plan_machine_autoscaler(
             .collect(),
     };
     if change == MachineAutoscalerChange::default() {
-        MachinePlan::Nothing
+        MachineDecision::Nothing
     } else {
-        MachinePlan::Change(change)
+        MachineDecision::Change(change)
     }
 }
 
@@ -217,7 +217,7 @@ struct ScaleTargetRefSpec {
     name: String,
 }
 
-/// A MachineAutoscaler as [`plan_machine_autoscaler`]
+/// A MachineAutoscaler as [`decide_machine_autoscaler`]
 /// sees it. A spec of the wrong shape reads as empty (the plan then reports it).
 pub fn machine_autoscaler_view(ma: &DynamicObject) -> MachineAutoscalerView {
     let meta = &ma.metadata;
@@ -255,8 +255,8 @@ pub fn machine_set_replicas(ms: &DynamicObject) -> Option<i32> {
 }
 
 /// Plans every MachineAutoscaler of the namespace, with the replicas of their MachineSets.
-pub(crate) fn plan(
-    planner: &mut Planner<'_>,
+pub(crate) fn decide(
+    decider: &mut TargetDecider<'_>,
     autoscalers: &[MachineAutoscalerView],
     machine_sets: &BTreeMap<String, i32>,
 ) {
@@ -268,22 +268,24 @@ pub(crate) fn plan(
             labels: &ma.labels,
         };
         let label = format!("MachineAutoscaler {}/{}", ma.namespace, ma.name);
-        let claim = planner.claim(id, &label);
-        if planner.paused(&claim, &label, &ma.pause) {
+        let claim = decider.claim(id, &label);
+        if decider.paused(&claim, &label, &ma.pause) {
             continue;
         }
         let replicas = ma
             .machine_set()
             .and_then(|ms| machine_sets.get(ms).copied());
-        match plan_machine_autoscaler(planner.me, &claim, planner.desired, ma, replicas) {
-            MachinePlan::Nothing => {}
-            MachinePlan::Change(change) => planner.plan.changes.push(Change::MachineAutoscaler {
-                namespace: ma.namespace.clone(),
-                name: ma.name.clone(),
-                resource_version: ma.resource_version.clone(),
-                change,
-            }),
-            MachinePlan::Problem(problem) => planner.plan.problems.push(problem),
+        match decide_machine_autoscaler(decider.me, &claim, decider.desired, ma, replicas) {
+            MachineDecision::Nothing => {}
+            MachineDecision::Change(change) => {
+                decider.decision.changes.push(Change::MachineAutoscaler {
+                    namespace: ma.namespace.clone(),
+                    name: ma.name.clone(),
+                    resource_version: ma.resource_version.clone(),
+                    change,
+                })
+            }
+            MachineDecision::Problem(problem) => decider.decision.problems.push(problem),
         }
     }
 }

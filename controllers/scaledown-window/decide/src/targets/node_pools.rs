@@ -9,7 +9,9 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Map, Value, json};
 
 use super::{annotation, labels, metadata, name, pause_marks, resource};
-use crate::{Change, Claim, DISABLED_BY_ANNOTATION, ObjectId, PauseMarks, Planner, TargetKind};
+use crate::{
+    Change, Claim, DISABLED_BY_ANNOTATION, ObjectId, PauseMarks, TargetDecider, TargetKind,
+};
 
 /// `karpenter.sh/v1` NodePool (cluster-scoped).
 pub fn node_pool() -> ApiResource {
@@ -74,7 +76,7 @@ pub fn is_ebb_budget(budget: &Value) -> bool {
 ///
 /// `reasons` are the schedule's (`karpenterNodePools.reasons`): a marked budget of other reasons
 /// (the spec changed) is replaced in place.
-pub fn plan_node_pool(
+pub fn decide_node_pool(
     me: &str,
     claim: &Claim,
     desired_enabled: bool,
@@ -119,7 +121,7 @@ pub fn plan_node_pool(
     })
 }
 
-/// A NodePool as [`plan_node_pool`] sees it.
+/// A NodePool as [`decide_node_pool`] sees it.
 pub fn node_pool_view(pool: &DynamicObject) -> NodePoolView {
     let meta = &pool.metadata;
     NodePoolView {
@@ -137,8 +139,8 @@ pub fn node_pool_view(pool: &DynamicObject) -> NodePoolView {
 }
 
 /// Plans every NodePool.
-pub(crate) fn plan(
-    planner: &mut Planner<'_>,
+pub(crate) fn decide(
+    decider: &mut TargetDecider<'_>,
     pools: &[NodePoolView],
     reasons: &[DisruptionReason],
 ) {
@@ -150,12 +152,12 @@ pub(crate) fn plan(
             labels: &pool.labels,
         };
         let label = format!("NodePool {}", pool.name);
-        let claim = planner.claim(id, &label);
-        if planner.paused(&claim, &label, &pool.pause) {
+        let claim = decider.claim(id, &label);
+        if decider.paused(&claim, &label, &pool.pause) {
             continue;
         }
-        if let Some(change) = plan_node_pool(planner.me, &claim, planner.desired, pool, reasons) {
-            planner.plan.changes.push(Change::NodePool {
+        if let Some(change) = decide_node_pool(decider.me, &claim, decider.desired, pool, reasons) {
+            decider.decision.changes.push(Change::NodePool {
                 name: pool.name.clone(),
                 resource_version: pool.resource_version.clone(),
                 change,

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::{annotation, labels, metadata, name, pause_marks};
 use crate::{
-    Change, Claim, DISABLED_BY_ANNOTATION, ObjectId, PauseMarks, Planner,
-    SCALE_DOWN_DISABLED_ANNOTATION, TargetKind,
+    Change, Claim, DISABLED_BY_ANNOTATION, ObjectId, PauseMarks, SCALE_DOWN_DISABLED_ANNOTATION,
+    TargetDecider, TargetKind,
 };
 
 /// What scaledown-window sees of a Node.
@@ -46,7 +46,7 @@ pub enum NodeChange {
 /// without ebb's mark (set by someone else: left alone, and kept when windows open). Inside windows
 /// it removes the annotation only where ebb's mark says ebb set it. A node that no live schedule
 /// selects any more loses the annotation when this schedule set it.
-pub fn plan_node(
+pub fn decide_node(
     me: &str,
     claim: &Claim,
     desired_enabled: bool,
@@ -69,7 +69,7 @@ pub fn plan_node(
     }
 }
 
-/// A node as [`plan_node`] sees it.
+/// A node as [`decide_node`] sees it.
 pub fn node_view(meta: &ObjectMeta) -> NodeView {
     NodeView {
         name: name(meta),
@@ -82,7 +82,7 @@ pub fn node_view(meta: &ObjectMeta) -> NodeView {
 }
 
 /// Plans every node.
-pub(crate) fn plan(planner: &mut Planner<'_>, nodes: &[NodeView]) {
+pub(crate) fn decide(decider: &mut TargetDecider<'_>, nodes: &[NodeView]) {
     for node in nodes {
         let id = ObjectId {
             kind: TargetKind::NodeAnnotation,
@@ -91,12 +91,12 @@ pub(crate) fn plan(planner: &mut Planner<'_>, nodes: &[NodeView]) {
             labels: &node.labels,
         };
         let label = format!("Node {}", node.name);
-        let claim = planner.claim(id, &label);
-        if planner.paused(&claim, &label, &node.pause) {
+        let claim = decider.claim(id, &label);
+        if decider.paused(&claim, &label, &node.pause) {
             continue;
         }
-        if let Some(change) = plan_node(planner.me, &claim, planner.desired, node) {
-            planner.plan.changes.push(Change::Node {
+        if let Some(change) = decide_node(decider.me, &claim, decider.desired, node) {
+            decider.decision.changes.push(Change::Node {
                 name: node.name.clone(),
                 resource_version: node.resource_version.clone(),
                 change,

@@ -23,6 +23,7 @@ use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
+use crate::cli::CleanupArgs;
 use crate::execute::frame::{MAX_ATTEMPTS, Shared, is_conflict};
 use crate::lead::leader::{LEASE_DURATION_SECS, LeaderElection, LeaderError};
 use crate::process::args::CommonArgs;
@@ -43,25 +44,6 @@ const PODS_POLL: Duration = Duration::from_millis(500);
 
 /// A pod's grace period when it names none (the API server defaults it to 30 s).
 const DEFAULT_GRACE_SECS: i64 = 30;
-
-/// Flags of `<controller> cleanup`: the controller's own flags (which namespaces and objects,
-/// which Lease, `--dry-run`) and the Deployment to stop first.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CleanupArgs<R: clap::Args> {
-    /// The controller's flags.
-    #[command(flatten)]
-    pub run: R,
-    /// The controller's Deployment (in the Lease's namespace, `--lease-namespace`): scaled to 0,
-    /// and its pods waited for until none is left, before anything is cleaned, so no replica
-    /// writes again or takes the Lease back.
-    #[arg(long, env = "EBB_STOP_DEPLOYMENT", value_name = "NAME")]
-    pub stop_deployment: Option<String>,
-    /// Keep what the controller put in force on others' objects (an HPA's scheduled settings, a
-    /// hibernated workload at 0, a fleet member's schedule, a scale-down switch): only its
-    /// finalizers and its Lease go. Without it every object gets its own values back.
-    #[arg(long, env = "EBB_KEEP_SETTINGS")]
-    pub keep_settings: bool,
-}
 
 /// What `cleanup` leaves on the objects the controller changed ([`CleanupArgs::keep_settings`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -201,9 +183,9 @@ where
     }
     let shutdown = Shutdown::new();
     let contact = ApiContact::new(Arc::new(SystemClock));
+    let lease = common.lease(name);
     let leader =
-        LeaderElection::from_args(&common, client.clone(), name, &contact, shutdown.clone())
-            .await?;
+        LeaderElection::elect(lease.as_ref(), client.clone(), &contact, shutdown.clone()).await?;
     let leading = tokio::time::timeout(LEASE_WAIT, leader.wait_until_leader()).await;
     if !matches!(leading, Ok(true)) {
         shutdown.trigger();
@@ -227,10 +209,9 @@ where
     // Lets go of the Lease.
     leader.join().await;
     let mut lines = cleaned.map_err(|e| CleanupError::Clean(e.to_string()))?;
-    if common.leader_election && !common.dry_run {
-        let lease = common.lease_name_or(name);
-        delete_lease(&client, namespace, &lease).await?;
-        lines.push(format!("Lease {namespace}/{lease}: deleted"));
+    if let Some(lease) = lease.filter(|_| !common.dry_run) {
+        delete_lease(&client, &lease.namespace, &lease.name).await?;
+        lines.push(format!("Lease {lease}: deleted"));
     }
     let mut out = lines.join("\n");
     if !out.is_empty() {
