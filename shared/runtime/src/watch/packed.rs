@@ -1,13 +1,15 @@
-//! [`Packed`]: a cached object held as its metadata and the rest of it as compact JSON, read back
-//! into its type when a pass needs it.
+//! [`Packed`]: a cached object held as its metadata and the rest of it as JSON, compressed, read
+//! back into its type when a pass needs it.
 //!
 //! A k8s-openapi or kube-derived value spends most of its bytes on room for fields it does not
 //! use: an HPA's one `metrics` entry holds room for all five metric sources inline (830 bytes),
 //! a ServiceScaler's two ranges 582 (docs/decisions.md, "Memory per object"). A cache of
 //! thousands holds that room thousands of times, for objects a pass reads one at a time. Packed,
 //! the same object is its metadata (which the reflector, the triggers and the selectors read on
-//! every event) and its spec and status as the JSON they came in, a few hundred bytes, decoded
-//! again by [`Packed::unpack`] when a pass takes the object: microseconds, per pass.
+//! every event) and its spec and status as the JSON they came in, LZ4-compressed (a ServiceScaler's
+//! 1.1 KB of spec and status, whose keys repeat in every condition and previewed transition, keeps
+//! 0.6 KB), decoded again by [`Packed::unpack`] when a pass takes the object: about a microsecond
+//! to decompress and a few to decode, per pass.
 //!
 //! Like [`Guarded`], an object that does not fit its type is kept as its metadata and why (the
 //! field named), and stalls nothing. What no pass reads goes before packing: [`slim`]'s
@@ -56,7 +58,8 @@ impl<K: Resource> Projection<K> for Unlabelled {
 /// fit `K`, why). `P` drops what no pass reads before packing.
 pub struct Packed<K, P = Whole> {
     meta: ObjectMeta,
-    /// `K` without its metadata, as JSON; or why the object does not fit `K`.
+    /// `K` without its metadata, as JSON compressed by LZ4 (its length first); or why the object
+    /// does not fit `K`.
     body: Result<Box<[u8]>, Box<str>>,
     kind: PhantomData<fn() -> (K, P)>,
 }
@@ -72,7 +75,7 @@ where
         P::project(&mut object);
         let meta = std::mem::take(object.meta_mut());
         let body = serde_json::to_vec(&object)
-            .map(Vec::into_boxed_slice)
+            .map(|json| lz4_flex::block::compress_prepend_size(&json).into_boxed_slice())
             .map_err(|error| format!("cannot be cached: {error}").into_boxed_str());
         Self {
             meta,
@@ -90,8 +93,11 @@ where
             Ok(body) => body,
             Err(error) => return Err(Cow::Borrowed(error)),
         };
-        let mut object: K = serde_json::from_slice(body)
-            .map_err(|error| Cow::Owned(format!("cannot be read back from the cache: {error}")))?;
+        let unreadable = |error: &dyn fmt::Display| {
+            Cow::Owned(format!("cannot be read back from the cache: {error}"))
+        };
+        let json = json(body).map_err(|e| unreadable(&e))?;
+        let mut object: K = serde_json::from_slice(&json).map_err(|e| unreadable(&e))?;
         *object.meta_mut() = self.meta.clone();
         Ok(object)
     }
@@ -104,12 +110,18 @@ where
     /// Whether some string field of the object, outside its metadata, may be `value`: a search
     /// of the packed JSON for `value` as a JSON string, without decoding the object. `false`
     /// means none is; `true` means one may be ([`Packed::unpack`] to know which). Asking every
-    /// cached object costs a scan of bytes, where unpacking them all costs a decode each. An
-    /// object that does not fit `K` holds none.
+    /// cached object costs a decompression and a scan of bytes each (about a microsecond), where
+    /// unpacking them all costs a decode each. An object that does not fit `K` holds none.
     pub fn may_hold(&self, value: &JsonString) -> bool {
         let Ok(body) = &self.body else { return false };
-        value.finder.find(body).is_some()
+        // A body that does not decompress holds nothing to find; `unpack` says why.
+        json(body).is_ok_and(|json| value.finder.find(&json).is_some())
     }
+}
+
+/// A packed body's JSON.
+fn json(body: &[u8]) -> Result<Vec<u8>, lz4_flex::block::DecompressError> {
+    lz4_flex::block::decompress_size_prepended(body)
 }
 
 /// A string as serde_json writes it inside a packed body (quoted, escaped), prepared once to be
@@ -144,7 +156,7 @@ impl<K, P> Clone for Packed<K, P> {
 impl<K, P> fmt::Debug for Packed<K, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let body = match &self.body {
-            Ok(body) => Ok(String::from_utf8_lossy(body)),
+            Ok(body) => Ok(json(body).map(|json| String::from_utf8_lossy(&json).into_owned())),
             Err(error) => Err(error),
         };
         f.debug_struct("Packed")
