@@ -163,7 +163,7 @@ pub fn controllers(
     for (scope, job_feed) in scopes.iter().zip(job_feeds) {
         let scope = scope.as_deref();
         // Packed (as `Guarded`, one scaler that does not deserialize cannot stall the watch;
-        // its hook templates are held as compact JSON, decoded once per pass). The workload
+        // its hook templates are held as compressed JSON, decoded once per pass). The workload
         // owns the scaler, not the other way round: the scalers are looked up by the uids their
         // owner references name, so a workload maps to its scalers without a scan of them all.
         let (controller, owned) = ebb_runtime::process::app::controller_with_lookup(

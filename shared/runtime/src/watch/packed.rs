@@ -54,8 +54,8 @@ impl<K: Resource> Projection<K> for Unlabelled {
     }
 }
 
-/// An object of kind `K`, packed: its metadata, and the rest as JSON (or, for one that does not
-/// fit `K`, why). `P` drops what no pass reads before packing.
+/// An object of kind `K`, packed: its metadata, and the rest as JSON, compressed (or, for one
+/// that does not fit `K`, why). `P` drops what no pass reads before packing.
 pub struct Packed<K, P = Whole> {
     meta: ObjectMeta,
     /// `K` without its metadata, as JSON compressed by LZ4 (its length first); or why the object
