@@ -664,23 +664,21 @@ pub fn error_policy<S: Stored, R: Reconciler<S::Object>>(
 }
 
 /// When a pass that took `took` and asked to come back `after` its start is due, counted from
-/// its end (kube's `Action::requeue` counts from there): at once if that time has passed.
+/// its end (the queue's timer counts from there): at once if that time has passed.
 fn due_in(after: Duration, took: Duration) -> Duration {
     after.saturating_sub(took)
 }
 
 /// kube's `Action` for `requeue`, at the end of `key`'s reconcile, which took `took`: noted in
-/// `queue`.
+/// `queue`. A requeue waits in `queue`'s timer, which hands the object to the controller when it
+/// is due ([`Queue::due`]), so kube is told to await a change: its scheduler holds no entry for
+/// an object that waits for its next transition.
 fn noted(queue: &Queue, key: String, requeue: Requeue, took: Duration) -> Action {
     queue.finished(&key);
-    match requeue {
-        Requeue::AwaitChange => Action::await_change(),
-        Requeue::After(after) => {
-            let wait = due_in(after, took);
-            queue.requeued(key, wait);
-            Action::requeue(wait)
-        }
+    if let Requeue::After(after) = requeue {
+        queue.requeued(key, due_in(after, took));
     }
+    Action::await_change()
 }
 
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
@@ -742,4 +740,28 @@ where
             futures::future::ready(())
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A pass's requeue waits in the queue's timer, counted from the pass's start; kube is told
+    /// to await a change, so its scheduler keeps nothing for the object meanwhile.
+    #[tokio::test(start_paused = true)]
+    async fn a_requeue_waits_in_the_queue_not_in_kubes_scheduler() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        let requeue = Requeue::After(Duration::from_secs(60));
+        let action = noted(&queue, "ns/a".into(), requeue, Duration::from_secs(1));
+        assert_eq!(action, Action::await_change());
+        let not_yet = tokio::time::timeout(Duration::from_secs(58), due.next()).await;
+        assert!(not_yet.is_err(), "not due before its time");
+        let fired = tokio::time::timeout(Duration::from_secs(2), due.next()).await;
+        assert_eq!(fired.unwrap(), Some(vec!["ns/a".to_owned()]));
+        let action = noted(&queue, "ns/a".into(), Requeue::AwaitChange, Duration::ZERO);
+        assert_eq!(action, Action::await_change());
+    }
 }

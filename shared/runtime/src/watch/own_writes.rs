@@ -18,7 +18,7 @@
 //! under this process's version, is passed over with it. The hourly safety-net requeue (or the
 //! next change) still reaches it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -41,89 +41,81 @@ pub const REMEMBER: Duration = Duration::from_secs(60);
 /// it the event is passed on (and runs a pass), never held back for good.
 pub const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
 
-/// An object as a write's [`Target`] names it and as a watched object's metadata does.
+/// An object as a write's [`Target`] names it and as a watched object's metadata does: its kind
+/// by its place in [`Inner::kinds`] (the group and kind strings once per kind, not per write).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    group: String,
-    kind: String,
-    namespace: Option<String>,
-    name: String,
+    kind: usize,
+    namespace: Option<Box<str>>,
+    name: Box<str>,
 }
 
-impl Key {
-    fn of_target(target: &Target) -> Self {
-        Self {
-            group: target.resource.group.clone(),
-            kind: target.resource.kind.clone(),
-            namespace: target.namespace.clone(),
-            name: target.name.clone(),
-        }
-    }
-
-    fn of_object<K: Resource>(object: &K) -> Self
-    where
-        K::DynamicType: Default,
-    {
-        let dt = K::DynamicType::default();
-        let meta = object.meta();
-        Self {
-            group: K::group(&dt).into_owned(),
-            kind: K::kind(&dt).into_owned(),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone().unwrap_or_default(),
-        }
-    }
-
-    fn kind(&self) -> (String, String) {
-        (self.group.clone(), self.kind.clone())
-    }
+/// One version a write answered with, awaiting its events.
+#[derive(Debug)]
+struct Version {
+    version: Box<str>,
+    /// How many watches have yet to see its event.
+    watches: usize,
+    /// When it was recorded: forgotten [`REMEMBER`] after.
+    at: tokio::time::Instant,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     /// `(group, kind)` of the kinds a watch passes over own writes of, and how many watches
-    /// of each do: the event of one write is passed over by each of them.
-    kinds: HashMap<(String, String), usize>,
+    /// of each do: the event of one write is passed over by each of them. A [`Key`] names its
+    /// kind by its place here.
+    kinds: Vec<((String, String), usize)>,
     /// The versions of each object this process's writes answered with, awaiting their events,
-    /// each with how many watches have yet to see it.
-    versions: HashMap<Key, VecDeque<(String, usize)>>,
+    /// oldest first.
+    versions: HashMap<Key, Vec<Version>>,
     /// How many writes to each object are sent and not yet answered.
     in_flight: HashMap<Key, usize>,
-    /// Every version remembered, oldest first, with when: forgotten after [`REMEMBER`].
-    recorded: VecDeque<(tokio::time::Instant, Key, String)>,
 }
 
 impl Inner {
-    /// Forgets the versions recorded more than [`REMEMBER`] before `now`, and gives back the
-    /// room a burst of writes (a mass change, a churn) grew the tables to once they are mostly
-    /// empty: a table keeps its largest size otherwise.
+    /// The place of kind `(group, kind)` in [`Inner::kinds`], if a watch asked for it.
+    fn kind(&self, group: &str, kind: &str) -> Option<usize> {
+        self.kinds
+            .iter()
+            .position(|((g, k), _)| g == group && k == kind)
+    }
+
+    fn key_of_target(&self, target: &Target) -> Option<Key> {
+        Some(Key {
+            kind: self.kind(&target.resource.group, &target.resource.kind)?,
+            namespace: target.namespace.as_deref().map(Box::from),
+            name: target.name.as_str().into(),
+        })
+    }
+
+    fn key_of_object<K: Resource>(&self, object: &K) -> Option<Key>
+    where
+        K::DynamicType: Default,
+    {
+        let dt = K::DynamicType::default();
+        let meta = object.meta();
+        Some(Key {
+            kind: self.kind(&K::group(&dt), &K::kind(&dt))?,
+            namespace: meta.namespace.as_deref().map(Box::from),
+            name: meta.name.as_deref().unwrap_or_default().into(),
+        })
+    }
+
+    /// Forgets the versions recorded more than [`REMEMBER`] before `now` (a scan of the writes
+    /// awaiting their events, not of the cluster), and gives back the room a burst of writes (a
+    /// mass change, a churn) grew the tables to once they are mostly empty: a table keeps its
+    /// largest size otherwise.
     fn expire(&mut self, now: tokio::time::Instant) {
-        self.forget(now);
-        if shrinkable(self.recorded.len(), self.recorded.capacity()) {
-            self.recorded.shrink_to(self.recorded.len() * 2);
-        }
+        self.versions.retain(|_, versions| {
+            versions.retain(|v| now.duration_since(v.at) < REMEMBER);
+            !versions.is_empty()
+        });
         if shrinkable(self.versions.len(), self.versions.capacity()) {
             self.versions.shrink_to(self.versions.len() * 2);
         }
         if shrinkable(self.in_flight.len(), self.in_flight.capacity()) {
             self.in_flight.shrink_to(self.in_flight.len() * 2);
-        }
-    }
-
-    fn forget(&mut self, now: tokio::time::Instant) {
-        while let Some((at, _, _)) = self.recorded.front() {
-            if now.duration_since(*at) < REMEMBER {
-                break;
-            }
-            let Some((_, key, version)) = self.recorded.pop_front() else {
-                break;
-            };
-            if let Some(versions) = self.versions.get_mut(&key) {
-                versions.retain(|(v, _)| *v != version);
-                if versions.is_empty() {
-                    self.versions.remove(&key);
-                }
-            }
         }
     }
 }
@@ -186,24 +178,26 @@ impl OwnWrites {
         K::DynamicType: Default,
     {
         let dt = K::DynamicType::default();
-        *self
-            .lock()
-            .kinds
-            .entry((K::group(&dt).into_owned(), K::kind(&dt).into_owned()))
-            .or_default() += 1;
+        let (group, kind) = (K::group(&dt), K::kind(&dt));
+        let mut inner = self.lock();
+        match inner.kind(&group, &kind) {
+            Some(at) => inner.kinds[at].1 += 1,
+            None => inner
+                .kinds
+                .push(((group.into_owned(), kind.into_owned()), 1)),
+        }
     }
 
     /// A write to `target` is about to be sent: until the returned guard is dropped (after the
     /// answer, and [`Self::record`]), an event of `target` waits before it is judged.
     pub fn begin(&self, target: &Target) -> InFlight {
-        let key = Key::of_target(target);
         let mut inner = self.lock();
-        if !inner.kinds.contains_key(&key.kind()) {
+        let Some(key) = inner.key_of_target(target) else {
             return InFlight {
                 own: self.clone(),
                 key: None,
             };
-        }
+        };
         *inner.in_flight.entry(key.clone()).or_default() += 1;
         InFlight {
             own: self.clone(),
@@ -212,22 +206,26 @@ impl OwnWrites {
     }
 
     /// A write to `target` succeeded and left it at `version`.
+    /// Versions older than [`REMEMBER`] are forgotten by [`Self::forget_old_until`]'s sweep.
     pub fn record(&self, target: &Target, version: &str) {
-        let key = Key::of_target(target);
         let mut inner = self.lock();
-        let Some(&watches) = inner.kinds.get(&key.kind()) else {
+        let Some(key) = inner.key_of_target(target) else {
             return;
         };
-        let now = tokio::time::Instant::now();
-        inner.expire(now);
-        inner
-            .recorded
-            .push_back((now, key.clone(), version.to_owned()));
-        let versions = inner.versions.entry(key).or_default();
+        let watches = inner.kinds[key.kind].1;
+        // Most objects await one version: room for one, not a vector's first four.
+        let versions = inner
+            .versions
+            .entry(key)
+            .or_insert_with(|| Vec::with_capacity(1));
         if versions.len() == PER_OBJECT {
-            versions.pop_front();
+            versions.remove(0);
         }
-        versions.push_back((version.to_owned(), watches));
+        versions.push(Version {
+            version: version.into(),
+            watches,
+            at: tokio::time::Instant::now(),
+        });
     }
 
     /// Whether `object` is as one of this process's writes left it (and then forgets that
@@ -239,7 +237,10 @@ impl OwnWrites {
         let Some(version) = object.meta().resource_version.as_deref() else {
             return false;
         };
-        self.take(&Key::of_object(object), version)
+        let Some(key) = self.lock().key_of_object(object) else {
+            return false;
+        };
+        self.take(&key, version)
     }
 
     fn take(&self, key: &Key, version: &str) -> bool {
@@ -247,12 +248,12 @@ impl OwnWrites {
         let Some(versions) = inner.versions.get_mut(key) else {
             return false;
         };
-        let Some(at) = versions.iter().position(|(v, _)| v == version) else {
+        let Some(at) = versions.iter().position(|v| &*v.version == version) else {
             return false;
         };
         // Another watch of the kind has yet to see it.
-        if versions[at].1 > 1 {
-            versions[at].1 -= 1;
+        if versions[at].watches > 1 {
+            versions[at].watches -= 1;
             return true;
         }
         // Events come in order: the versions before this one will not come any more.
@@ -299,10 +300,10 @@ impl OwnWrites {
         let own = self.clone();
         events.filter(move |event| {
             let judged = match event {
-                Ok(object) => Some((
-                    Key::of_object(object),
-                    object.meta().resource_version.clone(),
-                )),
+                Ok(object) => own
+                    .lock()
+                    .key_of_object(object)
+                    .map(|key| (key, object.meta().resource_version.clone())),
                 Err(_) => None,
             };
             let own = own.clone();

@@ -14,8 +14,17 @@
 //! an object asked for again while its reconcile runs waits beside the queue, not in it, until
 //! that reconcile ends (kube holds it); a requeue waiting for its time is not counted until it is
 //! due. [`Queue::started`] says how long the entry waited in the queue (the queue latency).
+//!
+//! A requeue (a pass's "come back at the next transition", an error's backoff) waits here, not in
+//! kube's scheduler: [`Queue::requeued`] sets a timer, and when it is due the object is handed to
+//! the controller as a trigger ([`Queue::due`]) while the pass told kube to await a change. kube's
+//! scheduler holds an entry only between a trigger and its reconcile's start. Why: its entry of an
+//! object due in an hour is a `ReconcileRequest` kept twice (a map key and a delay queue slot),
+//! each with the object's name, namespace, resource version and uid copied, about 550 bytes a
+//! ServiceScaler (a heap profile, docs/decisions.md); a timer here is the key the ledger already
+//! holds and an instant.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
@@ -28,6 +37,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The ledger of one controller's queue: per object (`namespace/name`), when its reconcile is due.
@@ -38,6 +48,9 @@ use tokio::time::Instant;
 pub struct Queue {
     ledger: Arc<Mutex<Ledger>>,
     deleted: Deleted,
+    /// Woken when a timer is set earlier than every other ([`Queue::due`] sleeps until the
+    /// earliest).
+    earlier: Arc<Notify>,
 }
 
 /// What is told the `namespace/name` of an object the watch reports deleted.
@@ -56,9 +69,29 @@ impl Debug for Deleted {
 #[derive(Debug, Default)]
 struct Ledger {
     /// When each object's next reconcile is due.
-    due: HashMap<String, Instant>,
+    due: HashMap<Arc<str>, Due>,
     /// The objects whose reconcile runs now.
     running: HashSet<String>,
+    /// The timers of the requeues waiting for their time, earliest first.
+    timers: BTreeSet<(Instant, Arc<str>)>,
+}
+
+/// An object's entry: when its reconcile is due, and the timer of its requeue, if one waits.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    at: Instant,
+    timer: Option<Instant>,
+}
+
+impl Ledger {
+    /// Drops `key`'s entry and its timer.
+    fn remove(&mut self, key: &str) -> Option<Instant> {
+        let (key, due) = self.due.remove_entry(key)?;
+        if let Some(timer) = due.timer {
+            self.timers.remove(&(timer, key));
+        }
+        Some(due.at)
+    }
 }
 
 impl Queue {
@@ -67,9 +100,77 @@ impl Queue {
         self.due_at(key, Instant::now());
     }
 
-    /// `key`'s reconcile is asked for after `wait` (a requeue).
+    /// `key`'s reconcile is asked for after `wait` (a requeue): a timer is set, which
+    /// [`Queue::due`] hands to the controller when it is due. One timer per object, the earliest
+    /// kept (an object asked for sooner runs then, and its start drops the timer).
     pub fn requeued(&self, key: String, wait: Duration) {
-        self.due_at(key, Instant::now() + wait);
+        let at = Instant::now() + wait;
+        let mut ledger = self.lock();
+        let key: Arc<str> = match ledger.due.get_key_value(key.as_str()) {
+            Some((shared, _)) => shared.clone(),
+            None => key.into(),
+        };
+        let earliest = ledger.timers.first().map(|(first, _)| *first);
+        let due = ledger
+            .due
+            .entry(key.clone())
+            .or_insert(Due { at, timer: None });
+        due.at = due.at.min(at);
+        let replaced = match due.timer {
+            Some(timer) if timer <= at => return,
+            replaced => replaced,
+        };
+        due.timer = Some(at);
+        if let Some(timer) = replaced {
+            ledger.timers.remove(&(timer, key.clone()));
+        }
+        ledger.timers.insert((at, key));
+        drop(ledger);
+        if earliest.is_none_or(|earliest| at < earliest) {
+            self.earlier.notify_one();
+        }
+    }
+
+    /// The keys whose requeue is due, as their timers come due (several at once when they come
+    /// due together): what the controller is handed as triggers. Each timer yields once; an
+    /// object that started or went before its timer came due is not yielded.
+    pub fn due(&self) -> impl Stream<Item = Vec<String>> + Send + 'static {
+        let queue = self.clone();
+        futures::stream::unfold(queue, |queue| async move {
+            loop {
+                let next = {
+                    let mut ledger = queue.lock();
+                    let now = Instant::now();
+                    let mut fired = Vec::new();
+                    while let Some((at, _)) = ledger.timers.first() {
+                        if *at > now {
+                            break;
+                        }
+                        let Some((_, key)) = ledger.timers.pop_first() else {
+                            break;
+                        };
+                        if let Some(due) = ledger.due.get_mut(&key) {
+                            due.timer = None;
+                        }
+                        fired.push(key.to_string());
+                    }
+                    if !fired.is_empty() {
+                        return Some((fired, queue.clone()));
+                    }
+                    ledger.timers.first().map(|(at, _)| *at)
+                };
+                let earlier = queue.earlier.notified();
+                match next {
+                    Some(at) => {
+                        tokio::select! {
+                            () = tokio::time::sleep_until(at) => {}
+                            () = earlier => {}
+                        }
+                    }
+                    None => earlier.await,
+                }
+            }
+        })
     }
 
     /// `key`'s reconcile started: its entry leaves the queue. How long it waited in the queue
@@ -77,7 +178,7 @@ impl Queue {
     pub fn started(&self, key: &str) -> Option<Duration> {
         let mut ledger = self.lock();
         ledger.running.insert(key.to_owned());
-        let due = ledger.due.remove(key)?;
+        let due = ledger.remove(key)?;
         Instant::now().checked_duration_since(due)
     }
 
@@ -88,13 +189,13 @@ impl Queue {
         ledger.running.remove(key);
         let now = Instant::now();
         if let Some(due) = ledger.due.get_mut(key) {
-            *due = (*due).max(now);
+            due.at = due.at.max(now);
         }
     }
 
     /// `key` was gone when its turn came: the entry is dropped unreconciled.
     pub fn gone(&self, key: &str) {
-        self.lock().due.remove(key);
+        self.lock().remove(key);
     }
 
     /// Calls `tell` with the `namespace/name` of each object the watch reports deleted (kube's
@@ -129,16 +230,18 @@ impl Queue {
         ledger
             .due
             .iter()
-            .filter(|(key, due)| **due <= now && !ledger.running.contains(*key))
+            .filter(|(key, due)| due.at <= now && !ledger.running.contains(&***key))
             .count()
     }
 
     fn due_at(&self, key: String, at: Instant) {
-        self.lock()
-            .due
-            .entry(key)
-            .and_modify(|due| *due = (*due).min(at))
-            .or_insert(at);
+        let mut ledger = self.lock();
+        match ledger.due.get_mut(key.as_str()) {
+            Some(due) => due.at = due.at.min(at),
+            None => {
+                ledger.due.insert(key.into(), Due { at, timer: None });
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
@@ -164,6 +267,18 @@ pub fn ref_key<K: kube::runtime::reflector::Lookup>(reference: &ObjectRef<K>) ->
     }
 }
 
+/// The reference of the object a ledger key names (the inverse of [`ref_key`]).
+fn key_ref<K>(key: &str) -> ObjectRef<K>
+where
+    K: kube::runtime::reflector::Lookup,
+    K::DynamicType: Default,
+{
+    match key.split_once('/') {
+        Some((namespace, name)) => ObjectRef::new(name).within(namespace),
+        None => ObjectRef::new(key),
+    }
+}
+
 /// kube's `Controller` with its triggers noted in a [`Queue`]: the same builder methods, each
 /// noting what its stream asks for as it passes on. Built by [`crate::process::app`]'s constructors,
 /// run by [`crate::execute::frame::run`].
@@ -181,9 +296,16 @@ where
     K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    /// `controller`, whose own trigger went through [`Queued::note`] with `queue`.
+    /// `controller`, whose own trigger went through [`Queued::note`] with `queue`; the
+    /// requeues' timers ([`Queue::due`]) are its triggers too.
     pub(crate) fn new(controller: Controller<K>, queue: Queue) -> Self {
-        Self { controller, queue }
+        let due = queue
+            .due()
+            .flat_map(|keys| futures::stream::iter(keys.into_iter().map(|key| key_ref(&key))));
+        Self {
+            controller: controller.reconcile_on(due),
+            queue,
+        }
     }
 
     /// A trigger of objects of `K` noted in `queue` as it passes (for the controller's own watch).
@@ -405,6 +527,99 @@ mod tests {
         queue.requeued(key("b"), Duration::from_secs(300));
         queue.asked(key("b"));
         assert_eq!(queue.depth(), 2);
+    }
+
+    /// The next batch [`Queue::due`] yields within `within` of (paused) time, if any.
+    async fn next_due(
+        due: &mut (impl Stream<Item = Vec<String>> + Unpin),
+        within: Duration,
+    ) -> Option<Vec<String>> {
+        tokio::time::timeout(within, due.next())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_requeue_is_handed_over_when_due_and_not_before() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        queue.requeued(key("a"), Duration::from_secs(60));
+        queue.requeued(key("b"), Duration::from_secs(60));
+        assert_eq!(next_due(&mut due, Duration::from_secs(59)).await, None);
+        assert_eq!(
+            next_due(&mut due, Duration::from_secs(2)).await,
+            Some(vec![key("a"), key("b")]),
+            "timers due together come together"
+        );
+        assert_eq!(
+            next_due(&mut due, Duration::from_secs(3600)).await,
+            None,
+            "each timer once"
+        );
+        assert_eq!(
+            queue.depth(),
+            2,
+            "handed over, due until their reconcile starts"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sooner_requeue_wakes_the_timer_that_sleeps_for_a_later_one() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        queue.requeued(key("late"), Duration::from_secs(3600));
+        assert_eq!(next_due(&mut due, Duration::from_secs(1)).await, None);
+        queue.requeued(key("soon"), Duration::from_secs(10));
+        assert_eq!(
+            next_due(&mut due, Duration::from_secs(11)).await,
+            Some(vec![key("soon")])
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_timer_per_object_the_earliest_kept() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        queue.requeued(key("a"), Duration::from_secs(300));
+        queue.requeued(key("a"), Duration::from_secs(60));
+        queue.requeued(key("b"), Duration::from_secs(60));
+        queue.requeued(key("b"), Duration::from_secs(300));
+        assert_eq!(
+            next_due(&mut due, Duration::from_secs(61)).await,
+            Some(vec![key("a"), key("b")])
+        );
+        assert_eq!(next_due(&mut due, Duration::from_secs(3600)).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_start_or_a_deletion_drops_the_timer() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        queue.requeued(key("started"), Duration::from_secs(60));
+        queue.requeued(key("deleted"), Duration::from_secs(60));
+        queue.requeued(key("gone"), Duration::from_secs(60));
+        queue.requeued(key("kept"), Duration::from_secs(60));
+        // A trigger ran the object sooner: the pass it starts decides its next look.
+        queue.asked(key("started"));
+        assert!(queue.started(&key("started")).is_some());
+        queue.finished(&key("started"));
+        queue.deleted(&key("deleted"));
+        queue.gone(&key("gone"));
+        assert_eq!(
+            next_due(&mut due, Duration::from_secs(3600)).await,
+            Some(vec![key("kept")])
+        );
+        assert_eq!(queue.lock().timers.len(), 0, "no timer outlives its object");
+    }
+
+    #[test]
+    fn a_key_names_the_object_it_was_made_from() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Node};
+        let namespaced = ObjectRef::<ConfigMap>::new("web").within("shop");
+        assert_eq!(key_ref::<ConfigMap>(&ref_key(&namespaced)), namespaced);
+        let cluster = ObjectRef::<Node>::new("node-1");
+        assert_eq!(key_ref::<Node>(&ref_key(&cluster)), cluster);
     }
 
     #[test]
