@@ -107,17 +107,21 @@ async fn a_controller_runs_a_bounded_number_of_reconciles_at_once() {
     let api: Api<ConfigMap> = Api::namespaced(fake.client(), "shop");
     let warm_up = WarmUp::new(Health::new(), contact());
     let counters = Arc::new(Counters::default());
-    let (controller, _queue) =
+    let (controller, queue) =
         app::controller(api, watcher::Config::default(), &warm_up).into_parts();
     let controller = controller
         .run(
-            |_: Arc<ConfigMap>, c: Arc<Counters>| async move {
-                let now = c.running.fetch_add(1, Ordering::SeqCst) + 1;
-                c.most.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                c.running.fetch_sub(1, Ordering::SeqCst);
-                c.done.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, Infallible>(Action::await_change())
+            move |cm: Arc<ConfigMap>, c: Arc<Counters>| {
+                // The queue hands over the next once one starts (as the frame tells it).
+                queue.started(&ebb_runtime::object_key(cm.as_ref()));
+                async move {
+                    let now = c.running.fetch_add(1, Ordering::SeqCst) + 1;
+                    c.most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    c.running.fetch_sub(1, Ordering::SeqCst);
+                    c.done.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, Infallible>(Action::await_change())
+                }
             },
             |_, _, _| Action::await_change(),
             counters.clone(),

@@ -341,8 +341,9 @@ fn each_cached_object_stays_within_its_kind_budget() {
     // queue entry 103 bytes, an error backoff 310, an unseen write 637 (kept a minute at most),
     // a spec fingerprint 118, a series row 129; budgets again about 10 % over. What a controller
     // keeps per object it has passed must not grow unnoticed either. Since 2026-12-07 the queue
-    // entry of an object due later is its timer too (196 bytes): kube's scheduler, which held
-    // the requeue before in about 550 bytes (a heap profile), holds nothing for it; and an
+    // is ebb's alone (179 bytes: the entry, its place in the order of due times): kube's
+    // scheduler, which held every object due later in about 550 bytes more (a heap profile),
+    // holds only the few the queue hands it; and an
     // unseen write is 192 bytes (637 before: its object's group, kind, namespace and name were
     // copied twice per write, and every object's versions had room for four).
     let state = per_object_state();

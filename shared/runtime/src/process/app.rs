@@ -513,7 +513,9 @@ where
             lookup.take_in(event);
         }
     });
-    let queue = Queue::default();
+    // Beside the reconciles that run, as many handed over as can run: a slot that frees takes
+    // the next at once.
+    let queue = Queue::handing(usize::from(warm_up.concurrency));
     let deletions = queue.clone();
     let events = reflector(writer, slimmed).inspect(move |event| match event {
         Ok(watcher::Event::InitDone) => listed(),

@@ -122,7 +122,7 @@ impl Inner {
 
 /// Whether a table holding `len` entries in room for `capacity` is worth shrinking: it holds
 /// under a quarter of its room, and the room is more than a handful.
-fn shrinkable(len: usize, capacity: usize) -> bool {
+pub(crate) fn shrinkable(len: usize, capacity: usize) -> bool {
     capacity > 64 && len < capacity / 4
 }
 

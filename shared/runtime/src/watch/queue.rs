@@ -1,28 +1,25 @@
-//! What waits in a controller's queue: objects whose reconcile is due but has not started.
+//! A controller's queue: objects whose reconcile is due, and when, handed to kube's `Controller`
+//! a few at a time.
 //!
-//! kube-runtime's `Controller` keeps its queue (a scheduler, one entry per object, the earliest
-//! time asked for) private, so ebb keeps a ledger of the same entries beside it. A [`Queued`]
-//! controller is kube's `Controller` whose every trigger is noted as it passes on to kube: the
-//! watch of its own kind, the watches of related kinds, `reconcile_on`, `reconcile_all_on`.
-//! [`crate::execute::frame::run`] notes the rest: a reconcile starting (the entry leaves the queue), the
-//! requeue a pass or the error policy asks for (an entry due later), an object gone before its
-//! reconcile ran. Both sides merge as kube's scheduler does: one entry per object, the earliest
-//! due time kept.
+//! kube-runtime's `Controller` keeps a scheduler of its own: one entry per object, the earliest
+//! time asked for, each a `ReconcileRequest` held twice (a map key and a delay-queue slot) with
+//! the object's name, namespace, resourceVersion and uid copied, about 550 bytes an object (a
+//! heap profile, docs/decisions.md), and a table that keeps the size of its largest burst (every
+//! object at startup, at an edge, at a server's return). So ebb's [`Queue`] is the queue: a
+//! [`Queued`] controller is kube's `Controller` whose every trigger (the watch of its own kind,
+//! the watches of related kinds, `reconcile_on`, `reconcile_all_on`) and every requeue a pass or
+//! the error policy asks for ([`crate::execute::frame::run`] notes them) enters the queue, not
+//! kube's scheduler; the queue hands kube the entries that are due, earliest first, no more than
+//! a few beyond the reconciles that run ([`Queue::due`]), and an entry leaves the queue when its
+//! reconcile starts or its object is gone. kube runs what it is handed with its concurrency, and
+//! its scheduler never holds more than those few.
 //!
-//! [`Queue::depth`] is what controller-runtime calls a work queue's depth: entries due now that no
-//! reconcile has taken yet because every slot of the controller's concurrency is busy. As there,
-//! an object asked for again while its reconcile runs waits beside the queue, not in it, until
-//! that reconcile ends (kube holds it); a requeue waiting for its time is not counted until it is
-//! due. [`Queue::started`] says how long the entry waited in the queue (the queue latency).
-//!
-//! A requeue (a pass's "come back at the next transition", an error's backoff) waits here, not in
-//! kube's scheduler: [`Queue::requeued`] sets a timer, and when it is due the object is handed to
-//! the controller as a trigger ([`Queue::due`]) while the pass told kube to await a change. kube's
-//! scheduler holds an entry only between a trigger and its reconcile's start. Why: its entry of an
-//! object due in an hour is a `ReconcileRequest` kept twice (a map key and a delay queue slot),
-//! each with the object's name, namespace, resource version and uid copied, about 550 bytes a
-//! ServiceScaler (a heap profile, docs/decisions.md); a timer here is the key the ledger already
-//! holds and an instant.
+//! The queue keeps kube's rules: one entry per object, the earliest due time kept; an object
+//! asked for again while its reconcile runs waits beside the queue until that reconcile ends.
+//! [`Queue::depth`] is what controller-runtime calls a work queue's depth: entries due now that
+//! no reconcile has taken yet because every slot of the controller's concurrency is busy; a
+//! requeue waiting for its time is not counted until it is due. [`Queue::started`] says how long
+//! the entry waited in the queue (the queue latency).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
@@ -40,17 +37,29 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// The ledger of one controller's queue: per object (`namespace/name`), when its reconcile is due.
+use crate::watch::own_writes::shrinkable;
+
+/// How many entries the queue hands the controller beyond the reconciles that run, by default
+/// ([`Queue::handing`]).
+const HANDED: usize = 16;
+
+/// The queue of one controller: per object (`namespace/name`), when its reconcile is due.
 ///
-/// Time is tokio's monotonic clock, the one kube's scheduler runs on (paused in the simulator):
-/// a measurement of the queue, not a decision input, so it does not go through the `Clock`.
-#[derive(Clone, Debug, Default)]
+/// Time is tokio's monotonic clock, the one kube's runner runs on (paused in the simulator): a
+/// queue's timing, not a decision input, so it does not go through the `Clock`.
+#[derive(Clone, Debug)]
 pub struct Queue {
     ledger: Arc<Mutex<Ledger>>,
     deleted: Deleted,
-    /// Woken when a timer is set earlier than every other ([`Queue::due`] sleeps until the
-    /// earliest).
-    earlier: Arc<Notify>,
+    /// Woken when an entry may be handed over: one came due sooner, a reconcile started or
+    /// ended, an entry went ([`Queue::due`] sleeps until the earliest otherwise).
+    wake: Arc<Notify>,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self::handing(HANDED)
+    }
 }
 
 /// What is told the `namespace/name` of an object the watch reports deleted.
@@ -66,108 +75,152 @@ impl Debug for Deleted {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Ledger {
-    /// When each object's next reconcile is due.
+    /// Each object's entry.
     due: HashMap<Arc<str>, Due>,
     /// The objects whose reconcile runs now.
     running: HashSet<String>,
-    /// The timers of the requeues waiting for their time, earliest first.
-    timers: BTreeSet<(Instant, Arc<str>)>,
+    /// The entries not handed over yet, earliest first.
+    waiting: BTreeSet<(Instant, Arc<str>)>,
+    /// How many entries are handed over and have not started.
+    handed: usize,
+    /// At most this many are handed over at once.
+    hand_at_most: usize,
 }
 
-/// An object's entry: when its reconcile is due, and the timer of its requeue, if one waits.
+/// An object's entry: when its reconcile is due, and whether it is handed to the controller.
 #[derive(Debug, Clone, Copy)]
 struct Due {
     at: Instant,
-    timer: Option<Instant>,
+    handed: bool,
 }
 
 impl Ledger {
-    /// Drops `key`'s entry and its timer.
+    /// `key` due at `at`, or when its entry is due if that is sooner (or it is handed over).
+    fn ask(&mut self, key: String, at: Instant) {
+        let Some((shared, due)) = self.due.get_key_value(key.as_str()) else {
+            let key: Arc<str> = key.into();
+            self.waiting.insert((at, key.clone()));
+            self.due.insert(key, Due { at, handed: false });
+            return;
+        };
+        if due.handed || due.at <= at {
+            return;
+        }
+        let (shared, before) = (shared.clone(), due.at);
+        self.move_to(shared, before, at);
+    }
+
+    /// Moves the waiting entry of `key` from `before` to `at`.
+    fn move_to(&mut self, key: Arc<str>, before: Instant, at: Instant) {
+        self.waiting.remove(&(before, key.clone()));
+        if let Some(due) = self.due.get_mut(&key) {
+            due.at = at;
+        }
+        self.waiting.insert((at, key));
+    }
+
+    /// Drops `key`'s entry, handed over or waiting; when it was due.
     fn remove(&mut self, key: &str) -> Option<Instant> {
         let (key, due) = self.due.remove_entry(key)?;
-        if let Some(timer) = due.timer {
-            self.timers.remove(&(timer, key));
+        if due.handed {
+            self.handed -= 1;
+        } else {
+            self.waiting.remove(&(due.at, key));
+        }
+        if shrinkable(self.due.len(), self.due.capacity()) {
+            self.due.shrink_to(self.due.len() * 2);
         }
         Some(due.at)
+    }
+
+    /// Hands over the entries due at `now`, earliest first, as many as there is room for, past
+    /// those whose reconcile runs (they wait until it ends); or when the next one comes due.
+    fn hand_over(&mut self, now: Instant) -> (Vec<String>, Option<Instant>) {
+        let room = self.hand_at_most.saturating_sub(self.handed);
+        let mut taken = Vec::new();
+        let mut next = None;
+        for (at, key) in &self.waiting {
+            if taken.len() == room {
+                break;
+            }
+            if self.running.contains(&**key) {
+                continue;
+            }
+            if *at > now {
+                next = Some(*at);
+                break;
+            }
+            taken.push((*at, key.clone()));
+        }
+        self.handed += taken.len();
+        let keys = taken
+            .into_iter()
+            .map(|(at, key)| {
+                self.waiting.remove(&(at, key.clone()));
+                if let Some(due) = self.due.get_mut(&key) {
+                    due.handed = true;
+                }
+                key.to_string()
+            })
+            .collect();
+        (keys, next)
     }
 }
 
 impl Queue {
+    /// A queue that hands the controller at most `at_most` entries beyond the reconciles that
+    /// run (enough to keep every slot busy: a slot that frees takes one at once, and the queue
+    /// hands over another).
+    pub fn handing(at_most: usize) -> Self {
+        Self {
+            ledger: Arc::new(Mutex::new(Ledger {
+                due: HashMap::new(),
+                running: HashSet::new(),
+                waiting: BTreeSet::new(),
+                handed: 0,
+                hand_at_most: at_most.max(1),
+            })),
+            deleted: Deleted::default(),
+            wake: Arc::default(),
+        }
+    }
+
     /// `key`'s reconcile is asked for now (a trigger).
     pub fn asked(&self, key: String) {
-        self.due_at(key, Instant::now());
+        self.lock().ask(key, Instant::now());
+        self.wake.notify_one();
     }
 
-    /// `key`'s reconcile is asked for after `wait` (a requeue): a timer is set, which
-    /// [`Queue::due`] hands to the controller when it is due. One timer per object, the earliest
-    /// kept (an object asked for sooner runs then, and its start drops the timer).
+    /// `key`'s reconcile is asked for after `wait` (a requeue). One entry per object, the
+    /// earliest kept (an object asked for sooner runs then, and that pass decides its next look).
     pub fn requeued(&self, key: String, wait: Duration) {
-        let at = Instant::now() + wait;
-        let mut ledger = self.lock();
-        let key: Arc<str> = match ledger.due.get_key_value(key.as_str()) {
-            Some((shared, _)) => shared.clone(),
-            None => key.into(),
-        };
-        let earliest = ledger.timers.first().map(|(first, _)| *first);
-        let due = ledger
-            .due
-            .entry(key.clone())
-            .or_insert(Due { at, timer: None });
-        due.at = due.at.min(at);
-        let replaced = match due.timer {
-            Some(timer) if timer <= at => return,
-            replaced => replaced,
-        };
-        due.timer = Some(at);
-        if let Some(timer) = replaced {
-            ledger.timers.remove(&(timer, key.clone()));
-        }
-        ledger.timers.insert((at, key));
-        drop(ledger);
-        if earliest.is_none_or(|earliest| at < earliest) {
-            self.earlier.notify_one();
-        }
+        self.lock().ask(key, Instant::now() + wait);
+        self.wake.notify_one();
     }
 
-    /// The keys whose requeue is due, as their timers come due (several at once when they come
-    /// due together): what the controller is handed as triggers. Each timer yields once; an
-    /// object that started or went before its timer came due is not yielded.
+    /// The keys to reconcile, as their entries come due: what the controller is handed as its
+    /// triggers, earliest first, several at once when several are due, and at most as many
+    /// handed over and not started as [`Queue::handing`] says. Each entry is handed over once;
+    /// one that started or went first is not.
     pub fn due(&self) -> impl Stream<Item = Vec<String>> + Send + 'static {
         let queue = self.clone();
         futures::stream::unfold(queue, |queue| async move {
             loop {
-                let next = {
-                    let mut ledger = queue.lock();
-                    let now = Instant::now();
-                    let mut fired = Vec::new();
-                    while let Some((at, _)) = ledger.timers.first() {
-                        if *at > now {
-                            break;
-                        }
-                        let Some((_, key)) = ledger.timers.pop_first() else {
-                            break;
-                        };
-                        if let Some(due) = ledger.due.get_mut(&key) {
-                            due.timer = None;
-                        }
-                        fired.push(key.to_string());
-                    }
-                    if !fired.is_empty() {
-                        return Some((fired, queue.clone()));
-                    }
-                    ledger.timers.first().map(|(at, _)| *at)
-                };
-                let earlier = queue.earlier.notified();
+                let (keys, next) = queue.lock().hand_over(Instant::now());
+                if !keys.is_empty() {
+                    return Some((keys, queue));
+                }
+                let wake = queue.wake.notified();
                 match next {
                     Some(at) => {
                         tokio::select! {
                             () = tokio::time::sleep_until(at) => {}
-                            () = earlier => {}
+                            () = wake => {}
                         }
                     }
-                    None => earlier.await,
+                    None => wake.await,
                 }
             }
         })
@@ -176,26 +229,37 @@ impl Queue {
     /// `key`'s reconcile started: its entry leaves the queue. How long it waited in the queue
     /// (`None` when it had no entry due).
     pub fn started(&self, key: &str) -> Option<Duration> {
-        let mut ledger = self.lock();
-        ledger.running.insert(key.to_owned());
-        let due = ledger.remove(key)?;
-        Instant::now().checked_duration_since(due)
+        let due = {
+            let mut ledger = self.lock();
+            ledger.running.insert(key.to_owned());
+            ledger.remove(key)
+        };
+        self.wake.notify_one();
+        Instant::now().checked_duration_since(due?)
     }
 
     /// `key`'s reconcile ended (before its requeue is noted). Asked for again while it ran, the
     /// object enters the queue now.
     pub fn finished(&self, key: &str) {
-        let mut ledger = self.lock();
-        ledger.running.remove(key);
-        let now = Instant::now();
-        if let Some(due) = ledger.due.get_mut(key) {
-            due.at = due.at.max(now);
+        {
+            let mut ledger = self.lock();
+            ledger.running.remove(key);
+            let now = Instant::now();
+            if let Some((shared, due)) = ledger.due.get_key_value(key)
+                && !due.handed
+                && due.at < now
+            {
+                let (shared, before) = (shared.clone(), due.at);
+                ledger.move_to(shared, before, now);
+            }
         }
+        self.wake.notify_one();
     }
 
     /// `key` was gone when its turn came: the entry is dropped unreconciled.
     pub fn gone(&self, key: &str) {
         self.lock().remove(key);
+        self.wake.notify_one();
     }
 
     /// Calls `tell` with the `namespace/name` of each object the watch reports deleted (kube's
@@ -223,25 +287,17 @@ impl Queue {
     }
 
     /// The entries due now that no reconcile has taken yet (those of objects whose reconcile runs
-    /// wait beside the queue).
+    /// wait beside the queue): those handed over, and those due that wait for room.
     pub fn depth(&self) -> usize {
         let now = Instant::now();
         let ledger = self.lock();
-        ledger
-            .due
+        let waiting = ledger
+            .waiting
             .iter()
-            .filter(|(key, due)| due.at <= now && !ledger.running.contains(&***key))
-            .count()
-    }
-
-    fn due_at(&self, key: String, at: Instant) {
-        let mut ledger = self.lock();
-        match ledger.due.get_mut(key.as_str()) {
-            Some(due) => due.at = due.at.min(at),
-            None => {
-                ledger.due.insert(key.into(), Due { at, timer: None });
-            }
-        }
+            .take_while(|(at, _)| *at <= now)
+            .filter(|(_, key)| !ledger.running.contains(&**key))
+            .count();
+        ledger.handed + waiting
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
@@ -296,8 +352,8 @@ where
     K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin,
 {
-    /// `controller`, whose own trigger went through [`Queued::note`] with `queue`; the
-    /// requeues' timers ([`Queue::due`]) are its triggers too.
+    /// `controller`, whose own trigger went through [`Queued::note`] with `queue`: what `queue`
+    /// hands over ([`Queue::due`]) is all it is given to reconcile.
     pub(crate) fn new(controller: Controller<K>, queue: Queue) -> Self {
         let due = queue
             .due()
@@ -308,16 +364,18 @@ where
         }
     }
 
-    /// A trigger of objects of `K` noted in `queue` as it passes (for the controller's own watch).
-    pub(crate) fn note<E>(
+    /// A trigger of objects of `K` whose objects enter `queue` (for the controller's own
+    /// watch): kube is given its errors alone, and polls it (which runs the watch).
+    pub(crate) fn note<E: Send + 'static>(
         queue: &Queue,
         trigger: impl Stream<Item = Result<K, E>> + Send + 'static,
     ) -> impl Stream<Item = Result<K, E>> + Send + 'static {
         let queue = queue.clone();
-        trigger.inspect(move |object| {
+        trigger.filter(move |object| {
             if let Ok(object) = object {
                 queue.asked(object_key(object));
             }
+            futures::future::ready(object.is_err())
         })
     }
 
@@ -358,11 +416,10 @@ where
     {
         let queue = self.queue.clone();
         let noted = move |other: Other| {
-            let refs: Vec<ObjectRef<K>> = mapper(other).into_iter().collect();
-            for reference in &refs {
-                queue.asked(ref_key(reference));
+            for reference in mapper(other) {
+                queue.asked(ref_key(&reference));
             }
-            refs
+            std::iter::empty::<ObjectRef<K>>()
         };
         Self {
             controller: self.controller.watches_stream_with(trigger, noted, dyntype),
@@ -395,7 +452,10 @@ where
     #[must_use]
     pub fn reconcile_on(self, trigger: impl Stream<Item = ObjectRef<K>> + Send + 'static) -> Self {
         let queue = self.queue.clone();
-        let noted = trigger.inspect(move |reference| queue.asked(ref_key(reference)));
+        let noted = trigger.filter_map(move |reference| {
+            queue.asked(ref_key(&reference));
+            futures::future::ready(None)
+        });
         Self {
             controller: self.controller.reconcile_on(noted),
             queue: self.queue,
@@ -407,13 +467,14 @@ where
     pub fn reconcile_all_on(self, trigger: impl Stream<Item = ()> + Send + 'static) -> Self {
         let queue = self.queue.clone();
         let store = self.controller.store();
-        let noted = trigger.inspect(move |()| {
+        let noted = trigger.filter_map(move |()| {
             for object in store.state() {
                 queue.asked(object_key(object.as_ref()));
             }
+            futures::future::ready(None)
         });
         Self {
-            controller: self.controller.reconcile_all_on(noted),
+            controller: self.controller.reconcile_on(noted),
             queue: self.queue,
         }
     }
@@ -430,7 +491,9 @@ where
         }
     }
 
-    /// kube's `Controller` and the ledger of its queue, to run.
+    /// kube's `Controller` and its queue, to run. Whoever runs it tells the queue of each
+    /// reconcile's start ([`Queue::started`], as [`crate::execute::frame::run`] does): the queue
+    /// hands over no more than its room ([`Queue::handing`]) until some start.
     pub fn into_parts(self) -> (Controller<K>, Queue) {
         (self.controller, self.queue)
     }
@@ -610,7 +673,52 @@ mod tests {
             next_due(&mut due, Duration::from_secs(3600)).await,
             Some(vec![key("kept")])
         );
-        assert_eq!(queue.lock().timers.len(), 0, "no timer outlives its object");
+        assert_eq!(
+            queue.lock().waiting.len(),
+            0,
+            "no entry outlives its object"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_more_is_handed_over_than_there_is_room_for_until_one_starts() {
+        let queue = Queue::handing(2);
+        let mut due = Box::pin(queue.due());
+        for name in ["a", "b", "c"] {
+            queue.asked(key(name));
+        }
+        let soon = Duration::from_millis(1);
+        assert_eq!(
+            next_due(&mut due, soon).await,
+            Some(vec![key("a"), key("b")])
+        );
+        assert_eq!(next_due(&mut due, soon).await, None, "no room");
+        assert_eq!(queue.depth(), 3, "handed over or waiting, all are due");
+        assert!(queue.started(&key("a")).is_some());
+        assert_eq!(next_due(&mut due, soon).await, Some(vec![key("c")]));
+        // A handed-over object gone before its turn frees its room too.
+        queue.gone(&key("b"));
+        queue.asked(key("d"));
+        assert_eq!(next_due(&mut due, soon).await, Some(vec![key("d")]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_object_asked_for_while_it_runs_is_handed_over_when_it_ends() {
+        let queue = Queue::default();
+        let mut due = Box::pin(queue.due());
+        queue.asked(key("a"));
+        let soon = Duration::from_millis(1);
+        assert_eq!(next_due(&mut due, soon).await, Some(vec![key("a")]));
+        assert!(queue.started(&key("a")).is_some());
+        queue.asked(key("a"));
+        queue.asked(key("b"));
+        assert_eq!(
+            next_due(&mut due, soon).await,
+            Some(vec![key("b")]),
+            "kube runs an object once at a time: it waits"
+        );
+        queue.finished(&key("a"));
+        assert_eq!(next_due(&mut due, soon).await, Some(vec![key("a")]));
     }
 
     #[test]
