@@ -560,3 +560,66 @@ async fn a_deleted_object_leaves_no_backoff_behind() {
     eventually("the failures forgotten", || ctx.backoff.tracked() == 0).await;
     run.abort();
 }
+
+/// Looks again in an hour, and counts its passes.
+#[derive(Default)]
+struct Hourly {
+    passes: std::sync::atomic::AtomicUsize,
+}
+
+impl Reconciler<ConfigMap> for Hourly {
+    type Error = DemoError;
+    const NAME: &'static str = CONTROLLER_NAME;
+
+    async fn reconcile(_: Arc<ConfigMap>, ctx: &Context<Hourly>) -> Result<Requeue, DemoError> {
+        ctx.own
+            .passes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(Requeue::After(Duration::from_secs(3600)))
+    }
+}
+
+/// Nothing outlives its object, even one deleted while the watch had fallen behind: the relist
+/// that follows the 410 reports no deletion, so what it does not show is told gone at its end
+/// (its queue entry, backoff and series go), not when its next pass comes due an hour later.
+#[tokio::test]
+async fn an_object_a_relist_does_not_show_is_told_gone_at_its_end() {
+    let h = Harness::new("2026-05-04T09:00:00Z", CONTROLLER_NAME);
+    for name in ["cm", "other"] {
+        h.fake
+            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns"}}));
+    }
+    let ctx = h.context(false, Hourly::default());
+    let told = Arc::new(Mutex::new(Vec::<String>::new()));
+    let warm_up =
+        ebb_runtime::process::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
+    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
+    let controller = ebb_runtime::process::app::controller(
+        api,
+        kube::runtime::watcher::Config::default(),
+        &warm_up,
+    );
+    let record = told.clone();
+    let run = tokio::spawn(frame::run(controller, ctx.clone(), move |key| {
+        record.lock().unwrap().push(key.to_owned());
+    }));
+    let passes = || ctx.own.passes.load(std::sync::atomic::Ordering::SeqCst);
+    eventually("both passed", || passes() == 2).await;
+    // Without yielding to the watch: cm is deleted and two later changes push its deletion out
+    // of a history of one, so the watch gets a 410 and lists again.
+    h.fake.set_watch_history(1);
+    assert!(h.fake.remove::<ConfigMap>("ns", "cm"));
+    for v in ["1", "2"] {
+        h.fake.modify::<ConfigMap>("ns", "other", |cm| {
+            cm.data = Some([("v".to_owned(), v.to_owned())].into());
+        });
+    }
+    eventually("cm told gone", || !told.lock().unwrap().is_empty()).await;
+    assert_eq!(
+        *told.lock().unwrap(),
+        ["ns/cm"],
+        "only what the relist did not show"
+    );
+    run.abort();
+}

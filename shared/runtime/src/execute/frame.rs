@@ -682,8 +682,9 @@ fn noted(queue: &Queue, key: String, requeue: Requeue, took: Duration) -> Action
 }
 
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
-/// `namespace/name` of each object that is gone: deleted as the watch reports it, or before its
-/// reconcile ran (to drop its gauges, say; it may be told twice).
+/// `namespace/name` of each object that is gone: deleted as the watch reports it, missing from a
+/// relist (which reports no deletions) at its end, or before its reconcile ran (to drop its
+/// gauges, say; it may be told twice).
 pub async fn run<S, R, F>(controller: Queued<S>, ctx: Arc<Context<R>>, gone: F)
 where
     S: Stored,

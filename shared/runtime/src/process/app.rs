@@ -5,6 +5,7 @@
 //! (client, clock, leader, shutdown, caches), watches for an overlapping install, and runs the
 //! controllers until shutdown.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures::StreamExt;
-use kube::runtime::reflector::{self, ObjectRef, reflector};
+use kube::runtime::reflector::{self, reflector};
 use kube::runtime::{Controller, WatchStreamExt};
 use serde::de::DeserializeOwned;
 
@@ -28,7 +29,7 @@ use crate::serve::metrics_auth::KubeAuth;
 use crate::serve::server::ServerError;
 use crate::serve::telemetry::TelemetryError;
 use crate::shutdown::ShutdownError;
-use crate::watch::queue::{Queue, Queued};
+use crate::watch::queue::{Queue, Queued, object_key};
 use crate::{
     ApiContact, CommonArgs, ControllerMetrics, EventPublisher, Health, LeaderElection, LeaderError,
     MetricsServer, Shutdown, SystemClock,
@@ -517,11 +518,33 @@ where
     // the next at once.
     let queue = Queue::handing(usize::from(warm_up.concurrency));
     let deletions = queue.clone();
+    let cached = reader.clone();
+    // A relist reports no deletions: the objects cached when it began (the store swaps at its
+    // end) that it has not shown are gone by its end, and told so as a deletion is: nothing
+    // waits for its object's next pass (which may be a week away, or never) to be forgotten.
+    let mut unshown: Option<HashSet<String>> = None;
     let events = reflector(writer, slimmed).inspect(move |event| match event {
-        Ok(watcher::Event::InitDone) => listed(),
-        Ok(watcher::Event::Delete(object)) => {
-            deletions.deleted(&crate::watch::queue::ref_key(&ObjectRef::from_obj(object)));
+        Ok(watcher::Event::Init) => {
+            unshown = Some(
+                cached
+                    .state()
+                    .iter()
+                    .map(|object| object_key(object.as_ref()))
+                    .collect(),
+            );
         }
+        Ok(watcher::Event::InitApply(object)) => {
+            if let Some(unshown) = unshown.as_mut() {
+                unshown.remove(&object_key(object));
+            }
+        }
+        Ok(watcher::Event::InitDone) => {
+            for key in unshown.take().into_iter().flatten() {
+                deletions.deleted(&key);
+            }
+            listed();
+        }
+        Ok(watcher::Event::Delete(object)) => deletions.deleted(&object_key(object)),
         _ => {}
     });
     let (trigger, by_others) = match changes_only {
