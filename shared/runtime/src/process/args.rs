@@ -429,6 +429,39 @@ mod tests {
         assert!(a.leader_election);
     }
 
+    /// The Lease a controller competes for is the flags' (the controller's name by default, a
+    /// blank `--lease-name` too), and none without leader election; an install's scope names
+    /// its namespaces only for a namespaced kind.
+    #[test]
+    fn lease_and_scope_come_from_the_flags() {
+        if !in_child(
+            "process::args::tests::lease_and_scope_come_from_the_flags",
+            &[],
+        ) {
+            return;
+        }
+        let lease = |argv: &[&str]| parse(argv).unwrap().lease("service-scaler");
+        let given = ["--lease-namespace", "ops", "--leader-election=true"];
+        assert_eq!(
+            lease(&given),
+            Some(LeaseName {
+                namespace: "ops".into(),
+                name: "service-scaler".into(),
+            })
+        );
+        let named = [&given[..], &["--lease-name", "ebb-prod"]].concat();
+        assert_eq!(lease(&named).unwrap().name, "ebb-prod");
+        let blank = [&given[..], &["--lease-name", " "]].concat();
+        assert_eq!(lease(&blank).unwrap().name, "service-scaler");
+        let off = ["--lease-namespace", "ops", "--leader-election=false"];
+        assert_eq!(lease(&off), None);
+
+        let a = parse(&["--namespace", "a,b", "--label-selector", "team=x"]).unwrap();
+        assert_eq!(a.scope(true).namespaces, ["a", "b"]);
+        assert_eq!(a.scope(true).label_selector.as_deref(), Some("team=x"));
+        assert!(a.scope(false).namespaces.is_empty(), "cluster-scoped: all");
+    }
+
     /// udaan's Deployments set `LABEL_SELECTOR`; it keeps working, and ebb's own name wins.
     #[test]
     fn udaans_label_selector_variable_still_works() {
