@@ -423,6 +423,18 @@ fn spawn_controller<R>(h: &Harness, ctx: &Arc<Context<R>>) -> tokio::task::JoinH
 where
     R: Reconciler<ConfigMap> + Send + Sync + 'static,
 {
+    spawn_controller_telling(h, ctx, |_| {})
+}
+
+/// [`spawn_controller`], telling `gone` the key of each object the frame reports gone.
+fn spawn_controller_telling<R>(
+    h: &Harness,
+    ctx: &Arc<Context<R>>,
+    gone: impl Fn(&str) + Send + Sync + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    R: Reconciler<ConfigMap> + Send + Sync + 'static,
+{
     let warm_up =
         ebb_runtime::process::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
     let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
@@ -431,7 +443,7 @@ where
         kube::runtime::watcher::Config::default(),
         &warm_up,
     );
-    tokio::spawn(frame::run(controller, ctx.clone(), |_| {}))
+    tokio::spawn(frame::run(controller, ctx.clone(), gone))
 }
 
 #[tokio::test]
@@ -592,18 +604,10 @@ async fn an_object_a_relist_does_not_show_is_told_gone_at_its_end() {
     }
     let ctx = h.context(false, Hourly::default());
     let told = Arc::new(Mutex::new(Vec::<String>::new()));
-    let warm_up =
-        ebb_runtime::process::app::WarmUp::new(ebb_runtime::Health::new(), ctx.contact.clone());
-    let api: Api<Guarded<ConfigMap>> = Api::namespaced(h.fake.client(), "ns");
-    let controller = ebb_runtime::process::app::controller(
-        api,
-        kube::runtime::watcher::Config::default(),
-        &warm_up,
-    );
     let record = told.clone();
-    let run = tokio::spawn(frame::run(controller, ctx.clone(), move |key| {
+    let run = spawn_controller_telling(&h, &ctx, move |key| {
         record.lock().unwrap().push(key.to_owned());
-    }));
+    });
     let passes = || ctx.own.passes.load(std::sync::atomic::Ordering::SeqCst);
     eventually("both passed", || passes() == 2).await;
     // Without yielding to the watch: cm is deleted and two later changes push its deletion out
