@@ -80,12 +80,21 @@ impl ClusterArgs {
         })
     }
 
-    /// [`Self::config`], its requests saying who sends them ([`user_agent`]).
+    /// [`Self::config`], its requests saying who sends them ([`user_agent`]), each request sent
+    /// once.
+    ///
+    /// kube's client retries a 429, 503 or 504 itself by default, up to 15 times over minutes
+    /// (5 ms doubling, or the server's `Retry-After`), inside every layer ebb adds: the server's
+    /// absence would reach [`crate::ApiContact`] minutes late, the retries would pass the
+    /// client-side rate limit and the request count, a reconcile would hold its slot meanwhile,
+    /// and a 504'd create would be sent again. ebb's own policy answers each failure instead: the
+    /// frame's backoff (never sooner than a 429's `Retry-After`), the watches' retry.
     ///
     /// # Errors
     /// As [`Self::config`].
     pub async fn config_for(&self, program: &str) -> Result<Config, ClusterConfigError> {
         let mut config = self.config().await?;
+        config.default_retry = false;
         let identity = identity();
         if let Ok(value) = http::HeaderValue::from_str(&user_agent(program, identity.as_deref())) {
             config.headers.push((http::header::USER_AGENT, value));
@@ -182,6 +191,56 @@ contexts:
             .map(|(_, value)| value.to_str().unwrap().to_owned())
             .unwrap();
         assert!(agent.starts_with("ebb-service-scaler/"), "{agent}");
+    }
+
+    /// A 503 reaches the caller after one attempt: kube's own retry (15 attempts over minutes)
+    /// would hide the server's absence from everything ebb layers around the client.
+    #[tokio::test]
+    async fn a_failed_request_is_sent_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let attempts = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = attempts.clone();
+        tokio::spawn(async move {
+            let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","code":503,"reason":"ServiceUnavailable","message":"away"}"#;
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut request = vec![0; 4096];
+                let _ = stream.read(&mut request).await;
+                let answer = format!(
+                    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            file.path(),
+            TWO_CONTEXTS.replace(
+                "https://prod.example:6443",
+                &format!("http://127.0.0.1:{port}"),
+            ),
+        )
+        .unwrap();
+        let config = args(file.path(), None)
+            .config_for("service-scaler")
+            .await
+            .unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "shop");
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(10), api.get("cm"))
+            .await
+            .expect("answered within 10 s, not retried for minutes");
+        assert!(
+            matches!(&answer, Err(kube::Error::Api(status)) if status.code == 503),
+            "{answer:?}"
+        );
+        assert_eq!(attempts.load(Ordering::SeqCst), 1);
     }
 
     fn file() -> tempfile::NamedTempFile {
