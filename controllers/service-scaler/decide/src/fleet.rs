@@ -171,6 +171,12 @@ pub fn fleet_key(fleet: &FleetSchedule) -> String {
     )
 }
 
+/// Whether `a` and `b` are the same FleetSchedule (namespace and name): [`fleet_key`]'s
+/// equality, without building the keys (a status pass asks it for every member).
+fn same_fleet(a: &FleetSchedule, b: &FleetSchedule) -> bool {
+    a.metadata.namespace == b.metadata.namespace && a.metadata.name == b.metadata.name
+}
+
 /// `fleet`'s selector, or why it is not one.
 pub fn selector_of(fleet: &FleetSchedule) -> Result<Selector, String> {
     SELECTOR_PARSES.with(|n| n.set(n.get().wrapping_add(1)));
@@ -837,26 +843,25 @@ pub fn decide_fleet(observed: &FleetObserved<'_>, now: Timestamp) -> Plan<()> {
         if !selects_with(fleet, own_selector.as_ref(), meta, observed.reach) {
             continue;
         }
-        let hpa_key = format!(
-            "{}/{}",
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default()
-        );
         if let Claim::Fleet {
             winner,
             rivals: others,
         } = all.claim(meta, (observed.service_scaler)(meta), observed.reach)
         {
-            members += usize::from(fleet_key(winner) == key);
+            members += usize::from(same_fleet(winner, fleet));
             for other in std::iter::once(winner).chain(others) {
-                let other_key = fleet_key(other);
-                if other_key == key {
+                if same_fleet(other, fleet) {
                     continue;
                 }
                 let older = seniority(other) < seniority(fleet);
-                let entry = rivals
-                    .entry(other_key)
-                    .or_insert_with(|| (older, 0, hpa_key.clone()));
+                let entry = rivals.entry(fleet_key(other)).or_insert_with(|| {
+                    let hpa_key = format!(
+                        "{}/{}",
+                        meta.namespace.as_deref().unwrap_or_default(),
+                        meta.name.as_deref().unwrap_or_default()
+                    );
+                    (older, 0, hpa_key)
+                });
                 entry.1 += 1;
             }
         }

@@ -66,6 +66,10 @@ impl Projection<HpaMeta> for NoStatus {
     fn project(hpa: &mut HpaMeta) {
         hpa.status = None;
     }
+
+    fn project_json(hpa: &mut serde_json::Map<String, serde_json::Value>) {
+        hpa.remove("status");
+    }
 }
 
 /// One scope's cache of HPAs ([`CachedHpa`]), and whether it holds its first full list: what a

@@ -511,6 +511,18 @@ pub fn slim<K: Resource>(object: &mut K) {
     }
 }
 
+/// [`slim`] on an object as it arrived, before it is read into its type: what goes is not
+/// decoded.
+pub fn slim_json(object: &mut serde_json::Map<String, serde_json::Value>) {
+    let Some(serde_json::Value::Object(meta)) = object.get_mut("metadata") else {
+        return;
+    };
+    meta.remove("managedFields");
+    if let Some(serde_json::Value::Object(annotations)) = meta.get_mut("annotations") {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

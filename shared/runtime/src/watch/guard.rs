@@ -31,12 +31,21 @@ where
 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = serde_json::Value::deserialize(deserializer)?;
-        let error = match read::<K>(&value, "") {
+        Self::from_value(&value).map_err(D::Error::custom)
+    }
+}
+
+impl<K: DeserializeOwned + Resource> Guarded<K> {
+    /// `value` as a `K`, or its metadata and why it does not fit `K`.
+    ///
+    /// # Errors
+    /// Not even its metadata is readable.
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        let error = match read::<K>(value, "") {
             Ok(object) => return Ok(Self(Ok(object))),
             Err(error) => error,
         };
-        let PartialObjectMeta { metadata, .. } =
-            PartialObjectMeta::<K>::deserialize(&value).map_err(D::Error::custom)?;
+        let PartialObjectMeta { metadata, .. } = PartialObjectMeta::<K>::deserialize(value)?;
         Ok(Self(Err(InvalidObject { error, metadata })))
     }
 }

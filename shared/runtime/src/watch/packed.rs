@@ -12,9 +12,10 @@
 //! to decompress and a few to decode, per pass.
 //!
 //! Like [`Guarded`], an object that does not fit its type is kept as its metadata and why (the
-//! field named), and stalls nothing. What no pass reads goes before packing: [`slim`]'s
-//! `managedFields` and `kubectl apply`'s copy, and whatever the kind's [`Projection`] drops (an
-//! HPA's status).
+//! field named), and stalls nothing. What no pass reads goes before the object is even read into
+//! its type ([`slim_json`], [`Projection::project_json`]): `managedFields`, `kubectl apply`'s
+//! copy, and whatever the kind's [`Projection`] drops (an HPA's status); neither decoded nor
+//! checked, such a part cannot make an object unfit.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -23,15 +24,21 @@ use std::marker::PhantomData;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::de::DeserializeOwned;
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::watch::cache::slim;
+use crate::watch::cache::{slim, slim_json};
 use crate::watch::guard::{Guarded, Stored};
 
 /// What a cache of kind `K` drops before packing: the fields no pass reads.
 pub trait Projection<K>: Send + Sync + 'static {
     /// Drops from `object` what no pass reads.
     fn project(object: &mut K);
+
+    /// Drops what [`Projection::project`] drops from the object as it arrived, before it is
+    /// read into `K`: what is dropped there is neither decoded nor checked (a projection that
+    /// drops a field there must drop it in `project` too). By default nothing.
+    fn project_json(_object: &mut serde_json::Map<String, serde_json::Value>) {}
 }
 
 /// The whole object (what [`slim`] leaves).
@@ -51,6 +58,12 @@ pub enum Unlabelled {}
 impl<K: Resource> Projection<K> for Unlabelled {
     fn project(object: &mut K) {
         object.meta_mut().labels = None;
+    }
+
+    fn project_json(object: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(serde_json::Value::Object(meta)) = object.get_mut("metadata") {
+            meta.remove("labels");
+        }
     }
 }
 
@@ -172,7 +185,15 @@ where
     P: Projection<K>,
 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Guarded(object) = Guarded::<K>::deserialize(deserializer)?;
+        // What the cache drops goes before the object is read into `K`: an object's
+        // managedFields (rewritten by every write) and an HPA's status are most of what a watch
+        // event brings, and reading them into `K` only to drop them was most of its decoding.
+        let mut value = serde_json::Value::deserialize(deserializer)?;
+        if let serde_json::Value::Object(object) = &mut value {
+            slim_json(object);
+            P::project_json(object);
+        }
+        let Guarded(object) = Guarded::<K>::from_value(&value).map_err(D::Error::custom)?;
         Ok(match object {
             Ok(object) => Self::pack(object),
             Err(invalid) => {
@@ -243,6 +264,10 @@ mod tests {
         fn project(hpa: &mut HorizontalPodAutoscaler) {
             hpa.status = None;
         }
+
+        fn project_json(hpa: &mut serde_json::Map<String, Value>) {
+            hpa.remove("status");
+        }
     }
 
     fn hpa(min: Value) -> Value {
@@ -312,6 +337,31 @@ mod tests {
         let unfit: Packed<HorizontalPodAutoscaler, NoStatus> =
             serde_json::from_value(hpa(json!("two"))).unwrap();
         assert!(!unfit.may_hold(&JsonString::new("cpu")));
+    }
+
+    /// What the cache drops is dropped before the object is read into its type: neither
+    /// decoded nor checked, so a part no pass reads cannot make an object unfit.
+    #[test]
+    fn what_the_cache_drops_is_not_read() {
+        let mut object = hpa(json!(2));
+        object["status"] = json!({"currentReplicas": "three"});
+        object["metadata"]["managedFields"] = json!(3);
+        object["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+            json!(4);
+        let packed: Packed<HorizontalPodAutoscaler, NoStatus> =
+            serde_json::from_value(object.clone()).unwrap();
+        assert!(packed.fits(), "{packed:?}");
+        assert_eq!(packed.unpack().unwrap().spec.unwrap().max_replicas, 10);
+        // Kept whole, the status is read and its field named.
+        let whole: Packed<HorizontalPodAutoscaler> = serde_json::from_value(object).unwrap();
+        let error = whole.unpack().unwrap_err();
+        assert!(error.starts_with("status.currentReplicas"), "{error}");
+        // Labels dropped unread too.
+        let mut object = hpa(json!(2));
+        object["metadata"]["labels"] = json!({"team": 7});
+        let unlabelled: Packed<HorizontalPodAutoscaler, Unlabelled> =
+            serde_json::from_value(object).unwrap();
+        assert!(unlabelled.fits());
     }
 
     /// One that does not fit is its metadata and why, the field named, as [`Guarded`] keeps it.
