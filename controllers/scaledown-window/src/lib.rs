@@ -36,9 +36,10 @@ use ebb_runtime::watch::cache::{Cache, Feed};
 use ebb_runtime::watch::calendars::CalendarCache;
 use ebb_runtime::watch::contact::resilient;
 use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::own_writes::OwnWrites;
 use ebb_runtime::watch::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -205,7 +206,7 @@ fn watch_targets(
     args: &RunArgs,
     store: &Store<GuardedSchedule>,
     nodes: Option<Feed<PartialObjectMeta<Node>>>,
-    contact: &ApiContact,
+    (contact, own): (&ApiContact, &OwnWrites),
 ) -> Queued<GuardedSchedule> {
     let targets = args.targets();
     let dynamic =
@@ -272,21 +273,33 @@ fn watch_targets(
     }
     if let Some(feed) = nodes {
         // Nodes join and change labels at any time; a metadata watch filtered to what ebb reads
-        // keeps this cheap, and fills the cache a Nodes target reads. Node schedules are few, so
-        // every schedule is woken.
+        // keeps this cheap, and fills the cache a Nodes target reads.
         let node_meta: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
-        let nodes = feed
-            .watch(node_meta, watcher::Config::default(), contact, trim_node)
-            .predicate_filter(node_marks, Default::default())
-            .filter_map(|event| {
-                if let Err(error) = &event {
-                    tracing::warn!(%error, "node watch");
-                }
-                std::future::ready(event.ok().map(|_| ()))
-            });
-        controller = controller.reconcile_all_on(nodes);
+        let nodes = feed.watch(node_meta, watcher::Config::default(), contact, trim_node);
+        controller = controller.reconcile_all_on(node_wakes(nodes, own));
     }
     controller
+}
+
+/// When Node events wake the schedules: a Node's labels, ebb's two annotations or its pause
+/// annotations changed ([`node_marks`]), by someone else. Node schedules are few, so every
+/// schedule is woken; the events of this process's own Node writes wake none. A schedule's pass
+/// reads every Node, and at an edge it writes thousands: each of their events woke every other
+/// Nodes schedule for a pass over all Nodes, back to back for the whole edge (20 000 Nodes and
+/// two schedules: 19 s of CPU where 10 000 and one took 1.8 s). No schedule decides
+/// differently on another's marks (a Node is one schedule's to write), and the writer looks
+/// again at its next transition.
+fn node_wakes(
+    nodes: impl Stream<Item = Result<PartialObjectMeta<Node>, watcher::Error>> + Send + 'static,
+    own: &OwnWrites,
+) -> impl Stream<Item = ()> + Send + 'static {
+    own.skip(nodes.predicate_filter(node_marks, Default::default()))
+        .filter_map(|event| {
+            if let Err(error) = &event {
+                tracing::warn!(%error, "node watch");
+            }
+            std::future::ready(event.ok().map(|_| ()))
+        })
 }
 
 /// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the
@@ -376,7 +389,7 @@ pub fn controllers(
         &args,
         &store,
         feed,
-        wiring.warm_up.contact(),
+        (wiring.warm_up.contact(), &wiring.own_writes),
     );
     let shutdown = wiring.shutdown.clone();
     let controller = controller.graceful_shutdown_on(async move { shutdown.cancelled().await });

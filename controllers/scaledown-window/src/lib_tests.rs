@@ -100,3 +100,44 @@ fn node_watch_wakes_when_a_node_is_paused_or_its_pause_lifted() {
     assert_ne!(until, later);
     assert_ne!(paused, node_marks(&node(&[(PAUSED_ANNOTATION, "false")])));
 }
+
+/// A Node event wakes the schedules when someone else changed what they read; the event of this
+/// process's own write to a Node wakes none (at an edge, each of thousands of them woke every
+/// other Nodes schedule for a pass over every Node), nor does a change of nothing they read.
+#[tokio::test]
+async fn own_node_writes_wake_no_schedule() {
+    let node = |version: &str, annotations: &[(&str, &str)]| {
+        let mut meta = PartialObjectMeta::<Node>::default();
+        meta.metadata.name = Some("n1".into());
+        meta.metadata.resource_version = Some(version.into());
+        meta.metadata.labels = Some([("pool".to_owned(), "a".to_owned())].into());
+        meta.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        Ok(meta)
+    };
+    let own = OwnWrites::new();
+    let mine = [
+        (SCALE_DOWN_DISABLED_ANNOTATION, "true"),
+        (DISABLED_BY_ANNOTATION, "nights"),
+    ];
+    let events = vec![
+        // Listed: new to the wake-ups.
+        node("1", &[]),
+        // ebb's write (recorded below, before the stream runs): passed over.
+        node("2", &mine),
+        // A heartbeat's annotation: nothing a schedule reads.
+        node(
+            "3",
+            &[mine[0], mine[1], ("node.alpha.kubernetes.io/ttl", "0")],
+        ),
+        // Someone else removes ebb's annotation: woken.
+        node("4", &[]),
+    ];
+    let wakes = node_wakes(futures::stream::iter(events), &own);
+    own.record(&ebb_core::plan::Target::named::<Node>(None, "n1"), "2");
+    assert_eq!(wakes.count().await, 2);
+}
