@@ -25,18 +25,16 @@ pub mod reconcile;
 pub use scaledown_window_decide::targets;
 
 use std::future::Future;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::execute::frame;
-use ebb_runtime::pause::{PAUSED_ANNOTATION, PAUSED_UNTIL_ANNOTATION};
 use ebb_runtime::process::app::{Wiring, scoped_apis_with, watcher_config};
-use ebb_runtime::watch::cache::{Cache, Feed};
 use ebb_runtime::watch::calendars::CalendarCache;
 use ebb_runtime::watch::contact::resilient;
 use ebb_runtime::watch::guard::Guarded;
 use ebb_runtime::watch::own_writes::OwnWrites;
+use ebb_runtime::watch::projected::{Projected, ProjectedFeed, Seen};
 use ebb_runtime::watch::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
 use futures::{Stream, StreamExt};
@@ -44,9 +42,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 
-use crate::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION, TargetKind};
+use crate::decide::{NodeView, TargetKind};
 use crate::metrics::Metrics;
 use crate::reconcile::{EnabledTargets, Own};
 
@@ -159,41 +157,11 @@ fn of_kind(kind: TargetKind) -> impl Fn(&ScaleDownSchedule) -> bool + Clone {
     move |s| decide::target_kind(&s.spec.target) == Ok(kind)
 }
 
-/// Node changes that matter: labels (selection), the two annotations ebb writes and the pause
-/// annotations (so lifting a node's pause takes effect at once); heartbeats and other annotations
-/// do not wake every schedule.
-fn node_marks(node: &PartialObjectMeta<Node>) -> Option<u64> {
-    let annotation = |key: &str| node.annotations().get(key).cloned();
-    let mut hasher = DefaultHasher::new();
-    (
-        node.labels(),
-        annotation(SCALE_DOWN_DISABLED_ANNOTATION),
-        annotation(DISABLED_BY_ANNOTATION),
-        annotation(PAUSED_ANNOTATION),
-        annotation(PAUSED_UNTIL_ANNOTATION),
-    )
-        .hash(&mut hasher);
-    Some(hasher.finish())
-}
-
-/// The Node annotations ebb reads ([`targets::node_view`]); the cache keeps no others.
-const NODE_ANNOTATIONS: [&str; 4] = [
-    SCALE_DOWN_DISABLED_ANNOTATION,
-    DISABLED_BY_ANNOTATION,
-    PAUSED_ANNOTATION,
-    PAUSED_UNTIL_ANNOTATION,
-];
-
-/// Keeps of a Node's metadata what [`targets::node_view`] reads: name, resourceVersion, labels
-/// and ebb's annotations. Real Nodes carry many annotations of their own (CSI, CNI, the
-/// kubelet's) that a cache of thousands of Nodes need not hold.
-fn trim_node(node: &mut PartialObjectMeta<Node>) {
-    let meta = &mut node.metadata;
-    meta.owner_references = None;
-    meta.finalizers = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.retain(|key, _| NODE_ANNOTATIONS.contains(&key.as_str()));
-    }
+/// A Node as the cache keeps it: the view a pass decides on ([`targets::node_view`]): its
+/// name, labels, resourceVersion and ebb's four annotations. Real Nodes carry many annotations
+/// of their own (CSI, CNI, the kubelet's) that a cache of thousands of Nodes need not hold.
+pub fn node_view(node: &PartialObjectMeta<Node>) -> NodeView {
+    targets::node_view(&node.metadata)
 }
 
 /// Adds the watches that wake schedules when their target objects change: only for enabled
@@ -205,7 +173,7 @@ fn watch_targets(
     client: &Client,
     args: &RunArgs,
     store: &Store<GuardedSchedule>,
-    nodes: Option<Feed<PartialObjectMeta<Node>>>,
+    nodes: Option<ProjectedFeed<PartialObjectMeta<Node>, NodeView>>,
     (contact, own): (&ApiContact, &OwnWrites),
 ) -> Queued<GuardedSchedule> {
     let targets = args.targets();
@@ -275,31 +243,42 @@ fn watch_targets(
         // Nodes join and change labels at any time; a metadata watch filtered to what ebb reads
         // keeps this cheap, and fills the cache a Nodes target reads.
         let node_meta: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
-        let nodes = feed.watch(node_meta, watcher::Config::default(), contact, trim_node);
+        let nodes = feed.events(
+            node_meta,
+            watcher::Config::default(),
+            contact,
+            NodeView::same_marks,
+        );
         controller = controller.reconcile_all_on(node_wakes(nodes, own));
     }
     controller
 }
 
 /// When Node events wake the schedules: a Node's labels, ebb's two annotations or its pause
-/// annotations changed ([`node_marks`]), by someone else. Node schedules are few, so every
-/// schedule is woken; the events of this process's own Node writes wake none. A schedule's pass
-/// reads every Node, and at an edge it writes thousands: each of their events woke every other
-/// Nodes schedule for a pass over all Nodes, back to back for the whole edge (20 000 Nodes and
-/// two schedules: 19 s of CPU where 10 000 and one took 1.8 s). No schedule decides
-/// differently on another's marks (a Node is one schedule's to write), and the writer looks
-/// again at its next transition.
+/// annotations changed (its view, [`NodeView::same_marks`]), by someone else, or the watch
+/// listed (the first time: the passes that found the cache cold go at once). Node schedules
+/// are few, so every schedule is woken; the events of this process's own Node writes wake
+/// none. A schedule's pass reads every Node, and at an edge it writes thousands: each of their
+/// events woke every other Nodes schedule for a pass over all Nodes, back to back for the
+/// whole edge (20 000 Nodes and two schedules: 19 s of CPU where 10 000 and one took 1.8 s).
+/// No schedule decides differently on another's marks (a Node is one schedule's to write),
+/// and the writer looks again at its next transition.
 fn node_wakes(
-    nodes: impl Stream<Item = Result<PartialObjectMeta<Node>, watcher::Error>> + Send + 'static,
+    nodes: impl Stream<Item = Result<Seen<PartialObjectMeta<Node>>, watcher::Error>> + Send + 'static,
     own: &OwnWrites,
 ) -> impl Stream<Item = ()> + Send + 'static {
-    own.skip(nodes.predicate_filter(node_marks, Default::default()))
-        .filter_map(|event| {
-            if let Err(error) = &event {
-                tracing::warn!(%error, "node watch");
-            }
-            std::future::ready(event.ok().map(|_| ()))
-        })
+    // Own writes are told by the object an event brings; a list brings none (`Err(None)`).
+    let objects = nodes.map(|seen| match seen {
+        Ok(Seen::Changed(node)) => Ok(node),
+        Ok(Seen::Listed) => Err(None),
+        Err(error) => Err(Some(error)),
+    });
+    own.skip(objects).filter_map(|event| {
+        if let Err(Some(error)) = &event {
+            tracing::warn!(%error, "node watch");
+        }
+        std::future::ready(matches!(event, Ok(_) | Err(None)).then_some(()))
+    })
 }
 
 /// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the
@@ -313,7 +292,7 @@ pub async fn clean(
     args: RunArgs,
     leave: ebb_runtime::process::cleanup::Leave,
 ) -> Result<Vec<String>, reconcile::Error> {
-    let mut nodes = Cache::default();
+    let mut nodes = Projected::default();
     if args.targets().node_annotation {
         // No watch runs here: one list fills the Node cache a Nodes target reads.
         let api: Api<Node> = Api::all(shared.client.clone());
@@ -321,11 +300,7 @@ pub async fn clean(
             .list_metadata(&Default::default())
             .await
             .map_err(reconcile::Error::Observe)?;
-        nodes.scope().fill(listed.items.into_iter().map(|mut node| {
-            ebb_runtime::process::app::slim(&mut node);
-            trim_node(&mut node);
-            node
-        }));
+        nodes.scope(node_view).fill(listed.items);
     }
     let own = Own {
         metrics: Metrics::new(&mut prometheus_client::registry::Registry::default()),
@@ -348,8 +323,11 @@ pub fn controllers(
 ) -> impl Future<Output = ()> + Send + 'static {
     let client = wiring.client.clone();
     tracing::info!(targets = ?args.targets(), "target kinds");
-    let mut nodes = Cache::default();
-    let feed = args.targets().node_annotation.then(|| nodes.scope());
+    let mut nodes = Projected::default();
+    let feed = args
+        .targets()
+        .node_annotation
+        .then(|| nodes.scope(node_view));
     let schedules: Api<GuardedSchedule> = Api::all(client.clone());
     // /readyz turns green once the schedule cache holds its first full list.
     let controller = ebb_runtime::process::app::controller(

@@ -13,8 +13,9 @@ use std::time::Duration;
 use ebb_crds::scaledown::ScaleDownSchedule;
 use ebb_runtime::execute::frame::Requeue;
 use ebb_runtime::execute::frame::{MAX_ATTEMPTS, Shared};
-use ebb_runtime::watch::cache::{Cache, Feed};
+use ebb_runtime::watch::cache::Feed;
 use ebb_runtime::watch::guard::Guarded;
+use ebb_runtime::watch::projected::{Projected, ProjectedFeed};
 use ebb_runtime::{ControllerMetrics, EventKind, Leader};
 use ebb_testkit::{Fault, Harness, Matcher, PatchKind, RecordedRequest, utc};
 use http::Method;
@@ -27,10 +28,10 @@ use serde_json::{Value, json};
 use ebb_runtime::execute::frame::{self, ReconcileError, Reconciler};
 use scaledown_window::cleanup::release_all;
 use scaledown_window::decide;
-use scaledown_window::decide::{DISABLED_BY_ANNOTATION, SCALE_DOWN_DISABLED_ANNOTATION};
+use scaledown_window::decide::{DISABLED_BY_ANNOTATION, NodeView, SCALE_DOWN_DISABLED_ANNOTATION};
 use scaledown_window::metrics::Metrics;
 use scaledown_window::reconcile::*;
-use scaledown_window::{CONTROLLER_NAME, FIELD_MANAGER};
+use scaledown_window::{CONTROLLER_NAME, FIELD_MANAGER, node_view};
 
 const FRIDAY_NOON: &str = "2026-03-27T11:00:00Z";
 const FRIDAY_NIGHT: &str = "2026-03-27T19:00:00Z";
@@ -43,7 +44,7 @@ struct Test {
     h: Harness,
     ctx: Arc<Context>,
     /// What the Node watch would have put in the context's cache by now ([`Test::ctx`]).
-    nodes: Mutex<Feed<PartialObjectMeta<Node>>>,
+    nodes: Mutex<ProjectedFeed<PartialObjectMeta<Node>, NodeView>>,
     /// What the HolidayCalendar watch would have put in the context's cache by now.
     calendars: Mutex<Feed<Guarded<HolidayCalendar>>>,
 }
@@ -68,8 +69,8 @@ impl Test {
     fn with_leader(at: &str, targets: EnabledTargets, dry_run: bool, leader: Leader) -> Self {
         let h = Harness::new(at, CONTROLLER_NAME);
         let metrics = h.register(Metrics::new);
-        let mut cache = Cache::default();
-        let nodes = Mutex::new(cache.scope());
+        let mut cache = Projected::default();
+        let nodes = Mutex::new(cache.scope(node_view));
         let (calendars, calendar_feed) = CalendarCache::fed();
         let ctx = Arc::new(
             Context::new(
@@ -107,10 +108,10 @@ impl Test {
     }
 
     /// A Node cache holding the Nodes the fake holds now, for another context.
-    fn node_cache(&self) -> Cache<PartialObjectMeta<Node>> {
-        let mut cache = Cache::default();
+    fn node_cache(&self) -> Projected<NodeView> {
+        let mut cache = Projected::default();
         cache
-            .scope()
+            .scope(node_view)
             .fill(self.fake.list::<PartialObjectMeta<Node>>());
         cache
     }

@@ -1503,7 +1503,7 @@ fn overlapping_node_selectors_split_the_nodes_and_report_the_conflict() {
         node_claimant("all-nodes", "2026-01-02T00:00:00Z", &[]),
         node_claimant("gpu", "2026-01-01T00:00:00Z", &[("pool", "gpu")]),
     ];
-    let observed = TargetObjects::Nodes(vec![
+    let observed = TargetObjects::nodes(vec![
         node_named("cpu-1", &[("pool", "cpu")], None),
         node_named("gpu-1", &[("pool", "gpu")], None),
     ]);
@@ -1537,7 +1537,7 @@ fn deleting_a_schedule_releases_only_what_it_set() {
         "2026-01-01T00:00:00Z",
         &[("pool", "gpu")],
     )];
-    let observed = TargetObjects::Nodes(vec![
+    let observed = TargetObjects::nodes(vec![
         node_named("cpu-1", &[("pool", "cpu")], Some("me")),
         node_named("gpu-1", &[("pool", "gpu")], Some("me")),
         node_named("cpu-2", &[("pool", "cpu")], Some("someone")),
@@ -1930,7 +1930,7 @@ fn a_paused_node_is_neither_annotated_nor_released_while_others_are() {
         let by = (desired).then_some("me");
         let mut paused = node_named("w1", &[], by);
         paused.pause = marks.clone();
-        let observed = TargetObjects::Nodes(vec![paused, node_named("w2", &[], by)]);
+        let observed = TargetObjects::nodes(vec![paused, node_named("w2", &[], by)]);
         decide_target("me", &claimants, Some(desired), &observed, utc(PAUSE_NOW))
     });
 }
@@ -2030,7 +2030,7 @@ fn a_paused_object_is_not_released_when_its_schedule_is_deleted() {
     // "me" is being deleted: no claimants; what it set is released except on paused objects.
     let mut paused = node_named("w1", &[], Some("me"));
     paused.pause = PauseMarks::until("2026-03-27T13:00:00Z");
-    let observed = TargetObjects::Nodes(vec![paused, node_named("w2", &[], Some("me"))]);
+    let observed = TargetObjects::nodes(vec![paused, node_named("w2", &[], Some("me"))]);
     let plan = decide_target("me", &[], None, &observed, utc(PAUSE_NOW));
     assert_eq!(written(&plan), ["w2"]);
     // Not this schedule's any more: not listed as its paused object.
@@ -2060,7 +2060,7 @@ fn objects_paused_elsewhere_are_not_reported_by_a_schedule_that_does_not_manage_
         "me",
         &claimants,
         Some(false),
-        &TargetObjects::Nodes(vec![n]),
+        &TargetObjects::nodes(vec![n]),
         utc(PAUSE_NOW),
     );
     assert!(plan.changes.is_empty());
@@ -2076,7 +2076,7 @@ fn the_earliest_paused_until_is_when_to_look_again() {
         n.pause = marks;
         n
     };
-    let observed = TargetObjects::Nodes(vec![
+    let observed = TargetObjects::nodes(vec![
         node("w1", PauseMarks::until("2026-03-27T15:00:00Z")),
         node("w2", PauseMarks::until("2026-03-27T13:30:00+01:00")),
         node("w3", PauseMarks::paused()),

@@ -705,8 +705,8 @@ pub enum TargetObjects {
         /// Its pause annotations (none when not found).
         pause: PauseMarks,
     },
-    /// Every node.
-    Nodes(Vec<NodeView>),
+    /// Every node: the views the controller's cache holds, shared rather than copied.
+    Nodes(Vec<std::sync::Arc<NodeView>>),
     /// Every MachineAutoscaler of the target's namespace and the replicas of its MachineSets.
     MachineAutoscalers {
         /// The MachineAutoscalers.
@@ -721,6 +721,13 @@ pub enum TargetObjects {
         Vec<NodePoolView>,
         Vec<ebb_crds::scaledown::DisruptionReason>,
     ),
+}
+
+impl TargetObjects {
+    /// Every node, from their views (tests and `plan`; the controller's cache shares its own).
+    pub fn nodes(views: impl IntoIterator<Item = NodeView>) -> Self {
+        Self::Nodes(views.into_iter().map(std::sync::Arc::new).collect())
+    }
 }
 
 /// One write to a target object.

@@ -151,7 +151,7 @@ fn decide_applies_through_the_target_and_the_other_schedules_claims() {
     let now = utc(NOON);
     let mine = nodes(&[FINALIZER]);
     let mut seen = observed(&mine, settings());
-    seen.target = TargetRead::Read(TargetObjects::Nodes(vec![node("n1", None)]));
+    seen.target = TargetRead::Read(TargetObjects::nodes(vec![node("n1", None)]));
     // Closed at noon: the node gets scale-down disabled, by this schedule.
     let plan = decide(&seen, now);
     let targets: Vec<_> = plan.writes.iter().map(|w| w.target.name.clone()).collect();
@@ -181,7 +181,7 @@ fn a_release_waits_while_the_target_cannot_be_seen() {
     let now = utc(NOON);
     let leaving = deleting(nodes(&[FINALIZER]));
     let mut seen = observed(&leaving, settings());
-    seen.target = TargetRead::Read(TargetObjects::Nodes(vec![
+    seen.target = TargetRead::Read(TargetObjects::nodes(vec![
         node("n1", Some("s")),
         node("n2", None),
     ]));
@@ -216,7 +216,7 @@ fn uninstall_releases_whoever_else_selects_and_keeps_settings_when_asked() {
     let r = reads(&mine, &release, now);
     assert!(r.target.is_some() && !r.schedules && r.calendars.is_empty());
     let mut seen = observed(&mine, release);
-    seen.target = TargetRead::Read(TargetObjects::Nodes(vec![node("n1", Some("s"))]));
+    seen.target = TargetRead::Read(TargetObjects::nodes(vec![node("n1", Some("s"))]));
     let done = uninstall(&seen, now);
     assert_eq!(done.plan.writes.len(), 1);
     assert!(

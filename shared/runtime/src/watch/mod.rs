@@ -6,6 +6,7 @@ pub mod contact;
 pub mod guard;
 pub mod own_writes;
 pub mod packed;
+pub mod projected;
 pub mod queue;
 pub mod requests;
 pub mod triggers;

@@ -2,6 +2,7 @@
 //! ebb's mark saying which schedule set it. Its view, plan and patch.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
@@ -27,6 +28,29 @@ pub struct NodeView {
     pub disabled_by: Option<String>,
     /// Its pause annotations.
     pub pause: PauseMarks,
+}
+
+impl NodeView {
+    /// Whether `self` and `other` hold the same for the rules: everything but the
+    /// resourceVersion, which changes with every write (a heartbeat's too).
+    pub fn same_marks(&self, other: &Self) -> bool {
+        let Self {
+            name,
+            labels,
+            resource_version: _,
+            scale_down_disabled,
+            disabled_by,
+            pause,
+        } = self;
+        (name, labels, scale_down_disabled, disabled_by, pause)
+            == (
+                &other.name,
+                &other.labels,
+                &other.scale_down_disabled,
+                &other.disabled_by,
+                &other.pause,
+            )
+    }
 }
 
 /// A change of one Node's annotations.
@@ -82,7 +106,7 @@ pub fn node_view(meta: &ObjectMeta) -> NodeView {
 }
 
 /// Plans every node.
-pub(crate) fn decide(decider: &mut TargetDecider<'_>, nodes: &[NodeView]) {
+pub(crate) fn decide(decider: &mut TargetDecider<'_>, nodes: &[Arc<NodeView>]) {
     for node in nodes {
         let id = ObjectId {
             kind: TargetKind::NodeAnnotation,
