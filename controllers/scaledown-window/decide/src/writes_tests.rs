@@ -66,8 +66,11 @@ fn adding_the_finalizer_is_the_whole_pass_and_names_the_version_read() {
     assert_eq!(plan.writes.len(), 1);
     assert_eq!(
         plan.writes[0].verb,
-        Verb::Merge(json!({"metadata": {"finalizers": ["other", FINALIZER],
-                                         "resourceVersion": "12"}}))
+        Verb::Merge(
+            json!({"metadata": {"finalizers": ["other", FINALIZER],
+                                         "resourceVersion": "12"}})
+            .into()
+        )
     );
     assert_eq!(plan.writes[0].category, Category::Metadata);
     assert!(plan.status.is_none());
@@ -85,6 +88,7 @@ fn target_changes_are_independent_writes_counted_by_kind() {
     let Verb::Apply(body) = &write.verb else {
         panic!("{write:?}")
     };
+    let body = body.value();
     assert_eq!(
         body["metadata"]["uid"], "u1",
         "never makes a deleted one again"
@@ -100,6 +104,7 @@ fn target_changes_are_independent_writes_counted_by_kind() {
     let Verb::Merge(body) = &write.verb else {
         panic!("{write:?}")
     };
+    let body = body.value();
     assert_eq!(body["metadata"]["resourceVersion"], "7");
     assert_eq!(write.target.describe(), "Node n1");
     assert_eq!(write.category, Category::Target);
@@ -157,7 +162,7 @@ fn a_release_records_its_event_after_the_last_change_then_drops_the_finalizer() 
     assert!(!last.independent, "only once every release succeeded");
     assert_eq!(
         last.verb,
-        Verb::Merge(json!({"metadata": {"finalizers": ["other"], "resourceVersion": "12"}}))
+        Verb::Merge(json!({"metadata": {"finalizers": ["other"], "resourceVersion": "12"}}).into())
     );
     assert_eq!(plan.gauges.unwrap().values, None, "its series are dropped");
 

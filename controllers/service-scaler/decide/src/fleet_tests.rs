@@ -103,9 +103,9 @@ fn pass_with(
     )
 }
 
-fn merge_patch(plan: &Plan<()>, i: usize) -> &Value {
+fn merge_patch(plan: &Plan<()>, i: usize) -> Value {
     match &plan.writes[i].verb {
-        Verb::Merge(patch) => patch,
+        Verb::Merge(patch) => patch.value(),
         other => panic!("write {i} is {other:?}"),
     }
 }
@@ -132,7 +132,7 @@ fn inside_a_range_the_first_write_records_the_own_values_with_the_change() {
         patch["metadata"]["annotations"][FLEET_ANNOTATION],
         "shop/hours"
     );
-    assert_eq!(patched_record(patch), Some(own_record()));
+    assert_eq!(patched_record(&patch), Some(own_record()));
     assert_eq!(patch["spec"]["minReplicas"], 5);
     assert_eq!(patch["spec"]["maxReplicas"], 10);
     // cpu and the foreign metric kept as they were: the range does not touch them.
@@ -482,11 +482,12 @@ fn a_hibernating_range_records_the_replicas_before_scaling_to_zero() {
         "2026-03-02T21:00:00Z",
     );
     assert_eq!(plan.writes.len(), 2, "{plan:?}");
-    let record = patched_record(merge_patch(&plan, 0)).unwrap();
+    let record = patched_record(&merge_patch(&plan, 0)).unwrap();
     assert_eq!(record.hibernation.as_ref().unwrap().replicas, 3);
     assert_eq!(record.min_replicas, Some(2));
     match &plan.writes[1].verb {
         Verb::MergeScale(patch) => {
+            let patch = patch.value();
             assert_eq!(patch["spec"]["replicas"], 0);
             assert_eq!(patch["metadata"]["resourceVersion"], "90");
         }
@@ -523,7 +524,9 @@ fn at_the_hibernations_end_the_target_wakes_before_the_record_goes() {
         Some(&scale(0)),
         "2026-03-03T06:00:00Z",
     );
-    assert!(matches!(&plan.writes[0].verb, Verb::MergeScale(p) if p["spec"]["replicas"] == 3));
+    assert!(
+        matches!(&plan.writes[0].verb, Verb::MergeScale(p) if p.value()["spec"]["replicas"] == 3)
+    );
     let patch = merge_patch(&plan, 1);
     assert_eq!(
         patch["metadata"]["annotations"][RECORD_ANNOTATION],
@@ -537,7 +540,9 @@ fn at_the_hibernations_end_the_target_wakes_before_the_record_goes() {
         Some(&scale(0)),
         "2026-03-03T01:00:00Z",
     );
-    assert!(matches!(&plan.writes[0].verb, Verb::MergeScale(p) if p["spec"]["replicas"] == 3));
+    assert!(
+        matches!(&plan.writes[0].verb, Verb::MergeScale(p) if p.value()["spec"]["replicas"] == 3)
+    );
 }
 
 #[test]

@@ -88,11 +88,11 @@ fn shape(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-fn scale_patch(plan: &Plan) -> &Value {
+fn scale_patch(plan: &Plan) -> Value {
     plan.writes
         .iter()
         .find_map(|w| match &w.verb {
-            Verb::MergeScale(patch) => Some(patch),
+            Verb::MergeScale(patch) => Some(patch.value()),
             _ => None,
         })
         .expect("a scale write")
@@ -116,6 +116,7 @@ fn a_hibernating_range_records_the_replicas_first_then_scales_to_zero() {
     let Verb::MergeStatus(record) = &plan.writes[0].verb else {
         panic!("{:?}", plan.writes[0])
     };
+    let record = record.value();
     assert_eq!(record["metadata"]["resourceVersion"], "20");
     assert_eq!(record["status"]["hibernation"]["replicas"], 3);
     assert_eq!(
@@ -173,6 +174,7 @@ fn a_workload_scaled_up_mid_hibernation_goes_back_to_zero_and_keeps_the_first_co
     let Verb::MergeStatus(record) = &plan.writes[0].verb else {
         panic!("{:?}", plan.writes)
     };
+    let record = record.value();
     assert_eq!(record["status"]["hibernation"]["replicas"], 3);
     assert_eq!(
         record["status"]["hibernation"]["since"],
@@ -392,6 +394,7 @@ fn the_finalizer_is_held_while_a_hibernation_of_an_owned_hpa_would_otherwise_be_
     let Verb::Merge(finalizer) = &plan.writes[0].verb else {
         panic!("{:?}", plan.writes[0])
     };
+    let finalizer = finalizer.value();
     assert_eq!(finalizer["metadata"]["finalizers"], json!([FINALIZER]));
 }
 
@@ -466,7 +469,7 @@ fn deleting_the_scaler_mid_hibernation_wakes_the_workload_before_the_finalizer_g
     );
     assert!(
         plan.writes.iter().any(|w| w.target == ledger
-            && matches!(&w.verb, Verb::Merge(p) if p["data"][format!("{}.web", s.namespace().unwrap())].is_null())),
+            && matches!(&w.verb, Verb::Merge(p) if p.value()["data"][format!("{}.web", s.namespace().unwrap())].is_null())),
         "{plan:?}"
     );
     assert!(shape(&plan).iter().all(|w| !w.starts_with("patch scale")));

@@ -209,12 +209,13 @@ mod tests {
         assert_eq!(plan.writes[0].target.name, "web");
         assert!(
             matches!(&plan.writes[0].verb, Verb::MergeScale(p)
-                if p["spec"]["replicas"] == json!(3) && p["metadata"]["resourceVersion"] == json!("7")),
+                if p.value()["spec"]["replicas"] == json!(3)
+                    && p.value()["metadata"]["resourceVersion"] == json!("7")),
             "{:?}",
             plan.writes[0].verb
         );
         assert!(
-            matches!(&plan.writes[1].verb, Verb::Merge(p) if p["data"]["shop.web"].is_null()),
+            matches!(&plan.writes[1].verb, Verb::Merge(p) if p.value()["data"]["shop.web"].is_null()),
             "{:?}",
             plan.writes[1].verb
         );

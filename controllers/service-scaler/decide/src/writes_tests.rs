@@ -58,6 +58,7 @@ fn a_missing_hpa_is_created_then_the_status_written_and_the_gauge_set() {
     let Verb::Create(body) = &create.verb else {
         panic!("{create:?}")
     };
+    let body = body.value();
     assert_eq!(body["spec"]["minReplicas"], 5);
     assert_eq!(body["spec"]["scaleTargetRef"]["name"], "web");
     let status = plan.status.as_ref().unwrap();
@@ -91,14 +92,18 @@ fn an_adopted_hpa_gets_the_finalizer_first_and_an_apply_naming_what_was_read() {
     );
     assert_eq!(
         plan.writes[0].verb,
-        Verb::Merge(json!({"metadata": {
-            "finalizers": ["other", FINALIZER], "resourceVersion": "10"}}))
+        Verb::Merge(
+            json!({"metadata": {
+            "finalizers": ["other", FINALIZER], "resourceVersion": "10"}})
+            .into()
+        )
     );
     assert_eq!(plan.writes[0].category, Category::Metadata);
     let apply = &plan.writes[1];
     let Verb::Apply(patch) = &apply.verb else {
         panic!("{apply:?}")
     };
+    let patch = patch.value();
     assert_eq!(patch["metadata"]["resourceVersion"], "77");
     assert_eq!(patch["metadata"]["uid"], "hpa-uid");
     assert_eq!(patch["spec"]["minReplicas"], 5);
@@ -158,6 +163,7 @@ fn deleting_restores_an_adopted_hpa_then_drops_the_finalizers() {
     let Verb::Apply(patch) = &plan.writes[0].verb else {
         panic!()
     };
+    let patch = patch.value();
     assert_eq!(patch["spec"]["minReplicas"], 2, "the defaults back");
     assert_eq!(patch["metadata"]["resourceVersion"], "77");
     assert_eq!(plan.writes[0].reason, Some("restore"));
@@ -167,7 +173,7 @@ fn deleting_restores_an_adopted_hpa_then_drops_the_finalizers() {
     );
     assert_eq!(
         plan.writes[1].verb,
-        Verb::Merge(json!({"metadata": {"finalizers": ["other"], "resourceVersion": "10"}}))
+        Verb::Merge(json!({"metadata": {"finalizers": ["other"], "resourceVersion": "10"}}).into())
     );
     assert_eq!(plan.gauges.state, None, "a deleted scaler leaves the gauge");
     assert!(plan.status.is_none());
@@ -191,6 +197,7 @@ fn deleting_disowns_an_owned_hpa_before_restoring_it() {
     let Verb::Merge(disown) = &plan.writes[0].verb else {
         panic!()
     };
+    let disown = disown.value();
     assert_eq!(disown["metadata"]["ownerReferences"], Value::Null);
     assert_eq!(disown["metadata"]["resourceVersion"], "77");
     assert!(plan.writes[0].notices.is_empty());

@@ -145,6 +145,7 @@ fn a_status_only_pass_writes_the_difference_naming_the_version_read_then_its_eve
     let ebb_core::plan::Verb::MergeStatus(patch) = &write.verb else {
         panic!("{write:?}")
     };
+    let patch = patch.value();
     assert_eq!(patch["metadata"]["resourceVersion"], "9");
     assert_eq!(patch["status"]["conditions"][0]["type"], "Paused");
     assert_eq!(write.notices[0].reason, "Paused");

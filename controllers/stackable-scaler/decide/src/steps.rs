@@ -255,7 +255,7 @@ pub fn apply(scaler: &StackableScaler, writes: &[Write]) -> StackableScaler {
     };
     for write in writes {
         if let Verb::Merge(patch) | Verb::MergeStatus(patch) = &write.verb {
-            let mut patch = patch.clone();
+            let mut patch = patch.value();
             if let Some(metadata) = patch.get_mut("metadata").and_then(|m| m.as_object_mut()) {
                 metadata.remove("resourceVersion");
             }

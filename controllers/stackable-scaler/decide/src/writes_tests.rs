@@ -16,9 +16,9 @@ fn scaler(status: Value) -> StackableScaler {
     .unwrap()
 }
 
-fn patch_of(write: &Write) -> &Value {
+fn patch_of(write: &Write) -> Value {
     match &write.verb {
-        Verb::Merge(patch) | Verb::MergeStatus(patch) | Verb::MergeScale(patch) => patch,
+        Verb::Merge(patch) | Verb::MergeStatus(patch) | Verb::MergeScale(patch) => patch.value(),
         other => panic!("not a merge patch: {other:?}"),
     }
 }
@@ -35,7 +35,7 @@ fn a_saved_status_is_the_difference_naming_the_version_read() {
     assert_eq!(write.target.describe(), "StackableScaler data/nifi-default");
     assert_eq!(
         patch_of(&write),
-        &json!({"metadata": {"resourceVersion": "41"}, "status": {"replicas": 3}})
+        json!({"metadata": {"resourceVersion": "41"}, "status": {"replicas": 3}})
     );
 }
 
@@ -47,7 +47,7 @@ fn an_annotation_is_removed_on_the_scaler_as_read() {
     assert_eq!(write.category, Category::Metadata);
     assert_eq!(
         patch_of(&write),
-        &json!({"metadata": {"resourceVersion": "41",
+        json!({"metadata": {"resourceVersion": "41",
                              "annotations": {"autoscaling.stackable.tech/retry": null}}})
     );
 }
@@ -66,7 +66,7 @@ fn a_resize_sets_the_replicas_of_the_workload_as_read() {
     assert_eq!(write.target.resource.group, "apps");
     assert_eq!(
         patch_of(&write),
-        &json!({"metadata": {"resourceVersion": "7"}, "spec": {"replicas": 5}})
+        json!({"metadata": {"resourceVersion": "7"}, "spec": {"replicas": 5}})
     );
     let write = resize_write(WorkloadKind::Deployment, "data", "web", Some("8"), 0);
     assert_eq!(write.target.describe(), "Deployment data/web");
@@ -83,7 +83,7 @@ fn resuming_drops_the_paused_condition_and_only_it() {
     assert_eq!(write.category, Category::Status);
     assert_eq!(
         patch_of(&write),
-        &json!({"metadata": {"resourceVersion": "41"}, "status": {"conditions": [ready]}})
+        json!({"metadata": {"resourceVersion": "41"}, "status": {"conditions": [ready]}})
     );
     let never_paused = scaler(json!({"conditions": [ready]}));
     assert_eq!(resume_write(&never_paused), None);

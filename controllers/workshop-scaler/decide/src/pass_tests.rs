@@ -63,7 +63,7 @@ fn count_written(plan: &Plan<ProvisionGauges>) -> Option<i64> {
         .iter()
         .filter(|w| w.category == Category::Target)
         .find_map(|w| match &w.verb {
-            ebb_core::plan::Verb::Merge(body) => body.pointer("/spec/count")?.as_i64(),
+            ebb_core::plan::Verb::Merge(body) => body.value().pointer("/spec/count")?.as_i64(),
             _ => None,
         })
 }

@@ -33,6 +33,7 @@ fn shape(plan: &Plan<ProvisionGauges>) -> Vec<String> {
             let (Verb::Merge(p) | Verb::MergeStatus(p)) = &w.verb else {
                 return w.verb.as_str().to_owned();
             };
+            let p = p.value();
             let keys: Vec<&str> = p
                 .as_object()
                 .unwrap()
@@ -56,12 +57,13 @@ fn a_scale_up_is_the_flag_then_the_count_each_naming_the_version_read() {
         let (Verb::Merge(patch) | Verb::MergeStatus(patch)) = &write.verb else {
             panic!("{write:?}")
         };
+        let patch = patch.value();
         assert_eq!(patch["metadata"]["resourceVersion"], "41", "{write:?}");
     }
     assert_eq!(plan.writes[0].category, Category::Status);
     assert_eq!(plan.writes[1].category, Category::Target);
     assert_eq!(plan.writes[1].verb, {
-        Verb::Merge(json!({"spec": {"count": 3}, "metadata": {"resourceVersion": "41"}}))
+        Verb::Merge(json!({"spec": {"count": 3}, "metadata": {"resourceVersion": "41"}}).into())
     });
     assert_eq!(
         plan.writes[1].reason,
@@ -88,8 +90,11 @@ fn a_release_writes_its_events_before_the_annotation_goes() {
     assert!(plan.notices.is_empty());
     assert_eq!(
         plan.writes[1].verb,
-        Verb::Merge(json!({"metadata": {
-            "annotations": {RELEASE_ANNOTATION: null}, "resourceVersion": "41"}}))
+        Verb::Merge(
+            json!({"metadata": {
+            "annotations": {RELEASE_ANNOTATION: null}, "resourceVersion": "41"}})
+            .into()
+        )
     );
     assert_eq!(plan.writes[1].category, Category::Metadata);
 }

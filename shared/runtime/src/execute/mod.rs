@@ -46,7 +46,7 @@ pub mod frame;
 
 use std::collections::HashMap;
 
-use ebb_core::plan::{Category, Plan, Requeue, Target, Verb, Write};
+use ebb_core::plan::{Body, Category, Plan, Requeue, Target, Verb, Write};
 use futures::StreamExt;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
@@ -240,10 +240,11 @@ fn failed(target: &Target, category: Category, source: kube::Error) -> Failure {
     WriteError::of(category.as_str(), category.what(target))(source).into()
 }
 
-/// `patch` with `metadata.resourceVersion` replaced by the version the plan's own earlier write
-/// to the same object answered with, when there was one and the patch names a version.
-fn after_own_write(patch: &Value, target: &Target, written: &HashMap<TargetKey, String>) -> Value {
-    let mut patch = patch.clone();
+/// `patch` as a value (as it is sent), with `metadata.resourceVersion` replaced by the version
+/// the plan's own earlier write to the same object answered with, when there was one and the
+/// patch names a version.
+fn after_own_write(patch: &Body, target: &Target, written: &HashMap<TargetKey, String>) -> Value {
+    let mut patch = patch.value();
     if let Some(version) = written.get(&TargetKey::of(target))
         && let Some(named) = patch.pointer_mut("/metadata/resourceVersion")
         && !named.is_null()
@@ -354,7 +355,7 @@ impl<'a> Writer<'a> {
         let fail = |source| failed(target, write.category, source);
         let answer = match &write.verb {
             Verb::Create(body) => {
-                let object: DynamicObject = serde_json::from_value(body.clone())
+                let object: DynamicObject = serde_json::from_str(body.as_str())
                     .map_err(|e| fail(kube::Error::SerdeError(e)))?;
                 let params = PostParams {
                     dry_run: false,
