@@ -21,7 +21,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use futures::{Stream, StreamExt};
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::watch::cache::Cold;
@@ -73,8 +73,10 @@ pub enum Seen<K> {
 }
 
 /// An object's key: `namespace/name`, or its name for a cluster-scoped kind.
-fn key(namespace: Option<&str>, name: &str) -> Box<str> {
-    match namespace {
+fn key<K: Resource>(object: &K) -> Box<str> {
+    let meta = object.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    match &meta.namespace {
         Some(namespace) => format!("{namespace}/{name}").into_boxed_str(),
         None => name.into(),
     }
@@ -111,14 +113,11 @@ impl<V> Projected<V> {
                 kind: self.kind.clone(),
             });
         }
-        let all: Vec<Arc<V>> = self
-            .scopes
-            .iter()
-            .flat_map(|s| {
-                let views = s.views.read().unwrap_or_else(PoisonError::into_inner);
-                views.values().cloned().collect::<Vec<_>>()
-            })
-            .collect();
+        let mut all = Vec::new();
+        for scope in &self.scopes {
+            let views = scope.views.read().unwrap_or_else(PoisonError::into_inner);
+            all.extend(views.values().cloned());
+        }
         self.visited.fetch_add(all.len(), Ordering::Relaxed);
         Ok(all)
     }
@@ -147,7 +146,7 @@ where
         match event {
             Event::Apply(object) => {
                 let view = Arc::new((self.project)(&object));
-                let key = key(object.namespace().as_deref(), &object.name_any());
+                let key = key(&object);
                 let mut views = self.views();
                 let before = views.insert(key, view.clone());
                 drop(views);
@@ -155,7 +154,7 @@ where
                 changed.then_some(Seen::Changed(object))
             }
             Event::Delete(object) => {
-                let key = key(object.namespace().as_deref(), &object.name_any());
+                let key = key(&object);
                 let gone = self.views().remove(&key);
                 gone.map(|_| Seen::Changed(object))
             }
@@ -165,7 +164,7 @@ where
             }
             Event::InitApply(object) => {
                 let view = Arc::new((self.project)(&object));
-                let key = key(object.namespace().as_deref(), &object.name_any());
+                let key = key(&object);
                 self.listing.get_or_insert_default().insert(key, view);
                 None
             }
