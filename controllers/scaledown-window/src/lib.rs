@@ -25,6 +25,7 @@ pub mod reconcile;
 pub use scaledown_window_decide::targets;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use clap::builder::BoolishValueParser;
 use ebb_crds::scaledown::ScaleDownSchedule;
@@ -39,7 +40,7 @@ use ebb_runtime::watch::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
-use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta, SelectorExt};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -249,35 +250,69 @@ fn watch_targets(
             contact,
             NodeView::same_marks,
         );
-        controller = controller.reconcile_all_on(node_wakes(nodes, own));
+        controller = controller.reconcile_on(node_wakes(nodes, own, store.clone()));
     }
     controller
 }
 
-/// When Node events wake the schedules: a Node's labels, ebb's two annotations or its pause
-/// annotations changed (its view, [`NodeView::same_marks`]), by someone else, or the watch
-/// listed (the first time: the passes that found the cache cold go at once). Node schedules
-/// are few, so every schedule is woken; the events of this process's own Node writes wake
-/// none. A schedule's pass reads every Node, and at an edge it writes thousands: each of their
-/// events woke every other Nodes schedule for a pass over all Nodes, back to back for the
-/// whole edge (20 000 Nodes and two schedules: 19 s of CPU where 10 000 and one took 1.8 s).
-/// No schedule decides differently on another's marks (a Node is one schedule's to write),
-/// and the writer looks again at its next transition.
+/// Which schedules Node events wake: when a Node's labels, ebb's two annotations or its pause
+/// annotations changed (its view, [`NodeView::same_marks`]) by someone else, the Nodes schedules
+/// the change concerns ([`concerns`]); when the watch listed (the first time: the passes that
+/// found the cache cold go at once), every Nodes schedule. The events of this process's own
+/// Node writes wake none: at an edge a schedule writes thousands of Nodes, and each of their
+/// events woke every other Nodes schedule for a pass over all Nodes, back to back for the whole
+/// edge (20 000 Nodes and two schedules: 19 s of CPU where 10 000 and one took 1.8 s). Nor does a
+/// Node wake a schedule of another target kind, whose pass reads its own objects from the API
+/// server: a Node joining the cluster cost each of them a pass and its reads.
 fn node_wakes(
-    nodes: impl Stream<Item = Result<Seen<PartialObjectMeta<Node>>, watcher::Error>> + Send + 'static,
+    nodes: impl Stream<Item = Result<Seen<PartialObjectMeta<Node>, NodeView>, watcher::Error>>
+    + Send
+    + 'static,
     own: &OwnWrites,
-) -> impl Stream<Item = ()> + Send + 'static {
-    // Own writes are told by the object an event brings; a list brings none (`Err(None)`).
-    let objects = nodes.map(|seen| match seen {
-        Ok(Seen::Changed(node)) => Ok(node),
-        Ok(Seen::Listed) => Err(None),
-        Err(error) => Err(Some(error)),
-    });
-    own.skip(objects).filter_map(|event| {
-        if let Err(Some(error)) = &event {
-            tracing::warn!(%error, "node watch");
-        }
-        std::future::ready(matches!(event, Ok(_) | Err(None)).then_some(()))
+    schedules: Store<GuardedSchedule>,
+) -> impl Stream<Item = ObjectRef<GuardedSchedule>> + Send + 'static {
+    own.skip_by(nodes, changed_node).flat_map(move |seen| {
+        let woken = match seen {
+            Ok(Seen::Listed) => schedules_where(&schedules, of_kind(TargetKind::NodeAnnotation)),
+            Ok(Seen::Changed { before, after, .. }) => {
+                let views = [before, after];
+                schedules_where(&schedules, |s| concerns(s, views.iter().flatten()))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "node watch");
+                Vec::new()
+            }
+        };
+        futures::stream::iter(woken)
+    })
+}
+
+/// The Node a watch event brings (a list brings none): how an own write's event is told.
+fn changed_node(
+    seen: &Result<Seen<PartialObjectMeta<Node>, NodeView>, watcher::Error>,
+) -> Option<&PartialObjectMeta<Node>> {
+    match seen {
+        Ok(Seen::Changed { object, .. }) => Some(object),
+        _ => None,
+    }
+}
+
+/// Whether a Node seen as `views` (before and after a change) concerns `schedule`: its target
+/// is Nodes and selects one of them, or one of them carries ebb's mark naming it. Only such a
+/// schedule's decision on the Node can differ: a Node neither selected nor marked by a schedule
+/// is not its to change, and the one that claims a Node selected by several selects it too.
+fn concerns<'v>(
+    schedule: &ScaleDownSchedule,
+    views: impl Iterator<Item = &'v Arc<NodeView>>,
+) -> bool {
+    let Ok(decide::ResolvedTarget::Nodes(selector)) = decide::resolve_target(&schedule.spec.target)
+    else {
+        return false;
+    };
+    let name = schedule.metadata.name.as_deref();
+    views.into_iter().any(|view| {
+        selector.matches(&view.labels)
+            || view.disabled_by.is_some() && view.disabled_by.as_deref() == name
     })
 }
 

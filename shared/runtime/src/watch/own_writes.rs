@@ -296,16 +296,30 @@ impl OwnWrites {
         E: Send + 'static,
         S: Stream<Item = Result<K, E>> + Send,
     {
+        self.skip_by(events, |event| event.as_ref().ok())
+    }
+
+    /// [`Self::skip`] for events that carry an object beside more: `object` finds it in an
+    /// event (an event without one is kept).
+    pub fn skip_by<T, K, S>(
+        &self,
+        events: S,
+        object: fn(&T) -> Option<&K>,
+    ) -> impl Stream<Item = T> + Send + use<T, K, S>
+    where
+        T: Send + 'static,
+        K: Resource + 'static,
+        K::DynamicType: Default,
+        S: Stream<Item = T> + Send,
+    {
         self.watch::<K>();
         let own = self.clone();
         events.filter(move |event| {
-            let judged = match event {
-                Ok(object) => own
-                    .lock()
+            let judged = object(event).and_then(|object| {
+                own.lock()
                     .key_of_object(object)
-                    .map(|key| (key, object.meta().resource_version.clone())),
-                Err(_) => None,
-            };
+                    .map(|key| (key, object.meta().resource_version.clone()))
+            });
             let own = own.clone();
             async move {
                 let Some((key, version)) = judged else {

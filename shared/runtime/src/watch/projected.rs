@@ -63,10 +63,18 @@ impl<V> Default for Projected<V> {
 
 /// What an event of a [`ProjectedFeed`]'s watch changed.
 #[derive(Debug)]
-pub enum Seen<K> {
+pub enum Seen<K, V> {
     /// An object whose view changed: a new object, one changed in what its view holds, or one
-    /// deleted.
-    Changed(K),
+    /// deleted; with its view before (none for a new object) and after (none once deleted), so
+    /// that who the change concerns can be told from either.
+    Changed {
+        /// The object as the event brought it.
+        object: K,
+        /// Its view before the event.
+        before: Option<Arc<V>>,
+        /// Its view after the event.
+        after: Option<Arc<V>>,
+    },
     /// The watch listed every object (the first time, or again after it lost its place): any
     /// view may have changed, deleted objects included.
     Listed,
@@ -142,7 +150,7 @@ where
 {
     /// Takes in one event of the watch: what it changed, if it changed a view (by `same`,
     /// which tells whether two views of one object hold the same for the rules).
-    pub fn take_in(&mut self, event: Event<K>, same: fn(&V, &V) -> bool) -> Option<Seen<K>> {
+    pub fn take_in(&mut self, event: Event<K>, same: fn(&V, &V) -> bool) -> Option<Seen<K, V>> {
         match event {
             Event::Apply(object) => {
                 let view = Arc::new((self.project)(&object));
@@ -150,13 +158,23 @@ where
                 let mut views = self.views();
                 let before = views.insert(key, view.clone());
                 drop(views);
-                let changed = before.is_none_or(|before| !same(&before, &view));
-                changed.then_some(Seen::Changed(object))
+                if before.as_ref().is_some_and(|before| same(before, &view)) {
+                    return None;
+                }
+                Some(Seen::Changed {
+                    object,
+                    before,
+                    after: Some(view),
+                })
             }
             Event::Delete(object) => {
                 let key = key(&object);
                 let gone = self.views().remove(&key);
-                gone.map(|_| Seen::Changed(object))
+                gone.map(|before| Seen::Changed {
+                    object,
+                    before: Some(before),
+                    after: None,
+                })
             }
             Event::Init => {
                 self.listing = Some(HashMap::new());
@@ -210,7 +228,7 @@ where
         config: watcher::Config,
         contact: &crate::ApiContact,
         same: fn(&V, &V) -> bool,
-    ) -> impl Stream<Item = Result<Seen<K>, watcher::Error>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Seen<K, V>, watcher::Error>> + Send + 'static {
         let kind = K::kind(&()).into_owned();
         crate::watch::contact::resilient(
             move || watcher::watcher(api.clone(), config.clone()),
@@ -310,13 +328,40 @@ mod tests {
         assert!(seen.is_none(), "{seen:?}");
         assert_eq!(values(&cache), [("1".into(), "12".into())]);
 
+        // What the change concerns can be told from the view before and after.
+        let v = |view: &Option<Arc<View>>| view.as_ref().map(|view| view.v.clone().unwrap());
         let seen = feed.take_in(Event::Apply(config_map("a", "2", "13")), same);
-        assert!(matches!(seen, Some(Seen::Changed(o)) if o.metadata.name.as_deref() == Some("a")));
+        let Some(Seen::Changed {
+            object,
+            before,
+            after,
+        }) = seen
+        else {
+            panic!("{seen:?}");
+        };
+        assert_eq!(object.metadata.name.as_deref(), Some("a"));
+        assert_eq!(
+            (v(&before), v(&after)),
+            (Some("1".into()), Some("2".into()))
+        );
         let seen = feed.take_in(Event::Apply(config_map("b", "1", "14")), same);
-        assert!(matches!(seen, Some(Seen::Changed(_))), "a new object");
+        assert!(
+            matches!(
+                &seen,
+                Some(Seen::Changed {
+                    before: None,
+                    after: Some(_),
+                    ..
+                })
+            ),
+            "a new object: {seen:?}"
+        );
 
         let seen = feed.take_in(Event::Delete(config_map("a", "2", "15")), same);
-        assert!(matches!(seen, Some(Seen::Changed(_))), "a deleted object");
+        assert!(
+            matches!(&seen, Some(Seen::Changed { before: Some(b), after: None, .. }) if b.v.as_deref() == Some("2")),
+            "a deleted object: {seen:?}"
+        );
         assert_eq!(values(&cache), [("1".into(), "14".into())]);
         let seen = feed.take_in(Event::Delete(config_map("a", "2", "15")), same);
         assert!(seen.is_none(), "nothing held: nothing changed");
