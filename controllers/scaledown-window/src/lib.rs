@@ -40,7 +40,7 @@ use ebb_runtime::watch::queue::Queued;
 use ebb_runtime::{ApiContact, CommonArgs};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
-use kube::core::{ApiResource, DynamicObject, PartialObjectMeta, SelectorExt};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -303,17 +303,17 @@ fn changed_node(
 /// is not its to change, and the one that claims a Node selected by several selects it too.
 fn concerns<'v>(
     schedule: &ScaleDownSchedule,
-    views: impl Iterator<Item = &'v Arc<NodeView>>,
+    mut views: impl Iterator<Item = &'v Arc<NodeView>>,
 ) -> bool {
-    let Ok(decide::ResolvedTarget::Nodes(selector)) = decide::resolve_target(&schedule.spec.target)
-    else {
+    let Ok(target) = decide::resolve_target(&schedule.spec.target) else {
         return false;
     };
     let name = schedule.metadata.name.as_deref();
-    views.into_iter().any(|view| {
-        selector.matches(&view.labels)
-            || view.disabled_by.is_some() && view.disabled_by.as_deref() == name
-    })
+    target.kind() == TargetKind::NodeAnnotation
+        && views.any(|view| {
+            target.selects(&view.id())
+                || name.is_some_and(|name| view.disabled_by.as_deref() == Some(name))
+        })
 }
 
 /// `scaledown-window cleanup`: releases what every ScaleDownSchedule set on its target (the

@@ -31,6 +31,16 @@ pub struct NodeView {
 }
 
 impl NodeView {
+    /// The Node as a target's selection sees it ([`crate::ResolvedTarget::selects`]).
+    pub fn id(&self) -> ObjectId<'_> {
+        ObjectId {
+            kind: TargetKind::NodeAnnotation,
+            namespace: None,
+            name: &self.name,
+            labels: &self.labels,
+        }
+    }
+
     /// Whether `self` and `other` hold the same for the rules: everything but the
     /// resourceVersion, which changes with every write (a heartbeat's too).
     pub fn same_marks(&self, other: &Self) -> bool {
@@ -108,14 +118,8 @@ pub fn node_view(meta: &ObjectMeta) -> NodeView {
 /// Plans every node.
 pub(crate) fn decide(decider: &mut TargetDecider<'_>, nodes: &[Arc<NodeView>]) {
     for node in nodes {
-        let id = ObjectId {
-            kind: TargetKind::NodeAnnotation,
-            namespace: None,
-            name: &node.name,
-            labels: &node.labels,
-        };
         let label = format!("Node {}", node.name);
-        let claim = decider.claim(id, &label);
+        let claim = decider.claim(node.id(), &label);
         if decider.paused(&claim, &label, &node.pause) {
             continue;
         }
