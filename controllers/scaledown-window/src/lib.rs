@@ -273,7 +273,9 @@ fn node_wakes(
 ) -> impl Stream<Item = ObjectRef<GuardedSchedule>> + Send + 'static {
     own.skip_by(nodes, changed_node).flat_map(move |seen| {
         let woken = match seen {
-            Ok(Seen::Listed) => schedules_where(&schedules, of_kind(TargetKind::NodeAnnotation)),
+            Ok(Seen::Listed { .. }) => {
+                schedules_where(&schedules, of_kind(TargetKind::NodeAnnotation))
+            }
             Ok(Seen::Changed { before, after, .. }) => {
                 let views = [before, after];
                 schedules_where(&schedules, |s| concerns(s, views.iter().flatten()))

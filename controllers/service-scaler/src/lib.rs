@@ -35,11 +35,12 @@ use ebb_runtime::process::app::{Wiring, watcher_config};
 use ebb_runtime::process::cleanup::Leave;
 use ebb_runtime::watch::calendars::CalendarCache;
 use ebb_runtime::watch::packed::{JsonString, Packed, Unlabelled};
+use ebb_runtime::watch::projected::Projected;
+use ebb_runtime::watch::squeezed::Squeezed;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::metrics::Metrics;
@@ -49,34 +50,35 @@ use crate::reconcile::Own;
 /// service-scaler, `--label-selector` / `LABEL_SELECTOR` limits the objects managed).
 pub type RunArgs = ebb_runtime::process::args::CommonOnly;
 
-/// A ServiceScaler as the controller's cache holds it: its metadata but its labels (no rule reads
-/// them; `--label-selector` is the API server's to apply) and, packed, the rest.
+/// A ServiceScaler as the controller's watch brings it: its metadata but its labels (no rule
+/// reads them; `--label-selector` is the API server's to apply) and, packed, the rest. The cache
+/// keeps it [`Squeezed`].
 pub type CachedScaler = Packed<ServiceScaler, Unlabelled>;
 
-/// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it.
-pub fn scaler_of<K: Resource>(
-    store: &Store<CachedScaler>,
-    hpa: &K,
-) -> Option<ObjectRef<CachedScaler>> {
-    let reference = ObjectRef::new(&hpa.name_any()).within(&hpa.namespace()?);
-    store.get(&reference).map(|_| reference)
+/// The controller's cache of ServiceScalers (one scope's).
+pub type Scalers = Projected<Squeezed<ServiceScaler>>;
+
+/// The ServiceScaler a HPA belongs to: the one of the same name, if the cache holds it (its
+/// `namespace/name`).
+pub fn scaler_of<K: Resource>(store: &Scalers, hpa: &K) -> Option<String> {
+    let key = format!("{}/{}", hpa.namespace()?, hpa.name_any());
+    store.get(&key).map(|_| key)
 }
 
-/// The ServiceScalers of `store` whose ranges name HolidayCalendar `name`. Only those whose
-/// packed JSON holds the string `name` are decoded ([`Packed::may_hold`]): a calendar's
-/// change costs a byte scan of the cache, not a decode of every ServiceScaler in it.
-pub fn scalers_naming(store: &Store<CachedScaler>, name: &str) -> Vec<ObjectRef<CachedScaler>> {
+/// The ServiceScalers of `store` whose ranges name HolidayCalendar `name` (their
+/// `namespace/name`). Only those whose squeezed JSON holds the string `name` are decoded
+/// ([`Squeezed::may_hold`]): a calendar's change costs a byte scan of the cache, not a decode
+/// of every ServiceScaler in it. None before the cache's first list (which runs every one).
+pub fn scalers_naming(store: &Scalers, name: &str) -> Vec<String> {
     let quoted = JsonString::new(name);
     store
-        .state()
+        .all()
+        .unwrap_or_default()
         .iter()
-        .filter(|cached| {
-            cached.may_hold(&quoted)
-                && cached.unpack().is_ok_and(|scaler| {
-                    decide::calendar_names(&scaler.spec.time_range_spec).contains(&name)
-                })
-        })
-        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .filter(|cached| cached.may_hold(&quoted))
+        .filter_map(|cached| cached.unsqueeze().ok())
+        .filter(|scaler| decide::calendar_names(&scaler.spec.time_range_spec).contains(&name))
+        .map(|scaler| ebb_runtime::watch::queue::object_key(&scaler))
         .collect()
 }
 
@@ -297,7 +299,7 @@ pub fn controllers(
         // status, its HPA write): the pass decided on what it wrote, and its requeue is the next
         // look.
         // /readyz turns green once every ServiceScaler cache holds its first full list.
-        let controller = ebb_runtime::process::app::controller_skipping_own(
+        let controller = ebb_runtime::process::app::squeezed_controller(
             scalers,
             watcher_config(&wiring.common),
             &wiring.warm_up,
@@ -319,7 +321,7 @@ pub fn controllers(
             )
             .graceful_shutdown_on(async move { token.cancelled().await });
         controllers.push(
-            frame::run(controller, ctx.clone(), move |key| {
+            frame::run_squeezed(controller, ctx.clone(), move |key| {
                 metrics.forget(key);
                 let _ = gone.send(key.to_owned());
             })

@@ -5,23 +5,32 @@ use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use serde_json::json;
 
+/// A cache of ServiceScalers holding `objects` as the controller's watch brings them.
+fn cache(objects: Vec<serde_json::Value>) -> Scalers {
+    let mut store = Scalers::default();
+    let mut feed = store.scope::<CachedScaler>(Squeezed::squeeze);
+    feed.fill(
+        objects
+            .into_iter()
+            .map(|object| serde_json::from_value(object).unwrap()),
+    );
+    store
+}
+
 #[test]
 fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
-    let (store, mut writer) = reflector::store::<CachedScaler>();
-    let scaler: CachedScaler = serde_json::from_value(json!({
+    let store = cache(vec![json!({
         "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
         "metadata": {"name": "web", "namespace": "a"}, "spec": {"hpa": {"maxReplicas": 2}}
-    }))
-    .unwrap();
-    writer.apply_watcher_event(&Event::Apply(scaler));
+    })]);
     let hpa = |ns: &str, name: &str| -> HorizontalPodAutoscaler {
         serde_json::from_value(json!({"metadata": {"name": name, "namespace": ns},
             "spec": {"maxReplicas": 1, "scaleTargetRef": {"kind": "Deployment", "name": name}}}))
         .unwrap()
     };
     assert_eq!(
-        scaler_of(&store, &hpa("a", "web")),
-        Some(ObjectRef::new("web").within("a"))
+        scaler_of(&store, &hpa("a", "web")).as_deref(),
+        Some("a/web")
     );
     // Not selected (another namespace, another name, or outside --label-selector): ignored.
     assert_eq!(scaler_of(&store, &hpa("b", "web")), None);
@@ -33,15 +42,13 @@ fn an_hpa_maps_to_the_cached_scaler_of_its_name() {
 /// type.
 #[test]
 fn a_calendar_maps_to_the_scalers_whose_ranges_exclude_it() {
-    let (store, mut writer) = reflector::store::<CachedScaler>();
+    let mut scalers = Vec::new();
     let mut add = |name: &str, range: serde_json::Value| {
-        let scaler: CachedScaler = serde_json::from_value(json!({
+        scalers.push(json!({
             "apiVersion": "scaler.udaan.io/v1", "kind": "ServiceScaler",
             "metadata": {"name": name, "namespace": "a"},
             "spec": {"hpa": {"maxReplicas": 2}, "timeRangeSpec": [range]}
-        }))
-        .unwrap();
-        writer.apply_watcher_event(&Event::Apply(scaler));
+        }));
     };
     let range = |calendars: &[&str], zone: &str| {
         json!({"kind": "LocalTime", "from": "09:00", "to": "17:00", "timeZone": zone,
@@ -54,10 +61,10 @@ fn a_calendar_maps_to_the_scalers_whose_ranges_exclude_it() {
         "unfit",
         json!({"kind": "LocalTime", "from": 9, "excludeCalendars": ["zurich"]}),
     );
+    let store = cache(scalers);
     let mut naming = scalers_naming(&store, "zurich");
-    naming.sort_by(|a, b| a.name.cmp(&b.name));
-    let names: Vec<&str> = naming.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(names, ["also", "excludes"]);
+    naming.sort();
+    assert_eq!(naming, ["a/also", "a/excludes"]);
     assert!(scalers_naming(&store, "zur").is_empty());
 }
 

@@ -78,12 +78,14 @@ impl std::ops::Deref for Harness {
     }
 }
 
-/// The frame's reconcile of service-scaler.
-async fn reconcile<S: Stored<Object = ServiceScaler>>(
-    scaler: Arc<S>,
+/// The frame's reconcile of service-scaler, on the ServiceScaler as the watch brought it and the
+/// controller's cache keeps it (squeezed).
+async fn reconcile(
+    scaler: Arc<CachedScaler>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, frame::Error<Error>> {
-    frame::reconcile(scaler, ctx).await
+    let cached = ebb_runtime::watch::squeezed::Squeezed::squeeze(&scaler);
+    frame::reconcile_squeezed(Arc::new(cached), ctx).await
 }
 
 /// The frame's error policy for service-scaler.

@@ -53,6 +53,8 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use crate::watch::queue::{Queue, Queued};
+use crate::watch::runner::Runner;
+use crate::watch::squeezed::{Squeezed, Unfit};
 use crate::{
     ApiContact, Clock, ControllerMetrics, ErrorBackoff, EventKind, EventSink, Leader, object_key,
 };
@@ -520,15 +522,44 @@ pub async fn reconcile<S: Stored, R: Reconciler<S::Object>>(
     object: Arc<S>,
     ctx: Arc<Context<R>>,
 ) -> Result<Requeue, Error<R::Error>> {
-    let meta = object.meta();
+    reconcile_seen(Seen::of(object.as_ref()), object.meta().clone(), ctx).await
+}
+
+/// The frame's reconcile for controller `R` of an object a [`Runner`] holds ([`run_squeezed`]).
+pub async fn reconcile_squeezed<K, R>(
+    object: Arc<Squeezed<K>>,
+    ctx: Arc<Context<R>>,
+) -> Result<Requeue, Error<R::Error>>
+where
+    K: Object + serde::Serialize,
+    R: Reconciler<K>,
+{
+    let (seen, meta) = match object.unsqueeze() {
+        Ok(typed) => {
+            let meta = typed.meta().clone();
+            (Seen::Typed(Arc::new(typed)), meta)
+        }
+        Err(unfit) => {
+            let Unfit { meta, error } = *unfit;
+            (Seen::Malformed(Box::new(meta.clone()), error), meta)
+        }
+    };
+    reconcile_seen(seen, meta, ctx).await
+}
+
+async fn reconcile_seen<K: Object, R: Reconciler<K>>(
+    seen: Seen<K>,
+    meta: ObjectMeta,
+    ctx: Arc<Context<R>>,
+) -> Result<Requeue, Error<R::Error>> {
     let span = tracing::info_span!(
         "reconcile",
         controller = R::NAME,
         namespace = meta.namespace.as_deref().unwrap_or_default(),
         name = meta.name.as_deref().unwrap_or_default(),
     );
-    let key = object_key(object.as_ref());
-    let passes = passes::<S::Object, R>(Seen::of(object.as_ref()), meta.clone(), &ctx);
+    let key = meta_key(&meta);
+    let passes = passes::<K, R>(seen, meta, &ctx);
     let result = ControllerMetrics::instrument(&ctx.metrics, passes, ReconcileError::category)
         .instrument(span)
         .await;
@@ -648,7 +679,16 @@ pub fn error_policy<S: Stored, R: Reconciler<S::Object>>(
     error: &Error<R::Error>,
     ctx: &Context<R>,
 ) -> Requeue {
-    let key = object_key(object);
+    error_policy_of::<S::Object, R>(&object_key(object), error, ctx)
+}
+
+/// [`error_policy`] for the object `key` (`namespace/name`).
+pub fn error_policy_of<K: Object, R: Reconciler<K>>(
+    key: &str,
+    error: &Error<R::Error>,
+    ctx: &Context<R>,
+) -> Requeue {
+    let key = key.to_owned();
     if !error.is_transient() {
         tracing::info!(controller = R::NAME, object = %key, category = error.category(), %error,
             "waiting for the object to change");
@@ -740,6 +780,35 @@ where
             }
             futures::future::ready(())
         })
+        .await;
+}
+
+/// Runs `runner` with the frame until it ends (shutdown), as [`run`] runs kube's `Controller`:
+/// `gone` is called with the `namespace/name` of each object that is gone (deleted as the watch
+/// reports it, missing from a relist at its end, or before its reconcile ran).
+pub async fn run_squeezed<K, R, F>(runner: Runner<K>, ctx: Arc<Context<R>>, gone: F)
+where
+    K: Object + serde::Serialize,
+    R: Reconciler<K>,
+    F: Fn(&str) + Send + Sync + 'static,
+{
+    let forget = ctx.clone();
+    let gone = Arc::new(move |key: &str| {
+        forget.backoff.forget(key);
+        forget.malformed.forget(key);
+        gone(key);
+    });
+    let told = gone.clone();
+    runner.queue().on_deleted(move |key| told(key));
+    let wait = ctx.metrics.watch_queue(&K::kind(&()), runner.queue());
+    let policy_ctx = ctx.clone();
+    runner
+        .run(
+            move |object| reconcile_squeezed(object, ctx.clone()),
+            move |key, error| error_policy_of(key, error, &policy_ctx),
+            move |key| gone(key),
+            move |waited| wait.observe(waited.as_secs_f64()),
+        )
         .await;
 }
 

@@ -29,7 +29,9 @@ use crate::serve::metrics_auth::KubeAuth;
 use crate::serve::server::ServerError;
 use crate::serve::telemetry::TelemetryError;
 use crate::shutdown::ShutdownError;
+use crate::watch::packed::{Packed, Projection};
 use crate::watch::queue::{Queue, Queued, object_key};
+use crate::watch::runner::{Runner, Watching};
 use crate::{
     ApiContact, CommonArgs, ControllerMetrics, EventPublisher, Health, LeaderElection, LeaderError,
     MetricsServer, Shutdown, SystemClock,
@@ -404,6 +406,36 @@ where
 {
     let cache = warm_up.cache();
     built(api, config, warm_up, Some(own), move || cache.warm())
+}
+
+/// A controller of `api`'s kind on ebb's own cache and queue ([`Runner`]): each object kept
+/// [`Squeezed`](crate::watch::squeezed::Squeezed), about half what kube's `Store` holds; the
+/// events of this process's own writes run no reconcile ([`controller_skipping_own`]); its first
+/// full list marks its cache warm; the server's return and this replica starting to lead run
+/// every object once, as with [`controller`].
+pub fn squeezed_controller<K, P>(
+    api: Api<Packed<K, P>>,
+    config: watcher::Config,
+    warm_up: &WarmUp,
+    own: &crate::watch::own_writes::OwnWrites,
+) -> Runner<K>
+where
+    K: crate::watch::guard::Object + serde::Serialize,
+    P: Projection<K>,
+{
+    let cache = warm_up.cache();
+    let contact = warm_up.contact();
+    Runner::watching(
+        api,
+        Watching {
+            config,
+            contact,
+            own: Some(own),
+            listed: Box::new(move || cache.warm()),
+            concurrency: usize::from(warm_up.concurrency),
+        },
+    )
+    .reconcile_all_on(contact.wake_ups())
 }
 
 /// What a changes-only controller ([`controller_on_changes`]) does beside its own queue.

@@ -9,4 +9,6 @@ pub mod packed;
 pub mod projected;
 pub mod queue;
 pub mod requests;
+pub mod runner;
+pub mod squeezed;
 pub mod triggers;

@@ -145,6 +145,11 @@ pub struct JsonString {
 }
 
 impl JsonString {
+    /// Whether `json` holds the string.
+    pub(crate) fn is_in(&self, json: &[u8]) -> bool {
+        self.finder.find(json).is_some()
+    }
+
     /// `value`, quoted and escaped as serde_json wrote every packed body.
     pub fn new(value: &str) -> Self {
         // Writing a `&str` cannot fail; were it to, the empty needle would match every object,

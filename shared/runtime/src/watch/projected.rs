@@ -76,8 +76,12 @@ pub enum Seen<K, V> {
         after: Option<Arc<V>>,
     },
     /// The watch listed every object (the first time, or again after it lost its place): any
-    /// view may have changed, deleted objects included.
-    Listed,
+    /// view may have changed, deleted objects included; `gone` holds the keys of the objects
+    /// held before the list that it did not show (a list reports no deletions).
+    Listed {
+        /// The keys (`namespace/name`) of the objects the list found gone.
+        gone: Vec<Box<str>>,
+    },
 }
 
 /// An object's key: `namespace/name`, or its name for a cluster-scoped kind.
@@ -128,6 +132,24 @@ impl<V> Projected<V> {
         }
         self.visited.fetch_add(all.len(), Ordering::Relaxed);
         Ok(all)
+    }
+
+    /// The view of the object `key` (`namespace/name`, or its name for a cluster-scoped kind).
+    pub fn get(&self, key: &str) -> Option<Arc<V>> {
+        self.scopes.iter().find_map(|scope| {
+            let views = scope.views.read().unwrap_or_else(PoisonError::into_inner);
+            views.get(key).cloned()
+        })
+    }
+
+    /// The keys of every object the cache holds (none of a scope not listed yet).
+    pub fn keys(&self) -> Vec<Box<str>> {
+        let mut keys = Vec::new();
+        for scope in &self.scopes {
+            let views = scope.views.read().unwrap_or_else(PoisonError::into_inner);
+            keys.extend(views.keys().cloned());
+        }
+        keys
     }
 
     /// How many views this cache's reads (and its clones') have looked at so far.
@@ -189,9 +211,19 @@ where
             Event::InitDone => {
                 let mut listed = self.listing.take().unwrap_or_default();
                 listed.shrink_to_fit();
-                *self.views() = listed;
+                let before = std::mem::replace(&mut *self.views(), listed);
+                let views = self
+                    .scope
+                    .views
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let gone = before
+                    .into_keys()
+                    .filter(|key| !views.contains_key(key))
+                    .collect();
+                drop(views);
                 self.scope.warm.store(true, Ordering::Release);
-                Some(Seen::Listed)
+                Some(Seen::Listed { gone })
             }
         }
     }
@@ -320,7 +352,7 @@ mod tests {
         );
         assert!(matches!(
             feed.take_in(Event::InitDone, same),
-            Some(Seen::Listed)
+            Some(Seen::Listed { gone }) if gone.is_empty()
         ));
 
         // Another version, the same for the rules: kept, no change.
@@ -382,8 +414,11 @@ mod tests {
         );
         assert!(matches!(
             feed.take_in(Event::InitDone, same),
-            Some(Seen::Listed)
+            Some(Seen::Listed { gone }) if gone == [Box::from("ns/a")]
         ));
         assert_eq!(values(&cache), [("2".into(), "20".into())], "a is gone");
+        assert!(cache.get("ns/a").is_none());
+        assert_eq!(cache.get("ns/b").unwrap().v.as_deref(), Some("2"));
+        assert_eq!(cache.keys(), [Box::from("ns/b")]);
     }
 }
