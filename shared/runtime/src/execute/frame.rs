@@ -49,6 +49,7 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::{Action, Error as ControllerError};
 use kube::{Api, Client, Resource};
+use prometheus_client::metrics::histogram::Histogram;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
@@ -721,6 +722,29 @@ fn noted(queue: &Queue, key: String, requeue: Requeue, took: Duration) -> Action
     Action::await_change()
 }
 
+/// Told the `namespace/name` of each object that is gone.
+type Gone = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a controller's run tells of each object that is gone: `gone`, once the frame has
+/// forgotten the object's backoff and malformed report (an object that is gone leaves nothing
+/// behind), and told of each deletion `queue` sees; with the histogram of `queue`'s waits,
+/// under `kind`.
+fn watched<R, F>(queue: &Queue, kind: &str, ctx: &Arc<Context<R>>, gone: F) -> (Gone, Histogram)
+where
+    R: Send + Sync + 'static,
+    F: Fn(&str) + Send + Sync + 'static,
+{
+    let forget = ctx.clone();
+    let gone: Gone = Arc::new(move |key: &str| {
+        forget.backoff.forget(key);
+        forget.malformed.forget(key);
+        gone(key);
+    });
+    let told = gone.clone();
+    queue.on_deleted(move |key| told(key));
+    (gone, ctx.metrics.watch_queue(kind, queue))
+}
+
 /// Runs `controller` with the frame until it ends (shutdown), calling `gone` with the
 /// `namespace/name` of each object that is gone: deleted as the watch reports it, missing from a
 /// relist (which reports no deletions) at its end, or before its reconcile ran (to drop its
@@ -732,16 +756,7 @@ where
     F: Fn(&str) + Send + Sync + 'static,
 {
     let (controller, queue) = controller.into_parts();
-    // An object that is gone leaves nothing behind: its backoff goes with it.
-    let forget = ctx.clone();
-    let gone = Arc::new(move |key: &str| {
-        forget.backoff.forget(key);
-        forget.malformed.forget(key);
-        gone(key);
-    });
-    let told = gone.clone();
-    queue.on_deleted(move |key| told(key));
-    let wait = ctx.metrics.watch_queue(&S::kind(&()), &queue);
+    let (gone, wait) = watched(&queue, &S::kind(&()), &ctx, gone);
     let started = queue.clone();
     let failed = queue.clone();
     controller
@@ -792,15 +807,7 @@ where
     R: Reconciler<K>,
     F: Fn(&str) + Send + Sync + 'static,
 {
-    let forget = ctx.clone();
-    let gone = Arc::new(move |key: &str| {
-        forget.backoff.forget(key);
-        forget.malformed.forget(key);
-        gone(key);
-    });
-    let told = gone.clone();
-    runner.queue().on_deleted(move |key| told(key));
-    let wait = ctx.metrics.watch_queue(&K::kind(&()), runner.queue());
+    let (gone, wait) = watched(runner.queue(), &K::kind(&()), &ctx, gone);
     let policy_ctx = ctx.clone();
     runner
         .run(
